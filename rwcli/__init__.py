@@ -1,0 +1,1 @@
+"""The `rw` command line: a thin layer over the library packages."""

@@ -1,0 +1,37 @@
+"""Entry point of the ``rw`` console command: one subcommand per module in this package."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("train", "rwcli.train", "train the one-layer transformer numerically (rwnumeric)"),
+]
+
+
+class UsageError(Exception):
+    """Bad user input: printed as one line and exit code 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen subcommand; bad input gives one line on stderr and exit 2."""
+    parser = argparse.ArgumentParser(prog="rw", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, module_name, help_text in COMMANDS:
+        module = importlib.import_module(module_name)
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except (UsageError, ValueError) as err:
+        print(f"rw {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""PyTorch implementation: model, fast and autograd gradients, training, metrics."""

@@ -1,0 +1,1 @@
+"""SymPy implementation: exact population gradient descent, structure checks, signal, oracles."""
