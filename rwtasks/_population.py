@@ -43,7 +43,7 @@ class Population:
         """The probability of each input as float64; requires every probability to be numeric."""
         symbolic = [v for v in self.prob_values if not is_numeric(v)]
         if symbolic:
-            names = sorted(str(s) for v in symbolic for s in v.free_symbols)
+            names = sorted({str(s) for v in symbolic for s in v.free_symbols})
             raise ValueError(
                 f"the population's probabilities depend on symbols {names}; substitute numbers "
                 "first (e.g. CircleWalk(K, N, p='1/2')) to get float probabilities"
