@@ -4,15 +4,65 @@ A task gives an exact ``Population`` (every input with its exact probability) an
 parameters, i.i.d. samples from an explicit seed or generator. Token and label ids are 0-based.
 """
 
+from rwtasks._catalogue import (
+    FAMILIES,
+    Family,
+    count_task,
+    first_of_two_task,
+    majority_task,
+    make_task,
+    permutation_task,
+)
 from rwtasks._circle import MAX_EXACT_WALKS, CircleWalk, check_int
 from rwtasks._exact import check_in_unit_interval, exact, is_numeric, symbol
 from rwtasks._finite import FiniteTask
+from rwtasks._graph import (
+    GROUPS,
+    MAX_FINITE_INPUTS,
+    cayley_walk,
+    exact_expr,
+    graph_walk,
+    lazy_circle_walk,
+    walk_task,
+)
 from rwtasks._population import Population
 from rwtasks._qa import QA_VOCAB, qa_task1, qa_task2
+from rwtasks._spec import (
+    EXPLORE_DEFAULTS,
+    TRAIN_DEFAULTS,
+    SpecError,
+    TaskSpec,
+    load_task_spec,
+    parse_task_spec,
+    task_spec_schema,
+)
 
 Task = CircleWalk | FiniteTask
 
 __all__ = [
+    # catalogue and task specification files (rw explore)
+    "EXPLORE_DEFAULTS",
+    "FAMILIES",
+    "GROUPS",
+    "MAX_FINITE_INPUTS",
+    "TRAIN_DEFAULTS",
+    "Family",
+    "SpecError",
+    "TaskSpec",
+    "cayley_walk",
+    "count_task",
+    "exact_expr",
+    "first_of_two_task",
+    "graph_walk",
+    "lazy_circle_walk",
+    "load_task_spec",
+    "majority_task",
+    "make_task",
+    "parse_task_spec",
+    "permutation_task",
+    "task_spec_schema",
+    "walk_task",
+    # tasks
     "MAX_EXACT_WALKS",
     "QA_VOCAB",
     "CircleWalk",

@@ -1,0 +1,331 @@
+"""Random walks on finite graphs (MATH.md §5: "the same question for any finite task").
+
+A walk task: s_1 drawn from a start law (uniform unless given), s_{i+1} ~ row s_i of a transition
+matrix P; tokens s_1..s_{N-1}, label y = s_N, exactly as for circle walks (MATH.md §1). The exact
+population enumerates every path of positive probability, so it is a ``FiniteTask``.
+Graphs come from an edge list, a lazy circle, or the Cayley graph of a small group.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+
+import sympy as sp
+
+from rwtasks._circle import check_int
+from rwtasks._exact import check_in_unit_interval, exact, is_numeric, symbol
+from rwtasks._finite import FiniteTask
+
+#: Largest number of inputs a catalogue family enumerates into a FiniteTask (one SymPy probability
+#: per input; beyond this the exact population takes minutes to build and to take expectations over).
+MAX_FINITE_INPUTS = 2**15
+
+_EXPR_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/^(). ]+$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_ATTRIBUTE = re.compile(r"[A-Za-z_]\s*\.|\.\s*[A-Za-z_]")  # a dot may only sit inside a number
+
+
+def exact_expr(value: object, name: str) -> sp.Expr:
+    """An exact probability: a number as in ``rwtasks.exact``, or an arithmetic expression in real
+    symbols such as ``"1-p"`` or ``"(1-q)*p/2"`` (only + - * / ^ and parentheses are allowed).
+
+    >>> exact_expr("(1-q)*p", "prob"), exact_expr("0.3", "prob")
+    (p*(1 - q), 3/10)
+    """
+    if not isinstance(value, str):
+        return exact(value, name)
+    text = value.strip()
+    try:
+        return exact(text, name)
+    except ValueError:
+        pass
+    if not _EXPR_CHARS.match(text) or "__" in text or _ATTRIBUTE.search(text):
+        raise ValueError(
+            f"{name}={value!r} is not a number or an arithmetic expression in symbols "
+            "(allowed: digits, names, + - * / ^ and parentheses)"
+        )
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        parse_expr,
+        rationalize,
+        standard_transformations,
+    )
+
+    # Every identifier is bound to a real toolkit symbol, so the parser never reaches SymPy's
+    # namespace (no functions, no constants): the result is a rational function of symbols.
+    local = {ident: symbol(ident) for ident in _IDENT.findall(text)}
+    try:
+        expr = parse_expr(
+            text,
+            local_dict=local,
+            global_dict={"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational,
+                         "Symbol": sp.Symbol},
+            transformations=standard_transformations + (convert_xor, rationalize),
+        )
+    except Exception:  # SymPy raises SyntaxError, TokenError, TypeError... for malformed text
+        raise ValueError(f"{name}={value!r} is not a well-formed arithmetic expression") from None
+    if not isinstance(expr, sp.Expr) or expr.has(sp.Float):
+        raise ValueError(f"{name}={value!r} is not an exact arithmetic expression")
+    return expr
+
+
+def _check_probability(value: sp.Expr, name: str) -> None:
+    if is_numeric(value):
+        check_in_unit_interval(value, name)
+
+
+def walk_task(
+    transition: sp.Matrix,
+    N: int,
+    names: Sequence[str] | None = None,
+    start: Sequence[object] | None = None,
+    name: str = "walk",
+    limit: int = MAX_FINITE_INPUTS,
+) -> FiniteTask:
+    """The exact walk task of a K×K transition matrix P (row = current state), as a FiniteTask.
+
+    Inputs are all paths s_1..s_N of positive probability start[s_1]·Π P[s_i, s_{i+1}]; tokens are
+    s_1..s_{N-1} and the label is s_N (MATH.md §1 with Π replaced by P). ``start`` defaults to uniform.
+
+    >>> t = walk_task(sp.Matrix([[0, 1], [1, 0]]), 3)
+    >>> t.tokens.tolist(), t.labels.tolist(), t.prob_values
+    ([[0, 1], [1, 0]], [0, 1], (1/2, 1/2))
+    """
+    N = check_int(N, "N", 2)
+    P = sp.Matrix(transition)
+    K = P.rows
+    if P.cols != K or K < 1:
+        raise ValueError(f"transition matrix must be square, got {P.rows}x{P.cols}")
+    label = (lambda i: names[i]) if names is not None else str
+    for i in range(K):
+        for j in range(K):
+            _check_probability(P[i, j], f"transition[{label(i)} -> {label(j)}]")
+        row = sp.simplify(sum(P.row(i)) - 1)
+        if row != 0:
+            raise ValueError(
+                f"transition probabilities out of node {label(i)!r} sum to "
+                f"{sp.simplify(row + 1)}, not 1"
+            )
+    if start is None:
+        start_p = [sp.Rational(1, K)] * K
+    else:
+        if len(start) != K:
+            raise ValueError(f"start has {len(start)} entries, the graph has {K} nodes")
+        start_p = [exact_expr(q, f"start[{i}]") for i, q in enumerate(start)]
+        for i, q in enumerate(start_p):
+            _check_probability(q, f"start[{label(i)}]")
+        if sp.simplify(sp.Add(*start_p) - 1) != 0:
+            raise ValueError(f"start probabilities sum to {sp.simplify(sp.Add(*start_p))}, not 1")
+
+    def nonzero(value: sp.Expr) -> bool:
+        return not (is_numeric(value) and value == 0)
+
+    successors = [[j for j in range(K) if nonzero(P[i, j])] for i in range(K)]
+    paths: list[tuple[list[int], sp.Expr]] = [([i], start_p[i]) for i in range(K) if nonzero(start_p[i])]
+    for _ in range(N - 1):
+        # Count before building, so a too-large request fails fast with the size it would need.
+        count = sum(len(successors[path[-1]]) for path, _ in paths)
+        if count > limit:
+            raise ValueError(
+                f"the walk task {name!r} with N={N} has at least {count} paths of positive "
+                f"probability, above the limit of {limit} for exact enumeration; use a smaller N "
+                "or fewer edges"
+            )
+        paths = [(path + [j], prob * P[path[-1], j]) for path, prob in paths for j in successors[path[-1]]]
+    sequences = [path[:-1] for path, _ in paths]
+    labels = [path[-1] for path, _ in paths]
+    probs = [sp.expand(prob) for _, prob in paths]
+    return FiniteTask(sequences, labels, probs, K=K, vocab=names, name=name)
+
+
+def _node_names(nodes: int | Sequence[str]) -> list[str]:
+    if isinstance(nodes, (list, tuple)):
+        names = [str(n) for n in nodes]
+        if len(set(names)) != len(names):
+            raise ValueError("nodes has repeated names")
+        if not names:
+            raise ValueError("nodes is empty: a graph needs at least one node")
+        return names
+    return [str(i) for i in range(check_int(nodes, "nodes", 1))]
+
+
+def _lazy(P: sp.Matrix, laziness: object) -> sp.Matrix:
+    """q·I + (1-q)·P: stay put with probability q, else move as P does."""
+    q = exact_expr(laziness, "laziness")
+    _check_probability(q, "laziness")
+    if is_numeric(q) and q == 0:
+        return P
+    return (q * sp.eye(P.rows) + (1 - q) * P).applyfunc(sp.expand)
+
+
+def graph_walk(
+    nodes: int | Sequence[str],
+    edges: Sequence[Sequence[object]],
+    N: int,
+    laziness: object = 0,
+    start: Sequence[object] | None = None,
+) -> FiniteTask:
+    """Walks on a directed graph given by ``edges`` = [(from, to, probability), ...].
+
+    Nodes are ids 0..nodes-1 or the given names; the probabilities out of each node must sum to 1
+    exactly. ``laziness`` q turns P into q·I + (1-q)·P.
+
+    >>> t = graph_walk(3, [(0, 1, 1), (1, 2, "p"), (1, 0, "1-p"), (2, 0, 1)], N=3)
+    >>> t.K, t.N, len(t.labels)
+    (3, 3, 5)
+    """
+    names = _node_names(nodes)
+    index = {n: i for i, n in enumerate(names)}
+    K = len(names)
+    P = sp.zeros(K, K)
+    seen: set[tuple[int, int]] = set()
+    for e, edge in enumerate(edges):
+        if not isinstance(edge, (list, tuple)) or len(edge) != 3:
+            raise ValueError(f"edges[{e}]={edge!r} must be [from, to, probability]")
+        ends = []
+        for end in edge[:2]:
+            key = str(end) if not isinstance(end, bool) else None
+            if key not in index:
+                raise ValueError(f"edges[{e}]: node {end!r} is not one of the nodes {names}")
+            ends.append(index[key])
+        if tuple(ends) in seen:
+            raise ValueError(f"edges[{e}]: edge {edge[0]!r} -> {edge[1]!r} is listed twice")
+        seen.add(tuple(ends))
+        prob = exact_expr(edge[2], f"edges[{e}] probability")
+        _check_probability(prob, f"edges[{e}] probability")
+        P[ends[0], ends[1]] = prob
+    return walk_task(_lazy(P, laziness), N, names=names, start=start, name="graph")
+
+
+def lazy_circle_walk(K: int, N: int, p: object, q: object) -> FiniteTask:
+    """The circle walk of MATH.md §1 made lazy: stay w.p. q, else +1 w.p. p and -1 w.p. 1-p.
+
+    >>> lazy_circle_walk(3, 3, "1/2", "1/3").prob_values[0]
+    1/27
+    """
+    K = check_int(K, "K", 3)
+    p = exact_expr(p, "p")
+    _check_probability(p, "p")
+    P = sp.zeros(K, K)
+    for i in range(K):
+        P[i, (i + 1) % K] += p
+        P[i, (i - 1) % K] += 1 - p
+    task = walk_task(_lazy(P, q), N, name="lazy_circle")
+    return task
+
+
+# ----------------------------------------------------------------------------------------------
+# Cayley graphs of small groups: nodes are group elements, a step multiplies on the right by a
+# generator drawn with its probability (g -> g·s).
+
+
+class _Group:
+    """A finite group given by its element names and a multiplication table (ids into ``names``)."""
+
+    def __init__(self, names: list[str], mul: list[list[int]], parse: object) -> None:
+        self.names, self.mul, self._parse = names, mul, parse
+
+    def element(self, text: object, where: str) -> int:
+        value = self._parse(str(text).replace(" ", ""))  # type: ignore[operator]
+        if value is None:
+            raise ValueError(f"{where}: {text!r} is not an element of this group (elements: {self.names})")
+        return value
+
+
+def _cyclic(n: int) -> _Group:
+    names = [str(k) for k in range(n)]
+
+    def parse(text: str) -> int | None:
+        return int(text) % n if re.fullmatch(r"[+-]?\d+", text) else None
+
+    return _Group(names, [[(a + b) % n for b in range(n)] for a in range(n)], parse)
+
+
+def _dihedral(n: int) -> _Group:
+    # Element r^k s^f has id k + n·f; (r^a s^f)(r^b s^g) = r^(a + (-1)^f b) s^(f+g).
+    def name(k: int, f: int) -> str:
+        rot = "" if k == 0 else ("r" if k == 1 else f"r^{k}")
+        text = rot + ("s" if f else "")
+        return text or "e"
+
+    names = [name(k, f) for f in (0, 1) for k in range(n)]
+    mul = [
+        [((a % n + (-1) ** f * (b % n)) % n) + n * ((f + g) % 2) for g in (0, 1) for b in range(n)]
+        for f in (0, 1)
+        for a in range(n)
+    ]
+
+    def parse(text: str) -> int | None:
+        match = re.fullmatch(r"(e|r(?:\^([+-]?\d+))?)?(s)?", text)
+        if not match or not text:
+            return None
+        k = 0 if match.group(1) in (None, "e") else int(match.group(2) or 1)
+        return k % n + n * (1 if match.group(3) else 0)
+
+    return _Group(names, mul, parse)
+
+
+def _symmetric(n: int) -> _Group:
+    # Permutations in one-line notation (g(0) g(1) ... g(n-1)); (g·s)(i) = g(s(i)).
+    perms = list(itertools.permutations(range(n)))
+    ids = {perm: i for i, perm in enumerate(perms)}
+    names = ["".join(map(str, perm)) for perm in perms]
+    mul = [[ids[tuple(g[s[i]] for i in range(n))] for s in perms] for g in perms]
+
+    def parse(text: str) -> int | None:
+        digits = tuple(int(c) for c in text if c.isdigit())
+        return ids.get(digits) if len(digits) == len(text) else None
+
+    return _Group(names, mul, parse)
+
+
+#: group name -> (constructor, smallest and largest allowed n)
+GROUPS: dict[str, tuple[object, int, int]] = {
+    "cyclic": (_cyclic, 2, 64),
+    "dihedral": (_dihedral, 3, 32),
+    "symmetric": (_symmetric, 2, 4),
+}
+
+
+def cayley_walk(
+    group: str,
+    n: int,
+    generators: Mapping[str, object],
+    N: int,
+    laziness: object = 0,
+) -> FiniteTask:
+    """Walks on the Cayley graph of a small group: g -> g·s with s drawn from ``generators``.
+
+    ``group`` is "cyclic" (Z_n, elements "0".."n-1", generator "-1" allowed), "dihedral" (D_n of
+    order 2n, elements r^k s^f written "e", "r", "r^2", "s", "rs", ...) or "symmetric" (S_n, n <= 4,
+    permutations in one-line notation such as "102"). Generator probabilities must sum to 1
+    exactly. The cyclic group with {"1": p, "-1": 1-p} is the circle walk of MATH.md §1.
+
+    >>> t = cayley_walk("dihedral", 3, {"r": "1/2", "s": "1/2"}, N=2)
+    >>> t.vocab, t.K
+    (('e', 'r', 'r^2', 's', 'rs', 'r^2s'), 6)
+    """
+    if group not in GROUPS:
+        raise ValueError(f"group={group!r} is not one of {sorted(GROUPS)}")
+    build, low, high = GROUPS[group]
+    n = check_int(n, "n", low)
+    if n > high:
+        raise ValueError(f"n={n} is out of range: the {group} group needs {low} <= n <= {high}")
+    G: _Group = build(n)  # type: ignore[operator]
+    if not isinstance(generators, Mapping) or not generators:
+        raise ValueError("generators must be a non-empty mapping {element: probability}")
+    K = len(G.names)
+    P = sp.zeros(K, K)
+    total = sp.Integer(0)
+    for gen, prob in generators.items():
+        s = G.element(gen, f"generators[{gen!r}]")
+        q = exact_expr(prob, f"generators[{gen!r}]")
+        _check_probability(q, f"generators[{gen!r}]")
+        total += q
+        for g in range(K):
+            P[g, G.mul[g][s]] += q
+    if sp.simplify(total - 1) != 0:
+        raise ValueError(f"generator probabilities sum to {sp.simplify(total)}, not 1")
+    return walk_task(_lazy(P, laziness), N, names=G.names, name=f"cayley_{group}")
