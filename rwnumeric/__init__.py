@@ -1,1 +1,32 @@
-"""PyTorch implementation: model, fast and autograd gradients, training, metrics."""
+"""PyTorch implementation: model, fast and autograd gradients, training, metrics (MATH.md §2-§3, §7).
+
+>>> from rwtasks import CircleWalk
+>>> result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True),
+...                progress=False)
+>>> sorted(result.history[1])[:3]
+['attention_profile', 'attention_spread', 'circulant_residual']
+"""
+
+from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig
+from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
+from rwnumeric._io import write_json_atomic
+from rwnumeric._losses import exp_loss, log_loss, squared_loss
+from rwnumeric._metrics import predict
+from rwnumeric._train import HISTORY_KEYS, TrainResult, train
+
+__all__ = [
+    "DEFAULT_TIE_RTOL",
+    "HISTORY_KEYS",
+    "POS_RTOL",
+    "ModelConfig",
+    "TrainConfig",
+    "TrainResult",
+    "check_orthogonal_equal_norm",
+    "exp_loss",
+    "log_loss",
+    "positional_embeddings",
+    "predict",
+    "squared_loss",
+    "train",
+    "write_json_atomic",
+]

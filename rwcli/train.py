@@ -1,0 +1,105 @@
+"""``rw train``: numeric gradient descent (rwnumeric.train) writing DIR/metrics.json atomically."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rwnumeric import ModelConfig, TrainConfig, train, write_json_atomic
+from rwtasks import CircleWalk, qa_task1, qa_task2
+
+TASKS = ("circle", "qa1", "qa2")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of issue 2 item 9 (defaults: the paper's Fig 4 setting with p = 1/2)."""
+    a = parser.add_argument
+    a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
+    a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
+    a("--N", type=int, default=None, help="circle: walk length incl. the label, >= 2 (default 97; QA: 17/19)")
+    a("--p", default=None, help="circle: clockwise probability in [0, 1], e.g. 1/2 or 0.7 (default 1/2)")
+    a("--M", type=int, default=1000, help="positional dimension, >= N (> N for sine; = N for onehot) (default 1000)")
+    a("--pos", choices=("sine", "onehot", "random"), default="sine", help="positional embeddings (default sine)")
+    a("--pos-norm", type=float, default=None, help="mu = ||p_i||^2 > 0 (default: M/2 sine, 1 onehot/random)")
+    a("--pos-seed", type=int, default=0, help="seed of the random embeddings (default 0)")
+    a("--gram", choices=("ideal", "computed"), default="ideal",
+      help="fast path: P^T P = mu*I exactly (ideal, default) or the float Gram matrix of P (computed)")
+    a("--init", choices=("zero", "gaussian"), default="zero", help="initialisation (default zero)")
+    a("--sigma", type=float, default=0.01, help="std of the Gaussian init, > 0 (default 0.01)")
+    a("--normalize-attention", action="store_true", help="unit-normalise each x~_i inside the softmax (Fig 6)")
+    a("--relu-width", type=int, default=None, help="use f = A ReLU(V X S) with hidden width m >= 1 (Fig 10)")
+    a("--loss", choices=("log", "squared", "exp"), default="log", help="loss of e_y^T f (default log)")
+    a("--eta", type=float, default=1.0, help="learning rate > 0 (default 1)")
+    a("--eps", type=float, default=0.1, help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1)")
+    a("--steps", type=int, default=50, help="GD steps >= 0 (default 50)")
+    a("--train-size", type=int, default=1000, help="sampled training inputs >= 1 (default 1000)")
+    a("--test-size", type=int, default=1000, help="sampled test inputs >= 1 (default 1000)")
+    a("--population", action="store_true", help="train and test on the exact population (small tasks only)")
+    a("--seed", type=int, default=0, help="seed of sampling and init, >= 0 (default 0)")
+    a("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
+    a("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
+    a("--tie-rtol", type=float, default=None, help="accuracy tie tolerance (default 1e-9 float64, 1e-5 float32)")
+    a("--kl-norm", choices=("softmax", "shift"), default="softmax", help="output normalisation of the kl metric")
+    a("--reference", action="store_true", help="train with autograd on the full W instead of the fast path (slow)")
+    a("--snapshots", default="", help="comma-separated steps at which to keep V, attention and X S")
+    a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
+
+
+def _snapshots(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise ValueError(f"--snapshots={text!r} must be comma-separated integers, e.g. 100,400") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the task and configs from the flags, train, write DIR/metrics.json."""
+    if args.task == "circle":
+        task = CircleWalk(
+            6 if args.K is None else args.K, 97 if args.N is None else args.N, "1/2" if args.p is None else args.p
+        )
+    else:
+        task = qa_task1() if args.task == "qa1" else qa_task2()
+        if args.p is not None:
+            raise ValueError(f"--p applies only to --task circle, not --task {args.task}")
+        for flag, given, fixed in (("--K", args.K, task.K), ("--N", args.N, task.N)):
+            if given is not None and given != fixed:
+                raise ValueError(f"{flag}={given} does not match --task {args.task}, whose {flag[2:]} is {fixed}")
+    model = ModelConfig(
+        K=task.K,
+        N=task.N,
+        M=args.M,
+        pos=args.pos,
+        pos_norm=args.pos_norm,
+        pos_seed=args.pos_seed,
+        normalize_attention=args.normalize_attention,
+        relu_width=args.relu_width,
+        gram=args.gram,
+    )
+    cfg = TrainConfig(
+        steps=args.steps,
+        eta=args.eta,
+        eps=args.eps,
+        loss=args.loss,
+        init=args.init,
+        sigma=args.sigma,
+        seed=args.seed,
+        population=args.population,
+        train_size=args.train_size,
+        test_size=args.test_size,
+        dtype=args.dtype,
+        device=args.device,
+        fast=not args.reference,
+        tie_rtol=args.tie_rtol,
+        snapshots=_snapshots(args.snapshots),
+        kl_norm=args.kl_norm,
+    )
+    result = train(task, model, cfg, progress=True)
+    path = Path(args.out) / "metrics.json"
+    write_json_atomic(result.to_json(), path)
+    last = result.history[-1]
+    print(
+        f"wrote {path}: step {last['step']}, train_loss {last['train_loss']:.6g}, "
+        f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
+    )
+    return 0

@@ -1,0 +1,186 @@
+"""Typed configuration of the model (ModelConfig) and of a gradient-descent run (TrainConfig)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LOSS_NAMES = ("log", "squared", "exp")
+INIT_NAMES = ("zero", "gaussian")
+DTYPES = ("float64", "float32")
+DEVICES = ("cpu", "cuda")
+KL_NORMS = ("softmax", "shift")
+GRAMS = ("ideal", "computed")
+#: Default tie tolerance of the accuracy tie rule, per dtype (MATH.md §2, issue 2 item 8).
+DEFAULT_TIE_RTOL = {"float64": 1e-9, "float32": 1e-5}
+
+
+@dataclass
+class ModelConfig:
+    """f = V X S(X̃ᵀ W x̃_N) (MATH.md §2), or A·ReLU(V X S(·)) when ``relu_width`` = m is set.
+
+    ``pos``: "sine" | "onehot" | "random" | an (M, N) matrix; ``pos_norm`` = μ = ‖p_i‖² (None: the
+    construction's own, M/2 for sine, 1 for onehot/random); ``normalize_attention`` divides each
+    x̃_i by its length inside the softmax only (paper Fig 6). ``gram``: the fast path uses
+    PᵀP = μI exactly ("ideal", the spec's P) or the float Gram matrix of P ("computed", which carries
+    the ~1e-16 rounding a direct implementation sees; the reference path always sees the float P).
+    """
+
+    K: int
+    N: int
+    M: int = 1000
+    pos: str | np.ndarray = "sine"
+    pos_norm: float | None = None
+    pos_seed: int = 0
+    normalize_attention: bool = False
+    relu_width: int | None = None
+    gram: str = "ideal"
+
+    def to_dict(self) -> dict:
+        """JSON-able description; a user matrix is recorded as "user" plus the SHA-256 of its float64 bytes."""
+        out = {
+            "K": self.K,
+            "N": self.N,
+            "M": self.M,
+            "pos": self.pos if isinstance(self.pos, str) else "user",
+            "pos_norm": None if self.pos_norm is None else float(self.pos_norm),
+            "pos_seed": self.pos_seed,
+            "normalize_attention": bool(self.normalize_attention),
+            "relu_width": self.relu_width,
+            "gram": self.gram,
+        }
+        if not isinstance(self.pos, str):
+            data = np.ascontiguousarray(np.asarray(self.pos, dtype=np.float64))
+            out["pos_sha256"] = hashlib.sha256(data.tobytes()).hexdigest()
+        return out
+
+
+@dataclass
+class TrainConfig:
+    """Full-batch gradient descent: ``steps`` updates with learning rate ``eta`` (a number or eta(t)).
+
+    The objective is the (probability-)weighted MEAN of ℓ(e_yᵀf) over the training set.
+    ``loss``: "log" (-log(z+ε)), "squared" ((1-z)²), "exp" (exp(-z)) or a callable ℓ on torch
+    tensors. ``population=True`` trains and evaluates on the exact population; otherwise
+    ``train_size`` / ``test_size`` walks are drawn from ``seed``. ``kl_norm`` chooses how the
+    output f is turned into a distribution for the ``kl`` metric.
+    """
+
+    steps: int = 50
+    eta: float | Callable[[int], float] = 1.0
+    eps: float = 0.1
+    loss: str | Callable = "log"
+    init: str = "zero"
+    sigma: float = 0.01
+    seed: int = 0
+    population: bool = False
+    train_size: int = 1000
+    test_size: int = 1000
+    dtype: str = "float64"
+    device: str = "cpu"
+    fast: bool = True
+    tie_rtol: float | None = None
+    snapshots: Sequence[int] = field(default_factory=tuple)
+    kl_norm: str = "softmax"
+
+    @property
+    def effective_tie_rtol(self) -> float:
+        """``tie_rtol``, or the dtype's default (1e-9 float64, 1e-5 float32)."""
+        return DEFAULT_TIE_RTOL[self.dtype] if self.tie_rtol is None else float(self.tie_rtol)
+
+    def to_dict(self) -> dict:
+        """JSON-able description; callables are recorded by name as "callable:<name>"."""
+        return {
+            "steps": self.steps,
+            "eta": _describe(self.eta),
+            "eps": float(self.eps),
+            "loss": _describe(self.loss),
+            "init": self.init,
+            "sigma": float(self.sigma),
+            "seed": self.seed,
+            "population": bool(self.population),
+            "train_size": None if self.population else self.train_size,
+            "test_size": None if self.population else self.test_size,
+            "dtype": self.dtype,
+            "device": self.device,
+            "fast": bool(self.fast),
+            "tie_rtol": self.effective_tie_rtol,
+            "snapshots": sorted(int(s) for s in self.snapshots),
+            "kl_norm": self.kl_norm,
+        }
+
+
+def _describe(value: object) -> object:
+    if callable(value):
+        return f"callable:{getattr(value, '__name__', type(value).__name__)}"
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _positive(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{name}={value!r} must be a number > 0")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r} is out of range: {name} must be a finite number > 0")
+
+
+def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
+    """Check every argument at the public boundary; each failure names the argument and its range."""
+    for name in ("K", "N", "M"):
+        if not _is_int(getattr(model, name)):
+            raise ValueError(f"{name}={getattr(model, name)!r} must be an integer")
+    if model.K != task.K:
+        raise ValueError(f"K={model.K} differs from the task's vocabulary size K={task.K}")
+    if model.N != task.N:
+        raise ValueError(f"N={model.N} differs from the task's sequence length N={task.N}")
+    if model.M < model.N:
+        raise ValueError(f"M={model.M} is out of range: M must be >= N={model.N}")
+    if model.pos_norm is not None:
+        _positive(model.pos_norm, "pos_norm")
+    if not _is_int(model.pos_seed) or model.pos_seed < 0:
+        raise ValueError(f"pos_seed={model.pos_seed!r} must be an integer >= 0")
+    if model.relu_width is not None and (not _is_int(model.relu_width) or model.relu_width < 1):
+        raise ValueError(f"relu_width={model.relu_width!r} must be an integer >= 1 (or None)")
+    if model.gram not in GRAMS:
+        raise ValueError(f"gram={model.gram!r} is not one of {', '.join(GRAMS)}")
+    if not _is_int(cfg.steps) or cfg.steps < 0:
+        raise ValueError(f"steps={cfg.steps!r} must be an integer >= 0")
+    if not callable(cfg.eta):
+        _positive(cfg.eta, "eta")
+    _positive(cfg.eps, "eps")
+    if isinstance(cfg.loss, str) and cfg.loss not in LOSS_NAMES:
+        raise ValueError(f"loss={cfg.loss!r} is not one of {', '.join(LOSS_NAMES)} or a callable")
+    if not isinstance(cfg.loss, str) and not callable(cfg.loss):
+        raise ValueError(f"loss={cfg.loss!r} must be one of {', '.join(LOSS_NAMES)} or a callable")
+    if cfg.init not in INIT_NAMES:
+        raise ValueError(f"init={cfg.init!r} is not one of {', '.join(INIT_NAMES)}")
+    if cfg.init == "gaussian":
+        _positive(cfg.sigma, "sigma")
+    if not _is_int(cfg.seed) or cfg.seed < 0:
+        raise ValueError(f"seed={cfg.seed!r} must be an integer >= 0")
+    if not cfg.population:
+        for name in ("train_size", "test_size"):
+            value = getattr(cfg, name)
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
+    if cfg.dtype not in DTYPES:
+        raise ValueError(f"dtype={cfg.dtype!r} is not one of {', '.join(DTYPES)}")
+    if cfg.device not in DEVICES:
+        raise ValueError(f"device={cfg.device!r} is not one of {', '.join(DEVICES)}")
+    if cfg.tie_rtol is not None:
+        if isinstance(cfg.tie_rtol, bool) or not isinstance(cfg.tie_rtol, (int, float)):
+            raise ValueError(f"tie_rtol={cfg.tie_rtol!r} must be a number >= 0")
+        if not (math.isfinite(cfg.tie_rtol) and 0 <= cfg.tie_rtol < 1):
+            raise ValueError(f"tie_rtol={cfg.tie_rtol!r} is out of range: must be in [0, 1)")
+    for s in cfg.snapshots:
+        if not _is_int(s) or not 0 <= s <= cfg.steps:
+            raise ValueError(f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]")
+    if cfg.kl_norm not in KL_NORMS:
+        raise ValueError(f"kl_norm={cfg.kl_norm!r} is not one of {', '.join(KL_NORMS)}")

@@ -1,0 +1,52 @@
+"""Per-sample losses ℓ(z) of z = e_yᵀ f (MATH.md §2), with a domain check that never lets NaN through."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+
+def log_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """The paper's loss -log(z + ε); defined only for z > -ε."""
+    return -torch.log(z + eps)
+
+
+def squared_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """(1 - z)²: squared distance of the label score from 1 (ε unused)."""
+    return (1 - z) ** 2
+
+
+def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """exp(-z), the exponential loss (ε unused)."""
+    return torch.exp(-z)
+
+
+_BUILTIN = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
+
+
+class Loss:
+    """ℓ applied per sample, checked: the log-loss domain z+ε > 0 first, then finiteness of ℓ(z)."""
+
+    def __init__(self, loss: str | Callable, eps: float) -> None:
+        self.name = loss if isinstance(loss, str) else getattr(loss, "__name__", "callable")
+        self.is_log = loss == "log"
+        self.eps = float(eps)
+        self._fn = _BUILTIN[loss] if isinstance(loss, str) else (lambda z, eps: loss(z))
+
+    def __call__(self, z: torch.Tensor, step: int) -> torch.Tensor:
+        """ℓ(z) per sample (n,), or ValueError naming the step and how many samples are out of domain."""
+        if self.is_log:
+            bad = int((z + self.eps <= 0).sum())
+            if bad:
+                raise ValueError(
+                    f"log-loss -log(z+eps) is undefined at step {step}: z+eps <= 0 for {bad} of "
+                    f"{z.numel()} training samples (z = e_y^T f, eps={self.eps:g}); lower eta or raise eps"
+                )
+        values = self._fn(z, self.eps)
+        if not isinstance(values, torch.Tensor) or values.shape != z.shape:
+            raise ValueError(f"loss {self.name!r} must map a tensor of shape {tuple(z.shape)} to one of the same shape")
+        bad = int((~torch.isfinite(values)).sum())
+        if bad:
+            raise ValueError(f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples")
+        return values

@@ -1,0 +1,96 @@
+"""The per-step metrics of a run (issue 2 item 8); each is documented in the README."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+import torch
+
+
+@dataclass
+class EvalSet:
+    """Inputs a metric averages over, with weights summing to 1 and the true law of y given X."""
+
+    tokens: torch.Tensor  # (n, N-1) int64 token ids
+    labels: torch.Tensor  # (n,) int64
+    weights: torch.Tensor  # (n,) probabilities (population) or 1/n (sample)
+    true_law: torch.Tensor  # (n, K) P(y = k | X_n)
+    prob_index: np.ndarray | None = None  # population only: exact probability of input n is
+    prob_values: tuple[sp.Expr, ...] | None = None  # prob_values[prob_index[n]]
+
+
+def predict(f: torch.Tensor, rtol: float) -> torch.Tensor:
+    """ŷ: the smallest index among the entries of f within rtol·max_k|f_k| of max_k f_k (MATH.md §2).
+
+    >>> predict(torch.tensor([[1.0, 1.0 + 1e-12, 0.0], [0.0, 2.0, 3.0]], dtype=torch.float64), 1e-9)
+    tensor([0, 2])
+    """
+    K = f.shape[1]
+    top = f.max(dim=1, keepdim=True).values  # (n, 1)
+    scale = f.abs().max(dim=1, keepdim=True).values  # (n, 1)
+    tied = f >= top - rtol * scale  # (n, K)
+    index = torch.arange(K, device=f.device).expand_as(f)
+    return torch.where(tied, index, K).min(dim=1).values
+
+
+def accuracy(pred: torch.Tensor, ev: EvalSet) -> float:
+    """P(ŷ = y): exact sum of the exact probabilities of the correct inputs (population), else a mean."""
+    correct = (pred == ev.labels).cpu().numpy()
+    if ev.prob_values is None:
+        return float(correct.mean())
+    counts = np.bincount(ev.prob_index[correct], minlength=len(ev.prob_values))
+    return float(sp.Add(*[int(c) * v for c, v in zip(counts, ev.prob_values) if c]))
+
+
+def kl_divergence(f: torch.Tensor, ev: EvalSet, norm: str, eps: float) -> float:
+    """Mean over inputs of KL(P(y|X) ‖ q(f)), where q is ``norm``: softmax(f) or (f - min f + ε)/sum."""
+    if norm == "softmax":
+        log_q = torch.log_softmax(f, dim=1)
+    else:
+        shifted = f - f.min(dim=1, keepdim=True).values + eps  # > 0 entrywise
+        log_q = torch.log(shifted) - torch.log(shifted.sum(dim=1, keepdim=True))
+    law = ev.true_law
+    safe = torch.where(law > 0, law, 1.0)
+    terms = torch.where(law > 0, law * (torch.log(safe) - log_q), 0.0)  # 0·log 0 = 0
+    return float((ev.weights * terms.sum(dim=1)).sum())
+
+
+def f_direction_error(f: torch.Tensor, ev: EvalSet) -> float | None:
+    """Mean over inputs of ‖f/‖f‖ - f*/‖f*‖‖ with f* = P(y|X) (= Πᵀx_{N-1} for circles); None if some f = 0."""
+    norms = torch.linalg.vector_norm(f, dim=1, keepdim=True)
+    if bool((norms == 0).any()):
+        return None
+    target = ev.true_law / torch.linalg.vector_norm(ev.true_law, dim=1, keepdim=True)
+    return float((ev.weights * torch.linalg.vector_norm(f / norms - target, dim=1)).sum())
+
+
+def v_direction_error(V: np.ndarray, Pi: np.ndarray) -> float | None:
+    """‖V/‖V‖_F - Πᵀ/‖Πᵀ‖_F‖_F (Theorem 3.1); None when V = 0."""
+    nv = np.linalg.norm(V)
+    if nv == 0:
+        return None
+    return float(np.linalg.norm(V / nv - Pi.T / np.linalg.norm(Pi)))
+
+
+def circulant_residual(V: np.ndarray) -> float:
+    """‖V - C(V)‖_F / ‖V‖_F, C = projection onto circulant matrices (mean along i-j ≡ d mod K); 0 if V = 0.
+
+    >>> circulant_residual(np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0]]))
+    0.0
+    """
+    K = V.shape[0]
+    d = (np.arange(K)[:, None] - np.arange(K)[None, :]) % K  # (K, K) wrapped diagonal index
+    means = np.bincount(d.ravel(), weights=V.ravel(), minlength=K) / K
+    return _relative(V - means[d], V)
+
+
+def ones_residual(V: np.ndarray) -> float:
+    """‖V - mean(V)·1_{K×K}‖_F / ‖V‖_F, distance from the nearest multiple of all-ones; 0 if V = 0."""
+    return _relative(V - V.mean(), V)
+
+
+def _relative(residual: np.ndarray, V: np.ndarray) -> float:
+    nv = np.linalg.norm(V)
+    return 0.0 if nv == 0 else float(np.linalg.norm(residual) / nv)

@@ -1,0 +1,217 @@
+"""Full-batch gradient descent on an exact population or sampled walks, with metrics at every step."""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+import torch
+from tqdm import tqdm
+
+from rwnumeric._config import ModelConfig, TrainConfig, validate
+from rwnumeric._embeddings import nominal_mu, positional_embeddings
+from rwnumeric._losses import Loss
+from rwnumeric._metrics import (
+    EvalSet,
+    accuracy,
+    circulant_residual,
+    f_direction_error,
+    kl_divergence,
+    ones_residual,
+    predict,
+    v_direction_error,
+)
+from rwnumeric._model import FastModel, ReferenceModel, initial_parameters
+from rwtasks import CircleWalk
+
+HISTORY_KEYS = (
+    "step",
+    "train_loss",
+    "test_accuracy",
+    "parent_attention",
+    "attention_profile",
+    "attention_spread",
+    "kl",
+    "v_direction_error",
+    "f_direction_error",
+    "circulant_residual",
+    "ones_residual",
+)
+
+
+@dataclass
+class TrainResult:
+    """What a run produced: ``config``, per-step ``history``, ``final`` parameters, ``snapshots``."""
+
+    config: dict
+    history: list[dict]
+    final: dict
+    snapshots: dict[int, dict] = field(default_factory=dict)
+    model: object = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
+
+    def to_json(self) -> dict:
+        """JSON-able dict (snapshot steps become string keys)."""
+        return {
+            "config": self.config,
+            "history": self.history,
+            "final": self.final,
+            "snapshots": {str(k): v for k, v in sorted(self.snapshots.items())},
+        }
+
+    def W(self) -> np.ndarray:
+        """The full trained W ∈ R^{(K+M)×(K+M)} (rebuilt from the rank-one updates on the fast path)."""
+        return self.model.full_W().cpu().numpy()
+
+
+def _task_description(task: object) -> dict:
+    if isinstance(task, CircleWalk):
+        return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
+    return {"name": getattr(task, "name", type(task).__name__), "K": task.K, "N": task.N, "inputs": len(task.labels)}
+
+
+def _conditional_law(task: object) -> dict[tuple[int, ...], np.ndarray]:
+    """Exact P(y | X) for every input X of a finite task's population, as float64 rows."""
+    pop = task.population()
+    joint: dict[tuple[int, ...], list[sp.Expr]] = {}
+    for row, y, prob in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs()):
+        joint.setdefault(tuple(row), [sp.Integer(0)] * task.K)[y] += prob
+    return {key: np.array([float(v / sp.Add(*vals)) for v in vals]) for key, vals in joint.items()}
+
+
+def _true_law(task: object, tokens: np.ndarray) -> np.ndarray:
+    """(n, K) law of y given each input: row s_{N-1} of Π for circles, the population's conditional law otherwise."""
+    if isinstance(task, CircleWalk):
+        return task.transition_matrix_float()[tokens[:, -1]]
+    law = _conditional_law(task)
+    return np.stack([law[tuple(row)] for row in tokens.tolist()])
+
+
+def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.Generator]:
+    """(train set, test set, init generator). Seeds: one SeedSequence(seed) spawns train, test, init."""
+    train_seq, test_seq, init_seq = np.random.SeedSequence(cfg.seed).spawn(3)
+
+    def make(tokens, labels, weights, pop=None) -> EvalSet:
+        return EvalSet(
+            tokens=torch.as_tensor(tokens, dtype=torch.int64, device=dev),
+            labels=torch.as_tensor(labels, dtype=torch.int64, device=dev),
+            weights=torch.as_tensor(weights, dtype=dt, device=dev),
+            true_law=torch.as_tensor(_true_law(task, tokens), dtype=dt, device=dev),
+            prob_index=None if pop is None else pop.prob_index,
+            prob_values=None if pop is None else pop.prob_values,
+        )
+
+    if cfg.population:
+        pop = task.population()
+        ev = make(pop.tokens, pop.labels, pop.float_probs(), pop)
+        return ev, ev, np.random.default_rng(init_seq)
+    tr = task.sample(cfg.train_size, generator=np.random.default_rng(train_seq))
+    te = task.sample(cfg.test_size, generator=np.random.default_rng(test_seq))
+    train_set = make(*tr, np.full(cfg.train_size, 1.0 / cfg.train_size))
+    test_set = make(*te, np.full(cfg.test_size, 1.0 / cfg.test_size))
+    return train_set, test_set, np.random.default_rng(init_seq)
+
+
+def _eta(cfg: TrainConfig, t: int) -> float:
+    eta = cfg.eta(t) if callable(cfg.eta) else cfg.eta
+    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not (math.isfinite(eta) and eta > 0):
+        raise ValueError(f"eta({t}) = {eta!r} is out of range: the learning rate must be a finite number > 0")
+    return float(eta)
+
+
+def train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+    """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (MATH.md §2); history[t] holds the metrics of the parameters at step t.
+
+    >>> from rwtasks import CircleWalk
+    >>> r = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=2, population=True),
+    ...           progress=False)
+    >>> [h["step"] for h in r.history], r.history[0]["test_accuracy"]
+    ([0, 1, 2], 0.333...)
+    """
+    validate(task, model, cfg)
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'")
+    dt = torch.float64 if cfg.dtype == "float64" else torch.float32
+    dev = torch.device(cfg.device)
+    K, N = model.K, model.N
+    is_circle = isinstance(task, CircleWalk)
+    Pi = task.transition_matrix_float() if is_circle else None
+
+    P_np = positional_embeddings(model.pos, model.M, N, model.pos_norm, model.pos_seed)
+    mu = nominal_mu(model.pos, model.M, P_np, model.pos_norm)
+    train_set, test_set, init_rng = _data(task, cfg, dt, dev)
+    V0, W0, A0 = initial_parameters(K, model.M, model.relu_width, cfg.init, cfg.sigma, init_rng)
+
+    def tensor(a):
+        return None if a is None else torch.as_tensor(a, dtype=dt, device=dev)
+
+    P = tensor(P_np)
+    cls = FastModel if cfg.fast else ReferenceModel
+    net = cls(
+        P, K, model.normalize_attention, tensor(V0), tensor(W0), tensor(A0), mu if model.gram == "ideal" else None
+    )
+    loss = Loss(cfg.loss, cfg.eps)
+    rtol = cfg.effective_tie_rtol
+    snap_steps = set(int(s) for s in cfg.snapshots)
+
+    config = {
+        "task": _task_description(task),
+        "model": model.to_dict(),
+        "train": cfg.to_dict(),
+        "mu": mu,
+        "history_keys": list(HISTORY_KEYS),
+    }
+    history: list[dict] = []
+    snapshots: dict[int, dict] = {}
+    bar = tqdm(total=cfg.steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
+    for t in range(cfg.steps + 1):
+        L = net.loss_and_grad(train_set.tokens, train_set.labels, train_set.weights, loss, t)
+        f, S, XS = net.evaluate(test_set.tokens)
+        V = net.V.detach().cpu().numpy().astype(np.float64)
+        square = model.relu_width is None  # V is K×K only without the ReLU layer
+        profile = (test_set.weights[:, None] * S).sum(0)  # (N,) mean attention per position
+        spread = (S[:, :-1].max(1).values - S[:, :-1].min(1).values).max()
+        history.append(
+            {
+                "step": t,
+                "train_loss": L,
+                "test_accuracy": accuracy(predict(f, rtol), test_set),
+                "parent_attention": float(profile[N - 2]),
+                "attention_profile": profile.cpu().tolist(),
+                "attention_spread": float(spread),
+                "kl": kl_divergence(f, test_set, cfg.kl_norm, cfg.eps),
+                "v_direction_error": v_direction_error(V, Pi) if is_circle and square else None,
+                "f_direction_error": f_direction_error(f, test_set),
+                "circulant_residual": circulant_residual(V) if is_circle and square else None,
+                "ones_residual": ones_residual(V) if square else None,
+            }
+        )
+        _check_finite(history[-1], t)
+        if t in snap_steps:
+            snapshots[t] = {
+                "V": V.tolist(),
+                "attention_profile": history[-1]["attention_profile"],
+                "attended_token": (test_set.weights[:, None] * XS).sum(0).cpu().tolist(),
+            }
+        if t < cfg.steps:
+            net.step(_eta(cfg, t))
+            bar.update(1)
+    bar.close()
+    final = {
+        "V": V.tolist(),
+        "attention_profile": history[-1]["attention_profile"],
+        "w": net.w_tilde().cpu().tolist(),
+    }
+    if net.A is not None:
+        final["A"] = net.A.detach().cpu().tolist()
+    return TrainResult(config=config, history=history, final=final, snapshots=snapshots, model=net)
+
+
+def _check_finite(record: dict, t: int) -> None:
+    """Refuse to emit NaN/inf: name the metric and the step."""
+    for key, value in record.items():
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise ValueError(f"metric {key!r} is not finite at step {t}: the run diverged (lower eta)")
