@@ -1,0 +1,36 @@
+"""Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, a tolerance helper.
+
+Profiles: ``dev`` (default; quick, random), ``ci`` (derandomized, no deadline, modest example
+counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, max_examples=10, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+settings.register_profile("dev", deadline=None, max_examples=10)
+settings.register_profile("thorough", deadline=None, max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A numpy Generator seeded from the test's name; the seed is printed so a failure can be replayed."""
+    seed = sum(map(ord, request.node.nodeid)) % 2**32
+    print(f"rng seed = {seed}")
+    return np.random.default_rng(seed)
+
+
+def assert_close(actual: object, expected: object, atol: float, what: str = "") -> None:
+    """Assert max |actual - expected| <= atol (arrays or nested lists); the tolerance is part of the message."""
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
+    err = float(np.max(np.abs(a - e))) if a.size else 0.0
+    assert err <= atol, f"{what}: max abs error {err:.3g} exceeds the tolerance {atol:g}"

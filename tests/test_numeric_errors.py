@@ -1,0 +1,149 @@
+"""Every documented error path of rwnumeric and `rw train` raises a clear ValueError (or exits 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rwcli.main import main
+from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwtasks import CircleWalk, qa_task2
+
+TASK = CircleWalk(3, 4, "1/2")
+
+
+def _model(**kw):
+    return ModelConfig(**{"K": 3, "N": 4, "M": 6, **kw})
+
+
+def _cfg(**kw):
+    return TrainConfig(**{"steps": 1, "population": True, **kw})
+
+
+BAD_TRAIN = [
+    ("K-mismatch", TASK, _model(K=4), _cfg(), r"K=4 differs from the task's vocabulary size K=3"),
+    ("N-mismatch", TASK, _model(N=5), _cfg(), r"N=5 differs from the task's sequence length N=4"),
+    ("M-below-N", TASK, _model(M=3), _cfg(), r"M=3 is out of range: M must be >= N=4"),
+    ("sine-M-equals-N", TASK, _model(M=4), _cfg(), r"pos='sine' needs M > N"),
+    ("onehot-M-not-N", TASK, _model(pos="onehot"), _cfg(), r"pos='onehot' needs M = N"),
+    ("pos-unknown", TASK, _model(pos="cosine"), _cfg(), r"pos='cosine' is not one of sine, onehot, random"),
+    ("user-pos-not-orthogonal", TASK, _model(pos=np.ones((6, 4))), _cfg(), r"not orthogonal with equal norms"),
+    ("user-pos-unequal-norms", TASK, _model(pos=np.diag([1.0, 1, 1, 2, 0, 0])[:, :4]), _cfg(), r"not orthogonal"),
+    ("user-pos-shape", TASK, _model(pos=np.eye(5)), _cfg(), r"has shape \(5, 5\), expected \(M, N\) = \(6, 4\)"),
+    ("pos-norm-zero", TASK, _model(pos_norm=0.0), _cfg(), r"pos_norm=0.0 is out of range"),
+    ("pos-seed-negative", TASK, _model(pos_seed=-1), _cfg(), r"pos_seed=-1 must be an integer >= 0"),
+    ("relu-width-zero", TASK, _model(relu_width=0), _cfg(), r"relu_width=0 must be an integer >= 1"),
+    ("gram-unknown", TASK, _model(gram="exact"), _cfg(), r"gram='exact' is not one of ideal, computed"),
+    ("steps-negative", TASK, _model(), _cfg(steps=-1), r"steps=-1 must be an integer >= 0"),
+    ("eta-zero", TASK, _model(), _cfg(eta=0.0), r"eta=0.0 is out of range"),
+    ("eta-nan", TASK, _model(), _cfg(eta=math.nan), r"eta=nan is out of range"),
+    ("eta-schedule-negative", TASK, _model(), _cfg(eta=lambda t: -1.0), r"eta\(0\) = -1.0 is out of range"),
+    ("eps-negative", TASK, _model(), _cfg(eps=-0.1), r"eps=-0.1 is out of range"),
+    ("loss-unknown", TASK, _model(), _cfg(loss="hinge"), r"loss='hinge' is not one of log, squared, exp"),
+    ("loss-not-finite", TASK, _model(), _cfg(loss=lambda z: torch.log(z - 1)), r"is not finite at step 0 for 24 of 24"),
+    ("loss-wrong-shape", TASK, _model(), _cfg(loss=lambda z: z.sum()), r"must map a tensor of shape \(24,\)"),
+    ("init-unknown", TASK, _model(), _cfg(init="ones"), r"init='ones' is not one of zero, gaussian"),
+    ("sigma-zero", TASK, _model(), _cfg(init="gaussian", sigma=0.0), r"sigma=0.0 is out of range"),
+    ("seed-negative", TASK, _model(), _cfg(seed=-2), r"seed=-2 must be an integer >= 0"),
+    ("train-size-zero", TASK, _model(), _cfg(population=False, train_size=0), r"train_size=0 must be an integer >= 1"),
+    ("test-size-zero", TASK, _model(), _cfg(population=False, test_size=0), r"test_size=0 must be an integer >= 1"),
+    ("dtype-unknown", TASK, _model(), _cfg(dtype="float16"), r"dtype='float16' is not one of float64, float32"),
+    ("device-unknown", TASK, _model(), _cfg(device="tpu"), r"device='tpu' is not one of cpu, cuda"),
+    ("tie-rtol-negative", TASK, _model(), _cfg(tie_rtol=-1e-9), r"tie_rtol=-1e-09 is out of range"),
+    ("snapshot-out-of-range", TASK, _model(), _cfg(snapshots=[2]), r"snapshots entry 2 is out of range"),
+    ("kl-norm-unknown", TASK, _model(), _cfg(kl_norm="clip"), r"kl_norm='clip' is not one of softmax, shift"),
+    ("population-too-large", CircleWalk(6, 97, "1/2"), ModelConfig(K=6, N=97), _cfg(), r"above the limit"),
+    ("sampling-symbolic-p", CircleWalk(3, 4, "p"), _model(), _cfg(population=False), r"needs a numeric p"),
+]
+
+
+@pytest.mark.parametrize("task,model,cfg,message", [b[1:] for b in BAD_TRAIN], ids=[b[0] for b in BAD_TRAIN])
+def test_bad_training_arguments_raise_a_clear_error(task, model, cfg, message):
+    with pytest.raises(ValueError, match=message):
+        train(task, model, cfg, progress=False)
+
+
+def _label_scores_by_hand(task, M, sigma, seed):
+    """z = e_yᵀ V X S(X̃ᵀ W x̃_N) at a Gaussian init, in numpy with X̃ built explicitly.
+
+    Uses the documented seeding: SeedSequence(seed).spawn(3)[2] draws V(0) (K×K) then W(0).
+    """
+    pop = task.population()
+    K, N = task.K, task.N
+    init = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+    V = init.normal(0.0, sigma, size=(K, K))
+    W = init.normal(0.0, sigma, size=(K + M, K + M))
+    i, m = np.arange(1, N + 1), np.arange(1, M + 1)
+    P = np.sin(np.pi * np.outer(m, i) / M)  # the sine basis of MATH.md §2
+    X = np.zeros((pop.size, K, N))
+    X[:, :, :-1] = pop.one_hot()
+    Xt = np.concatenate([X, np.broadcast_to(P, (pop.size, M, N))], axis=1)
+    logits = np.einsum("nkj,k->nj", Xt, W @ Xt[0, :, -1])
+    S = np.exp(logits - logits.max(1, keepdims=True))
+    S /= S.sum(1, keepdims=True)
+    f = np.einsum("yk,nkj,nj->ny", V, X, S)
+    return f[np.arange(pop.size), pop.labels]
+
+
+def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
+    """A Gaussian init with σ = 0.3 puts some label scores below -ε: the run stops at step 0, no NaN.
+
+    (From zero init the log-loss can never leave its domain: its V-gradient only raises entries of V,
+    so V ≥ 0 and z ≥ 0 throughout.)
+    """
+    task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
+    bad = int(np.sum(_label_scores_by_hand(task, M, sigma, seed) + 0.1 <= 0))
+    assert 0 < bad < 64
+    with pytest.raises(ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"):
+        train(task, ModelConfig(K=4, N=5, M=M), TrainConfig(steps=2, init="gaussian", sigma=sigma, seed=seed,
+              eta=0.5, population=True), progress=False)  # fmt: skip
+
+
+def test_cuda_request_without_cuda_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda' was requested but torch.cuda.is_available\(\) is False"):
+        train(TASK, _model(), _cfg(device="cuda"), progress=False)
+
+
+BAD_EMBEDDINGS = [
+    ("random-M-below-N", dict(kind="random", M=3, N=4), r"pos='random' needs M >= N"),
+    ("M-not-integer", dict(kind="sine", M=6.0, N=4), r"M=6.0 must be a positive integer"),
+    ("N-too-small", dict(kind="sine", M=6, N=1), r"N=1 must be an integer >= 2"),
+    ("mu-negative", dict(kind="sine", M=6, N=4, mu=-1.0), r"pos_norm=-1.0 must be a finite number > 0"),
+    ("user-nan", dict(kind=np.full((6, 4), np.nan), M=6, N=4), r"non-finite entries"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", [b[1:] for b in BAD_EMBEDDINGS], ids=[b[0] for b in BAD_EMBEDDINGS])
+def test_bad_embedding_arguments_raise_a_clear_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        positional_embeddings(**kwargs)
+
+
+BAD_CLI = [
+    ("p-with-qa", ["--task", "qa1", "--p", "1/2"], "--p applies only to --task circle"),
+    ("K-with-qa", ["--task", "qa2", "--K", "5"], "--K=5 does not match --task qa2, whose K is 19"),
+    ("p-out-of-range", ["--p", "1.5", "--N", "5"], "p=3/2 is outside [0, 1]"),
+    ("K-too-small", ["--K", "2", "--N", "5"], "K=2 is out of range: K must be >= 3"),
+    ("snapshots-not-integers", ["--N", "5", "--M", "8", "--snapshots", "1,x"], "--snapshots='1,x' must be"),
+    ("M-below-N", ["--N", "9", "--M", "5"], "M=5 is out of range: M must be >= N=9"),
+]
+
+
+@pytest.mark.parametrize("argv,message", [b[1:] for b in BAD_CLI], ids=[b[0] for b in BAD_CLI])
+def test_bad_cli_arguments_exit_2_with_one_line(argv, message, tmp_path, capsys):
+    code = main(["train", *argv, "--steps", "1", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_qa_task_runs_with_its_own_sizes(tmp_path):
+    """The complement of the K-with-qa error: matching sizes are accepted."""
+    assert qa_task2().K == 19
+    assert main(["train", "--task", "qa2", "--K", "19", "--N", "19", "--M", "25", "--steps", "1", "--population",
+                 "--out", str(tmp_path)]) == 0  # fmt: skip
