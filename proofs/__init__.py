@@ -1,0 +1,21 @@
+"""Executable certificates for the statements of MATH.md §3–§5 (``rw proofs``).
+
+Each module ``proofs/<statement>.py`` states one lemma or theorem in its docstring, its scope, and
+``certify(quick) -> Certificate``: a symbolic proof, an exact verification over a declared finite range,
+or numeric evidence — labelled as such, with a witness when it fails.
+"""
+
+from proofs._certificate import METHODS, VERDICTS, Certificate
+from proofs._runner import MODULES, certificate_ids, render_markdown, run, run_one, write_report
+
+__all__ = [
+    "METHODS",
+    "MODULES",
+    "VERDICTS",
+    "Certificate",
+    "certificate_ids",
+    "render_markdown",
+    "run",
+    "run_one",
+    "write_report",
+]

@@ -1,0 +1,108 @@
+"""Run the certificates (all, or one by id) and write PROOFS.md and proofs.json atomically."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from proofs._certificate import Certificate, timed
+
+#: One module per statement, in the order of MATH.md.
+MODULES: tuple[str, ...] = (
+    "proofs.lemma_e1_shift_identities",
+    "proofs.lemma_e2_e3_power_mixing",
+    "proofs.lemma_e4_gamma_diagonal",
+    "proofs.lemma_e5_sine_embeddings",
+    "proofs.signal_vanishing_set",
+)
+
+
+def certificate_ids() -> dict[str, str]:
+    """Map each statement id (e.g. ``"C.1"``) to its module name."""
+    return {importlib.import_module(name).ID: name for name in MODULES}
+
+
+def run_one(module_name: str, quick: bool) -> Certificate:
+    """Run one certificate; an exception becomes an "error" certificate (never a pass)."""
+    module = importlib.import_module(module_name)
+    try:
+        return timed(lambda: module.certify(quick=quick))
+    except Exception as err:  # noqa: BLE001 - reported in the table, not swallowed
+        return Certificate(
+            id=module.ID,
+            statement=module.STATEMENT,
+            scope="not run",
+            method="numeric evidence",
+            verdict="error",
+            witness={"error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(limit=4)},
+        )
+
+
+def run(
+    quick: bool = False,
+    only: Iterable[str] | None = None,
+    progress: Callable[[Iterable[str]], Iterable[str]] | None = None,
+) -> list[Certificate]:
+    """Run the selected certificates (``only``: statement ids) in MATH.md order."""
+    ids = certificate_ids()
+    if only:
+        unknown = [i for i in only if i not in ids]
+        if unknown:
+            raise ValueError(f"--only {unknown[0]!r} is not a statement id; choose from {', '.join(ids)}")
+        chosen = [ids[i] for i in ids if i in set(only)]
+    else:
+        chosen = list(MODULES)
+    names = progress(chosen) if progress else chosen
+    return [run_one(name, quick) for name in names]
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(certs: list[Certificate], quick: bool) -> str:
+    """The PROOFS.md table: id, statement, scope, method, verdict, time."""
+    lines = [
+        f"# Certificates ({'quick' if quick else 'full'} run)",
+        "",
+        "Verdicts: holds = verified as stated; corrected = the printed statement fails (counterexample in",
+        "proofs.json) and the corrected statement shown here holds; fails = counterexample found;",
+        "error = the certificate did not run. Numeric evidence is not a proof.",
+        "",
+        "| id | statement | scope | method | verdict | time (s) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in certs:
+        lines.append(
+            f"| {_cell(c.id)} | {_cell(c.statement)} | {_cell(c.scope)} | {_cell(c.method)} | "
+            f"**{c.verdict}** | {c.seconds:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(certs: list[Certificate], out_dir: str | os.PathLike, quick: bool) -> tuple[Path, Path]:
+    """Write ``out_dir/PROOFS.md`` and ``out_dir/proofs.json`` (each atomically)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "PROOFS.md", out / "proofs.json"
+    _atomic_write(md, render_markdown(certs, quick))
+    payload = {"quick": quick, "certificates": [c.to_json() for c in certs]}
+    _atomic_write(js, json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    return md, js
