@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--kl-norm", choices=("softmax", "shift"), default="softmax", help="output normalisation of the kl metric")
     a("--reference", action="store_true", help="train with autograd on the full W instead of the fast path (slow)")
     a("--snapshots", default="", help="comma-separated steps at which to keep V, attention and X S")
+    a("--threads", type=int, default=1,
+      help="torch threads (default 1: the tensors are small and extra threads mostly add overhead)")
     a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
 
 
@@ -93,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         tie_rtol=args.tie_rtol,
         snapshots=_snapshots(args.snapshots),
         kl_norm=args.kl_norm,
+        threads=args.threads,
     )
     result = train(task, model, cfg, progress=True)
     path = Path(args.out) / "metrics.json"

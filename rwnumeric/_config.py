@@ -67,7 +67,8 @@ class TrainConfig:
     ``loss``: "log" (-log(z+ε)), "squared" ((1-z)²), "exp" (exp(-z)) or a callable ℓ on torch
     tensors. ``population=True`` trains and evaluates on the exact population; otherwise
     ``train_size`` / ``test_size`` walks are drawn from ``seed``. ``kl_norm`` chooses how the
-    output f is turned into a distribution for the ``kl`` metric.
+    output f is turned into a distribution for the ``kl`` metric. ``threads``: torch intra-op
+    threads during the run (restored afterwards); None leaves torch's setting alone.
     """
 
     steps: int = 50
@@ -86,6 +87,7 @@ class TrainConfig:
     tie_rtol: float | None = None
     snapshots: Sequence[int] = field(default_factory=tuple)
     kl_norm: str = "softmax"
+    threads: int | None = None
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -111,6 +113,7 @@ class TrainConfig:
             "tie_rtol": self.effective_tie_rtol,
             "snapshots": sorted(int(s) for s in self.snapshots),
             "kl_norm": self.kl_norm,
+            "threads": self.threads,
         }
 
 
@@ -182,5 +185,7 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     for s in cfg.snapshots:
         if not _is_int(s) or not 0 <= s <= cfg.steps:
             raise ValueError(f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]")
+    if cfg.threads is not None and (not _is_int(cfg.threads) or cfg.threads < 1):
+        raise ValueError(f"threads={cfg.threads!r} must be an integer >= 1 (or None)")
     if cfg.kl_norm not in KL_NORMS:
         raise ValueError(f"kl_norm={cfg.kl_norm!r} is not one of {', '.join(KL_NORMS)}")

@@ -131,6 +131,16 @@ def train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool = T
     ([0, 1, 2], 0.333...)
     """
     validate(task, model, cfg)
+    previous_threads = torch.get_num_threads()
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    try:
+        return _train(task, model, cfg, progress)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool) -> TrainResult:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'")
     dt = torch.float64 if cfg.dtype == "float64" else torch.float32

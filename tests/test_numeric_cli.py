@@ -43,7 +43,7 @@ def test_same_seed_and_config_give_identical_bytes(tmp_path):
 
 def test_library_result_and_atomic_writer_agree_with_the_command(tmp_path):
     result = train(CircleWalk(4, 5, "0.7"), ModelConfig(K=4, N=5, M=8),
-                   TrainConfig(steps=3, train_size=20, test_size=10), progress=False)  # fmt: skip
+                   TrainConfig(steps=3, train_size=20, test_size=10, threads=1), progress=False)  # fmt: skip
     write_json_atomic(result.to_json(), tmp_path / "lib" / "metrics.json")
     assert main(["train", *SMALL, "--out", str(tmp_path / "cli")]) == 0
     assert (tmp_path / "lib" / "metrics.json").read_bytes() == (tmp_path / "cli" / "metrics.json").read_bytes()

@@ -54,6 +54,7 @@ BAD_TRAIN = [
     ("device-unknown", TASK, _model(), _cfg(device="tpu"), r"device='tpu' is not one of cpu, cuda"),
     ("tie-rtol-negative", TASK, _model(), _cfg(tie_rtol=-1e-9), r"tie_rtol=-1e-09 is out of range"),
     ("snapshot-out-of-range", TASK, _model(), _cfg(snapshots=[2]), r"snapshots entry 2 is out of range"),
+    ("threads-zero", TASK, _model(), _cfg(threads=0), r"threads=0 must be an integer >= 1"),
     ("kl-norm-unknown", TASK, _model(), _cfg(kl_norm="clip"), r"kl_norm='clip' is not one of softmax, shift"),
     ("population-too-large", CircleWalk(6, 97, "1/2"), ModelConfig(K=6, N=97), _cfg(), r"above the limit"),
     ("sampling-symbolic-p", CircleWalk(3, 4, "p"), _model(), _cfg(population=False), r"needs a numeric p"),
