@@ -65,3 +65,15 @@ def test_first_value_step_scales_with_the_loss_derivative_at_zero():
     # ℓ'(0): log -1/ε = -10, squared -2, exp -1.
     assert_close(v_sq, v_log * 2 / 10, 1e-15, "squared vs log")
     assert_close(v_exp, v_log * 1 / 10, 1e-15, "exp vs log")
+
+
+def test_learning_rate_schedule_uses_eta_of_the_step_index():
+    """Update t uses η(t): V(1) of a schedule with η(0) = 1/4 is a quarter of V(1) at η = 1 (Lemma C.1 is linear in η)."""
+    task, model = CircleWalk(4, 5, 0.6), ModelConfig(K=4, N=5, M=8)
+    base = train(task, model, TrainConfig(steps=1, population=True, eta=1.0), progress=False)
+    schedule = train(task, model, TrainConfig(steps=2, population=True, eta=lambda t: 0.25 if t == 0 else 1.0,
+                     snapshots=[1]), progress=False)  # fmt: skip
+    assert_close(schedule.snapshots[1]["V"], np.array(base.final["V"]) / 4, 1e-15, "V(1) with η(0) = 1/4")
+    constant = train(task, model, TrainConfig(steps=2, population=True, eta=0.25), progress=False)
+    assert np.abs(np.array(schedule.final["V"]) - np.array(constant.final["V"])).max() > 1e-3  # η(1) = 1 was used
+    assert schedule.config["train"]["eta"] == "callable:<lambda>"
