@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -19,6 +20,14 @@ class EvalSet:
     true_law: torch.Tensor  # (n, K) P(y = k | X_n)
     prob_index: np.ndarray | None = None  # population only: exact probability of input n is
     prob_values: tuple[sp.Expr, ...] | None = None  # prob_values[prob_index[n]]
+
+    def __post_init__(self) -> None:
+        # Rational probabilities as integer numerators over one common denominator, so the exact
+        # population accuracy is an integer dot product per step instead of a SymPy sum.
+        self._numerators: list[int] | None = None
+        if self.prob_values is not None and all(isinstance(v, sp.Rational) for v in self.prob_values):
+            self._denominator = int(sp.ilcm(*[v.q for v in self.prob_values])) if self.prob_values else 1
+            self._numerators = [int(v.p) * (self._denominator // int(v.q)) for v in self.prob_values]
 
 
 def predict(f: torch.Tensor, rtol: float) -> torch.Tensor:
@@ -41,6 +50,9 @@ def accuracy(pred: torch.Tensor, ev: EvalSet) -> float:
     if ev.prob_values is None:
         return float(correct.mean())
     counts = np.bincount(ev.prob_index[correct], minlength=len(ev.prob_values))
+    if ev._numerators is not None:
+        total = sum(int(c) * n for c, n in zip(counts.tolist(), ev._numerators) if c)
+        return float(Fraction(total, ev._denominator))
     return float(sp.Add(*[int(c) * v for c, v in zip(counts, ev.prob_values) if c]))
 
 
