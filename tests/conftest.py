@@ -34,3 +34,12 @@ def assert_close(actual: object, expected: object, atol: float, what: str = "") 
     assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
     err = float(np.max(np.abs(a - e))) if a.size else 0.0
     assert err <= atol, f"{what}: max abs error {err:.3g} exceeds the tolerance {atol:g}"
+
+
+def transition_by_hand(K: int, p: float) -> np.ndarray:
+    """Π from MATH.md §1, written out independently of rwtasks: row i = current state (0-based)."""
+    Pi = np.zeros((K, K))
+    for i in range(K):
+        Pi[i, (i + 1) % K] += p
+        Pi[i, (i - 1) % K] += 1 - p
+    return Pi

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import assert_close, transition_by_hand
 
 from rwnumeric import ModelConfig, TrainConfig, train
 from rwtasks import CircleWalk
-
-
-def transition_by_hand(K: int, p: float) -> np.ndarray:
-    """Π from MATH.md §1, written out independently of rwtasks: row i = current state (0-based)."""
-    Pi = np.zeros((K, K))
-    for i in range(K):
-        Pi[i, (i + 1) % K] += p
-        Pi[i, (i - 1) % K] += 1 - p
-    return Pi
 
 
 @pytest.mark.parametrize(

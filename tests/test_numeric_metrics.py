@@ -7,12 +7,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import assert_close
+from conftest import assert_close, transition_by_hand
 
 from rwnumeric import ModelConfig, TrainConfig, predict, train
 from rwnumeric._metrics import EvalSet, circulant_residual, kl_divergence, ones_residual
 from rwtasks import CircleWalk, FiniteTask
-from test_numeric_first_step import transition_by_hand
 
 
 def test_tie_rule_picks_the_smallest_label_among_near_maxima():
