@@ -14,7 +14,10 @@ def write_json_atomic(obj: object, path: str | os.PathLike) -> None:
     Same object ⇒ same bytes; readers never see a half-written file.
     """
     path = Path(path)
-    text = json.dumps(obj, sort_keys=True, indent=1, allow_nan=False) + "\n"
+    try:
+        text = json.dumps(obj, sort_keys=True, indent=1, allow_nan=False) + "\n"
+    except ValueError as err:  # NaN or inf somewhere in obj: never write it
+        raise ValueError(f"refusing to write {path}: {err}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

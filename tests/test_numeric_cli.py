@@ -70,3 +70,11 @@ def test_bad_flag_as_a_subprocess_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == "rw train: error: steps=-1 must be an integer >= 0\n"
+
+
+def test_atomic_writer_refuses_nan_and_leaves_nothing_behind(tmp_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="refusing to write .*metrics.json: Out of range float values are not JSON compliant"):
+        write_json_atomic({"kl": float("nan")}, tmp_path / "metrics.json")
+    assert list(tmp_path.iterdir()) == []

@@ -42,6 +42,20 @@ def test_trajectory_is_the_same_for_sine_onehot_and_random_embeddings_with_equal
     assert runs["onehot"].history[-1]["parent_attention"] > 1 / N + 0.01
 
 
+def test_a_user_embedding_with_orthogonal_equal_norm_columns_gives_the_onehot_trajectory(rng):
+    """Any P with PᵀP = μI (here a random rotation of √μ·I, checked to POS_RTOL) gives the same run."""
+    K, N, M, mu = 3, 5, 8, 2.0
+    Q, _ = np.linalg.qr(rng.standard_normal((M, M)))
+    user = np.sqrt(mu) * Q[:, :N]
+    task, cfg = CircleWalk(K, N, "0.6"), TrainConfig(steps=6, population=True)
+    a = train(task, ModelConfig(K=K, N=N, M=M, pos=user), cfg, progress=False)
+    b = train(task, ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu), cfg, progress=False)
+    assert a.config["mu"] == pytest.approx(mu, rel=1e-14) and a.config["model"]["pos"] == "user"
+    # ideal Gram: both runs see μI; μ̄ of the user matrix differs from 2.0 by rounding only (~1e-16)
+    assert_close([h["attention_profile"] for h in a.history], [h["attention_profile"] for h in b.history], 1e-13, "S")
+    assert_close(a.final["V"], b.final["V"], 1e-13, "V")
+
+
 @pytest.mark.parametrize("K,r", [(3, 2), (4, 2), (5, 1)])
 @pytest.mark.parametrize("p", [0, 1])
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
