@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rwtasks import CircleWalk, FiniteTask
+
 LOSS_NAMES = ("log", "squared", "exp")
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
@@ -136,6 +138,12 @@ def _positive(value: object, name: str) -> None:
 
 def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     """Check every argument at the public boundary; each failure names the argument and its range."""
+    if not isinstance(task, (CircleWalk, FiniteTask)):
+        raise ValueError(f"task={task!r} must be a rwtasks CircleWalk or FiniteTask")
+    if not isinstance(model, ModelConfig):
+        raise ValueError(f"model={model!r} must be a ModelConfig")
+    if not isinstance(cfg, TrainConfig):
+        raise ValueError(f"cfg={cfg!r} must be a TrainConfig")
     for name in ("K", "N", "M"):
         if not _is_int(getattr(model, name)):
             raise ValueError(f"{name}={getattr(model, name)!r} must be an integer")

@@ -24,6 +24,9 @@ def _cfg(**kw):
 
 
 BAD_TRAIN = [
+    ("task-not-a-task", "circle", _model(), _cfg(), r"task='circle' must be a rwtasks CircleWalk or FiniteTask"),
+    ("model-not-a-config", TASK, {"K": 3}, _cfg(), r"model=\{'K': 3\} must be a ModelConfig"),
+    ("cfg-not-a-config", TASK, _model(), None, r"cfg=None must be a TrainConfig"),
     ("K-mismatch", TASK, _model(K=4), _cfg(), r"K=4 differs from the task's vocabulary size K=3"),
     ("N-mismatch", TASK, _model(N=5), _cfg(), r"N=5 differs from the task's sequence length N=4"),
     ("M-below-N", TASK, _model(M=3), _cfg(), r"M=3 is out of range: M must be >= N=4"),
