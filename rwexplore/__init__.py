@@ -1,0 +1,38 @@
+"""Explore any finite task for an uninformative token average (MATH.md §5-§6): ``rw explore``.
+
+>>> from rwtasks import parse_task_spec
+>>> result = explore(parse_task_spec({"task": {"family": "permutation", "params": {"m": 2}}}))
+>>> result.points[0].signal.is_zero, result.points[0].checks[0].verdict
+(True, 'stuck')
+"""
+
+from rwexplore._explore import GENERIC_VALUES, VERDICTS, Check, ExploreResult, Point, explore
+from rwexplore._report import EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION, explore_json, write_report
+from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
+from rwexplore._stuck import Manifold, OneStep, manifold_check, mean_label, one_step_check
+from rwexplore._train import TrainRun, reference_accuracies, train_runs
+
+__all__ = [
+    "EXPLORE_FORMAT",
+    "EXPLORE_FORMAT_VERSION",
+    "GENERIC_VALUES",
+    "VERDICTS",
+    "Check",
+    "ExploreResult",
+    "Manifold",
+    "OneStep",
+    "Point",
+    "SignalSummary",
+    "TrainRun",
+    "explore",
+    "explore_json",
+    "manifold_check",
+    "mean_label",
+    "one_step_check",
+    "reference_accuracies",
+    "signal_summary",
+    "substitute",
+    "task_symbols",
+    "train_runs",
+    "write_report",
+]

@@ -1,0 +1,141 @@
+"""``explore(spec)``: the signal, the one-step and the multi-step stuck checks (and training) per point.
+
+A spec gives one task or a family swept over parameter values ("points"). At each point the exact
+signal C is computed; if one parameter stays symbolic, C's vanishing set over [0, 1] is found, and the
+GD checks run at every rational vanishing point plus one generic value. Each numeric task gets a
+verdict:
+
+- ``informative``: C ≠ 0, and after one step the inputs' score vectors are not all multiples of E[e_y];
+- ``stuck``: C = 0, every f(X) is a multiple of E[e_y] after one step, and all inputs share one score
+  vector at every step checked (ℓ' abstract, so for every loss);
+- ``escapes``: C = 0, but some step separates two inputs (the average is uninformative, yet the
+  attention finds the information later);
+- ``undecided``: anything else, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+from tqdm import tqdm
+
+from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
+from rwexplore._stuck import Manifold, OneStep, manifold_check, one_step_check
+from rwexplore._train import TrainRun, reference_accuracies, train_runs
+from rwtasks import CircleWalk, FiniteTask, TaskSpec
+
+#: Generic parameter values tried, in order, for the "away from the vanishing set" check.
+GENERIC_VALUES = tuple(sp.Rational(a, b) for a, b in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4)))
+VERDICTS = ("informative", "stuck", "escapes", "undecided")
+
+
+@dataclass
+class Check:
+    """The exact GD checks (and optional training) for one numeric task."""
+
+    values: dict[str, sp.Expr]  # the symbol values substituted ({} when the point had no symbol)
+    task: CircleWalk | FiniteTask
+    signal_is_zero: bool
+    one_step: OneStep
+    manifold: Manifold
+    bayes_accuracy: sp.Expr
+    constant_accuracy: sp.Expr
+    runs: list[TrainRun] | None = None
+
+    @property
+    def verdict(self) -> str:
+        """One of ``VERDICTS`` (see the module docstring)."""
+        if not self.signal_is_zero and not self.one_step.shared:
+            return "informative"
+        if self.signal_is_zero and self.one_step.shared and self.manifold.invariant is True:
+            return "stuck"
+        if self.signal_is_zero and self.manifold.invariant is False:
+            return "escapes"
+        return "undecided"
+
+    @property
+    def reason(self) -> str:
+        """One line explaining the verdict."""
+        C = "C = 0" if self.signal_is_zero else "C ≠ 0"
+        one = "every f(X) ∝ E[e_y] after step 1" if self.one_step.shared else "f(X) not all ∝ E[e_y] after step 1"
+        steps = self.manifold.steps
+        if self.manifold.invariant is True:
+            many = f"one shared score vector at every step t ≤ {steps} (any loss)"
+        elif self.manifold.invariant is False:
+            many = f"inputs separated at step {self.manifold.first_break}"
+        else:
+            many = f"shared score vector not decided at some step t ≤ {steps}"
+        return f"{C}; {one}; {many}"
+
+
+@dataclass
+class Point:
+    """One sweep point: its parameter values, the task there, its signal, and the numeric checks."""
+
+    params: dict[str, Any]
+    task: CircleWalk | FiniteTask
+    signal: SignalSummary
+    checks: list[Check] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # vanishing points not checked, and why
+
+
+@dataclass
+class ExploreResult:
+    """Everything ``rw explore`` reports: the spec, its settings, and one ``Point`` per sweep point."""
+
+    spec: TaskSpec
+    points: list[Point]
+    trained: bool
+
+
+def _evaluation_values(summary: SignalSummary) -> tuple[list[sp.Expr], list[str]]:
+    """Values of the free parameter at which to run the GD checks: rational vanishing points and one
+    generic value off the vanishing set; irrational vanishing points are listed as skipped."""
+    assert summary.vanishing is not None
+    values, skipped = [], []
+    for r in summary.vanishing_points():
+        if r.is_Rational:
+            values.append(r)
+        else:
+            skipped.append(f"{summary.symbol} = {r} (irrational: exact GD there is not attempted)")
+    for g in GENERIC_VALUES:
+        if summary.vanishing.all_p or g not in summary.vanishing:
+            values.append(g)
+            break
+    return sorted(set(values)), skipped
+
+
+def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> ExploreResult:
+    """Run every check the spec asks for (see the module docstring); ``train`` adds numeric runs."""
+    settings = spec.explore
+    points: list[Point] = []
+    for params in spec.points():
+        task = spec.task(**params)
+        points.append(Point(params, task, signal_summary(task)))
+    jobs: list[tuple[Point, dict[str, sp.Expr], CircleWalk | FiniteTask]] = []
+    for point in points:
+        if point.signal.symbol is None:
+            jobs.append((point, {}, point.task))
+            continue
+        values, point.skipped = _evaluation_values(point.signal)
+        sym = point.signal.symbol
+        jobs += [(point, {str(sym): v}, substitute(point.task, {sym: v})) for v in values]
+    for point, values, task in tqdm(jobs, desc="rw explore", unit="task", disable=not progress):
+        assert not task_symbols(task)
+        bayes, constant = reference_accuracies(task)
+        check = Check(
+            values=values,
+            task=task,
+            signal_is_zero=signal_summary(task).is_zero,
+            one_step=one_step_check(task, eta=settings["eta"], mu=settings["mu"]),
+            manifold=manifold_check(task, int(settings["steps"]), eta=settings["eta"], eps=settings["eps"],
+                                    mu=settings["mu"]),
+            bayes_accuracy=bayes,
+            constant_accuracy=constant,
+        )
+        if train:
+            check.runs = train_runs(task, spec.train)
+        point.checks.append(check)
+    return ExploreResult(spec, points, train)

@@ -1,0 +1,278 @@
+"""Write an ``ExploreResult`` as explore.json, REPORT.md and accuracy plots, each file atomically.
+
+Exact values are written as SymPy strings (they parse back with ``sympy.sympify``) next to floats;
+no NaN can reach a file (``json.dumps(allow_nan=False)``). Same spec and settings ⇒ same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+from rwexplore._explore import Check, ExploreResult, Point
+from rwtasks import CircleWalk, FiniteTask, is_numeric
+
+#: Format name and version written into explore.json.
+EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 1
+#: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
+MAX_LISTED_ENTRIES = 24
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _number(value: sp.Expr) -> dict[str, Any]:
+    """{"exact": string, "float": value or None when symbolic}."""
+    if is_numeric(value):
+        number = float(sp.N(value, 20))
+        assert math.isfinite(number), value
+        return {"exact": sp.sstr(value), "float": number}
+    return {"exact": sp.sstr(value), "float": None}
+
+
+def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
+    info: dict[str, Any] = {"name": task.name, "K": task.K, "N": task.N}
+    if isinstance(task, CircleWalk):
+        info["p"] = sp.sstr(task.p)
+    else:
+        info["inputs"] = int(len(task.labels))
+        info["vocab"] = None if task.vocab is None else list(task.vocab)
+    return info
+
+
+def _check_json(check: Check) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "values": {k: sp.sstr(v) for k, v in check.values.items()},
+        "task": _task_info(check.task),
+        "signal_is_zero": check.signal_is_zero,
+        "one_step": {
+            "scores_parallel_to_mean_label": check.one_step.parallel_to_mean_label,
+            "scores_identical": check.one_step.identical,
+            "mean_label": [sp.sstr(v) for v in check.one_step.mean_label],
+            "witness": check.one_step.witness,
+        },
+        "manifold": {
+            "steps": check.manifold.steps,
+            "shared": check.manifold.shared,
+            "invariant": check.manifold.invariant,
+            "first_break": check.manifold.first_break,
+            "witness": check.manifold.witness,
+        },
+        "bayes_accuracy": _number(check.bayes_accuracy),
+        "constant_accuracy": _number(check.constant_accuracy),
+        "verdict": check.verdict,
+        "reason": check.reason,
+    }
+    if check.runs is not None:
+        out["train"] = [
+            {
+                "label": run.label,
+                "init": run.init,
+                "sigma": run.sigma,
+                "test_accuracy": run.test_accuracy,
+                "train_loss": run.train_loss,
+                "attention_spread": run.attention_spread,
+                "final_test_accuracy": run.test_accuracy[-1],
+            }
+            for run in check.runs
+        ]
+    return out
+
+
+def _point_json(point: Point) -> dict[str, Any]:
+    sig = point.signal
+    vanishing = None
+    if sig.vanishing is not None:
+        vanishing = {
+            "symbol": str(sig.symbol),
+            "interval": [0, 1],
+            "all": sig.vanishing.all_p,
+            "points": [_number(r) for r in sig.vanishing.points],
+            "text": str(sig.vanishing),
+        }
+    return {
+        "params": {k: v for k, v in point.params.items()},
+        "task": _task_info(point.task),
+        "signal": {
+            "is_zero": sig.is_zero,
+            "matrix": [[sp.sstr(sig.matrix[a, b]) for b in range(sig.matrix.cols)] for a in range(sig.matrix.rows)],
+            "symbol": None if sig.symbol is None else str(sig.symbol),
+            "vanishing_set": vanishing,
+        },
+        "skipped": point.skipped,
+        "checks": [_check_json(c) for c in point.checks],
+    }
+
+
+def explore_json(result: ExploreResult) -> dict[str, Any]:
+    """The result as a JSON-ready dict (format "rw-explore", version 1)."""
+    spec = result.spec
+    return {
+        "format": EXPLORE_FORMAT,
+        "version": EXPLORE_FORMAT_VERSION,
+        "name": spec.name,
+        "spec": spec.raw,
+        "settings": {"explore": {k: str(v) if not isinstance(v, int) else v for k, v in spec.explore.items()},
+                     "train": spec.train if result.trained else None},
+        "points": [_point_json(p) for p in result.points],
+    }
+
+
+def _fmt_params(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "(as given)"
+
+
+def _label(task: CircleWalk | FiniteTask, k: int) -> str:
+    vocab = getattr(task, "vocab", None)
+    return vocab[k] if vocab is not None else str(k)
+
+
+def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -> str:
+    spec = result.spec
+    ex = spec.explore
+    lines = [
+        f"# rw explore: {spec.name}",
+        "",
+        "Is the token average informative about the label, and if not, does gradient descent from zero "
+        "initialisation stay on the stuck manifold? (MATH.md §5-§6)",
+        "",
+        f"Exact checks: η = {ex['eta']}, ε = {ex['eps']}, μ = {ex['mu']}, {ex['steps']} GD steps with ℓ' "
+        "abstract (every verdict about the manifold holds for any differentiable loss).",
+        "",
+        "Verdicts: **informative** (C ≠ 0 and the first step already tells inputs apart), **stuck** "
+        "(C = 0, every score vector f(X) is a multiple of E[e_y] after one step, and all inputs share one "
+        "score vector at every step checked), **escapes** (C = 0 but a later step separates inputs), "
+        "**undecided** (otherwise).",
+        "",
+    ]
+    for i, point in enumerate(result.points):
+        sig = point.signal
+        task = point.task
+        lines += [f"## Point {i}: {task.name} {_fmt_params(point.params)}", ""]
+        lines += [f"K = {task.K}, N = {task.N}"
+                  + (f", {len(task.labels)} inputs" if isinstance(task, FiniteTask) else f", p = {task.p}"), ""]
+        lines += ["### Token-average signal C = E[e_y x̄ᵀ] − E[e_y] E[x̄]ᵀ", ""]
+        if sig.is_zero:
+            lines += ["C = 0 exactly" + (" (identically in " + str(sig.symbol) + ")" if sig.symbol else "") + ".", ""]
+        else:
+            entries = sig.nonzero_entries
+            lines += [f"{len(entries)} nonzero entries C[label, token] (exact):", ""]
+            for a, b, value in entries[:MAX_LISTED_ENTRIES]:
+                shown = sp.factor(value) if not is_numeric(value) else value
+                lines.append(f"- C[{_label(task, a)}, {_label(task, b)}] = `{shown}`")
+            if len(entries) > MAX_LISTED_ENTRIES:
+                lines.append(f"- … {len(entries) - MAX_LISTED_ENTRIES} more in explore.json")
+            lines.append("")
+        if sig.vanishing is not None:
+            lines += [f"Where C vanishes over {sig.symbol} ∈ [0, 1]: **{sig.vanishing}**", ""]
+        for note in point.skipped:
+            lines += [f"Not checked: {note}", ""]
+        if point.checks:
+            lines += ["### Gradient-descent checks", "",
+                      "| values | C = 0 | step 1: all f ∝ E[e_y] | shared f at t = 0.. | verdict | Bayes acc. "
+                      "| constant acc. |",
+                      "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+            for check in point.checks:
+                marks = " ".join({True: "✓", False: "✗", None: "?"}[s] for s in check.manifold.shared)
+                lines.append(
+                    f"| {_fmt_params({k: str(v) for k, v in check.values.items()})} "
+                    f"| {'yes' if check.signal_is_zero else 'no'} "
+                    f"| {'yes' if check.one_step.shared else 'no'} | {marks} | **{check.verdict}** "
+                    f"| {check.bayes_accuracy} | {check.constant_accuracy} |"
+                )
+            lines.append("")
+            for check in point.checks:
+                details = [w for w in (check.one_step.witness, check.manifold.witness) if w]
+                lines.append(f"- {_fmt_params({k: str(v) for k, v in check.values.items()})}: {check.reason}"
+                             + (f" (witness: {'; '.join(details)})" if details else ""))
+            lines.append("")
+        for j, check in enumerate(point.checks):
+            if check.runs is None:
+                continue
+            lines += [f"### Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})})", "",
+                      "| init | final test accuracy | best test accuracy |", "| --- | --- | --- |"]
+            for run in check.runs:
+                lines.append(f"| {run.label} | {run.test_accuracy[-1]:.4f} | {max(run.test_accuracy):.4f} |")
+            lines += ["", f"![accuracy curves]({plots[(i, j)]})", ""]
+    if result.trained:
+        tr = spec.train
+        lines += ["## Training settings", "",
+                  f"rwnumeric, float64, full-batch GD: {tr['steps']} steps, η = {tr['eta']}, ε = {tr['eps']}, "
+                  f"M = {tr['M']} (sine embeddings, μ = M/2), "
+                  + ("exact population" if tr["population"] else
+                     f"{tr['train_size']} train / {tr['test_size']} test samples")
+                  + f", seed {tr['seed']}; Gaussian init σ ∈ {tr['sigmas']}.", ""]
+    return "\n".join(lines)
+
+
+def _plot(check: Check, title: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    assert check.runs is not None
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for run in check.runs:
+        ax.plot(range(len(run.test_accuracy)), run.test_accuracy, label=run.label)
+    ax.axhline(float(check.bayes_accuracy), color="k", ls="--", lw=0.8, label="Bayes accuracy")
+    ax.axhline(float(check.constant_accuracy), color="gray", ls=":", lw=0.8, label="constant prediction")
+    ax.set_xlabel("GD step")
+    ax.set_ylabel("test accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=100, metadata={"Software": None})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
+
+
+def write_report(result: ExploreResult, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write explore.json, REPORT.md and accuracy_<point>_<check>.png (with training) into ``out``.
+
+    Returns the written paths by name. Every file is written atomically.
+    """
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder}: exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    plots: dict[tuple[int, int], str] = {}
+    for i, point in enumerate(result.points):
+        for j, check in enumerate(point.checks):
+            if check.runs is None:
+                continue
+            name = f"accuracy_{i}_{j}.png"
+            title = f"{result.spec.name}: {_fmt_params(point.params)} {_fmt_params({k: str(v) for k, v in check.values.items()})}"
+            _plot(check, title, folder / name)
+            plots[(i, j)] = name
+            written[name] = folder / name
+    text = json.dumps(explore_json(result), indent=1, allow_nan=False, sort_keys=False) + "\n"
+    _atomic_write(folder / "explore.json", text.encode("utf-8"))
+    written["explore.json"] = folder / "explore.json"
+    _atomic_write(folder / "REPORT.md", (_report_markdown(result, plots) + "\n").encode("utf-8"))
+    written["REPORT.md"] = folder / "REPORT.md"
+    return written

@@ -1,0 +1,86 @@
+"""The token-average signal of one task (MATH.md §5), summarised for the explore report.
+
+The exact work is ``rwsymbolic.signal_matrix`` / ``vanishing_set``; this module only packages the
+answer and substitutes parameter values into a task (so one symbolic task gives many numeric ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from rwsymbolic import VanishingSet, signal_matrix, vanishing_set
+from rwtasks import CircleWalk, FiniteTask, is_numeric
+
+
+def task_symbols(task: CircleWalk | FiniteTask) -> list[sp.Symbol]:
+    """The free symbols of a task's probabilities, sorted by name (e.g. [p] for CircleWalk(K, N, "p"))."""
+    if isinstance(task, CircleWalk):
+        values = [task.p]
+    else:
+        values = list(task.prob_values)
+    return sorted(set().union(*(v.free_symbols for v in values)), key=str)
+
+
+def substitute(task: CircleWalk | FiniteTask, values: dict[sp.Symbol, sp.Expr]) -> CircleWalk | FiniteTask:
+    """The same task with symbols replaced by exact values (inputs of probability 0 are kept; the
+    population drops them).
+
+    >>> from rwtasks import majority_task, symbol
+    >>> substitute(majority_task(3, "q"), {symbol("q"): sp.Rational(1, 2)}).prob_values[0]
+    1/8
+    """
+    if isinstance(task, CircleWalk):
+        return CircleWalk(task.K, task.N, sp.expand(task.p.subs(values)))
+    probs = [sp.expand(q.subs(values)) for q in task.prob_values]
+    return FiniteTask(
+        task.tokens.tolist(), task.labels.tolist(), probs, K=task.K, vocab=task.vocab, name=task.name
+    )
+
+
+@dataclass(frozen=True)
+class SignalSummary:
+    """C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ for one task: the matrix, whether it is exactly zero, and (for one
+    free parameter) the exact set of parameter values in [0, 1] where it vanishes."""
+
+    matrix: sp.Matrix
+    is_zero: bool
+    symbol: sp.Symbol | None
+    vanishing: VanishingSet | None
+
+    @property
+    def nonzero_entries(self) -> list[tuple[int, int, sp.Expr]]:
+        """(label, token, C[label, token]) for every entry that is not identically zero."""
+        K = self.matrix.rows
+        return [(a, b, self.matrix[a, b]) for a in range(K) for b in range(K) if self.matrix[a, b] != 0]
+
+    def vanishing_points(self) -> list[sp.Expr]:
+        """The exact parameter values where C = 0 (empty when C never or always vanishes)."""
+        return [] if self.vanishing is None or self.vanishing.all_p else list(self.vanishing.points)
+
+
+def signal_summary(task: CircleWalk | FiniteTask) -> SignalSummary:
+    """Compute C exactly and, when the task has one free parameter, where C vanishes in [0, 1].
+
+    >>> from rwtasks import qa_task2
+    >>> signal_summary(qa_task2()).is_zero
+    True
+    """
+    C = signal_matrix(task).applyfunc(sp.expand)
+    is_zero = all(e == 0 for e in C)
+    symbols = task_symbols(task)
+    if len(symbols) > 1:
+        raise ValueError(
+            f"the task has {len(symbols)} free parameters {[str(s) for s in symbols]}: keep at most one "
+            "symbolic (the vanishing set is over one parameter) and give numbers, or sweep values, "
+            "for the others"
+        )
+    if not symbols:
+        return SignalSummary(C, is_zero, None, None)
+    assert all(is_numeric(e) or e.free_symbols <= set(symbols) for e in C)
+    if all(is_numeric(e) for e in C):
+        # The parameter cancelled out of C: it vanishes for all values or for none.
+        gcd = sp.Integer(0 if is_zero else 1)
+        return SignalSummary(C, is_zero, symbols[0], VanishingSet(symbols[0], is_zero, (), gcd))
+    return SignalSummary(C, is_zero, symbols[0], vanishing_set(C))

@@ -1,0 +1,86 @@
+"""Numeric training of the explored task from zero and from small Gaussian init (``rw explore --train``).
+
+The runs are ``rwnumeric.train``; this module picks the configurations (one per initialisation) and
+computes two exact reference accuracies the curves are read against: the Bayes accuracy
+E[max_y P(y | X)] and the constant-prediction accuracy max_y P(y) (where a stuck model sits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from rwnumeric import ModelConfig, TrainConfig, train
+from rwtasks import CircleWalk, FiniteTask, is_numeric
+
+
+def reference_accuracies(task: CircleWalk | FiniteTask) -> tuple[sp.Expr, sp.Expr]:
+    """(Bayes accuracy E[max_y P(y|X)], constant-prediction accuracy max_y P(y)), exact.
+
+    >>> from rwtasks import qa_task1, qa_task2
+    >>> reference_accuracies(qa_task1()), reference_accuracies(qa_task2())
+    ((1, 1/2), (1, 1/2))
+    """
+    pop = task.population()
+    joint: dict[tuple[int, ...], list[sp.Expr]] = {}
+    label_law = [sp.Integer(0)] * pop.K
+    for row, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs()):
+        joint.setdefault(tuple(row), [sp.Integer(0)] * pop.K)[y] += q
+        label_law[y] += q
+    values = [q for row in joint.values() for q in row] + label_law
+    if not all(is_numeric(v) for v in values):
+        raise ValueError("reference accuracies need numeric probabilities (substitute the parameters)")
+    bayes = sp.Add(*(max(row) for row in joint.values()))
+    return bayes, max(label_law)
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """One numeric run: its label ("zero" or "gaussian sigma=0.01"), init, sigma, and per-step curves."""
+
+    label: str
+    init: str
+    sigma: float | None
+    test_accuracy: list[float]
+    train_loss: list[float]
+    attention_spread: list[float]
+
+
+def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress: bool = False) -> list[TrainRun]:
+    """Train from zero and from N(0, σ²) init for each σ in ``settings["sigmas"]`` (rwnumeric, float64).
+
+    ``settings`` holds steps, M, eta, eps, sigmas, population, train_size, test_size, seed
+    (``rwtasks.TRAIN_DEFAULTS`` gives the defaults).
+    """
+    if settings["M"] < task.N:
+        raise ValueError(f"train.M={settings['M']} is out of range: M must be >= N={task.N}")
+    model = ModelConfig(K=task.K, N=task.N, M=int(settings["M"]))
+    inits: list[tuple[str, str, float | None]] = [("zero", "zero", None)]
+    inits += [(f"gaussian sigma={s:g}", "gaussian", float(s)) for s in settings["sigmas"]]
+    runs = []
+    for label, init, sigma in inits:
+        cfg = TrainConfig(
+            steps=int(settings["steps"]),
+            eta=float(settings["eta"]),
+            eps=float(settings["eps"]),
+            init=init,
+            sigma=sigma if sigma is not None else 0.01,
+            seed=int(settings["seed"]),
+            population=bool(settings["population"]),
+            train_size=int(settings["train_size"]),
+            test_size=int(settings["test_size"]),
+        )
+        result = train(task, model, cfg, progress=progress)
+        runs.append(
+            TrainRun(
+                label=label,
+                init=init,
+                sigma=sigma,
+                test_accuracy=[float(h["test_accuracy"]) for h in result.history],
+                train_loss=[float(h["train_loss"]) for h in result.history],
+                attention_spread=[float(h["attention_spread"]) for h in result.history],
+            )
+        )
+    return runs
