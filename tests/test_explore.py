@@ -1,0 +1,220 @@
+"""``rw explore`` verdicts on catalogue tasks, each expected verdict derived by hand in the docstring.
+
+Notation: C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (MATH.md §5); "stuck" means C = 0, every f(X) ∝ E[e_y] after one
+exact GD step, and one shared score vector at every step checked (ℓ' abstract); "informative" means
+C ≠ 0 and the first step tells inputs apart.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+
+import pytest
+import sympy as sp
+
+import rwexplore
+from rwcli.main import main
+from rwexplore import explore, write_report
+from rwtasks import parse_task_spec, symbol
+
+
+def _explore(task: dict, steps: int = 2, sweep: dict | None = None):
+    data = {"task": task, "explore": {"steps": steps}}
+    if sweep:
+        data["sweep"] = sweep
+    return explore(parse_task_spec(data))
+
+
+def _verdicts(result) -> dict[str, str]:
+    return {
+        ",".join(f"{k}={v}" for k, v in {**pt.params, **c.values}.items()): c.verdict
+        for pt in result.points
+        for c in pt.checks
+    }
+
+
+def test_qa_task1_is_informative():
+    """QA Task 1: the label is the majority fruit, so x̄_apple = (#apples)/16 rises with P(y = apple):
+    C[apple, apple] = (E[#a·1{y=a}] - P(y=a)E[#a])/16. The 16 lists with ≥ 3 apples have
+    Σ #a = 10·3 + 5·4 + 1·5 = 55, so E[#a·1{y=a}] = 55/32 and C[apple, apple] = (55/32 - (1/2)(5/2))/16
+    = 15/512 ≠ 0."""
+    point = _explore({"family": "qa1"}).points[0]
+    apple = 0
+    assert point.signal.matrix[apple, apple] == sp.Rational(15, 512)
+    assert point.checks[0].verdict == "informative"
+
+
+def test_qa_task2_is_stuck():
+    """QA Task 2: both questions contain the same 18 words (only the order of apple/orange differs), so
+    x̄ is the same for both inputs and C = E[e_y]x̄ᵀ - E[e_y]x̄ᵀ = 0; every f(X) = V(1)X/N is then the
+    same vector for both inputs. Swapping apple and orange maps the task onto itself, so GD keeps the
+    two inputs' scores equal (the paper's Task 2 stays at 50%)."""
+    check = _explore({"family": "qa2"}, steps=3).points[0].checks[0]
+    assert check.signal_is_zero and check.one_step.identical
+    assert check.manifold.shared == [True] * 4
+    assert check.verdict == "stuck"
+    assert check.constant_accuracy == sp.Rational(1, 2) and check.bayes_accuracy == 1
+
+
+def test_circle_walk_with_N_equal_rK_plus_1_is_stuck_only_at_p_0_and_1():
+    """Circle K = 3, N = 4, p symbolic. The walk visits each node once when p ∈ {0, 1} (3 steps of +1),
+    so x̄ = (1/3)1 for every walk and C = 0 there (Theorem 4.1). For 0 < p < 1:
+    C = (1/(K(N-1))) Σ_{m=1}^{3} (Πᵀ)^m - 1/9; its diagonal is (1/9)([Π²]_aa + [Π³]_aa) - 1/9 with
+    [Π²]_aa = 2p(1-p) and [Π³]_aa = p³ + (1-p)³ (three steps return only by going all the way round),
+    so C_aa = (2p(1-p) + p³ + (1-p)³ - 1)/9 = (2pq + (p+q)(p² - pq + q²) - 1)/9 with q = 1-p
+    = (2pq + 1 - 3pq - 1)/9 = -pq/9 ≠ 0. Vanishing set {0, 1}; verdict informative at a generic p."""
+    point = _explore({"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}}).points[0]
+    p = symbol("p")
+    assert sp.expand(point.signal.matrix[0, 0] + p * (1 - p) / 9) == 0
+    assert list(point.signal.vanishing.points) == [0, 1]
+    assert _verdicts(_explore({"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}})) == {
+        "p=0": "stuck", "p=1/2": "informative", "p=1": "stuck"}  # fmt: skip
+
+
+def test_circle_K4_N5_vanishes_at_p_one_half_too():
+    """K = 4, N = 5: Σ_{m=1}^{4} [Π^m]_aa = [Π²]_aa + [Π⁴]_aa (odd powers cannot return on an even cycle)
+    = 2pq + 6p²q² + p⁴ + q⁴, and C_aa = (that - 1)/16. With 1 = (p+q)⁴ = p⁴ + 4p³q + 6p²q² + 4pq³ + q⁴,
+    C_aa = 0 iff 2pq = 4pq(p² + q²), i.e. pq = 0 or p² + q² = 1/2, i.e. p ∈ {0, 1/2, 1}. At p = 1/2,
+    Π = (S + S⁻¹)/2 with S⁴ = I gives Π² = (I + S²)/2, Π³ = Π, Π⁴ = Π², so Σ_{m=1}^{4} Π^m = I + S + S² + S³
+    = J and C = J/16 - J/16 = 0 exactly: a zero that is not of Theorem 4.1's kind. E[x̄] is uniform, so
+    f(X) = c E[e_y] (1/4) is the same for every walk after one step."""
+    result = _explore({"family": "circle", "params": {"K": 4, "N": 5, "p": "p"}})
+    assert list(result.points[0].signal.vanishing.points) == [0, sp.Rational(1, 2), 1]
+    assert _verdicts(result) == {"p=0": "stuck", "p=1/3": "informative", "p=1/2": "stuck", "p=1": "stuck"}
+
+
+def test_majority_vote_signal_is_2q2_1mq2_and_vanishes_only_at_0_and_1():
+    """Majority of L = 3 tokens, a w.p. q: P(y=a) = q³ + 3q²(1-q) = 3q² - 2q³, E[x̄_a] = q,
+    E[1{y=a} x̄_a] = (1/3)(3q³ + 2·3q²(1-q)) = 2q² - q³, so C[a, a] = 2q² - q³ - q(3q² - 2q³)
+    = 2q²(1-q)². It vanishes at q ∈ {0, 1} only (there a single input has probability 1: trivially
+    stuck); at q = 1/2 the average tells the majority: informative."""
+    result = _explore({"family": "majority", "params": {"L": 3, "q": "q"}})
+    q = symbol("q")
+    assert sp.factor(result.points[0].signal.matrix[0, 0]) == sp.factor(2 * q**2 * (1 - q) ** 2)
+    assert list(result.points[0].signal.vanishing.points) == [0, 1]
+    assert _verdicts(result) == {"q=0": "stuck", "q=1/2": "informative", "q=1": "stuck"}
+
+
+def test_counting_task_is_informative():
+    """Count of a among L = 2 fair tokens, label n_k: C[n2, a] = E[1{y=n2} x̄_a] - P(y=n2)E[x̄_a]
+    = (1/4)(1) - (1/4)(1/2) = 1/8 ≠ 0."""
+    point = _explore({"family": "count", "params": {"L": 2}}).points[0]
+    assert point.signal.matrix[4, 0] == sp.Rational(1, 8)  # vocab: a, b, n0, n1, n2
+    assert point.checks[0].verdict == "informative"
+
+
+def test_permutation_task_is_stuck():
+    """All 3! orders of t0, t1, t2: every input has x̄ = (1/3, 1/3, 1/3), so C = 0 and f(X) after step
+    one is the same vector for all inputs; relabelling the tokens by any permutation maps the task
+    onto itself, so GD keeps the scores shared."""
+    check = _explore({"family": "permutation", "params": {"m": 3, "label_position": 1}}, steps=3).points[0].checks[0]
+    assert check.signal_is_zero and check.manifold.shared == [True] * 4
+    assert check.verdict == "stuck"
+
+
+def test_first_of_two_signal_is_zero_for_every_r_and_gd_stays_stuck():
+    """Which of a, b comes first among L = 4 positions: every input holds a, b and two fillers, so x̄ is
+    constant and C = 0 for every r. At r = 7/10 the labels are unbalanced, so ℓ'(e_yᵀf) differs between
+    labels; still, given either label the pair of positions holding {a, b} is uniform, so the attention
+    treats a and b alike and the inputs keep one shared score vector."""
+    result = _explore({"family": "first_of_two", "params": {"L": 4, "r": "r"}}, steps=2,
+                      sweep={"r": ["r", "7/10"]})  # fmt: skip
+    assert result.points[0].signal.vanishing.all_p
+    assert _verdicts(result) == {"r=1/2": "stuck", "r=7/10": "stuck"}  # r symbolic -> generic r = 1/2
+
+
+def test_cayley_walk_on_a_disconnected_coset_graph_is_informative():
+    """D_3 with the single generator r: a walk never leaves its coset {e, r, r²} or {s, rs, r²s}, so with
+    N = 4 it visits its whole coset once: x̄ = (1/3) on the coset, and the label is in that coset.
+    C[a, b] = P(y=a)·(1/3)1{b ~ a} - (1/6)(1/6) = 1/18·1{same coset} - 1/36 = ±1/36 ≠ 0."""
+    point = _explore({"family": "cayley", "params": {"group": "dihedral", "n": 3, "generators": {"r": 1},
+                                                       "N": 4}}).points[0]  # fmt: skip
+    assert set(point.signal.matrix) == {sp.Rational(1, 36), -sp.Rational(1, 36)}
+    assert point.signal.matrix[0, 1] == sp.Rational(1, 36) and point.signal.matrix[0, 3] == -sp.Rational(1, 36)
+    assert point.checks[0].verdict == "informative"
+
+
+def test_lazy_walk_breaks_the_balanced_visits():
+    """Lazy circle K = 3, N = 4, p = 1, stay w.p. q = 1/2: a walk that stays put revisits a node, so x̄
+    is no longer (1/3)1 for every walk and the balanced-visit argument of Theorem 4.1 fails. The oracle
+    enumerates the 3 starts × 2³ stay/move patterns (each of probability (1/3)(1/8)) straight from the
+    definition C[a, b] = E[1{y=a} x̄_b] - P(y=a)E[x̄_b], with P(y=a) = E[x̄_b] = 1/3 by rotation
+    symmetry; it gives C[a, a-1] = 1/24 (the label sits one step ahead of the visited nodes more often
+    than chance) and C[a, a+1] = -1/24."""
+    point = _explore({"family": "lazy_circle", "params": {"K": 3, "N": 4, "p": 1, "q": "1/2"}}).points[0]
+    oracle = sp.zeros(3, 3)
+    for start in range(3):
+        for pattern in range(8):
+            walk = [start]
+            for k in range(3):
+                walk.append(walk[-1] if (pattern >> k) & 1 else (walk[-1] + 1) % 3)
+            for b in range(3):
+                oracle[walk[3], b] += sp.Rational(1, 24) * sp.Rational(walk[:3].count(b), 3)
+    oracle -= sp.ones(3, 3) / 9
+    assert point.signal.matrix == oracle
+    assert oracle[1, 0] == sp.Rational(1, 24)
+    assert point.checks[0].verdict == "informative"
+
+
+def test_rwexplore_all_lists_exactly_the_public_names():
+    exported = set(rwexplore.__all__)
+    public = {n for n, v in vars(rwexplore).items() if not n.startswith("_") and not inspect.ismodule(v)
+              and n != "annotations"}  # fmt: skip
+    assert public == exported
+
+
+def test_rw_explore_writes_report_json_and_is_reproducible(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "qa2", "task": {"family": "qa2"},
+                                "train": {"steps": 4, "M": 24, "eta": 0.1, "sigmas": [0.01]}}))  # fmt: skip
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        assert main(["explore", str(spec), "--out", str(out), "--train", "--steps", "2"]) == 0
+        outs.append(out)
+    printed = capsys.readouterr().out
+    assert "qa2 (as given): stuck" in printed
+    names = sorted(p.name for p in outs[0].iterdir())
+    assert names == ["REPORT.md", "accuracy_0_0.png", "explore.json"]
+    for name in names:
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    data = json.loads((outs[0] / "explore.json").read_text())
+    check = data["points"][0]["checks"][0]
+    assert data["format"] == "rw-explore" and check["verdict"] == "stuck"
+    assert check["manifold"]["shared"] == [True, True, True]
+    assert [run["label"] for run in check["train"]] == ["zero", "gaussian sigma=0.01"]
+    # zero init on a C = 0 task: every input scored alike, so accuracy = max_y P(y) = 1/2 at every step
+    assert check["train"][0]["test_accuracy"] == [0.5] * 5
+    assert "**stuck**" in (outs[0] / "REPORT.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--steps", "0"], "--steps=0 is out of range"),
+        (["--steps", "two"], "--steps='two' is not an integer"),
+    ],
+)
+def test_rw_explore_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"task": {"family": "qa2"}}))
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_rw_explore_bad_spec_names_the_field(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 2}}}))
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "spec.task.params.p: p=2 is outside [0, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_module_is_registered():
+    from rwcli.main import COMMANDS
+
+    assert ("explore", "rwcli.explore") in [(name, module) for name, module, _ in COMMANDS]
+    importlib.import_module("rwcli.explore")
