@@ -13,11 +13,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from rwsymbolic._derive import derive  # derive is not yet re-exported by rwsymbolic/__init__.py
+from rwsymbolic import DELL, derive  # DELL: the abstract ℓ' of derive(loss="any")
 from rwtasks import CircleWalk, FiniteTask, exact
 
-#: The abstract ℓ' of ``derive(loss="any")``: SymPy identifies undefined functions by name.
-DELL = sp.Function("dell")
 #: Digits used when a numeric witness separates two score vectors, and the size below which a
 #: difference counts as "not separated" (50 digits leave > 20 digits of margin for these sizes).
 WITNESS_DIGITS, WITNESS_FLOOR = 50, sp.Float("1e-30")
