@@ -11,6 +11,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("train", "rwcli.train", "train the one-layer transformer numerically (rwnumeric)"),
     ("signal", "rwcli.signal", "the token-average signal C, its factorisation and exact vanishing set"),
     ("proofs", "rwcli.proofs", "run the executable certificates of the paper's lemmas (PROOFS.md, proofs.json)"),
+    ("reproduce", "rwcli.reproduce", "reproduce the paper's figures, REPORT.md and the p = 1 sensitivity study"),
     ("explore", "rwcli.explore", "is a task's token average informative, and does GD stay stuck? (JSON spec)"),
 ]
 

@@ -1,0 +1,127 @@
+"""When does floating point break the p = 1 symmetry of Theorem 4.1? (issue 5 item 3)
+
+Exact arithmetic keeps S_1 = … = S_{N-1} and V ∝ 1 forever for p = 1, N = rK+1. In floating point
+the rounding of the sine P (its float Gram matrix, ~1e-16·μ off the diagonal in float64) and of the
+sums seeds an asymmetry that training may amplify; the W-step on the positional logits scales as μ²,
+so larger μ amplifies faster. We train the Fig 5 setting for each μ × precision × Gram option and
+report the first iteration at which the symmetry is visibly broken.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from rwnumeric import write_json_atomic
+from rwrepro import _claims as C
+from rwrepro._experiments import MU_LABELS, Choices
+from rwrepro._plots import LOG_FLOOR, new_figure, save_png
+from rwrepro._runner import Runner
+from rwrepro._experiments import sensitivity_runs
+
+
+#: The series the sensitivity record keeps for every option.
+SENS_SERIES = ("attention_spread", "v_column_residual", "ones_residual", "test_accuracy")
+
+
+def break_steps(series: dict, K: int, n_test: int) -> dict:
+    """First iterations at which the p = 1 symmetry is visibly broken, by each stated threshold.
+
+    ``spread_break``: attention spread > SPREAD_MAX; ``v_break``: ‖V - a·1ᵀ‖/‖V‖ > V_COLUMN_MAX (V leaves
+    the form the symmetry keeps exactly); ``break_step``: the earlier of the two; ``ones_break``:
+    ‖V - mean(V)·1‖/‖V‖ > ONES_MAX (the Fig 5 criterion "V ∝ all-ones" fails); ``accuracy_leaves``:
+    first |acc - 1/K| > the binomial tolerance (the failure of Fig 5 visibly ends).
+
+    >>> s = {"attention_spread": [0, 1e-9, 2e-3], "v_column_residual": [0, 2e-3, 0.1],
+    ...      "ones_residual": [0, 0.01, 0.2], "test_accuracy": [0.17, 0.17, 1.0]}
+    >>> break_steps(s, 6, 1000)
+    {'spread_break': 2, 'v_break': 1, 'break_step': 1, 'ones_break': 2, 'accuracy_leaves': 2}
+    """
+    spread = C.first_step(series["attention_spread"], lambda v: v > C.SPREAD_MAX)
+    column = C.first_step(series["v_column_residual"], lambda v: v > C.V_COLUMN_MAX)
+    ones = C.first_step(series["ones_residual"], lambda v: v > C.ONES_MAX)
+    tol = C.accuracy_tolerance(1 / K, n_test)
+    leaves = C.first_step(series["test_accuracy"], lambda a: abs(a - 1 / K) > tol)
+    both = [t for t in (spread, column) if t is not None]
+    return {"spread_break": spread, "v_break": column, "break_step": min(both) if both else None,
+            "ones_break": ones, "accuracy_leaves": leaves}  # fmt: skip
+
+
+def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = True) -> dict:
+    """Train the grid, write DIR/sensitivity/sensitivity.json and sensitivity.png; returns the record."""
+    run, grid = sensitivity_runs(quick)
+    jobs = [(run, c) for c in grid]
+    bar = tqdm(total=len(jobs), desc=f"sensitivity ({len(jobs)} runs)", unit="run",
+               disable=not (progress and sys.stderr.isatty()))  # fmt: skip
+    results = runner.run(jobs, on_done=lambda job: bar.update(1))
+    bar.close()
+    table = []
+    for c in grid:
+        o = results[(run, c)]
+        entry = {"choices": c.key(), "mu": c.mu, "mu_value": None, "dtype": c.dtype, "gram": c.gram, "ok": o["ok"],
+                 "error": o["error"]}  # fmt: skip
+        if o["ok"]:
+            s = o["series"]
+            entry["mu_value"] = o["config"]["mu"]
+            entry.update(break_steps(s, run.K, run.test_size))
+            entry.update(final_accuracy=s["test_accuracy"][-1], final_spread=s["attention_spread"][-1],
+                         final_ones_residual=s["ones_residual"][-1], max_spread=max(s["attention_spread"]))  # fmt: skip
+        else:
+            entry.update(spread_break=None, v_break=None, break_step=None, ones_break=None, accuracy_leaves=None)
+        table.append(entry)
+    main = Choices()
+    record = {
+        "setting": run.describe(),
+        "steps": run.steps,
+        "quick": quick,
+        "thresholds": {"attention_spread": C.SPREAD_MAX, "v_column_residual": C.V_COLUMN_MAX, "ones_residual": C.ONES_MAX},
+        "main": main.key(),
+        "table": table,
+        "row": C.sensitivity_claim(table, main.key(), run.steps).to_dict(),
+        "series": {
+            c.key(): {k: results[(run, c)]["series"][k] for k in SENS_SERIES}
+            for c in grid
+            if results[(run, c)]["ok"]
+        },
+    }
+    folder = out / "sensitivity"
+    _draw(record, folder, grid, run.steps)
+    record["panels"] = ["sensitivity.png"]
+    write_json_atomic(record, folder / "sensitivity.json")
+    return record
+
+
+def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> None:
+    """Attention spread and V's all-ones residual against the iteration; one row per Gram option."""
+    fig, ax = new_figure(2, 3, f"Sensitivity of the p=1 symmetry (Theorem 4.1): {record['setting']}, up to {steps} "
+                         "iterations", width=5.0)  # fmt: skip
+    colours = {"1": "tab:blue", "sqrtM": "tab:orange", "M/2": "tab:green"}
+    for row, gram in enumerate(("computed", "ideal")):
+        for c in (c for c in grid if c.gram == gram):
+            s = record["series"].get(c.key())
+            if s is None:
+                continue
+            style = {"color": colours[c.mu], "ls": "-" if c.dtype == "float64" else "--"}
+            label = f"{MU_LABELS[c.mu]}, {c.dtype}"
+            t = np.arange(len(s["attention_spread"]))
+            ax[row, 0].plot(t, np.maximum(np.array(s["attention_spread"], float), LOG_FLOOR), label=label, **style)
+            ax[row, 1].plot(t, np.maximum(np.array(s["v_column_residual"], float), LOG_FLOOR), label=label, **style)
+            ax[row, 2].plot(t, s["test_accuracy"], label=label, **style)
+        for col, (title, ylabel, thr) in enumerate((
+            ("attention spread (zeros drawn at 1e-20)", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
+            ("V's distance from the form a·1ᵀ", "‖V - a·1ᵀ‖_F / ‖V‖_F (a = row means)", C.V_COLUMN_MAX),
+            ("test accuracy", "accuracy", None),
+        )):  # fmt: skip
+            a = ax[row, col]
+            if thr is not None:
+                a.set_yscale("log")
+                a.axhline(thr, color="grey", ls=":", lw=1, label=f"threshold {thr:g}")
+            a.set_title(f"{title}, {gram} Gram of P", fontsize=9)
+            a.set_xlabel("GD iteration t")
+            a.set_ylabel(ylabel)
+            a.grid(alpha=0.3)
+            a.legend(fontsize=6.5)
+    save_png(fig, folder / "sensitivity.png")
