@@ -3,6 +3,7 @@
 from rwsymbolic._circle_linear import (
     MAX_STRUCTURED_K,
     MAX_STRUCTURED_N,
+    MAX_SYMBOLIC_N,
     CircleFirstMoments,
     circle_first_moments,
     expected_label_token_outer,
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",
     "MAX_STRUCTURED_N",
+    "MAX_SYMBOLIC_N",
     "SIGNAL_SCHEMA_PATH",
     "CircleFirstMoments",
     "SignalReport",

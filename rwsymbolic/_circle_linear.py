@@ -24,12 +24,14 @@ from sympy.polys.rings import ring
 
 from rwtasks import CircleWalk, is_numeric
 
-#: Largest N (number of walk steps + 1) the structured expectations accept. The work is O(N²·K)
-#: coefficient operations with symbolic p (about 0.1 s at K = 8, N = 64) and the entries are
-#: polynomials of degree N - 1; beyond this the SymPy expressions themselves become the bottleneck.
+#: Largest N the structured expectations accept with symbolic p: the entries are polynomials of
+#: degree N - 1 with large coefficients and the work grows like N³·K in bit operations (K = 8:
+#: about 0.3 s at N = 100, about a minute at N = 1000 on this project's 2-core machine).
+MAX_SYMBOLIC_N = 256
+#: Largest N accepted with a rational p (O(N·K) operations on rationals of O(N) digits).
 MAX_STRUCTURED_N = 4096
-#: Largest K accepted for the same reason (a K×K matrix of degree-(N-1) polynomials).
-MAX_STRUCTURED_K = 512
+#: Largest K accepted (a K×K matrix is built from the K distinct circulant entries).
+MAX_STRUCTURED_K = 128
 
 # The polynomial ring QQ[t] in which powers of Π are computed when p is not a rational number;
 # t is replaced by p when the result is turned into SymPy expressions.
@@ -37,11 +39,15 @@ _RING, _T = ring("t", QQ)
 
 
 def _check_size(walk: CircleWalk) -> None:
-    if walk.N > MAX_STRUCTURED_N:
+    rational = is_numeric(walk.p) and walk.p.is_Rational
+    limit = MAX_STRUCTURED_N if rational else MAX_SYMBOLIC_N
+    if walk.N > limit:
         raise ValueError(
-            f"N={walk.N} is too large for exact circle-walk expectations: N must be <= "
-            f"{MAX_STRUCTURED_N} (the entries are polynomials of degree N-1; estimated work "
-            f"~{walk.N**2 * walk.K:.2g} coefficient operations); use rwnumeric for larger N"
+            f"N={walk.N} is too large for exact circle-walk expectations with "
+            f"{'rational' if rational else 'symbolic'} p: N must be <= {limit} (the work grows like "
+            f"N^{2 if rational else 3}*K: estimated ~{walk.N ** (2 if rational else 3) * walk.K:.2g} "
+            f"operations); {'use rwnumeric' if rational else 'give a rational p or use rwnumeric'} "
+            "for larger N"
         )
     if walk.K > MAX_STRUCTURED_K:
         raise ValueError(
@@ -50,29 +56,62 @@ def _check_size(walk: CircleWalk) -> None:
         )
 
 
+def _is_rational(p: sp.Expr) -> bool:
+    return bool(is_numeric(p) and p.is_Rational)
+
+
+def _step_weights(p: sp.Expr) -> tuple[object, object, object, object]:
+    """(p, 1 - p, 0, 1) in QQ for a rational p, else in QQ[t] with t standing for p."""
+    if _is_rational(p):
+        return QQ(int(p.p), int(p.q)), QQ(int((1 - p).p), int((1 - p).q)), QQ(0), QQ(1)
+    return _T, 1 - _T, _RING.zero, _RING.one
+
+
 @lru_cache(maxsize=64)
-def _displacement_laws(K: int, max_steps: int, p: sp.Expr) -> tuple[tuple[sp.Expr, ...], ...]:
-    """c_m[d] = P(s_{i+m} - s_i ≡ d mod K) for m = 0..max_steps, exact (cached per (K, steps, p))."""
-    rational = is_numeric(p) and p.is_Rational
-    if rational:
-        step_cw, step_ccw = QQ(int(p.p), int(p.q)), QQ(int((1 - p).p), int((1 - p).q))
-        zero, one = QQ(0), QQ(1)
-    else:
-        step_cw, step_ccw = _T, 1 - _T
-        zero, one = _RING.zero, _RING.one
+def _displacement_laws(K: int, max_steps: int, p: sp.Expr) -> tuple[tuple[object, ...], ...]:
+    """c_m[d] = P(s_{i+m} - s_i ≡ d mod K) for m = 0..max_steps, as elements of QQ (rational p) or of
+    QQ[t] (any other p, t standing for p); cached per (K, steps, p)."""
+    step_cw, step_ccw, zero, one = _step_weights(p)
     law = [zero] * K
     law[0] = one
-    laws = [law]
+    laws = [tuple(law)]
     for _ in range(max_steps):
         # One more step: +1 (clockwise) with probability p, -1 with probability 1 - p.
         law = [step_cw * law[(d - 1) % K] + step_ccw * law[(d + 1) % K] for d in range(K)]
-        laws.append(law)
-    if rational:
-        return tuple(tuple(QQ.to_sympy(c) for c in law) for law in laws)
+        laws.append(tuple(law))
+    return tuple(laws)
+
+
+def _to_expr(value: object, p: sp.Expr) -> sp.Expr:
+    """An element of QQ or QQ[t] from ``_displacement_laws`` as a SymPy expression in p (expanded)."""
+    if _is_rational(p):
+        return QQ.to_sympy(value)
     if isinstance(p, sp.Symbol):
-        return tuple(tuple(c.as_expr(p) for c in law) for law in laws)
-    t = _RING.symbols[0].as_expr()
-    return tuple(tuple(sp.expand(c.as_expr().subs(t, p)) for c in law) for law in laws)
+        return value.as_expr(p)
+    return sp.expand(value.as_expr().subs(_T.as_expr(), p))
+
+
+@lru_cache(maxsize=64)
+def _offset_sums(K: int, N: int, p: sp.Expr) -> tuple[object, ...]:
+    """Σ_{m=1}^{N-1} c_m[d] for d = 0..K-1, in QQ or QQ[t] (t standing for p), cached per (K, N, p).
+
+    Runs the recurrence of ``_displacement_laws`` without keeping the N laws (memory O(K) elements).
+    """
+    step_cw, step_ccw, zero, one = _step_weights(p)
+    law = [zero] * K
+    law[0] = one
+    sums = [zero] * K
+    for _ in range(N - 1):
+        law = [step_cw * law[(d - 1) % K] + step_ccw * law[(d + 1) % K] for d in range(K)]
+        sums = [total + c for total, c in zip(sums, law)]
+    return tuple(sums)
+
+
+def _signal_offset_polys(K: int, N: int) -> tuple[object, ...]:
+    """The signal's circulant entries c_d = Σ_{m=1}^{N-1} c_m[d]/(K(N-1)) - 1/K² as elements of QQ[t]
+    (t standing for p): what ``vanishing_set`` takes the gcd of without SymPy expressions."""
+    scale, mean = QQ(1, K * (N - 1)), QQ(1, K * K)
+    return tuple(total * scale - mean for total in _offset_sums(K, N, _T.as_expr()))
 
 
 def _circulant(first_row: list[sp.Expr] | tuple[sp.Expr, ...], transpose: bool = False) -> sp.Matrix:
@@ -93,7 +132,10 @@ def transition_power(walk: CircleWalk, m: int) -> sp.Matrix:
     if isinstance(m, bool) or not isinstance(m, int) or m < 0:
         raise ValueError(f"m={m!r} must be an integer >= 0")
     _check_size(walk)
-    return _circulant(_displacement_laws(walk.K, m, walk.p)[m])
+    limit = MAX_STRUCTURED_N if _is_rational(walk.p) else MAX_SYMBOLIC_N
+    if m > limit:
+        raise ValueError(f"m={m} is too large for an exact power of Π here: m must be <= {limit}")
+    return _circulant([_to_expr(c, walk.p) for c in _displacement_laws(walk.K, m, walk.p)[m]])
 
 
 def expected_label_token_outer(walk: CircleWalk, i: int) -> sp.Matrix:
@@ -111,7 +153,7 @@ def expected_label_token_outer(walk: CircleWalk, i: int) -> sp.Matrix:
         raise ValueError(f"i={i!r} must be a token position in 1..N-1 = 1..{N - 1}")
     _check_size(walk)
     law = _displacement_laws(walk.K, N - i, walk.p)[N - i]
-    return _circulant([c / walk.K for c in law], transpose=True)
+    return _circulant([_to_expr(c, walk.p) / walk.K for c in law], transpose=True)
 
 
 def label_token_offsets(walk: CircleWalk) -> tuple[sp.Expr, ...]:
@@ -125,10 +167,7 @@ def label_token_offsets(walk: CircleWalk) -> tuple[sp.Expr, ...]:
     (-2*p**2/3 + 2*p/3, p**2/3 - p/3 + 1/3, p**2/3 - p/3 + 1/3)
     """
     _check_size(walk)
-    laws = _displacement_laws(walk.K, walk.N - 1, walk.p)
-    return tuple(
-        sp.expand(sp.Add(*(laws[m][d] for m in range(1, walk.N)))) / walk.K for d in range(walk.K)
-    )
+    return tuple(sp.expand(_to_expr(s, walk.p) / walk.K) for s in _offset_sums(walk.K, walk.N, walk.p))
 
 
 def label_token_sum(walk: CircleWalk) -> sp.Matrix:

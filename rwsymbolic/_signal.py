@@ -18,16 +18,18 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from rwsymbolic._circle_linear import label_token_offsets
-from rwtasks import CircleWalk, FiniteTask, Population, check_int, is_numeric
+from rwsymbolic._circle_linear import MAX_SYMBOLIC_N, _signal_offset_polys, label_token_offsets
+from rwtasks import CircleWalk, FiniteTask, Population, check_int, is_numeric, symbol
 
 #: The JSON Schema that ``signal_json`` output (``rw signal --json``) follows.
 SIGNAL_SCHEMA_PATH = Path(__file__).with_name("signal.schema.json")
 #: Format name and version written into every signal JSON file.
 SIGNAL_FORMAT, SIGNAL_FORMAT_VERSION = "rw-signal", 1
 #: Largest N for which ``signal_report`` factors the entries of a circle walk with symbolic p:
-#: factoring K polynomials of degree N-1 takes about a second at N = 128 and grows quickly.
-MAX_FACTOR_N = 160
+#: factoring K = 8 polynomials of degree N-1 takes about 3 s at N = 64 and 15 s at N = 100.
+MAX_FACTOR_N = 64
+# Terminal width (characters) up to which ``SignalReport.render`` prints the full matrix.
+_WIDTH = 160
 
 _METHODS = ("auto", "structure", "enumerate")
 
@@ -146,10 +148,10 @@ def vanishing_set(
         if len(obj) != 2:
             raise ValueError(f"give (K, N), got {obj!r}")
         obj = CircleWalk(check_int(obj[0], "K", 3), check_int(obj[1], "N", 2), "p")
-    if isinstance(obj, CircleWalk) and not isinstance(obj.p, sp.Symbol):
-        obj = CircleWalk(obj.K, obj.N, "p")
+    if isinstance(obj, CircleWalk):
+        return _circle_vanishing_set(obj)
     matrix = obj if isinstance(obj, sp.MatrixBase) else signal_matrix(obj)
-    entries = [sp.expand(e) for e in matrix if sp.expand(e) != 0]
+    entries = [e for e in (sp.expand(e) for e in matrix) if e != 0]
     free = sorted(set().union(*(e.free_symbols for e in matrix)), key=str)
     if len(free) > 1:
         raise ValueError(
@@ -173,6 +175,32 @@ def vanishing_set(
         gcd = poly if gcd is None else gcd.gcd(poly)
         if gcd.degree() == 0:
             return VanishingSet(x, False, (), sp.Integer(1))
+    return _roots_in_unit_interval(gcd, x)
+
+
+def _circle_vanishing_set(walk: CircleWalk) -> VanishingSet:
+    """Circle walks: the gcd of the K circulant entries c_d, taken in QQ[p] (no SymPy expressions)."""
+    x = walk.p if isinstance(walk.p, sp.Symbol) else symbol("p")
+    if walk.N > MAX_SYMBOLIC_N:
+        raise ValueError(
+            f"N={walk.N} is too large for the exact vanishing set in p: N must be <= {MAX_SYMBOLIC_N} "
+            "(the entries are polynomials of degree N-1)"
+        )
+    polys = [c for c in _signal_offset_polys(walk.K, walk.N) if c]
+    if not polys:  # never happens for K >= 3 (see the README), but C = 0 would mean every p
+        return VanishingSet(x, True, (), sp.Integer(0))
+    gcd = polys[0]
+    for c in polys[1:]:
+        gcd = gcd.gcd(c)
+        if gcd.degree() == 0:
+            return VanishingSet(x, False, (), sp.Integer(1))
+    return _roots_in_unit_interval(sp.Poly(gcd.as_expr(x), x, domain="QQ"), x)
+
+
+def _roots_in_unit_interval(gcd: sp.Poly, x: sp.Symbol) -> VanishingSet:
+    """The distinct real roots of ``gcd`` in [0, 1], exact, increasing."""
+    if gcd.degree() == 0:
+        return VanishingSet(x, False, (), sp.Integer(1))
     squarefree = gcd.monic().sqf_part()
     points = tuple(r for r in squarefree.real_roots() if bool(r >= 0) and bool(r <= 1))
     # Internal invariant: the roots kept agree with Sturm counting on the closed interval [0, 1].
@@ -184,8 +212,9 @@ def vanishing_set(
 class SignalReport:
     """C for one task with its factored entries and vanishing set: what ``rw signal`` prints.
 
-    ``offsets`` are the K distinct entries c_d (C_{ab} = c_{(a-b) mod K}) for circle walks, else None;
-    ``vanishing`` is over the symbol p for circle walks (whatever p the walk has), and over the task's
+    ``offsets`` / ``factored_offsets`` are the K distinct entries c_d (C_{ab} = c_{(a-b) mod K}) of a
+    circle walk's C, else None. ``vanishing`` is over the symbol p for circle walks (whatever p the
+    walk has; None when N > MAX_SYMBOLIC_N, where only a rational p is computed) and over the task's
     own parameter (if any) otherwise; ``vanishes`` says whether C = 0 at the task's own parameters.
     """
 
@@ -196,7 +225,8 @@ class SignalReport:
     matrix: sp.Matrix
     factored: sp.Matrix
     offsets: tuple[sp.Expr, ...] | None
-    vanishing: VanishingSet
+    factored_offsets: tuple[sp.Expr, ...] | None
+    vanishing: VanishingSet | None
     vocab: tuple[str, ...] | None
 
     @property
@@ -210,24 +240,32 @@ class SignalReport:
         head += f"K={self.K}, N={self.N}" + (f", p={self.p}" if self.p is not None else "")
         lines = [head, ""]
         symbolic = any(not is_numeric(e) for e in self.matrix)
-        if self.offsets is not None and symbolic:
+        # The real matrix when it fits on a terminal line; else the circulant pattern of c_d.
+        narrow = not symbolic and self.K * (2 + max(len(str(e)) for e in self.matrix)) <= _WIDTH
+        if self.offsets is not None and not narrow:
             names = sp.symbols(f"c0:{self.K}")
             shown = sp.Matrix(self.K, self.K, lambda a, b: names[(a - b) % self.K])
             lines += ["C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):", "",
-                      sp.pretty(shown, wrap_line=False), "", "factored:"]  # fmt: skip
-            lines += [f"  c{d} = {sp.factor(c)}" for d, c in enumerate(self.offsets)]
+                      sp.pretty(shown, wrap_line=False), ""]  # fmt: skip
+            if symbolic:
+                lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets)]
+            else:
+                lines += [f"  c{d} = {c}  (~ {float(c):.17g})" for d, c in enumerate(self.offsets)]
         else:
             lines += [sp.pretty(self.matrix, wrap_line=False)]
             if symbolic:
-                lines += ["", "factored entries:"]
-                lines += [f"  C[{a}, {b}] = {self.factored[a, b]}"
-                          for a in range(self.K) for b in range(self.K)]  # fmt: skip
+                lines += ["", "factored nonzero entries:"]
+                lines += [f"  C[{a}, {b}] = {self.factored[a, b]}" for a in range(self.K)
+                          for b in range(self.K) if self.matrix[a, b] != 0]  # fmt: skip
         if self.vocab is not None:
             nonzero = [(a, b) for a in range(self.K) for b in range(self.K) if self.matrix[a, b] != 0]
             lines += ["", f"nonzero entries ({len(nonzero)} of {self.K * self.K}), C[label, token]:"]
             lines += [f"  C[{self.vocab[a]}, {self.vocab[b]}] = {self.matrix[a, b]}" for a, b in nonzero]
         lines += ["", f"C is exactly zero: {'yes' if self.vanishes else 'no'}"]
-        if self.task == "circle":
+        if self.task == "circle" and self.vanishing is None:
+            lines += [f"vanishing set of C over p: not computed for N > {MAX_SYMBOLIC_N} (degree N-1 "
+                      "polynomials in p); the README states the rule for all K and N"]  # fmt: skip
+        elif self.task == "circle":
             lines += [f"vanishing set of C over p in [0, 1] for K={self.K}, N={self.N}: {self.vanishing}"]
         else:
             lines += [f"vanishing set: {self.vanishing}"]
@@ -242,29 +280,34 @@ def signal_report(task: CircleWalk | FiniteTask) -> SignalReport:
     >>> r.vanishes, str(r.vanishing)
     (True, 'C = 0 (no free parameter)')
     """
+    cache: dict[sp.Expr, sp.Expr] = {}
+
+    def factor(e: sp.Expr) -> sp.Expr:  # each distinct entry is factored once
+        return cache[e] if e in cache else cache.setdefault(e, sp.factor(e))
+
+    offsets = factored_offsets = None
     if isinstance(task, CircleWalk):
         if not is_numeric(task.p) and task.N > MAX_FACTOR_N:
             raise ValueError(
                 f"N={task.N} is too large to factor the signal with symbolic p: N must be <= "
-                f"{MAX_FACTOR_N} (K={task.K} polynomials of degree {task.N - 1}); give a numeric p, "
+                f"{MAX_FACTOR_N} (K={task.K} polynomials of degree {task.N - 1}); give a rational p, "
                 "or use signal_matrix / vanishing_set, which do not factor"
             )
-        matrix = signal_matrix(task)
         offsets = signal_offsets(task)
-        vanishing = vanishing_set(task)
+        factored_offsets = tuple(factor(c) for c in offsets)
+        matrix = sp.Matrix(task.K, task.K, lambda a, b: offsets[(a - b) % task.K])
+        vanishing = vanishing_set(task) if task.N <= MAX_SYMBOLIC_N else None
         p = task.p
     elif isinstance(task, FiniteTask):
         matrix = signal_matrix(task)
-        offsets = None
         vanishing = vanishing_set(matrix)
         p = None
     else:
         raise ValueError(f"signal_report needs a CircleWalk or FiniteTask, got {type(task).__name__}")
-    cache: dict[sp.Expr, sp.Expr] = {}
-    factored = matrix.applyfunc(lambda e: cache[e] if e in cache else cache.setdefault(e, sp.factor(e)))
     return SignalReport(
-        task=task.name, K=task.K, N=task.N, p=p, matrix=matrix, factored=factored,
-        offsets=offsets, vanishing=vanishing, vocab=getattr(task, "vocab", None),
+        task=task.name, K=task.K, N=task.N, p=p, matrix=matrix, factored=matrix.applyfunc(factor),
+        offsets=offsets, factored_offsets=factored_offsets, vanishing=vanishing,
+        vocab=getattr(task, "vocab", None),
     )  # fmt: skip
 
 
@@ -298,9 +341,11 @@ def signal_json(report: SignalReport) -> dict[str, object]:
         ],
         "circulant_offsets": None
         if report.offsets is None
-        else [entry(c, sp.factor(c)) for c in report.offsets],
+        else [entry(c, f) for c, f in zip(report.offsets, report.factored_offsets)],
         "is_zero": report.vanishes,
-        "vanishing_set": {
+        "vanishing_set": None
+        if vanishing is None
+        else {
             "symbol": None if vanishing.symbol is None else str(vanishing.symbol),
             "interval": [0, 1],
             "all": vanishing.all_p,

@@ -48,7 +48,7 @@ def exact(value: object, name: str) -> sp.Expr:
             return symbol(text)
         try:
             return sp.Rational(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, ZeroDivisionError):  # "1/0" must be a user error too
             raise ValueError(
                 f"{name}={value!r} is not a number: give an integer, a rational such as 7/10, "
                 "a decimal such as 0.1, or a symbol name"

@@ -7,6 +7,7 @@ import sympy as sp
 
 from rwsymbolic import (
     MAX_STRUCTURED_N,
+    MAX_SYMBOLIC_N,
     circle_first_moments,
     expected_label_token_outer,
     label_token_sum,
@@ -82,5 +83,9 @@ def test_bad_positions_powers_and_sizes_are_refused():
         expected_label_token_outer(walk, 5)
     with pytest.raises(ValueError, match="m=-1"):
         transition_power(walk, -1)
-    with pytest.raises(ValueError, match=f"N={MAX_STRUCTURED_N + 1} is too large"):
-        label_token_sum(CircleWalk(4, MAX_STRUCTURED_N + 1, "p"))
+    with pytest.raises(ValueError, match=f"N={MAX_SYMBOLIC_N + 1} is too large .* symbolic p"):
+        label_token_sum(CircleWalk(4, MAX_SYMBOLIC_N + 1, "p"))
+    with pytest.raises(ValueError, match=f"N={MAX_STRUCTURED_N + 1} is too large .* rational p"):
+        label_token_sum(CircleWalk(4, MAX_STRUCTURED_N + 1, "1/3"))
+    with pytest.raises(ValueError, match="m=300 is too large"):
+        transition_power(walk, 300)

@@ -58,7 +58,7 @@ def test_finite_task_signal_matches_input_by_input_sum(task):
     assert signal_matrix(task) == _signal_by_hand(task.population())
 
 
-@pytest.mark.parametrize("K,N", [(3, 2), (3, 5), (4, 6), (5, 7), (6, 4), (7, 9), (8, 6)])
+@pytest.mark.parametrize("K,N", [(3, 2), (3, 5), (4, 6), (5, 7), (6, 4), (7, 7), (8, 6)])
 def test_circle_transfer_matrix_signal_equals_enumeration_with_symbolic_p(K, N):
     walk = CircleWalk(K, N, "p")
     structured = signal_matrix(walk, "structure")
@@ -98,6 +98,13 @@ def test_finite_task_with_one_symbolic_probability_has_exact_vanishing_points():
     assert sp.expand(C[0, 0] - q * (1 - q) / 2) == 0
     v = vanishing_set(task)
     assert v.symbol == q and not v.all_p and v.points == (0, 1)
+
+
+@pytest.mark.parametrize("K,N", [(4, 5), (4, 7), (5, 11), (6, 8)])
+def test_circle_vanishing_set_equals_generic_gcd_of_enumerated_matrix(K, N):
+    """The circle fast path (gcd in Q[p] of the c_d) against the generic path on the enumerated C."""
+    fast, generic = vanishing_set((K, N)), vanishing_set(signal_matrix(CircleWalk(K, N, "p"), "enumerate"))
+    assert fast.points == generic.points and sp.expand(fast.gcd - generic.gcd) == 0
 
 
 def test_vanishing_set_keeps_irrational_roots_exact():
