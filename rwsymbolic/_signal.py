@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from rwsymbolic._circle_linear import MAX_SYMBOLIC_N, _signal_offset_polys, label_token_offsets
-from rwtasks import CircleWalk, FiniteTask, Population, check_int, is_numeric, symbol
+from rwtasks import CircleWalk, FiniteTask, Population, check_int, exact, is_numeric, symbol
 
 #: The JSON Schema that ``signal_json`` output (``rw signal --json``) follows.
 SIGNAL_SCHEMA_PATH = Path(__file__).with_name("signal.schema.json")
@@ -117,7 +117,7 @@ class VanishingSet:
     def __contains__(self, value: object) -> bool:
         if self.all_p:
             return True
-        value = sp.nsimplify(value) if isinstance(value, float) else sp.sympify(value)
+        value = exact(value, "value")  # floats through their shortest repr, as everywhere else
         return any(sp.simplify(value - r) == 0 for r in self.points)
 
     def __str__(self) -> str:
