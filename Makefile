@@ -23,4 +23,4 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/gd_step.py
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
