@@ -11,6 +11,8 @@ from rwsymbolic._circle_linear import (
     label_token_sum,
     transition_power,
 )
+from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive
+from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
 from rwsymbolic._signal import (
     MAX_FACTOR_N,
     SIGNAL_SCHEMA_PATH,
@@ -24,8 +26,34 @@ from rwsymbolic._signal import (
     vanishing_set,
     write_signal_json,
 )
+from rwsymbolic._structure import (
+    Check,
+    explicit_weights,
+    has_equal_attention,
+    is_circulant,
+    is_lemma_d3_form,
+    is_proportional_to_ones,
+    is_rank_one,
+    w_token_columns_zero,
+)
 
 __all__ = [
+    # exact gradient descent and structure predicates (_derive, _expect, _structure)
+    "DELL",
+    "ELL",
+    "MAX_INPUTS",
+    "MAX_WORK",
+    "Check",
+    "StepState",
+    "Trajectory",
+    "derive",
+    "explicit_weights",
+    "has_equal_attention",
+    "is_circulant",
+    "is_lemma_d3_form",
+    "is_proportional_to_ones",
+    "is_rank_one",
+    "w_token_columns_zero",
     # token-average signal and circle-walk first moments (_signal, _circle_linear)
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",

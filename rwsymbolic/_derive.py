@@ -1,0 +1,235 @@
+"""Exact population gradient descent from zero initialisation in the reduced coordinates (V, w_tok, c).
+
+Reduction (MATH.md §3, Lemma B.1). Every W-gradient is u·x̃_Nᵀ with u = ℓ'(z) X̃ (diag S - SSᵀ) Xᵀ Vᵀ e_y,
+so from W(0) = 0 we have W(t) = w(t) x̃_Nᵀ / μ with w = W x̃_N, the first K columns of W stay zero
+(W11 = W21 = 0) and the logits are x̃_jᵀ w. Every u lies in span{x̃_1..x̃_N}, so the positional part of w
+is w_pos = Σ_j c_j p_j and, by orthogonality with ‖p_j‖² = μ, logit_j = x_jᵀ w_tok + μ c_j (x_N = 0).
+With δ_j = ℓ'(z) S_j (a_j - z), a_j = V[y, s_j] (a_N = 0), z = e_yᵀ f, one step is
+    V ← V - η E[ℓ'(z) e_y (XS)ᵀ],   w_tok ← w_tok - ημ E[Σ_{j<N} δ_j e_{s_j}],   c ← c - ημ E[δ].
+So the trajectory depends on P only through μ, and no M-dimensional object is ever built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from rwsymbolic._decide import sign
+from rwsymbolic._expect import GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
+from rwtasks import CircleWalk, FiniteTask, check_int, exact
+
+#: The abstract loss of ``loss="any"``: ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
+ELL = sp.Function("ell")
+DELL = sp.Function("dell")
+
+
+def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
+    """The loss ℓ and its derivative: "log" (-log(z+ε)), "any" (abstract ell/dell), or a callable of z."""
+    if loss == "log":
+
+        def check(z: sp.Expr) -> None:
+            # -log(z+ε) is undefined for z <= -ε: refuse instead of producing nan/complex values.
+            s = sign(z + eps) if (z + eps).is_number else None
+            if s is not None and s <= 0:
+                raise ValueError(f"the log-loss -log(z + eps) is undefined at z = {z} (z + eps <= 0)")
+
+        def value(z: sp.Expr) -> sp.Expr:
+            check(z)
+            return -sp.log(z + eps)
+
+        def derivative(z: sp.Expr) -> sp.Expr:
+            check(z)
+            return -1 / (z + eps)
+
+        return Loss("log", value, derivative)
+    if loss == "any":
+        return Loss("any", ELL, DELL)
+    if callable(loss):
+        zs = sp.Dummy("z")
+        expr = sp.sympify(loss(zs))
+        dexpr = sp.diff(expr, zs)
+        name = getattr(loss, "__name__", "custom")
+        return Loss(name, lambda z: expr.xreplace({zs: z}), lambda z: dexpr.xreplace({zs: z}))
+    raise ValueError(f"loss={loss!r} must be 'log', 'any' or a callable taking a SymPy expression z")
+
+
+class StepState:
+    """θ(t) in reduced coordinates plus everything evaluated at θ(t) (computed on first access).
+
+    V (K×K), w_tok (K×1, token part of W(t)x̃_N), c (N×1, w_pos = Σ_j c_j p_j). Per-input lists
+    (``logits``, ``S``, ``f``, ``z``) follow the order of ``task.population()``.
+    """
+
+    def __init__(self, t: int, V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, evaluate: Callable[[], GroupPass]):
+        self.t, self.V, self.w_tok, self.c = t, V, w_tok, c
+        self._evaluate = evaluate
+        self._pass: GroupPass | None = None
+        self._inputs: Inputs | None = None
+
+    @property
+    def evaluated(self) -> GroupPass:
+        """The group-level evaluation at θ(t) (computed once)."""
+        if self._pass is None:
+            self._pass = self._evaluate()
+        return self._pass
+
+    # population means -------------------------------------------------------------------------
+    @property
+    def loss(self) -> sp.Expr:
+        """L(θ(t)) = E[ℓ(e_yᵀ f)]."""
+        return self.evaluated.loss
+
+    @property
+    def accuracy(self) -> sp.Expr:
+        """P(smallest argmax of f = y): a Rational when every comparison is decided, else a Piecewise sum."""
+        return self.evaluated.accuracy
+
+    @property
+    def mean_attention(self) -> list[sp.Expr]:
+        """E[S_j], j = 1..N."""
+        return self.evaluated.mean_attention
+
+    @property
+    def mean_logits(self) -> list[sp.Expr]:
+        """E[x̃_jᵀ W x̃_N], j = 1..N."""
+        return self.evaluated.mean_logits
+
+    @property
+    def mean_f(self) -> list[sp.Expr]:
+        """E[f(X)] (K entries)."""
+        return self.evaluated.mean_f
+
+    # per input ---------------------------------------------------------------------------------
+    def _per_input(self, which: str) -> list:
+        ev, inputs = self.evaluated, self._inputs
+        assert inputs is not None
+        K, L = inputs.K, inputs.N - 1
+        rows = []
+        for r in range(K if inputs.rotation else 1):
+            for i in range(inputs.size):
+                g = int(ev.inverse[i])
+                pairs = [(int(ev.cls[j]), int(inputs.tokens[i, j])) for j in range(L)]
+                if which == "logits":
+                    rows.append([ev.logit_of[g][pr] for pr in pairs] + [ev.logit_query])
+                elif which == "S":
+                    rows.append([ev.S_of[g][pr] for pr in pairs] + [ev.S_query[g]])
+                elif which == "f":
+                    rows.append(sp.Matrix([ev.f[g][(k - r) % K] for k in range(K)]))
+                else:
+                    rows.append(ev.z[g])
+        return rows
+
+    @property
+    def logits(self) -> list[list[sp.Expr]]:
+        """Per input: x̃_jᵀ W x̃_N = x_jᵀ w_tok + μ c_j, j = 1..N."""
+        return self._per_input("logits")
+
+    @property
+    def S(self) -> list[list[sp.Expr]]:
+        """Per input: the attention S(X̃ᵀ W x̃_N) over the N positions."""
+        return self._per_input("S")
+
+    @property
+    def f(self) -> list[sp.Matrix]:
+        """Per input: f(X) = V X S (K×1)."""
+        return self._per_input("f")
+
+    @property
+    def z(self) -> list[sp.Expr]:
+        """Per input: z = e_yᵀ f(X)."""
+        return self._per_input("z")
+
+    def __repr__(self) -> str:
+        return f"StepState(t={self.t}, V={self.V.tolist()}, w_tok={list(self.w_tok)}, c={list(self.c)})"
+
+
+@dataclass
+class Trajectory:
+    """The exact trajectory θ(0..T) of full-batch GD from zero init on ``task`` (see ``derive``)."""
+
+    task: CircleWalk | FiniteTask
+    eta: sp.Expr
+    eps: sp.Expr
+    mu: sp.Expr
+    loss: Loss
+    inputs: Inputs
+    states: list[StepState] = field(default_factory=list)
+
+    @property
+    def K(self) -> int:
+        return self.inputs.K
+
+    @property
+    def N(self) -> int:
+        return self.inputs.N
+
+    @property
+    def population_size(self) -> int:
+        return self.inputs.population_size
+
+
+def _positive(value: sp.Expr, name: str) -> sp.Expr:
+    if value.is_number and not value > 0:
+        raise ValueError(f"{name}={value} must be > 0")
+    return value
+
+
+def derive(
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = "mu",
+    loss: str | Callable[[sp.Expr], sp.Expr] = "log",
+    rotate: bool = True,
+) -> Trajectory:
+    """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (MATH.md §2-§3).
+
+    ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtasks.exact``: numbers, "7/10", or symbol names.
+    ``loss`` is "log" (ℓ = -log(z+ε)), "any" (ℓ, ℓ' the undefined functions ``ell``, ``dell``) or a
+    callable z -> SymPy expression. For circle walks ``rotate`` uses the rotation symmetry (exact).
+
+    Examples
+    --------
+    >>> from rwtasks import CircleWalk
+    >>> tr = derive(CircleWalk(3, 3, "1/2"), steps=1, mu=1)
+    >>> tr.states[1].V
+    Matrix([
+    [5/9, 5/6, 5/6],
+    [5/6, 5/9, 5/6],
+    [5/6, 5/6, 5/9]])
+    >>> list(tr.states[1].w_tok), list(tr.states[1].c)
+    ([0, 0, 0], [0, 0, 0])
+    """
+    steps = check_int(steps, "steps", 0)
+    eta = _positive(exact(eta, "eta"), "eta")
+    eps = _positive(exact(eps, "eps"), "eps")
+    mu = _positive(exact(mu, "mu"), "mu")
+    lossfn = make_loss(loss, eps)
+    if isinstance(task, CircleWalk) and rotate:
+        inputs = rooted_walks(task)
+    elif isinstance(task, (CircleWalk, FiniteTask)):
+        inputs = population_inputs(task.population())
+    else:
+        raise ValueError(f"task={task!r} must be a CircleWalk or a FiniteTask (e.g. qa_task1())")
+    K, N = inputs.K, inputs.N
+    traj = Trajectory(task, eta, eps, mu, lossfn, inputs)
+
+    def evaluator(V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, gradients: bool) -> Callable[[], GroupPass]:
+        return lambda: group_pass(inputs, V, list(w_tok), list(c), mu, lossfn, gradients)
+
+    V, w_tok, c = sp.zeros(K, K), sp.zeros(K, 1), sp.zeros(N, 1)
+    for t in range(steps + 1):
+        state = StepState(t, V, w_tok, c, evaluator(V, w_tok, c, gradients=t < steps))
+        state._inputs = inputs
+        traj.states.append(state)
+        if t == steps:
+            break
+        ev = state.evaluated
+        assert ev.grad_V is not None and ev.grad_tok is not None and ev.grad_c is not None
+        V = V - eta * ev.grad_V
+        w_tok = sp.Matrix([w_tok[k] - eta * mu * ev.grad_tok[k] for k in range(K)])
+        c = sp.Matrix([c[j] - eta * mu * ev.grad_c[j] for j in range(N)])
+    return traj

@@ -1,0 +1,318 @@
+"""Exact population expectations of one gradient-descent step, grouped by sufficient statistics.
+
+The engine sums over an ``Inputs`` set: either a task's whole population, or, for circle walks, only
+the walks that start at node 0 (``rotation=True``). The second is exact because the population and
+zero initialisation are invariant under the rotation s -> s+1 (mod K), so every iterate is too:
+V(t) is circulant and the token part of w(t) is a multiple of 1_K. The full-population gradient is
+then the rotation average Σ_r R^r G0 R^-r of the rooted one (MATH.md §3; tested against enumeration).
+
+Within a step, an input enters only through its label y and the multiset of (position class, token)
+pairs, where positions with identical c_j form one class (their logits differ only through the token).
+Inputs with the same statistic share S, f, z and ℓ'(z), so each group is evaluated once; the only
+per-position quantity, E[δ_j] for the positional coefficients, needs the group's position-token
+weights, which numpy counts exactly (integers times the task's exact probabilities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+from sympy.functions.elementary.piecewise import ExprCondPair
+
+from rwsymbolic._decide import sign
+from rwtasks import CircleWalk, Population
+
+#: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
+MAX_INPUTS = 2**22
+#: Largest exact work of one step, in (group x position) terms; beyond it we refuse with the estimate.
+MAX_WORK = 4_000_000
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The finite set the engine averages over: token ids (n, N-1), labels, exact probabilities.
+
+    With ``rotation`` the set is the circle walks rooted at node 0 and their probabilities sum to 1/K:
+    the full population is their K rotations (input i rotated by r is full-population input r*n + i).
+    """
+
+    tokens: np.ndarray  # (n, N-1) int64
+    labels: np.ndarray  # (n,) int64
+    prob_index: np.ndarray  # (n,) int64
+    prob_values: tuple[sp.Expr, ...]
+    K: int
+    rotation: bool
+
+    @property
+    def size(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def N(self) -> int:
+        return int(self.tokens.shape[1]) + 1
+
+    @property
+    def population_size(self) -> int:
+        """Number of inputs of the full population (K times the rooted set under rotation)."""
+        return self.size * (self.K if self.rotation else 1)
+
+
+def rooted_walks(task: CircleWalk) -> Inputs:
+    """The circle walks starting at node 0, in the order of ``task.population()``'s first block."""
+    steps = task.N - 1
+    if 2**steps > MAX_INPUTS:
+        raise ValueError(
+            f"CircleWalk(K={task.K}, N={task.N}): exact expectations enumerate 2^(N-1) = "
+            f"{float(2**steps):.3g} rooted walks, above the limit {MAX_INPUTS}; use N <= "
+            f"{MAX_INPUTS.bit_length()} or rwnumeric for sampled training"
+        )
+    codes = np.arange(2**steps, dtype=np.int64)
+    clockwise = (codes[:, None] >> np.arange(steps)[None, :]) & 1  # (2^(N-1), N-1), same coding as rwtasks
+    n_cw = clockwise.sum(axis=1)
+    p, K = task.p, task.K
+    if p.is_number and p in (0, 1):
+        keep = n_cw == (steps if p == 1 else 0)
+        clockwise, n_cw = clockwise[keep], n_cw[keep]
+    moves = 2 * clockwise - 1
+    walks = np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1) % K
+    values = tuple(p**a * (1 - p) ** (steps - a) / K for a in range(steps + 1))
+    return Inputs(walks[:, :-1].copy(), walks[:, -1].copy(), n_cw, values, K, rotation=True)
+
+
+def population_inputs(population: Population) -> Inputs:
+    """A whole population as the engine's input set (no symmetry used)."""
+    return Inputs(
+        population.tokens, population.labels, population.prob_index, population.prob_values,
+        population.K, rotation=False,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Loss:
+    """ℓ and ℓ' as functions of an exact expression z = e_yᵀ f."""
+
+    name: str
+    value: Callable[[sp.Expr], sp.Expr]
+    derivative: Callable[[sp.Expr], sp.Expr]
+
+
+@dataclass
+class GroupPass:
+    """Everything one pass over the groups yields for the state θ(t) (rooted coordinates if rotation)."""
+
+    inverse: np.ndarray  # (n,) group of each input
+    cls: np.ndarray  # (N-1,) position class of positions 1..N-1
+    labels: list[int]  # per group
+    logit_of: list[dict[tuple[int, int], sp.Expr]]  # per group: (class, token) -> logit
+    logit_query: sp.Expr  # logit of the query slot N (shared)
+    S_of: list[dict[tuple[int, int], sp.Expr]]  # per group: (class, token) -> attention
+    S_query: list[sp.Expr]  # per group: attention on slot N
+    f: list[list[sp.Expr]]  # per group: f (K entries)
+    z: list[sp.Expr]  # per group: e_yᵀ f
+    weight: list[sp.Expr]  # per group: total exact probability of its inputs
+    loss: sp.Expr
+    accuracy: sp.Expr
+    mean_attention: list[sp.Expr]  # N entries, full population
+    mean_logits: list[sp.Expr]  # N entries, full population
+    mean_f: list[sp.Expr]  # K entries, full population
+    grad_V: sp.Matrix | None = None  # E[∇_V ℓ], full population
+    grad_tok: list[sp.Expr] | None = None  # E[Σ_{j<N} δ_j e_{s_j}]
+    grad_c: list[sp.Expr] | None = None  # E[δ_j], j = 1..N
+    extra: dict = field(default_factory=dict)
+
+
+def _position_classes(c: list[sp.Expr]) -> np.ndarray:
+    """Class id per position 1..N-1: positions with structurally identical c_j share a class."""
+    ids: dict[sp.Expr, int] = {}
+    return np.array([ids.setdefault(cj, len(ids)) for cj in c[:-1]], dtype=np.int64)
+
+
+def _weights(index: np.ndarray, prob_index: np.ndarray, n_keys: int, values: tuple[sp.Expr, ...]) -> dict:
+    """Exact Σ prob over inputs per key: integer counts per (key, probability value), then one Add each."""
+    n_p = len(values)
+    combo, counts = np.unique(index * n_p + prob_index, return_counts=True)
+    terms: dict[int, list[sp.Expr]] = {}
+    for code, cnt in zip(combo.tolist(), counts.tolist()):
+        terms.setdefault(code // n_p, []).append(cnt * values[code % n_p])
+    return {k: sp.Add(*v) for k, v in terms.items()}
+
+
+def group_pass(
+    inputs: Inputs,
+    V: sp.Matrix,
+    w_tok: list[sp.Expr],
+    c: list[sp.Expr],
+    mu: sp.Expr,
+    loss: Loss,
+    gradients: bool,
+) -> GroupPass:
+    """Evaluate θ = (V, w_tok, c) on every group and, if asked, the exact population gradients."""
+    n, L, K, N = inputs.size, inputs.N - 1, inputs.K, inputs.N
+    cls = _position_classes(c)
+    order = np.argsort(cls, kind="stable")
+    bounds = np.flatnonzero(np.diff(cls[order])) + 1
+    blocks = np.split(inputs.tokens[:, order], bounds, axis=1)
+    key = np.concatenate([inputs.labels[:, None]] + [np.sort(b, axis=1) for b in blocks], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n_groups = len(first)
+    work = n_groups * (L + K) * (3 if gradients else 1)
+    if work > MAX_WORK:
+        raise ValueError(
+            f"this step needs about {work:.3g} exact group-position terms ({n_groups} distinct inputs "
+            f"x (N-1+K) = {L + K}), above the limit {MAX_WORK:.3g}: use fewer steps, smaller K or N, "
+            "or rwnumeric"
+        )
+    weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)
+    # (group, position, token) -> exact weight: the position-token marginal of each group.
+    pos_keys = (inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens
+    pos_weight = _weights(pos_keys.reshape(-1), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values)
+
+    logit_query = mu * c[N - 1]
+    class_rep = {int(k): c[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
+    labels, logit_of, S_of, S_query, fs, zs, weights = [], [], [], [], [], [], []
+    gV = [[[] for _ in range(K)] for _ in range(K)]
+    g_tok: list[list[sp.Expr]] = [[] for _ in range(K)]
+    delta_of: list[dict[tuple[int, int], sp.Expr]] = []
+    delta_query: list[sp.Expr] = []
+    loss_terms, acc_terms, mean_f_terms = [], [], [[] for _ in range(K)]
+    for g, i in enumerate(first.tolist()):
+        y = int(inputs.labels[i])
+        counts: dict[tuple[int, int], int] = {}
+        for j in range(L):
+            pair = (int(cls[j]), int(inputs.tokens[i, j]))
+            counts[pair] = counts.get(pair, 0) + 1
+        logits = {pr: w_tok[pr[1]] + mu * class_rep[pr[0]] for pr in counts}
+        # S_j = exp(l_j - l_N) / (1 + Σ_k exp(l_k - l_N)): exact, and exactly 1/N when logits agree.
+        e = {pr: sp.exp(lg - logit_query) for pr, lg in logits.items()}
+        denom = 1 + sp.Add(*[cnt * e[pr] for pr, cnt in counts.items()])
+        S = {pr: e[pr] / denom for pr in counts}
+        sq = 1 / denom
+        # f = V X S = Σ_j S_j V[:, s_j]                               (K,)
+        f = [sp.Add(*[cnt * S[pr] * V[row, pr[1]] for pr, cnt in counts.items()]) for row in range(K)]
+        z = f[y]
+        wg = weight[g]
+        labels.append(y)
+        logit_of.append(logits)
+        S_of.append(S)
+        S_query.append(sq)
+        fs.append(f)
+        zs.append(z)
+        weights.append(wg)
+        loss_terms.append(wg * loss.value(z))
+        acc_terms.append(wg * _correct_fraction(f, y, K, inputs.rotation))
+        for row in range(K):
+            mean_f_terms[row].append(wg * f[row])
+        if gradients:
+            gz = loss.derivative(z)
+            # δ_j = ℓ'(z) S_j (a_j - z), a_j = V[y, s_j], a_N = 0           (Lemma B.1)
+            delta = {pr: gz * S[pr] * (V[y, pr[1]] - z) for pr in counts}
+            delta_of.append(delta)
+            delta_query.append(-gz * sq * z)
+            for pr, cnt in counts.items():
+                gV[y][pr[1]].append(wg * gz * cnt * S[pr])
+                g_tok[pr[1]].append(wg * cnt * delta[pr])
+        else:
+            delta_of.append({})
+            delta_query.append(sp.S.Zero)
+
+    mean_att_terms: list[list[sp.Expr]] = [[] for _ in range(N)]
+    mean_logit_terms: list[list[sp.Expr]] = [[] for _ in range(N)]
+    grad_c_terms: list[list[sp.Expr]] = [[] for _ in range(N)]
+    for code, wgt in pos_weight.items():
+        s = code % K
+        g, j = divmod(code // K, L)
+        pr = (int(cls[j]), s)
+        mean_att_terms[j].append(wgt * S_of[g][pr])
+        mean_logit_terms[j].append(wgt * logit_of[g][pr])
+        if gradients:
+            grad_c_terms[j].append(wgt * delta_of[g][pr])
+    for g in range(n_groups):
+        mean_att_terms[N - 1].append(weights[g] * S_query[g])
+        if gradients:
+            grad_c_terms[N - 1].append(weights[g] * delta_query[g])
+
+    rot = K if inputs.rotation else 1
+    out = GroupPass(
+        inverse=inverse, cls=cls, labels=labels, logit_of=logit_of, logit_query=logit_query, S_of=S_of,
+        S_query=S_query, f=fs, z=zs, weight=weights,
+        loss=rot * sp.Add(*loss_terms),
+        accuracy=sp.Add(*acc_terms),
+        mean_attention=[rot * sp.Add(*t) for t in mean_att_terms],
+        mean_logits=[rot * sp.Add(*t) for t in mean_logit_terms[:-1]] + [logit_query],
+        mean_f=_symmetrise_vector([sp.Add(*t) for t in mean_f_terms]) if inputs.rotation
+        else [sp.Add(*t) for t in mean_f_terms],
+    )  # fmt: skip
+    if gradients:
+        G = sp.Matrix(K, K, lambda a, b: sp.Add(*gV[a][b]))
+        tok = [sp.Add(*t) for t in g_tok]
+        out.grad_V = _symmetrise_matrix(G) if inputs.rotation else G
+        out.grad_tok = _symmetrise_vector(tok) if inputs.rotation else tok
+        out.grad_c = [rot * sp.Add(*t) for t in grad_c_terms]
+    return out
+
+
+def _symmetrise_matrix(G0: sp.Matrix) -> sp.Matrix:
+    """Σ_r R^r G0 R^-r: entry (i, j) depends only on (i - j) mod K (the rotation average of G0)."""
+    K = G0.rows
+    diag = [sp.Add(*[G0[(i + d) % K, i] for i in range(K)]) for d in range(K)]
+    return sp.Matrix(K, K, lambda i, j: diag[(i - j) % K])
+
+
+def _symmetrise_vector(v0: list[sp.Expr]) -> list[sp.Expr]:
+    """Σ_r R^r v0 = (Σ_k v0_k) 1_K."""
+    total = sp.Add(*v0)
+    return [total] * len(v0)
+
+
+def argmax_set(f: list[sp.Expr]) -> list[int] | None:
+    """Indices of the maximal entries of f, decided exactly; None if some comparison is undecided."""
+    best = [0]
+    for k in range(1, len(f)):
+        s = sign(f[k] - f[best[0]])
+        if s is None:
+            return None
+        if s > 0:
+            best = [k]
+        elif s == 0:
+            best.append(k)
+    return best
+
+
+def _correct_fraction(f: list[sp.Expr], y: int, K: int, rotation: bool) -> sp.Expr:
+    """Σ over the input's rotations (or just the input) of 1{smallest argmax of f = label}.
+
+    Ties go to the smallest label, which is not rotation invariant, so each rotation r is checked:
+    the rotated input has scores f[k - r] and label y + r. Undecidable comparisons (symbols, abstract
+    loss) give an exact Piecewise expression instead of a number.
+    """
+    shifts = range(K) if rotation else range(1)
+    best = argmax_set(f)
+    if best is not None:
+        return sp.Integer(sum(1 for r in shifts if min((b + r) % K for b in best) == (y + r) % K))
+    total = []
+    for r in shifts:
+        label = (y + r) % K
+        conds = []
+        for k in range(K):
+            if k == label:
+                continue
+            other = f[(k - r) % K]
+            rel = sp.StrictGreaterThan if k < label else sp.GreaterThan
+            conds.append(rel(f[y], other, evaluate=False))
+        total.append(_indicator(conds))
+    return sp.Add(*total)
+
+
+def _indicator(conds: list[sp.Basic]) -> sp.Expr:
+    """Piecewise((1, c_1 & c_2 & ...), (0, True)), built without SymPy's condition canonicalisation.
+
+    The conditions compare large exact expressions; canonicalising them costs minutes and changes
+    nothing, so the objects are assembled directly (they print and parse back as usual).
+    """
+    both = sp.Basic.__new__(sp.And, *conds) if len(conds) > 1 else conds[0]
+    pairs = (ExprCondPair.__new__(ExprCondPair, sp.S.One, both), ExprCondPair(sp.S.Zero, sp.true))
+    return sp.Basic.__new__(sp.Piecewise, *pairs)
