@@ -266,6 +266,8 @@ def figure_specs(quick: bool = False) -> dict[str, FigureSpec]:
         )
     for name, what in (("fig11", "the value matrix V"), ("fig12", "the attention S"), ("fig13", "the attended token X·S")):
         specs[name] = FigureSpec(
+            notes="No claim row: what Fig 13 illustrates (X·S picks the parent token) is checked by the Fig 12 row."
+            if name == "fig13" else "",
             name=name,
             title=f"Fig 6 runs: {what} at iterations {', '.join(map(str, snaps))}",
             runs=f6_runs,

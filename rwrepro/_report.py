@@ -98,7 +98,7 @@ def _sensitivity_table(sens: dict) -> list[str]:
                          "| | | | | |")  # fmt: skip
             continue
         it = [_never(e[k], sens["steps"]) for k in ("break_step", "spread_break", "v_break", "ones_break", "accuracy_leaves")]
-        lines.append(f"| {MU_LABELS[e['mu']]} = {e['mu_value']:.4g} | {e['dtype']} | {e['gram']} | **{it[0]}** | "
+        lines.append(f"| {MU_LABELS[e['mu']]} ({e['mu_value']:.4g}) | {e['dtype']} | {e['gram']} | **{it[0]}** | "
                      + " | ".join(it[1:]) + f" | {e['final_accuracy']:.3f} |")  # fmt: skip
     return lines
 
