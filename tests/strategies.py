@@ -75,7 +75,8 @@ def rationals(low: Fraction | int, high: Fraction | int, max_denominator: int = 
 def probabilities(max_denominator: int = 12) -> st.SearchStrategy[Fraction]:
     """p ∈ [0, 1] rational; the special points 0, 1/2 and 1 are drawn with high probability."""
     special = st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(1)])
-    return st.one_of(special, rationals(0, 1, max_denominator))
+    generic = rationals(0, 1, max_denominator)
+    return st.one_of(generic, special, generic)  # a generic p two times in three
 
 
 def etas(high: Fraction | int = 2) -> st.SearchStrategy[Fraction]:
@@ -158,20 +159,23 @@ def _normalise(weights: Sequence[int]) -> tuple[Fraction, ...]:
 
 @st.composite
 def finite_tasks(draw, K: tuple[int, int] = (2, 5), N: tuple[int, int] = (2, 5),
-                 inputs: tuple[int, int] = (1, 6), zero_probabilities: bool = True) -> FiniteTaskSpec:  # fmt: skip
+                 inputs: tuple[int, int] = (1, 6), zero_probabilities: bool = True,
+                 min_positive: int = 1) -> FiniteTaskSpec:  # fmt: skip
     """A random finite task: vocabulary size, length, sequences, labels and rational probabilities.
 
     Half the time the task is built from a random vocabulary of words. With ``zero_probabilities``
-    some inputs may get probability 0 (they are dropped from the population).
+    some inputs may get probability 0 (they are dropped from the population); at least
+    ``min_positive`` inputs keep a positive probability.
     """
     k = draw(st.integers(*K))
     n = draw(st.integers(*N))
-    size = draw(st.integers(*inputs))
+    size = draw(st.integers(max(inputs[0], min_positive), max(inputs[1], min_positive)))
     seq = st.tuples(*[st.integers(0, k - 1)] * (n - 1))
     sequences = tuple(draw(st.lists(seq, min_size=size, max_size=size)))
     labels = tuple(draw(st.lists(st.integers(0, k - 1), min_size=size, max_size=size)))
-    weights = draw(st.lists(st.integers(0 if zero_probabilities else 1, 9), min_size=size, max_size=size)
-                   .filter(lambda w: sum(w) > 0))  # fmt: skip
+    weights = draw(st.lists(st.integers(0 if zero_probabilities else 1, 9), min_size=size, max_size=size))
+    for i in range(min_positive):  # no filter (no retries): lift the first inputs to a positive weight
+        weights[i] = max(weights[i], 1)
     vocab = None
     if draw(st.booleans()):
         vocab = tuple(draw(st.lists(_WORDS, min_size=k, max_size=k, unique=True)))
