@@ -71,6 +71,7 @@ def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress
             population=bool(settings["population"]),
             train_size=int(settings["train_size"]),
             test_size=int(settings["test_size"]),
+            threads=1,  # small tensors: one thread is fastest, and avoids contention on shared cores
         )
         result = train(task, model, cfg, progress=progress)
         runs.append(
