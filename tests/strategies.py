@@ -8,7 +8,8 @@ from your own property tests by putting ``tests/`` on ``sys.path``.
 - ``etas`` (0, 2], ``epsilons`` (0, 1], ``mus`` (0, 10]: positive rationals with small denominators.
 - ``embeddings(N, mu)``: sine (M > N), onehot (M = N) or random orthogonal (N ≤ M ≤ 64), all with
   ‖p_i‖² = μ.
-- ``losses``: "log" | "squared" | "exp"; ``symbolic_loss`` gives the same ℓ for ``rwsymbolic.derive``.
+- ``losses``: "log" | "squared" | "exp"; ``symbolic_loss`` gives the same ℓ for ``rwsymbolic.derive``;
+  ``custom_losses``/``any_losses`` add a user callable ℓ (for claims about any loss).
 - ``schedules``: learning-rate schedules η(t) (constant, 1/(1+t) decay, step decay, cyclic, a list).
 - ``finite_tasks``: small ``FiniteTask`` specs (random vocabularies, lengths, labels, rational
   probabilities); ``zero_signal_finite_tasks``: the same but with a token average independent of y.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import sympy as sp
+import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 
@@ -255,6 +257,42 @@ def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
 
 
 @dataclass(frozen=True)
+class CustomLoss:
+    """A user loss ℓ(z) = log(1 + exp(-a·z)) + b·(z - 1)², a, b > 0: smooth, neither built in nor convex in V.
+
+    Called with a torch tensor it is ``TrainConfig.loss``; ``symbolic`` is the same ℓ for ``derive``.
+    """
+
+    a: Fraction
+    b: Fraction
+
+    @property
+    def __name__(self) -> str:  # TrainConfig records callables by name
+        return f"custom_a{self.a}_b{self.b}".replace("/", "_")
+
+    def __call__(self, z):
+        return torch.log1p(torch.exp(-float(self.a) * z)) + float(self.b) * (z - 1) ** 2
+
+    def symbolic(self, z: sp.Expr) -> sp.Expr:
+        return sp.log(1 + sp.exp(-sp.Rational(self.a) * z)) + sp.Rational(self.b) * (z - 1) ** 2
+
+
+def custom_losses() -> st.SearchStrategy[CustomLoss]:
+    """``CustomLoss`` with a ∈ (0, 2], b ∈ (0, 1]."""
+    return st.builds(CustomLoss, rationals(0, 2, 4, open_low=True), rationals(0, 1, 4, open_low=True))
+
+
+def any_losses() -> st.SearchStrategy[str | CustomLoss]:
+    """A built-in loss name or a ``CustomLoss`` (for claims that hold for any differentiable ℓ)."""
+    return st.one_of(losses(), custom_losses())
+
+
+def symbolic_any_loss(loss: str | CustomLoss) -> str | Callable[[sp.Expr], sp.Expr]:
+    """``symbolic_loss`` extended to ``CustomLoss``."""
+    return loss.symbolic if isinstance(loss, CustomLoss) else symbolic_loss(loss)
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A learning-rate schedule η(t) > 0, t = 0-based index of the update (``TrainConfig.eta``)."""
 
@@ -291,6 +329,8 @@ def schedules(draw, high: Fraction | int = 2) -> Schedule:
 def numeric_run(task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str,
                 **kwargs: object):  # fmt: skip
     """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
+    # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
+    kwargs = {"threads": 1, **kwargs}
     cfg = TrainConfig(steps=steps, eta=eta if callable(eta) else float(eta), eps=float(eps), loss=loss,
                       population=True, **kwargs)  # fmt: skip
     return train(task, model, cfg, progress=False)

@@ -121,7 +121,7 @@ def check_trajectory(task, mu: Fraction, eta: Fraction, eps: Fraction, loss: str
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-@settings(max_examples=scaled(8))
+@settings(max_examples=scaled(12))
 @given(cfg=circle_configs(K=(3, 6), N=(2, 5)), mu=mus(), eta=etas(), eps=epsilons(), data=st.data())
 def test_numeric_population_gd_equals_exact_trajectory_on_circle_walks(loss, cfg, mu, eta, eps, data) -> None:
     embedding = data.draw(embeddings(cfg.N, mu), label="embedding")
@@ -133,7 +133,7 @@ def test_numeric_population_gd_equals_exact_trajectory_on_circle_walks(loss, cfg
 # min_positive=2: a population of ONE input crashes rwnumeric (EvalSet calls sp.ilcm with a single
 # argument, TypeError); reported, and pinned by test_single_input_population_trains below.
 @pytest.mark.parametrize("loss", LOSSES)
-@settings(max_examples=scaled(5))
+@settings(max_examples=scaled(10))
 @given(spec=finite_tasks(K=(2, 4), N=(2, 4), inputs=(2, 5), min_positive=2), mu=mus(), eta=etas(),
        eps=epsilons(), data=st.data())  # fmt: skip
 def test_numeric_population_gd_equals_exact_trajectory_on_finite_tasks(loss, spec, mu, eta, eps, data) -> None:
