@@ -43,6 +43,7 @@ class Check:
     bayes_accuracy: sp.Expr
     constant_accuracy: sp.Expr
     runs: list[TrainRun] | None = None
+    train_note: str = ""  # why training was skipped, when it was
 
     @property
     def verdict(self) -> str:
@@ -67,7 +68,10 @@ class Check:
             many = f"inputs separated at step {self.manifold.first_break}"
         else:
             many = f"shared score vector not decided at some step t ≤ {steps}"
-        return f"{C}; {one}; {many}"
+        trivial = ""
+        if self.bayes_accuracy == self.constant_accuracy:
+            trivial = "; nothing to learn here (Bayes accuracy = constant-prediction accuracy)"
+        return f"{C}; {one}; {many}{trivial}"
 
 
 @dataclass
@@ -135,7 +139,11 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
             bayes_accuracy=bayes,
             constant_accuracy=constant,
         )
-        if train:
+        if train and task.population().size == 1:
+            # One input of probability 1: nothing to learn, and rwnumeric's exact-population
+            # accuracy cannot take a single probability (tests/test_properties_numeric_vs_symbolic.py).
+            check.train_note = "training skipped: the population has a single input (nothing to learn)"
+        elif train:
             check.runs = train_runs(task, spec.train)
         point.checks.append(check)
     return ExploreResult(spec, points, train)

@@ -77,6 +77,7 @@ def _check_json(check: Check) -> dict[str, Any]:
         "constant_accuracy": _number(check.constant_accuracy),
         "verdict": check.verdict,
         "reason": check.reason,
+        "train_note": check.train_note,
     }
     if check.runs is not None:
         out["train"] = [
@@ -202,6 +203,9 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
                              + (f" (witness: {'; '.join(details)})" if details else ""))
             lines.append("")
         for j, check in enumerate(point.checks):
+            if check.train_note:
+                lines += [f"Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})}): "
+                          f"{check.train_note}.", ""]
             if check.runs is None:
                 continue
             lines += [f"### Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})})", "",

@@ -97,6 +97,15 @@ def test_majority_vote_signal_is_2q2_1mq2_and_vanishes_only_at_0_and_1():
     assert _verdicts(result) == {"q=0": "stuck", "q=1/2": "informative", "q=1": "stuck"}
 
 
+def test_single_input_points_are_flagged_and_not_trained():
+    """Majority at q = 0: only "b b b" has positive probability, so there is nothing to learn (Bayes
+    accuracy = constant-prediction accuracy = 1) and training is skipped with a note."""
+    spec = parse_task_spec({"task": {"family": "majority", "params": {"L": 3, "q": 0}}})
+    check = explore(spec, train=True).points[0].checks[0]
+    assert check.runs is None and "single input" in check.train_note
+    assert "nothing to learn" in check.reason
+
+
 def test_counting_task_is_informative():
     """Count of a among L = 2 fair tokens, label n_k: C[n2, a] = E[1{y=n2} x̄_a] - P(y=n2)E[x̄_a]
     = (1/4)(1) - (1/4)(1/2) = 1/8 ≠ 0."""
