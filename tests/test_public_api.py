@@ -1,0 +1,23 @@
+"""Each package's ``__all__`` is exactly its public surface (equinox/hypothesis habit)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PACKAGES = ["rwtasks", "rwnumeric", "rwsymbolic"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_lists_exactly_the_public_names(name):
+    package = importlib.import_module(name)
+    exported = set(package.__all__)
+    assert all(hasattr(package, item) for item in exported), "__all__ names a missing attribute"
+    public = {
+        item
+        for item, value in vars(package).items()
+        if not item.startswith("_") and not inspect.ismodule(value) and item != "annotations"
+    }
+    assert public == exported
