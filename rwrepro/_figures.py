@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from rwnumeric import write_json_atomic
 from rwrepro import _claims as C
-from rwrepro._experiments import FigureSpec, RunSpec
+from rwrepro._experiments import FigureSpec
 from rwrepro._plots import attention_profile, curves, heatmap, new_figure, save_png
 from rwrepro._runner import Runner
 from rwtasks import CircleWalk

@@ -31,6 +31,8 @@ before any run, and every other option is shown below:
 - **mean loss**: MATH.md §2 defines L = E[ℓ]; a sum over the n training inputs is the same descent
   with η × n, shown as the "sum loss" option.
 - **x̃ normalisation only in Fig 6** (where the paper states it); Figs 7 and 10 are also shown with it.
+- **seed 0** for the sampled walks and the random init; the random-init figures (6, 7, 10) are also
+  run with seeds 1 and 2 under the options that learn, so that an outcome is not one draw's accident.
 """
 
 

@@ -17,10 +17,9 @@ from tqdm import tqdm
 
 from rwnumeric import write_json_atomic
 from rwrepro import _claims as C
-from rwrepro._experiments import MU_LABELS, Choices
+from rwrepro._experiments import MU_LABELS, Choices, sensitivity_runs
 from rwrepro._plots import LOG_FLOOR, new_figure, save_png
 from rwrepro._runner import Runner
-from rwrepro._experiments import sensitivity_runs
 
 
 #: The series the sensitivity record keeps for every option.

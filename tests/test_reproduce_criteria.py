@@ -138,3 +138,12 @@ def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path, mon
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_rwrepro_all_lists_exactly_its_public_names():
+    import inspect
+
+    import rwrepro
+
+    public = {k for k, v in vars(rwrepro).items() if not k.startswith("_") and not inspect.ismodule(v)}
+    assert public == set(rwrepro.__all__)
