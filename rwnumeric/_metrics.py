@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -26,7 +27,7 @@ class EvalSet:
         # population accuracy is an integer dot product per step instead of a SymPy sum.
         self._numerators: list[int] | None = None
         if self.prob_values is not None and all(isinstance(v, sp.Rational) for v in self.prob_values):
-            self._denominator = int(sp.ilcm(*[v.q for v in self.prob_values])) if self.prob_values else 1
+            self._denominator = math.lcm(*[int(v.q) for v in self.prob_values])
             self._numerators = [int(v.p) * (self._denominator // int(v.q)) for v in self.prob_values]
 
 

@@ -142,9 +142,8 @@ def test_numeric_population_gd_equals_exact_trajectory_on_finite_tasks(loss, spe
     check_trajectory(spec.task(), mu, eta, eps, loss, embedding)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="rwnumeric EvalSet: sp.ilcm needs >= 2 arguments")
 def test_single_input_population_trains() -> None:
-    """Known bug found by the finite-task property: a one-input population cannot be trained."""
+    """Regression: a one-input population once failed (sp.ilcm needs two arguments)."""
     task = FiniteTask([[0]], [1], [1], K=2)
     run = numeric_run(task, ModelConfig(K=2, N=2, M=2, pos="onehot"), 1, Fraction(1), Fraction(1, 10), "log")
     assert run.history[0]["test_accuracy"] == 0.0  # f = 0: tie, ŷ = 0 ≠ y = 1
