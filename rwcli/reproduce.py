@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rwrepro import TARGETS, default_jobs, reproduce
 
@@ -22,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     """Reproduce the figures asked for and print the report's summary line."""
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs={args.jobs} is out of range: must be >= 1")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out={args.out} exists and is not a folder")
     report = reproduce(args.figures, args.out, quick=args.quick, jobs=args.jobs)
     s = report["summary"]
     print(f"{args.out}/REPORT.md: {s['rows']} claims, {s['agree']} agree, {s['rows'] - s['agree']} disagree")

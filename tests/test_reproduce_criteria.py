@@ -129,15 +129,18 @@ def test_targets_expand_in_the_papers_order_and_all_includes_the_sensitivity_stu
     [
         (["reproduce", "fig3", "--out", "x"], "FIG='fig3' is not one of"),
         (["reproduce", "fig4", "--out", "x", "--jobs", "0"], "--jobs=0 is out of range"),
+        (["reproduce", "fig4", "--out", "x"], "--out=x exists and is not a folder"),
     ],
-    ids=["unknown-figure", "zero-jobs"],
+    ids=["unknown-figure", "zero-jobs", "out-is-a-file"],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    if "not a folder" in message:
+        (tmp_path / "x").write_text("not a folder")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "x").exists()
+    assert not (tmp_path / "x").is_dir()
 
 
 def test_rwrepro_all_lists_exactly_its_public_names():
