@@ -227,3 +227,34 @@ def test_cli_module_is_registered():
 
     assert ("explore", "rwcli.explore") in [(name, module) for name, module, _ in COMMANDS]
     importlib.import_module("rwcli.explore")
+
+
+def test_irrational_zeros_are_listed_as_not_checked_and_a_generic_value_is_used():
+    """A vanishing set {1/2, √2/2}: the rational zero is checked, the irrational one is reported as
+    skipped, and the generic value is the first of 1/2, 1/3, ... off the set, i.e. 1/3."""
+    from rwexplore._explore import _evaluation_values
+    from rwsymbolic import VanishingSet
+
+    p = symbol("p")
+    gcd = sp.expand((2 * p - 1) * (2 * p**2 - 1))
+    summary = rwexplore.SignalSummary(sp.Matrix([[gcd]]), False, p,
+                                      VanishingSet(p, False, (sp.Rational(1, 2), sp.sqrt(2) / 2), gcd))  # fmt: skip
+    values, skipped = _evaluation_values(summary)
+    assert values == [sp.Rational(1, 3), sp.Rational(1, 2)]
+    assert len(skipped) == 1 and "sqrt(2)/2" in skipped[0] and "irrational" in skipped[0]
+
+
+def test_rw_explore_runs_as_a_subprocess(tmp_path):
+    import subprocess
+    import sys
+
+    spec = tmp_path / "perm.json"
+    spec.write_text(json.dumps({"task": {"family": "permutation", "params": {"m": 2}}, "explore": {"steps": 1}}))
+    done = subprocess.run([sys.executable, "-m", "rwcli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "stuck" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", "rwcli.main", "explore", str(tmp_path / "nope.json"),
+                              "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert missing.returncode == 2 and "cannot be read" in missing.stderr
+    assert "Traceback" not in missing.stderr
