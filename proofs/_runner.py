@@ -14,11 +14,24 @@ from proofs._certificate import Certificate, timed
 
 #: One module per statement, in the order of MATH.md.
 MODULES: tuple[str, ...] = (
+    "proofs.lemma_b1_gradients",
+    "proofs.invariant_w_token_columns",
+    "proofs.lemma_c1_first_value_step",
+    "proofs.lemma_c2_circulant",
+    "proofs.lemma_c3_largest_entry",
+    "proofs.lemma_c5_parent_attention",
+    "proofs.lemma_d1_balanced_visits",
+    "proofs.lemma_d3_invariant_manifold",
+    "proofs.theorem_4_1_failure",
     "proofs.lemma_e1_shift_identities",
     "proofs.lemma_e2_e3_power_mixing",
     "proofs.lemma_e4_gamma_diagonal",
     "proofs.lemma_e5_sine_embeddings",
     "proofs.signal_vanishing_set",
+    "proofs.theorem_3_1_accuracy",
+    "proofs.theorem_3_1_f_direction",
+    "proofs.theorem_3_1_v_direction",
+    "proofs.theorem_3_1_attention",
 )
 
 

@@ -45,6 +45,21 @@ def bernstein_row(K: int, lo: int, hi: int) -> list[list[int]]:
     return rows
 
 
+def basis_to_poly(coeffs: list[int]) -> sp.Poly:
+    """Σ_j c_j p^j (1−p)^(n−j) (n = len − 1) expanded into an integer polynomial in p.
+
+    >>> basis_to_poly([1, 1])  # (1 − p) + p
+    Poly(1, p, domain='ZZ')
+    """
+    n = len(coeffs) - 1
+    out = [0] * (n + 1)
+    for j, c in enumerate(coeffs):
+        if c:
+            for t in range(n - j + 1):
+                out[j + t] += c * comb(n - j, t) * (-1) ** t
+    return sp.Poly(list(reversed(out)), P, domain="ZZ")
+
+
 def nonnegative_on(poly: sp.Poly, lo: sp.Rational, hi: sp.Rational) -> tuple[bool, sp.Rational | None]:
     """Is ``poly`` ≥ 0 on the closed interval [lo, hi]? Returns (answer, a rational point where it is < 0).
 

@@ -25,7 +25,7 @@ from math import comb
 import sympy as sp
 
 from proofs._certificate import Certificate
-from proofs._walks import P, bernstein_row
+from proofs._walks import P, basis_to_poly, bernstein_row
 
 ID = "signal"
 STATEMENT = "{p ∈ [0,1] : C(p) = 0} = {0,1} if K | N−1, ∪ {1/2} if K = 4 and N odd, else ∅"
@@ -41,24 +41,13 @@ def predicted(K: int, N: int) -> set[sp.Rational]:
     return out
 
 
-def _power_basis(coeffs: list[int]) -> sp.Poly:
-    """Σ_j c_j p^j (1−p)^(n−j) expanded into an integer polynomial in p."""
-    n = len(coeffs) - 1
-    out = [0] * (n + 1)
-    for j, c in enumerate(coeffs):
-        if c:
-            for t in range(n - j + 1):
-                out[j + t] += c * comb(n - j, t) * (-1) ** t
-    return sp.Poly(list(reversed(out)), P, domain="ZZ")
-
-
 def computed(K: int, N: int) -> set[sp.Expr] | str:
     """The exact vanishing set in [0, 1] from K(N−1)·C's row (offset e): K·Σ_r[Π^r]_{0e} − (N−1)."""
     n = N - 1
     rows = bernstein_row(K, 1, n)
     gcd = None
     for row in rows:
-        poly = _power_basis([K * x - (N - 1) * comb(n, j) for j, x in enumerate(row)])
+        poly = basis_to_poly([K * x - (N - 1) * comb(n, j) for j, x in enumerate(row)])
         if not poly.is_zero:
             gcd = poly if gcd is None else gcd.gcd(poly)
     if gcd is None:
