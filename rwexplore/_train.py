@@ -55,7 +55,7 @@ def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress
     (``rwtasks.TRAIN_DEFAULTS`` gives the defaults).
     """
     if settings["M"] < task.N:
-        raise ValueError(f"train.M={settings['M']} is out of range: M must be >= N={task.N}")
+        raise ValueError(f"spec.train.M: M={settings['M']} is out of range: M must be >= N={task.N}")
     model = ModelConfig(K=task.K, N=task.N, M=int(settings["M"]))
     inits: list[tuple[str, str, float | None]] = [("zero", "zero", None)]
     inits += [(f"gaussian sigma={s:g}", "gaussian", float(s)) for s in settings["sigmas"]]

@@ -16,6 +16,7 @@ from typing import Any
 
 from rwtasks._catalogue import make_task
 from rwtasks._circle import CircleWalk
+from rwtasks._exact import exact, is_numeric
 from rwtasks._finite import FiniteTask
 from rwtasks._graph import exact_expr
 
@@ -121,9 +122,11 @@ def parse_task_spec(data: Any) -> TaskSpec:
     explore = {**EXPLORE_DEFAULTS, **data.get("explore", {})}
     for key in ("eta", "eps", "mu"):
         try:
-            exact_expr(explore[key], key)
+            value = exact(explore[key], key)  # what rwsymbolic.derive reads: a number or one symbol
         except ValueError as err:
             raise SpecError(f"spec.explore.{key}: {err}") from None
+        if is_numeric(value) and not value > 0:
+            raise SpecError(f"spec.explore.{key}: {key}={value} must be > 0")
     train = {**TRAIN_DEFAULTS, **data.get("train", {})}
     name = data.get("name") or family or "task"
     spec = TaskSpec(name, family, params, explicit, sweep, explore, train, raw=data)

@@ -89,6 +89,8 @@ BAD_SPECS = [
     pytest.param({"task": {"family": "qa1"}, "explore": {"steps": 9}}, "spec.explore.steps: 9 is greater",
                  id="steps-range"),
     pytest.param({"task": {"family": "qa1"}, "explore": {"eps": "x y"}}, "spec.explore.eps:", id="eps-value"),
+    pytest.param({"task": {"family": "qa1"}, "explore": {"eta": 0}}, "spec.explore.eta: eta=0 must be > 0",
+                 id="eta-positive"),
     pytest.param({"task": {"family": "qa1"}, "train": {"sigmas": [0]}}, "spec.train.sigmas[0]: 0 is less than "
                  "or equal to the minimum", id="sigma-range"),
     pytest.param({"task": {"family": "qa1"}, "train": {"M": 10.5}}, "spec.train.M: 10.5 is not of type 'integer'",
