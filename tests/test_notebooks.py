@@ -16,8 +16,8 @@ import pytest
 # jupyter_core warns about its config paths unless told which convention to use; warnings are errors.
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 
-nbformat = pytest.importorskip("nbformat", reason="nbformat is a declared dependency (pyproject.toml)")
-from nbclient import NotebookClient  # noqa: E402  (after the environment variable above)
+import nbformat  # noqa: E402  (after the environment variable above)
+from nbclient import NotebookClient  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
