@@ -6,18 +6,19 @@ the numeric run (``train(..., population=True)``, float64, default fast path) ma
 derivation at t = 0, 1, 2 in V, w_tok, the positional coefficients c (w_pos = Σ_j c_j p_j), the
 attention S and the output f of every input, and the loss; the population accuracies agree exactly.
 
-Tolerance RTOL = 1e-9, relative to max(1, largest exact entry) of each compared array. Why it holds
-and suffices: float64 rounds at 1.1e-16 per operation; a step is a few hundred operations on
-quantities whose size the scale factor absorbs, and exp() of a logit l carries a relative error of
-about 1e-16·|l|, with |l| ≤ ~1e3 here (μ ≤ 10, η ≤ 2, two steps); the random/sine P enter only
-through w_pos = Σ c_j p_j and c = Pᵀw_pos/μ (rounding ~1e-15 at M ≤ 64). So honest errors are below
-~1e-12, and every fault we care about (a wrong softmax support, ε misplaced, a wrong rank-one update)
-changes some compared value at O(1e-3) or more. Measured worst case: see the README section.
+Tolerance RTOL = 1e-12, relative to max(1, largest exact entry) of each compared array. Why it holds:
+float64 rounds at 1.1e-16 per operation; a step is a few hundred operations on quantities whose size
+the scale factor absorbs, and exp() of a logit l carries a relative error of about 1e-16·|l|, with
+|l| ≲ μ²η ≤ 200 here (μ ≤ 10, η ≤ 2, two steps), so ≲ 2e-14; the random/sine P enter only through
+w_pos = Σ c_j p_j and c = Pᵀw_pos/μ (rounding ~1e-15 at M ≤ 64). Measured worst case over the ci
+examples: 8e-16 (c), ≤ 3e-16 elsewhere. Why it suffices: every fault of interest (a wrong softmax
+support, ε misplaced, a wrong rank-one update) moves some compared value by 1e-3 or more.
 
 Accuracy tie rule: the numeric rule (README) treats entries within tie_rtol = 1e-9·max_k|f_k| of the
 maximum as tied and picks the smallest index; derive decides ties exactly. Both rules agree whenever
-no exact gap max f - f_k lies strictly between 0 and 2e-9·max_k|f_k| (evaluated at 40 digits); the
-few examples with such a near-tie are discarded with ``assume`` (counted in the statistics).
+no exact gap max f - f_k lies strictly between 0 and 2e-9·max_k|f_k| (evaluated at 40 digits; gaps
+below 1e-30 count as the exact ties derive proves). At a step with such a near-tie the two rules may
+legitimately differ, so that step's accuracy is not compared; the statistics count these examples.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import assume, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from strategies import (
     LOSSES,
@@ -47,7 +48,7 @@ from rwnumeric import DEFAULT_TIE_RTOL, ModelConfig, positional_embeddings
 from rwsymbolic import derive
 from rwtasks import FiniteTask
 
-RTOL = 1e-9
+RTOL = 1e-12
 DIGITS = 40  # precision of the exact values when compared with floats
 NEAR_TIE = 2 * DEFAULT_TIE_RTOL["float64"]
 STEPS = 2
