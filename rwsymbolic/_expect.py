@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwsymbolic._decide import sign
@@ -113,15 +114,52 @@ class GroupPass:
     f: list[list[sp.Expr]]  # per group: f (K entries)
     z: list[sp.Expr]  # per group: e_yᵀ f
     weight: list[sp.Expr]  # per group: total exact probability of its inputs
-    loss: sp.Expr
-    accuracy: sp.Expr
+    rotation: bool
+    loss_fn: Loss
     mean_attention: list[sp.Expr]  # N entries, full population
     mean_logits: list[sp.Expr]  # N entries, full population
     mean_f: list[sp.Expr]  # K entries, full population
     grad_V: sp.Matrix | None = None  # E[∇_V ℓ], full population
     grad_tok: list[sp.Expr] | None = None  # E[Σ_{j<N} δ_j e_{s_j}]
     grad_c: list[sp.Expr] | None = None  # E[δ_j], j = 1..N
-    extra: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def loss(self) -> sp.Expr:
+        """E[ℓ(z)] over the full population (computed on first use)."""
+        if "loss" not in self._cache:
+            rot = len(self.f[0]) if self.rotation else 1
+            self._cache["loss"] = rot * exact_sum([w * self.loss_fn.value(z) for w, z in zip(self.weight, self.z)])
+        return self._cache["loss"]
+
+    @property
+    def accuracy(self) -> sp.Expr:
+        """P(smallest argmax of f = y) over the full population (computed on first use)."""
+        if "accuracy" not in self._cache:
+            K = len(self.f[0])
+            terms = [w * _correct_fraction(f, y, K, self.rotation) for w, f, y in zip(self.weight, self.f, self.labels)]
+            self._cache["accuracy"] = exact_sum(terms)
+        return self._cache["accuracy"]
+
+
+def exact_sum(terms: list[sp.Expr]) -> sp.Expr:
+    """Σ terms, with the rational terms added as one balanced tree of unreduced fractions.
+
+    SymPy adds Rationals one by one and reduces each partial sum by a gcd; with thousands of distinct
+    large denominators that is quadratic and dominates a step. Here numerators and denominators are
+    combined pairwise and reduced once at the end (exactly the same value).
+    """
+    rationals = [(int(t.p), int(t.q)) for t in terms if t.is_Rational]
+    others = [t for t in terms if not t.is_Rational]
+    if len(rationals) < 2:
+        return sp.Add(*terms)
+    while len(rationals) > 1:
+        nxt = [(a * d + b * c, b * d) for (a, b), (c, d) in zip(rationals[::2], rationals[1::2])]
+        if len(rationals) % 2:
+            nxt.append(rationals[-1])
+        rationals = nxt
+    num, den = rationals[0]
+    return sp.Add(sp.Rational(num, den), *others)
 
 
 def _position_classes(c: list[sp.Expr]) -> np.ndarray:
@@ -137,7 +175,7 @@ def _weights(index: np.ndarray, prob_index: np.ndarray, n_keys: int, values: tup
     terms: dict[int, list[sp.Expr]] = {}
     for code, cnt in zip(combo.tolist(), counts.tolist()):
         terms.setdefault(code // n_p, []).append(cnt * values[code % n_p])
-    return {k: sp.Add(*v) for k, v in terms.items()}
+    return {k: exact_sum(v) for k, v in terms.items()}
 
 
 def group_pass(
@@ -178,7 +216,7 @@ def group_pass(
     g_tok: list[list[sp.Expr]] = [[] for _ in range(K)]
     delta_of: list[dict[tuple[int, int], sp.Expr]] = []
     delta_query: list[sp.Expr] = []
-    loss_terms, acc_terms, mean_f_terms = [], [], [[] for _ in range(K)]
+    mean_f_terms: list[list[sp.Expr]] = [[] for _ in range(K)]
     for g, i in enumerate(first.tolist()):
         y = int(inputs.labels[i])
         counts: dict[tuple[int, int], int] = {}
@@ -188,11 +226,11 @@ def group_pass(
         logits = {pr: w_tok[pr[1]] + mu * class_rep[pr[0]] for pr in counts}
         # S_j = exp(l_j - l_N) / (1 + Σ_k exp(l_k - l_N)): exact, and exactly 1/N when logits agree.
         e = {pr: sp.exp(lg - logit_query) for pr, lg in logits.items()}
-        denom = 1 + sp.Add(*[cnt * e[pr] for pr, cnt in counts.items()])
+        denom = 1 + exact_sum([cnt * e[pr] for pr, cnt in counts.items()])
         S = {pr: e[pr] / denom for pr in counts}
         sq = 1 / denom
         # f = V X S = Σ_j S_j V[:, s_j]                               (K,)
-        f = [sp.Add(*[cnt * S[pr] * V[row, pr[1]] for pr, cnt in counts.items()]) for row in range(K)]
+        f = [exact_sum([cnt * S[pr] * V[row, pr[1]] for pr, cnt in counts.items()]) for row in range(K)]
         z = f[y]
         wg = weight[g]
         labels.append(y)
@@ -202,8 +240,6 @@ def group_pass(
         fs.append(f)
         zs.append(z)
         weights.append(wg)
-        loss_terms.append(wg * loss.value(z))
-        acc_terms.append(wg * _correct_fraction(f, y, K, inputs.rotation))
         for row in range(K):
             mean_f_terms[row].append(wg * f[row])
         if gradients:
@@ -239,37 +275,40 @@ def group_pass(
     out = GroupPass(
         inverse=inverse, cls=cls, labels=labels, logit_of=logit_of, logit_query=logit_query, S_of=S_of,
         S_query=S_query, f=fs, z=zs, weight=weights,
-        loss=rot * sp.Add(*loss_terms),
-        accuracy=sp.Add(*acc_terms),
-        mean_attention=[rot * sp.Add(*t) for t in mean_att_terms],
-        mean_logits=[rot * sp.Add(*t) for t in mean_logit_terms[:-1]] + [logit_query],
-        mean_f=_symmetrise_vector([sp.Add(*t) for t in mean_f_terms]) if inputs.rotation
-        else [sp.Add(*t) for t in mean_f_terms],
+        rotation=inputs.rotation, loss_fn=loss,
+        mean_attention=[rot * exact_sum(t) for t in mean_att_terms],
+        mean_logits=[rot * exact_sum(t) for t in mean_logit_terms[:-1]] + [logit_query],
+        mean_f=_symmetrise_vector([exact_sum(t) for t in mean_f_terms]) if inputs.rotation
+        else [exact_sum(t) for t in mean_f_terms],
     )  # fmt: skip
     if gradients:
-        G = sp.Matrix(K, K, lambda a, b: sp.Add(*gV[a][b]))
-        tok = [sp.Add(*t) for t in g_tok]
+        G = sp.Matrix(K, K, lambda a, b: exact_sum(gV[a][b]))
+        tok = [exact_sum(t) for t in g_tok]
         out.grad_V = _symmetrise_matrix(G) if inputs.rotation else G
         out.grad_tok = _symmetrise_vector(tok) if inputs.rotation else tok
-        out.grad_c = [rot * sp.Add(*t) for t in grad_c_terms]
+        out.grad_c = [rot * exact_sum(t) for t in grad_c_terms]
     return out
 
 
 def _symmetrise_matrix(G0: sp.Matrix) -> sp.Matrix:
     """Σ_r R^r G0 R^-r: entry (i, j) depends only on (i - j) mod K (the rotation average of G0)."""
     K = G0.rows
-    diag = [sp.Add(*[G0[(i + d) % K, i] for i in range(K)]) for d in range(K)]
+    diag = [exact_sum([G0[(i + d) % K, i] for i in range(K)]) for d in range(K)]
     return sp.Matrix(K, K, lambda i, j: diag[(i - j) % K])
 
 
 def _symmetrise_vector(v0: list[sp.Expr]) -> list[sp.Expr]:
     """Σ_r R^r v0 = (Σ_k v0_k) 1_K."""
-    total = sp.Add(*v0)
+    total = exact_sum(v0)
     return [total] * len(v0)
 
 
 def argmax_set(f: list[sp.Expr]) -> list[int] | None:
     """Indices of the maximal entries of f, decided exactly; None if some comparison is undecided."""
+    if all(v == f[0] for v in f):
+        return list(range(len(f)))  # identical expressions: an exact tie, whatever the symbols are
+    if any(v.free_symbols or v.atoms(AppliedUndef) for v in f):
+        return None  # comparisons of expressions in symbols are not numbers: no exact ranking
     best = [0]
     for k in range(1, len(f)):
         s = sign(f[k] - f[best[0]])
@@ -304,7 +343,7 @@ def _correct_fraction(f: list[sp.Expr], y: int, K: int, rotation: bool) -> sp.Ex
             rel = sp.StrictGreaterThan if k < label else sp.GreaterThan
             conds.append(rel(f[y], other, evaluate=False))
         total.append(_indicator(conds))
-    return sp.Add(*total)
+    return exact_sum(total)
 
 
 def _indicator(conds: list[sp.Basic]) -> sp.Expr:
@@ -314,5 +353,5 @@ def _indicator(conds: list[sp.Basic]) -> sp.Expr:
     nothing, so the objects are assembled directly (they print and parse back as usual).
     """
     both = sp.Basic.__new__(sp.And, *conds) if len(conds) > 1 else conds[0]
-    pairs = (ExprCondPair.__new__(ExprCondPair, sp.S.One, both), ExprCondPair(sp.S.Zero, sp.true))
+    pairs = (sp.Basic.__new__(ExprCondPair, sp.S.One, both), sp.Basic.__new__(ExprCondPair, sp.S.Zero, sp.true))
     return sp.Basic.__new__(sp.Piecewise, *pairs)
