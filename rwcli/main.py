@@ -9,6 +9,7 @@ import sys
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: list[tuple[str, str, str]] = [
     ("train", "rwcli.train", "train the one-layer transformer numerically (rwnumeric)"),
+    ("derive", "rwcli.derive", "the exact population GD trajectory from zero init (rwsymbolic), --json oracle"),
     ("signal", "rwcli.signal", "the token-average signal C, its factorisation and exact vanishing set"),
     ("proofs", "rwcli.proofs", "run the executable certificates of the paper's lemmas (PROOFS.md, proofs.json)"),
     ("reproduce", "rwcli.reproduce", "reproduce the paper's figures, REPORT.md and the p = 1 sensitivity study"),

@@ -12,6 +12,7 @@ from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positio
 from rwnumeric._io import write_json_atomic
 from rwnumeric._losses import exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
+from rwnumeric._oracle_loader import load_oracle
 from rwnumeric._train import HISTORY_KEYS, TrainResult, train
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "TrainResult",
     "check_orthogonal_equal_norm",
     "exp_loss",
+    "load_oracle",
     "log_loss",
     "positional_embeddings",
     "predict",

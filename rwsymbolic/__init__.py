@@ -13,6 +13,14 @@ from rwsymbolic._circle_linear import (
 )
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
+from rwsymbolic._oracle import (
+    ORACLE_SCHEMA_PATH,
+    PER_INPUT_LIMIT,
+    load_oracle_schema,
+    oracle_dict,
+    read_oracle,
+    write_oracle,
+)
 from rwsymbolic._signal import (
     MAX_FACTOR_N,
     SIGNAL_SCHEMA_PATH,
@@ -54,6 +62,13 @@ __all__ = [
     "is_proportional_to_ones",
     "is_rank_one",
     "w_token_columns_zero",
+    # exact oracles (_oracle)
+    "ORACLE_SCHEMA_PATH",
+    "PER_INPUT_LIMIT",
+    "load_oracle_schema",
+    "oracle_dict",
+    "read_oracle",
+    "write_oracle",
     # token-average signal and circle-walk first moments (_signal, _circle_linear)
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",

@@ -1,0 +1,200 @@
+"""Exact oracles: a trajectory as versioned JSON (schema: ``rwsymbolic/oracle.schema.json``).
+
+Every value is stored as ``{"exact": <SymPy string>, "float": <number or null>}`` arrays: the exact
+string parses back with SymPy (``read_oracle``), the float is the nearest double (JSON prints it with
+up to 17 significant digits, enough to round-trip) and is null when the value contains symbols.
+Files are written atomically (temporary file in the same folder, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import sympy as sp
+from sympy.core.function import AppliedUndef
+from sympy.printing.str import StrPrinter
+
+from rwsymbolic._derive import DELL, ELL, StepState, Trajectory
+from rwtasks import CircleWalk, symbol
+
+ORACLE_FORMAT = "rwtoolkit-derive-oracle"
+ORACLE_VERSION = 1
+ORACLE_SCHEMA_PATH = Path(__file__).with_name("oracle.schema.json")
+#: Per-input values (logits, S, f) are written by default up to this population size.
+PER_INPUT_LIMIT = 4096
+
+# order="none" prints terms as stored: the default ordering costs minutes on large expressions.
+_PRINTER = StrPrinter({"order": "none"})
+
+
+@contextlib.contextmanager
+def _long_integers() -> Iterator[None]:
+    """Exact rationals of late steps have thousands of digits: lift Python's int<->str guard."""
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def _exact_string(expr: sp.Expr) -> str:
+    return _PRINTER.doprint(sp.sympify(expr))
+
+
+def _float(expr: sp.Expr) -> float | None:
+    expr = sp.sympify(expr)
+    if expr.free_symbols or expr.atoms(AppliedUndef):
+        return None
+    if expr.has(sp.Piecewise):
+        return None
+    value = float(sp.N(expr, 30))
+    if not math.isfinite(value):
+        raise ValueError(f"value {expr} is not finite; refusing to write NaN/inf into an oracle")
+    return value
+
+
+def _value(obj: object) -> dict:
+    """{"exact": nested strings, "float": nested floats or null} for a scalar, list or Matrix."""
+    if isinstance(obj, sp.MatrixBase):
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        parts = [_value(o) for o in obj]
+        floats = [p["float"] for p in parts]
+        return {"exact": [p["exact"] for p in parts], "float": None if None in floats else floats}
+    return {"exact": _exact_string(obj), "float": _float(obj)}
+
+
+def _config(traj: Trajectory, per_input: bool) -> dict:
+    task = traj.task
+    config = {
+        "task": getattr(task, "name", "finite"),
+        "K": traj.K,
+        "N": traj.N,
+        "p": _exact_string(task.p) if isinstance(task, CircleWalk) else None,
+        "eta": _exact_string(traj.eta),
+        "eps": _exact_string(traj.eps),
+        "mu": _exact_string(traj.mu),
+        "loss": traj.loss.name,
+        "steps": len(traj.states) - 1,
+        "population_size": traj.population_size,
+        "per_input": per_input,
+        "index_base": 0,
+        "init": "zero",
+    }
+    return config
+
+
+def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
+    """The oracle as a JSON-ready dict; per-input values when the population is small or on request."""
+    if per_input is None:
+        per_input = traj.population_size <= PER_INPUT_LIMIT
+    steps = []
+    with _long_integers():
+        for state in traj.states:
+            entry = {
+                "t": state.t,
+                "V": _value(state.V),
+                "w_tok": _value(list(state.w_tok)),
+                "c": _value(list(state.c)),
+                "loss": _value(state.loss),
+                "accuracy": _value(state.accuracy),
+                "mean_attention": _value(state.mean_attention),
+                "mean_logits": _value(state.mean_logits),
+                "mean_f": _value(state.mean_f),
+            }
+            if per_input:
+                entry["per_input"] = {
+                    "logits": _value(state.logits),
+                    "S": _value(state.S),
+                    "f": _value([list(f) for f in state.f]),
+                }
+            steps.append(entry)
+    return {
+        "format": ORACLE_FORMAT,
+        "version": ORACLE_VERSION,
+        "config": _config(traj, per_input),
+        "notation": {
+            "V": "V(t), K x K, row = output token",
+            "w_tok": "token part of W(t) x~_N (K entries); W(t) = w(t) x~_N^T / mu, W11 = W21 = 0",
+            "c": "positional part of W(t) x~_N in the basis p_1..p_N (N entries)",
+            "logits": "x~_j^T W x~_N = x_j^T w_tok + mu c_j, j = 1..N, per input in task.population() order",
+            "abstract_loss": "loss 'any': ell(z) is the loss, dell(z) its derivative",
+        },
+        "steps": steps,
+    }
+
+
+def write_oracle(traj: Trajectory, path: str | os.PathLike, per_input: bool | None = None) -> Path:
+    """Write the trajectory's oracle JSON atomically to ``path``; returns the path."""
+    path = Path(path)
+    data = oracle_dict(traj, per_input)
+    text = json.dumps(data, indent=1, allow_nan=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_oracle_schema() -> dict:
+    """The JSON Schema of oracle files."""
+    return json.loads(ORACLE_SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _parse(node: object, names: dict) -> object:
+    if isinstance(node, list):
+        return [_parse(n, names) for n in node]
+    return sp.sympify(node, locals=names)
+
+
+def read_oracle(path: str | os.PathLike) -> dict:
+    """Read an oracle file back with exact SymPy values: {"config", "steps": [{"t", "V": Matrix, ...}]}.
+
+    Symbols are the toolkit's real symbols (``rwtasks.symbol``); ``ell``/``dell`` the abstract loss.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("format") != ORACLE_FORMAT or data.get("version") != ORACLE_VERSION:
+        raise ValueError(f"{path}: not a version-{ORACLE_VERSION} {ORACLE_FORMAT} file")
+    names: dict[str, object] = {"ell": ELL, "dell": DELL}
+    for key in ("p", "eta", "eps", "mu"):
+        text = data["config"].get(key)
+        if text is not None:
+            for s in sp.sympify(text).free_symbols:
+                names[str(s)] = symbol(str(s))
+    steps = []
+    with _long_integers():
+        for entry in data["steps"]:
+            out: dict[str, object] = {"t": entry["t"]}
+            for key, value in entry.items():
+                if key == "t":
+                    continue
+                if key == "per_input":
+                    out[key] = {k: _parse(v["exact"], names) for k, v in value.items()}
+                    continue
+                parsed = _parse(value["exact"], names)
+                out[key] = sp.Matrix(parsed) if key == "V" else parsed
+            steps.append(out)
+    return {"config": data["config"], "steps": steps}
+
+
+def state_values(state: StepState) -> dict:
+    """The exact values of one state as ``read_oracle`` returns them (for comparisons in tests)."""
+    return {
+        "V": state.V, "w_tok": list(state.w_tok), "c": list(state.c), "loss": state.loss,
+        "accuracy": state.accuracy, "mean_attention": state.mean_attention,
+        "mean_logits": state.mean_logits, "mean_f": state.mean_f,
+    }  # fmt: skip
