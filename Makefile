@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/rw train --task circle --K 6 --N 97 --M 1000 --p 1/2 --steps 50 --eta 1 --eps 0.1 \
-	    --train-size 1000 --test-size 1000 --seed 0 --out out/fig4_p0.5
+	    --train-size 1000 --test-size 1000 --seed 0 --out out/train/fig4_p0.5
 	$(BIN)/rw train --task circle --K 6 --N 97 --M 1000 --p 1 --steps 50 --eta 1 --eps 0.1 \
-	    --train-size 1000 --test-size 1000 --seed 0 --out out/fig5_p1
+	    --train-size 1000 --test-size 1000 --seed 0 --out out/train/fig5_p1
+	$(BIN)/rw reproduce all --out out
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
