@@ -46,6 +46,10 @@ def _atoms_to_symbols(expr: sp.Expr) -> sp.Expr:
         if not atoms:
             break
         expr = expr.xreplace({a: sp.Dummy("a") for a in atoms})
+    # log(a) and log(b) with a = b as rational functions of the fresh symbols become one atom.
+    logs = expr.atoms(sp.log)
+    if logs:
+        expr = expr.xreplace({g: sp.log(sp.cancel(sp.together(g.args[0]))) for g in logs})
     return expr
 
 
