@@ -25,18 +25,19 @@ class StepResult:
     V: sp.Matrix
     W: sp.Matrix
     S: list[sp.Matrix]  # attention (N×1) per input
+    logits: list[sp.Matrix]  # X̃ᵀWx̃_N (N×1) per input
     z: list[sp.Expr]  # e_yᵀ f per input
     grad_V: sp.Matrix
     grad_W: sp.Matrix
 
 
-def embed(pop: Population, n: int, sqrt_mu: sp.Expr) -> tuple[sp.Matrix, sp.Matrix]:
-    """X (K×N, last column 0) and X̃ = [X; √μ I_N] of input n."""
+def embed(pop: Population, n: int, sqrt_mu: sp.Expr, P: sp.Matrix | None = None) -> tuple[sp.Matrix, sp.Matrix]:
+    """X (K×N, last column 0) and X̃ = [X; P] of input n, P = √μ I_N unless given (M×N)."""
     K, N = pop.K, pop.N
     X = sp.zeros(K, N)
     for i, tok in enumerate(pop.tokens[n]):
         X[int(tok), i] = 1
-    return X, X.col_join(sqrt_mu * sp.eye(N))
+    return X, X.col_join(sqrt_mu * sp.eye(N) if P is None else P)
 
 
 def gd_step(
@@ -47,14 +48,19 @@ def gd_step(
     eta_v: sp.Expr,
     eta_w: sp.Expr,
     sqrt_mu: sp.Expr,
+    P: sp.Matrix | None = None,
 ) -> StepResult:
-    """V ← V − η_V E[∇_V ℓ], W ← W − η_W E[∇_W ℓ] over the exact population (Lemma B.1 gradients)."""
+    """V ← V − η_V E[∇_V ℓ], W ← W − η_W E[∇_W ℓ] over the exact population (Lemma B.1 gradients).
+
+    ``P`` (M×N) replaces the default positional embeddings √μ·I_N; W is then (K+M)×(K+M).
+    """
     K, N = pop.K, pop.N
     probs = pop.exact_probs()
-    gV, gW = sp.zeros(K, K), sp.zeros(K + N, K + N)
-    S_all, z_all = [], []
+    M = N if P is None else P.rows
+    gV, gW = sp.zeros(K, K), sp.zeros(K + M, K + M)
+    S_all, z_all, logit_all = [], [], []
     for n in range(pop.size):
-        X, Xt = embed(pop, n, sqrt_mu)
+        X, Xt = embed(pop, n, sqrt_mu, P)
         xN = Xt[:, N - 1]
         logits = Xt.T * W * xN  # (N,1)
         E = logits.applyfunc(sp.exp)
@@ -69,7 +75,8 @@ def gd_step(
         gW += probs[n] * g * (Xt * (sp.diag(*S) - S * S.T) * X.T * V.T * ey) * xN.T
         S_all.append(S)
         z_all.append(z)
-    return StepResult(V - eta_v * gV, W - eta_w * gW, S_all, z_all, gV, gW)
+        logit_all.append(logits)
+    return StepResult(V - eta_v * gV, W - eta_w * gW, S_all, logit_all, z_all, gV, gW)
 
 
 def is_zero(expr: sp.Expr) -> bool:

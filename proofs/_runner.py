@@ -16,10 +16,12 @@ from proofs._certificate import Certificate, timed
 MODULES: tuple[str, ...] = (
     "proofs.lemma_b1_gradients",
     "proofs.invariant_w_token_columns",
+    "proofs.gram_dependence",
     "proofs.lemma_c1_first_value_step",
     "proofs.lemma_c2_circulant",
     "proofs.lemma_c3_largest_entry",
     "proofs.lemma_c5_parent_attention",
+    "proofs.lemma_c7_value_decomposition",
     "proofs.lemma_d1_balanced_visits",
     "proofs.lemma_d3_invariant_manifold",
     "proofs.theorem_4_1_failure",

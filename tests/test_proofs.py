@@ -14,7 +14,7 @@ from proofs import Certificate
 from proofs._walks import P, nonnegative_on, power_entry
 from conftest import assert_close, transition_by_hand
 
-EVIDENCE_IDS = {"C.5", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
+EVIDENCE_IDS = {"C.5", "C.7", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
 
 
 @pytest.mark.parametrize("module_name", proofs.MODULES, ids=lambda m: m.rsplit(".", 1)[-1])
@@ -28,8 +28,8 @@ def test_every_certificate_passes_in_quick_mode(module_name: str) -> None:
 
 def test_statement_ids_are_unique_and_in_math_md_order() -> None:
     ids = list(proofs.certificate_ids())
-    assert len(ids) == len(proofs.MODULES) == 18
-    assert ids[:3] == ["B.1", "W11=W21=0", "C.1"]
+    assert len(ids) == len(proofs.MODULES) == 20
+    assert ids[:4] == ["B.1", "W11=W21=0", "Gram", "C.1"]
 
 
 def test_gradient_check_fails_for_a_wrong_w_formula() -> None:
@@ -85,6 +85,17 @@ def test_signal_vanishes_at_k4_half_odd_n_contrary_to_the_naive_pattern() -> Non
     assert_close(Pi + Pi @ Pi, np.full((4, 4), 0.5), 1e-15, "Π + Π²")
 
 
+def test_orthogonal_embeddings_of_unequal_norms_change_the_attention() -> None:
+    from proofs.gram_dependence import SQRT_MU, cayley_orthogonal, differences, trajectory
+
+    Q = cayley_orthogonal(4)
+    assert Q.T * Q == sp.eye(4)
+    reference = trajectory(3, 3, "1/3", None, 2)
+    assert differences(reference, trajectory(3, 3, "1/3", SQRT_MU * Q[:, :3], 2)) == []
+    unequal = sp.diag(SQRT_MU, 2 * SQRT_MU, 3 * SQRT_MU)
+    assert differences(reference, trajectory(3, 3, "1/3", unequal, 2)) == ["logits(2)"]
+
+
 def test_hankel_reading_of_c2_is_false() -> None:
     from proofs.lemma_c2_circulant import circulant_rule, first_value_step, hankel_rule, violations
 
@@ -133,3 +144,13 @@ def test_report_files_are_written_atomically(tmp_path) -> None:
 def test_certificate_json_turns_non_finite_floats_into_strings() -> None:
     cert = Certificate("X", "s", "scope", "numeric evidence", "holds", details={"v": float("nan"), "a": np.arange(2)})
     assert cert.to_json()["details"] == {"v": "nan", "a": [0, 1]}
+
+
+def test_relative_remainder_is_the_sine_of_the_angle() -> None:
+    from proofs.lemma_c7_value_decomposition import relative_remainder
+
+    theta = 0.3
+    a, b = np.array([1.0, 0.0]), np.array([np.cos(theta), np.sin(theta)])
+    e = float(np.linalg.norm(a - b))  # distance of unit vectors = 2 sin(θ/2)
+    # least-squares remainder of b on a, relative to ‖b‖: |sin θ|, by hand
+    assert abs(relative_remainder([e])[0] - np.sin(theta)) < 1e-15
