@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from tqdm import tqdm
 
@@ -19,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every certificate passes (holds or corrected), 1 otherwise."""
     ids = proofs.certificate_ids()
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out {args.out!r} exists and is not a folder: give a folder for PROOFS.md and proofs.json")
     if args.only:
         for wanted in args.only:
             if wanted not in ids:

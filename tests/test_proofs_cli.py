@@ -26,6 +26,13 @@ def test_rw_proofs_bad_only_exits_2_with_one_line(tmp_path, capsys) -> None:
     assert len(err) == 1 and "Q.7" in err[0] and "choose from" in err[0]
 
 
+def test_rw_proofs_out_must_be_a_folder(tmp_path, capsys) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    assert main(["proofs", "--quick", "--only", "D.1", "--out", str(target)]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
 def test_rw_proofs_as_subprocess(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "rwcli.main", "proofs", "--quick", "--only", "D.1", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
