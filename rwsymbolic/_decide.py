@@ -76,7 +76,9 @@ def proved_zero(expr: sp.Expr) -> bool:
 
 def _witness_point(expr: sp.Expr) -> sp.Expr:
     """``expr`` with rationals for its free symbols and a concrete smooth function for abstract ones."""
-    subs = {s: _WITNESS_VALUES[i % len(_WITNESS_VALUES)] for i, s in enumerate(sorted(expr.free_symbols, key=str))}
+    others = [s for s in sorted(expr.free_symbols, key=str) if s.name != "p"]
+    subs = {s: _WITNESS_VALUES[1 + i % (len(_WITNESS_VALUES) - 1)] for i, s in enumerate(others)}
+    subs.update({s: _WITNESS_VALUES[0] for s in expr.free_symbols if s.name == "p"})  # p inside (0, 1)
     expr = expr.xreplace(subs)
     # An abstract loss derivative/loss: any smooth function is a legitimate instance of "any loss".
     funcs = {type(a) for a in expr.atoms(AppliedUndef)}
