@@ -30,8 +30,8 @@ def offset_sums(K: int, N: int) -> list[sp.Poly]:
 
 
 def certify(quick: bool = False) -> Certificate:
-    """K = 3..6, N = 2..10 quick; K = 3..10, N = 2..20 full."""
-    k_max, n_max = (6, 10) if quick else (10, 20)
+    """K = 3..6, N = 2..10 quick; K = 3..12, N = 2..24 full."""
+    k_max, n_max = (6, 10) if quick else (12, 24)
     half, one = sp.Rational(1, 2), sp.Integer(1)
     failures, ties = [], []
     for K in range(3, k_max + 1):
