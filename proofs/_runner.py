@@ -5,12 +5,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from proofs._certificate import Certificate, timed
+from rwio import write_text_atomic
 
 #: One module per statement, in the order of MATH.md.
 MODULES: tuple[str, ...] = (
@@ -100,16 +100,6 @@ def render_markdown(certs: list[Certificate], quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_report(certs: list[Certificate], out_dir: str | os.PathLike, quick: bool) -> tuple[Path, Path]:
@@ -117,7 +107,7 @@ def write_report(certs: list[Certificate], out_dir: str | os.PathLike, quick: bo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md, js = out / "PROOFS.md", out / "proofs.json"
-    _atomic_write(md, render_markdown(certs, quick))
+    write_text_atomic(render_markdown(certs, quick), md)
     payload = {"quick": quick, "certificates": [c.to_json() for c in certs]}
-    _atomic_write(js, json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    write_text_atomic(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n", js)
     return md, js

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import sympy as sp
 
 from rwexplore._explore import Check, ExploreResult, Point
+from rwio import save_figure_atomic, write_text_atomic
 from rwtasks import CircleWalk, FiniteTask, is_numeric
 
 #: Format name and version written into explore.json.
@@ -24,16 +24,6 @@ EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 1
 MAX_LISTED_ENTRIES = 24
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _number(value: sp.Expr) -> dict[str, Any]:
@@ -242,14 +232,8 @@ def _plot(check: Check, title: str, path: Path) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=100, metadata={"Software": None})
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        save_figure_atomic(fig, path, dpi=100, metadata={"Software": None})
     finally:
         plt.close(fig)
 
@@ -275,8 +259,8 @@ def write_report(result: ExploreResult, out: str | os.PathLike[str]) -> dict[str
             plots[(i, j)] = name
             written[name] = folder / name
     text = json.dumps(explore_json(result), indent=1, allow_nan=False, sort_keys=False) + "\n"
-    _atomic_write(folder / "explore.json", text.encode("utf-8"))
+    write_text_atomic(text, folder / "explore.json")
     written["explore.json"] = folder / "explore.json"
-    _atomic_write(folder / "REPORT.md", (_report_markdown(result, plots) + "\n").encode("utf-8"))
+    write_text_atomic(_report_markdown(result, plots) + "\n", folder / "REPORT.md")
     written["REPORT.md"] = folder / "REPORT.md"
     return written

@@ -7,9 +7,9 @@
 ['attention_profile', 'attention_spread', 'circulant_residual']
 """
 
+from rwio import write_json_atomic
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
-from rwnumeric._io import write_json_atomic
 from rwnumeric._losses import exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
 from rwnumeric._oracle_loader import load_oracle

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rwnumeric import write_json_atomic
+from rwio import write_json_atomic
 from rwrepro import _claims as C
 from rwrepro._experiments import FigureSpec
 from rwrepro._plots import attention_profile, curves, heatmap, new_figure, save_png

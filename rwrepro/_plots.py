@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+
+from rwio import save_figure_atomic
 
 #: Zero spreads/residuals are drawn at this floor on log axes (exact symmetry has spread 0).
 LOG_FLOOR = 1e-20
@@ -16,16 +16,7 @@ LOG_FLOOR = 1e-20
 
 def save_png(fig: Figure, path: Path) -> None:
     """Write ``fig`` to ``path`` through a temp file in the same folder and os.replace (atomic)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    save_figure_atomic(fig, path, dpi=110, metadata={"Software": None})
 
 
 def heatmap(fig: Figure, ax, M: np.ndarray, title: str, xlabel: str = "column j (node)",

@@ -7,11 +7,9 @@ gives the same report as running them together.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from rwnumeric import write_json_atomic
+from rwio import write_json_atomic, write_text_atomic
 from rwrepro import _claims as C
 from rwrepro._experiments import FIGURE_NAMES, MU_LABELS, Choices
 
@@ -45,17 +43,6 @@ before any run, and every other option is shown below:
 """
 
 
-def _write_text_atomic(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def load_records(out: Path) -> tuple[list[dict], dict | None]:
@@ -170,7 +157,7 @@ def build_report(out: Path) -> dict:
         "sensitivity": sens["table"] if sens else None,
     }
     write_json_atomic(report, out / "report.json")
-    _write_text_atomic(_markdown(figures, sens, rows, reproducing, mode), out / "REPORT.md")
+    write_text_atomic(_markdown(figures, sens, rows, reproducing, mode), out / "REPORT.md")
     return report
 
 

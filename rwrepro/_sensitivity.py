@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rwnumeric import write_json_atomic
+from rwio import write_json_atomic
 from rwrepro import _claims as C
 from rwrepro._experiments import MU_LABELS, Choices, sensitivity_runs
 from rwrepro._plots import LOG_FLOOR, new_figure, save_png

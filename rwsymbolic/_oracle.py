@@ -13,7 +13,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.printing.str import StrPrinter
 
+from rwio import write_text_atomic
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory
 from rwtasks import CircleWalk, symbol
 
@@ -137,17 +137,7 @@ def write_oracle(traj: Trajectory, path: str | os.PathLike, per_input: bool | No
     path = Path(path)
     data = oracle_dict(traj, per_input)
     text = json.dumps(data, indent=1, allow_nan=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_text_atomic(text + "\n", path)
 
 
 def load_oracle_schema() -> dict:

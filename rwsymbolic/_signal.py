@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import sympy as sp
 
+from rwio import write_text_atomic
 from rwsymbolic._circle_linear import MAX_SYMBOLIC_N, _signal_offset_polys, label_token_offsets
 from rwtasks import CircleWalk, FiniteTask, Population, check_int, exact, is_numeric, symbol
 
@@ -363,15 +363,7 @@ def write_signal_json(report: SignalReport, path: str | os.PathLike[str]) -> Pat
     if not folder.is_dir():
         raise ValueError(f"--json {target}: the folder {folder} does not exist")
     text = json.dumps(signal_json(report), indent=1, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text_atomic(text, target)
 
 
 def load_signal_schema() -> dict[str, object]:

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs"]
+PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
