@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as err:
         print(f"rw {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early: not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stops the flush at exit from failing again
+        return 0
 
 
 if __name__ == "__main__":

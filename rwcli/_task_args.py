@@ -1,0 +1,50 @@
+"""The task options shared by ``rw derive`` and ``rw signal``: --task, --K, --N, --p, --json."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rwtasks import CircleWalk, FiniteTask, check_int, qa_task1, qa_task2
+
+_QA_TASKS = {"qa1": qa_task1, "qa2": qa_task2}
+
+
+def add_task_arguments(parser: argparse.ArgumentParser, p_help: str) -> None:
+    """--task, --K, --N, --p; numbers are read as strings so that bad values give one-line errors."""
+    parser.add_argument("--task", default="circle", choices=("circle", "qa1", "qa2"),
+                        help="circle walk (default) or a question-answering task of MATH.md §6")  # fmt: skip
+    parser.add_argument("--K", help="circle: number of nodes, K >= 3 (QA tasks: fixed at 19)")
+    parser.add_argument("--N", help="circle: walk length, N >= 2 (QA tasks: fixed at 17 / 19)")
+    parser.add_argument("--p", help=p_help)
+
+
+def parse_int(text: str | None, name: str, low: int) -> int:
+    """``--name`` as an integer >= ``low``, or a one-line ValueError."""
+    try:
+        value = int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"--{name}={text!r} is not an integer: {name} must be an integer >= {low}") from None
+    return check_int(value, f"--{name}", low)
+
+
+def check_json_folder(path: str | None) -> None:
+    """Refuse a --json FILE whose folder does not exist, before any work is done."""
+    if path and not Path(path).parent.is_dir():
+        raise ValueError(f"--json {path}: the folder {Path(path).parent} does not exist")
+
+
+def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
+    """The task the options name; circle walks without --p get the symbol p."""
+    if args.task == "circle":
+        if args.K is None or args.N is None:
+            raise ValueError("--task circle needs --K (>= 3) and --N (>= 2)")
+        return CircleWalk(parse_int(args.K, "K", 3), parse_int(args.N, "N", 2), "p" if args.p is None else args.p)
+    task = _QA_TASKS[args.task]()
+    if args.p is not None:
+        raise ValueError(f"--p applies to --task circle only, not to --task {args.task}")
+    for name, fixed in (("K", task.K), ("N", task.N)):
+        given = getattr(args, name)
+        if given is not None and parse_int(given, name, 1) != fixed:
+            raise ValueError(f"--{name}={given}: --task {args.task} has {name} = {fixed}")
+    return task
