@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import sympy as sp
-from sympy.printing.str import StrPrinter
 
 from rwcli._task_args import add_task_arguments, check_json_folder, parse_int, task_from_args
-from rwsymbolic import Trajectory, derive, write_oracle
+from rwsymbolic import Trajectory, derive, exact_string, long_integers, write_oracle
 
-_PRINTER = StrPrinter({"order": "none"})
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
 
@@ -39,7 +36,7 @@ def _show(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     value = sp.sympify(value)
-    text = _PRINTER.doprint(value) if sp.count_ops(value, visual=False) < 60 else ""
+    text = exact_string(value) if sp.count_ops(value, visual=False) < 60 else ""
     if text and len(text) <= _SHOW_CHARS:
         return text
     if value.is_number and not value.has(sp.Piecewise):
@@ -72,12 +69,8 @@ def run(args: argparse.Namespace) -> int:
     steps = parse_int(args.steps, "steps", 0)
     task = task_from_args(args)
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss)
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)  # exact rationals of late steps have thousands of digits
-    try:
+    with long_integers():  # exact rationals of late steps have thousands of digits
         print(render(traj))
-    finally:
-        sys.set_int_max_str_digits(old)
     if args.json:
         path = write_oracle(traj, args.json, per_input=True if args.per_input else None)
         print(f"\nwrote {path}")

@@ -7,7 +7,6 @@ no NaN can reach a file (``json.dumps(allow_nan=False)``). Same spec and setting
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import sympy as sp
 
 from rwexplore._explore import Check, ExploreResult, Point
 from rwio import save_figure_atomic, write_text_atomic
+from rwsymbolic import exact_json
 from rwtasks import CircleWalk, FiniteTask, is_numeric
 
 #: Format name and version written into explore.json.
@@ -24,15 +24,6 @@ EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 1
 MAX_LISTED_ENTRIES = 24
 
 
-
-
-def _number(value: sp.Expr) -> dict[str, Any]:
-    """{"exact": string, "float": value or None when symbolic}."""
-    if is_numeric(value):
-        number = float(sp.N(value, 20))
-        assert math.isfinite(number), value
-        return {"exact": sp.sstr(value), "float": number}
-    return {"exact": sp.sstr(value), "float": None}
 
 
 def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
@@ -63,8 +54,8 @@ def _check_json(check: Check) -> dict[str, Any]:
             "first_break": check.manifold.first_break,
             "witness": check.manifold.witness,
         },
-        "bayes_accuracy": _number(check.bayes_accuracy),
-        "constant_accuracy": _number(check.constant_accuracy),
+        "bayes_accuracy": exact_json(check.bayes_accuracy),
+        "constant_accuracy": exact_json(check.constant_accuracy),
         "verdict": check.verdict,
         "reason": check.reason,
         "train_note": check.train_note,
@@ -93,7 +84,7 @@ def _point_json(point: Point) -> dict[str, Any]:
             "symbol": str(sig.symbol),
             "interval": [0, 1],
             "all": sig.vanishing.all_p,
-            "points": [_number(r) for r in sig.vanishing.points],
+            "points": [exact_json(r) for r in sig.vanishing.points],
             "text": str(sig.vanishing),
         }
     return {

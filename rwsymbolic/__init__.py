@@ -13,6 +13,7 @@ from rwsymbolic._circle_linear import (
 )
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
+from rwsymbolic._json import exact_json, exact_string, long_integers
 from rwsymbolic._oracle import (
     ORACLE_SCHEMA_PATH,
     PER_INPUT_LIMIT,
@@ -62,7 +63,10 @@ __all__ = [
     "is_proportional_to_ones",
     "is_rank_one",
     "w_token_columns_zero",
-    # exact oracles (_oracle)
+    # exact oracles and the exact-value JSON encoding (_oracle, _json)
+    "exact_json",
+    "exact_string",
+    "long_integers",
     "ORACLE_SCHEMA_PATH",
     "PER_INPUT_LIMIT",
     "load_oracle_schema",

@@ -188,7 +188,7 @@ def group_pass(
     gradients: bool,
 ) -> GroupPass:
     """Evaluate θ = (V, w_tok, c) on every group and, if asked, the exact population gradients."""
-    n, L, K, N = inputs.size, inputs.N - 1, inputs.K, inputs.N
+    L, K, N = inputs.N - 1, inputs.K, inputs.N
     cls = _position_classes(c)
     order = np.argsort(cls, kind="stable")
     bounds = np.flatnonzero(np.diff(cls[order])) + 1

@@ -8,20 +8,15 @@ Files are written atomically (temporary file in the same folder, then ``os.repla
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import sympy as sp
-from sympy.core.function import AppliedUndef
-from sympy.printing.str import StrPrinter
 
 from rwio import write_text_atomic
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory
+from rwsymbolic._json import exact_json, exact_string, long_integers
 from rwtasks import CircleWalk, symbol
 
 ORACLE_FORMAT = "rwtoolkit-derive-oracle"
@@ -30,58 +25,16 @@ ORACLE_SCHEMA_PATH = Path(__file__).with_name("oracle.schema.json")
 #: Per-input values (logits, S, f) are written by default up to this population size.
 PER_INPUT_LIMIT = 4096
 
-# order="none" prints terms as stored: the default ordering costs minutes on large expressions.
-_PRINTER = StrPrinter({"order": "none"})
-
-
-@contextlib.contextmanager
-def _long_integers() -> Iterator[None]:
-    """Exact rationals of late steps have thousands of digits: lift Python's int<->str guard."""
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    try:
-        yield
-    finally:
-        sys.set_int_max_str_digits(old)
-
-
-def _exact_string(expr: sp.Expr) -> str:
-    return _PRINTER.doprint(sp.sympify(expr))
-
-
-def _float(expr: sp.Expr) -> float | None:
-    expr = sp.sympify(expr)
-    if expr.free_symbols or expr.atoms(AppliedUndef):
-        return None
-    if expr.has(sp.Piecewise):
-        return None
-    value = float(sp.N(expr, 30))
-    if not math.isfinite(value):
-        raise ValueError(f"value {expr} is not finite; refusing to write NaN/inf into an oracle")
-    return value
-
-
-def _value(obj: object) -> dict:
-    """{"exact": nested strings, "float": nested floats or null} for a scalar, list or Matrix."""
-    if isinstance(obj, sp.MatrixBase):
-        obj = obj.tolist()
-    if isinstance(obj, (list, tuple)):
-        parts = [_value(o) for o in obj]
-        floats = [p["float"] for p in parts]
-        return {"exact": [p["exact"] for p in parts], "float": None if None in floats else floats}
-    return {"exact": _exact_string(obj), "float": _float(obj)}
-
-
 def _config(traj: Trajectory, per_input: bool) -> dict:
     task = traj.task
     config = {
         "task": getattr(task, "name", "finite"),
         "K": traj.K,
         "N": traj.N,
-        "p": _exact_string(task.p) if isinstance(task, CircleWalk) else None,
-        "eta": _exact_string(traj.eta),
-        "eps": _exact_string(traj.eps),
-        "mu": _exact_string(traj.mu),
+        "p": exact_string(task.p) if isinstance(task, CircleWalk) else None,
+        "eta": exact_string(traj.eta),
+        "eps": exact_string(traj.eps),
+        "mu": exact_string(traj.mu),
         "loss": traj.loss.name,
         "steps": len(traj.states) - 1,
         "population_size": traj.population_size,
@@ -97,24 +50,24 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
     if per_input is None:
         per_input = traj.population_size <= PER_INPUT_LIMIT
     steps = []
-    with _long_integers():
+    with long_integers():
         for state in traj.states:
             entry = {
                 "t": state.t,
-                "V": _value(state.V),
-                "w_tok": _value(list(state.w_tok)),
-                "c": _value(list(state.c)),
-                "loss": _value(state.loss),
-                "accuracy": _value(state.accuracy),
-                "mean_attention": _value(state.mean_attention),
-                "mean_logits": _value(state.mean_logits),
-                "mean_f": _value(state.mean_f),
+                "V": exact_json(state.V),
+                "w_tok": exact_json(list(state.w_tok)),
+                "c": exact_json(list(state.c)),
+                "loss": exact_json(state.loss),
+                "accuracy": exact_json(state.accuracy),
+                "mean_attention": exact_json(state.mean_attention),
+                "mean_logits": exact_json(state.mean_logits),
+                "mean_f": exact_json(state.mean_f),
             }
             if per_input:
                 entry["per_input"] = {
-                    "logits": _value(state.logits),
-                    "S": _value(state.S),
-                    "f": _value([list(f) for f in state.f]),
+                    "logits": exact_json(state.logits),
+                    "S": exact_json(state.S),
+                    "f": exact_json([list(f) for f in state.f]),
                 }
             steps.append(entry)
     return {
@@ -166,7 +119,7 @@ def read_oracle(path: str | os.PathLike) -> dict:
             for s in sp.sympify(text).free_symbols:
                 names[str(s)] = symbol(str(s))
     steps = []
-    with _long_integers():
+    with long_integers():
         for entry in data["steps"]:
             out: dict[str, object] = {"t": entry["t"]}
             for key, value in entry.items():

@@ -9,7 +9,6 @@ about the label. Circle walks use the transfer-matrix moments of ``_circle_linea
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import sympy as sp
 
 from rwio import write_text_atomic
 from rwsymbolic._circle_linear import MAX_SYMBOLIC_N, _signal_offset_polys, label_token_offsets
+from rwsymbolic._json import exact_json
 from rwtasks import CircleWalk, FiniteTask, Population, check_int, exact, is_numeric, symbol
 
 #: The JSON Schema that ``signal_json`` output (``rw signal --json``) follows.
@@ -311,20 +311,11 @@ def signal_report(task: CircleWalk | FiniteTask) -> SignalReport:
     )  # fmt: skip
 
 
-def _number(value: sp.Expr) -> dict[str, object]:
-    """{"exact": a string SymPy parses back, "float": the value or None when symbolic}."""
-    if is_numeric(value):
-        number = float(sp.N(value, 20))
-        assert math.isfinite(number), value
-        return {"exact": sp.sstr(value), "float": number}
-    return {"exact": sp.sstr(value), "float": None}
-
-
 def signal_json(report: SignalReport) -> dict[str, object]:
     """The report as a JSON-ready dict following ``signal.schema.json`` (exact strings + floats)."""
 
     def entry(value: sp.Expr, factored: sp.Expr) -> dict[str, object]:
-        return {**_number(value), "factored": sp.sstr(factored)}
+        return {**exact_json(value), "factored": sp.sstr(factored)}
 
     vanishing = report.vanishing
     return {
@@ -333,7 +324,7 @@ def signal_json(report: SignalReport) -> dict[str, object]:
         "task": report.task,
         "K": report.K,
         "N": report.N,
-        "p": None if report.p is None else _number(report.p),
+        "p": None if report.p is None else exact_json(report.p),
         "vocab": None if report.vocab is None else list(report.vocab),
         "matrix": [
             [entry(report.matrix[a, b], report.factored[a, b]) for b in range(report.K)]
@@ -349,7 +340,7 @@ def signal_json(report: SignalReport) -> dict[str, object]:
             "symbol": None if vanishing.symbol is None else str(vanishing.symbol),
             "interval": [0, 1],
             "all": vanishing.all_p,
-            "points": [_number(r) for r in vanishing.points],
+            "points": [exact_json(r) for r in vanishing.points],
             "gcd": sp.sstr(vanishing.gcd),
             "text": str(vanishing),
         },

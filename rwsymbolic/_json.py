@@ -1,0 +1,61 @@
+"""One JSON encoding of exact values for every file the toolkit writes (oracles, signal, explore).
+
+A value becomes ``{"exact": <string SymPy parses back>, "float": <nearest double or null>}``; lists and
+matrices become the same two keys holding nested lists. The float is null when the value contains
+symbols, abstract functions or unresolved ``Piecewise`` indicators.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Iterator
+
+import sympy as sp
+from sympy.core.function import AppliedUndef
+from sympy.printing.str import StrPrinter
+
+# order="none" prints terms as stored: the default ordering costs minutes on large expressions.
+_PRINTER = StrPrinter({"order": "none"})
+
+
+@contextlib.contextmanager
+def long_integers() -> Iterator[None]:
+    """Exact rationals of late steps have thousands of digits: lift Python's int<->str guard."""
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def exact_string(expr: object) -> str:
+    """``expr`` as a string that ``sympy.sympify`` parses back to the same value."""
+    return _PRINTER.doprint(sp.sympify(expr))
+
+
+def _float(expr: sp.Expr) -> float | None:
+    expr = sp.sympify(expr)
+    if expr.free_symbols or expr.atoms(AppliedUndef) or expr.has(sp.Piecewise):
+        return None
+    value = float(sp.N(expr, 30))
+    if not math.isfinite(value):
+        raise ValueError(f"value {expr} is not finite; refusing to write NaN/inf")
+    return value
+
+
+def exact_json(obj: object) -> dict:
+    """{"exact": nested strings, "float": nested floats or null} for a scalar, list or Matrix.
+
+    >>> exact_json(sp.Rational(3, 10)), exact_json([1, sp.Symbol("p")])
+    ({'exact': '3/10', 'float': 0.3}, {'exact': ['1', 'p'], 'float': None})
+    """
+    if isinstance(obj, sp.MatrixBase):
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        parts = [exact_json(o) for o in obj]
+        floats = [p["float"] for p in parts]
+        return {"exact": [p["exact"] for p in parts], "float": None if None in floats else floats}
+    return {"exact": exact_string(obj), "float": _float(obj)}
