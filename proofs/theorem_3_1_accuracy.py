@@ -1,8 +1,8 @@
 """Theorem 3.1 (i), evidence: for 0 < p < 1, K > 4, after a constant number of GD steps the accuracy
 equals OPT = max{p, 1−p}.
 
-Float64 GD on exact populations (``_float_gd``: η = 1, ε = 1/10, log-loss, μ = 500 i.e. the paper's
-M = 1000), zero init. Accuracy is exact up to float rounding of the probability sums: "= OPT" means
+Float64 GD on exact populations (``rwnumeric.train`` via ``_theorem31.run_gd``: η = 1, ε = 1/10, log-loss,
+μ = 500 i.e. the paper's M = 1000), zero init. Accuracy is exact up to float rounding of the probability sums: "= OPT" means
 |acc − OPT| ≤ 1e−12. Checked at every step up to 100 and at log-spaced steps up to T; the first step
 t* from which it holds at every checked step is reported.
 """

@@ -42,16 +42,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--kl-norm", choices=("softmax", "shift"), default="softmax", help="output normalisation of the kl metric")
     a("--reference", action="store_true", help="train with autograd on the full W instead of the fast path (slow)")
     a("--snapshots", default="", help="comma-separated steps at which to keep V, attention and X S")
+    a("--record-steps", default=None,
+      help="comma-separated steps whose metrics go into history (default: every step), e.g. 0,100,2000")
+    a("--rotate", action="store_true",
+      help="circle populations from zero init: exact rotation reduction (K times fewer training walks)")
     a("--threads", type=int, default=1,
       help="torch threads (default 1: the tensors are small and extra threads mostly add overhead)")
     a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
 
 
-def _snapshots(text: str) -> tuple[int, ...]:
+def _snapshots(text: str, flag: str = "--snapshots") -> tuple[int, ...]:
     try:
         return tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
-        raise ValueError(f"--snapshots={text!r} must be comma-separated integers, e.g. 100,400") from None
+        raise ValueError(f"{flag}={text!r} must be comma-separated integers, e.g. 100,400") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         snapshots=_snapshots(args.snapshots),
         kl_norm=args.kl_norm,
         threads=args.threads,
+        record_steps=None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps"),
+        rotate=args.rotate,
     )
     result = train(task, model, cfg, progress=True)
     path = Path(args.out) / "metrics.json"

@@ -71,6 +71,11 @@ class TrainConfig:
     ``train_size`` / ``test_size`` walks are drawn from ``seed``. ``kl_norm`` chooses how the
     output f is turned into a distribution for the ``kl`` metric. ``threads``: torch intra-op
     threads during the run (restored afterwards); None leaves torch's setting alone.
+    ``record_steps``: the steps whose metrics go into ``history`` (None: every step); the others are
+    not evaluated, which is most of a step's cost. ``rotate``: circle-walk populations from zero init
+    only, train on the walks rooted at node 0 (weights ×K) and project the gradients onto the
+    rotation-invariant parameters (V circulant, u = w_tok constant), exact by the rotation symmetry
+    as in ``rwsymbolic.derive(rotate=True)``; K times fewer training inputs.
     """
 
     steps: int = 50
@@ -90,6 +95,8 @@ class TrainConfig:
     snapshots: Sequence[int] = field(default_factory=tuple)
     kl_norm: str = "softmax"
     threads: int | None = None
+    record_steps: Sequence[int] | None = None
+    rotate: bool = False
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -116,6 +123,8 @@ class TrainConfig:
             "snapshots": sorted(int(s) for s in self.snapshots),
             "kl_norm": self.kl_norm,
             "threads": self.threads,
+            "record_steps": None if self.record_steps is None else sorted({int(s) for s in self.record_steps}),
+            "rotate": bool(self.rotate),
         }
 
 
@@ -193,7 +202,40 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     for s in cfg.snapshots:
         if not _is_int(s) or not 0 <= s <= cfg.steps:
             raise ValueError(f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]")
+    if cfg.record_steps is not None:
+        if isinstance(cfg.record_steps, (str, bytes)) or not hasattr(cfg.record_steps, "__iter__"):
+            raise ValueError(
+                f"record_steps={cfg.record_steps!r} must be a sequence of integers in [0, steps] (or None)"
+            )
+        for s in cfg.record_steps:
+            if not _is_int(s) or not 0 <= s <= cfg.steps:
+                raise ValueError(
+                    f"record_steps entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
+                )
+    if not isinstance(cfg.rotate, bool):
+        raise ValueError(f"rotate={cfg.rotate!r} must be True or False")
+    if cfg.rotate:
+        _check_rotation(task, model, cfg)
     if cfg.threads is not None and (not _is_int(cfg.threads) or cfg.threads < 1):
         raise ValueError(f"threads={cfg.threads!r} must be an integer >= 1 (or None)")
     if cfg.kl_norm not in KL_NORMS:
         raise ValueError(f"kl_norm={cfg.kl_norm!r} is not one of {', '.join(KL_NORMS)}")
+
+
+def _check_rotation(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
+    """The rotation reduction is exact only while every parameter is rotation invariant: refuse otherwise."""
+    why = None
+    if not isinstance(task, CircleWalk):
+        why = "the task is not a CircleWalk (only circle-walk populations are rotation invariant)"
+    elif not cfg.population:
+        why = "population=False (a sampled training set is not rotation invariant; use population=True)"
+    elif cfg.init != "zero":
+        why = f"init={cfg.init!r} (a random init breaks the rotation symmetry; use init='zero')"
+    elif model.relu_width is not None:
+        why = f"relu_width={model.relu_width} (the ReLU model's V is not square; use relu_width=None)"
+    elif not cfg.fast:
+        why = "fast=False (the reduction is implemented on the fast path only)"
+    elif model.gram != "ideal":
+        why = f"gram={model.gram!r} (the reduction is offered for the spec's P^T P = mu*I only; use 'ideal')"
+    if why is not None:
+        raise ValueError(f"rotate=True is exact only for circle-walk populations from zero init: {why}")

@@ -73,12 +73,17 @@ class FastModel:
     def parameters(self) -> list[torch.Tensor]:
         return [t for t in (self.V, self.u, self.q, self.A) if t is not None]
 
-    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(f (n, K), S (n, N), X S (n, K)) for token ids ``tokens`` (n, N-1)."""
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(n, N) attention logits X̂ᵀ W x̂_N for token ids ``tokens`` (n, N-1)."""
         n = tokens.shape[0]
         a_tok = (self.u[tokens] + self.q[:-1]) * self.c[:-1]  # (n, N-1) logits x̂_jᵀ w, j < N
         a_last = (self.q[-1] * self.c[-1]).expand(n, 1)  # (n, 1) logit of the query slot
-        S = torch.softmax(torch.cat([a_tok, a_last], dim=1), dim=1)  # (n, N) attention
+        return torch.cat([a_tok, a_last], dim=1)
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(f (n, K), S (n, N), X S (n, K)) for token ids ``tokens`` (n, N-1)."""
+        n = tokens.shape[0]
+        S = torch.softmax(self.logits(tokens), dim=1)  # (n, N) attention
         XS = torch.zeros(n, self.K, dtype=S.dtype, device=S.device).scatter_add(1, tokens, S[:, :-1])  # (n, K)
         return _head(XS @ self.V.T, self.A), S, XS
 
@@ -91,6 +96,23 @@ class FastModel:
         L = (weights * loss(z, step)).sum()
         L.backward()
         return float(L.detach())
+
+    @torch.no_grad()
+    def project_rotation(self) -> None:
+        """Average the gradients over the K rotations of the circle: V's onto circulant matrices, u's onto constants.
+
+        With gradients taken on the walks rooted at node 0 (weights ×K) this gives the exact full-population
+        gradients while V is circulant and u constant (rotation symmetry; ``TrainConfig.rotate``).
+        """
+        K = self.K
+        if not hasattr(self, "_diag_index"):
+            idx = torch.arange(K, device=self.V.device)
+            self._diag_index = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
+        d = self._diag_index
+        g = self.V.grad
+        means = torch.zeros(K, dtype=g.dtype, device=g.device).scatter_add(0, d.reshape(-1), g.reshape(-1)) / K
+        self.V.grad = means[d]
+        self.u.grad = self.u.grad.mean().expand(K).clone()
 
     @torch.no_grad()
     def step(self, eta: float) -> None:

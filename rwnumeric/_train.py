@@ -1,9 +1,10 @@
-"""Full-batch gradient descent on an exact population or sampled walks, with metrics at every step."""
+"""Full-batch gradient descent on an exact population or sampled walks, with metrics at every (recorded) step."""
 
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,13 +45,17 @@ HISTORY_KEYS = (
 
 @dataclass
 class TrainResult:
-    """What a run produced: ``config``, per-step ``history``, ``final`` parameters, ``snapshots``."""
+    """What a run produced: ``config``, ``history`` (the recorded steps), ``final`` parameters, ``snapshots``.
+
+    ``observations[t]`` holds what ``train``'s ``observe(t, model)`` returned at recorded step t (not in the JSON).
+    """
 
     config: dict
     history: list[dict]
     final: dict
     snapshots: dict[int, dict] = field(default_factory=dict)
     model: object = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
+    observations: dict[int, object] = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict:
         """JSON-able dict (snapshot steps become string keys)."""
@@ -106,6 +111,10 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
     if cfg.population:
         pop = task.population()
         ev = make(pop.tokens, pop.labels, pop.float_probs(), pop)
+        if cfg.rotate:  # the walks rooted at node 0 with weights ×K: the law of the walk given s_1 = 0
+            rooted = pop.tokens[:, 0] == 0
+            train_set = make(pop.tokens[rooted], pop.labels[rooted], pop.float_probs()[rooted] * task.K)
+            return train_set, ev, np.random.default_rng(init_seq)
         return ev, ev, np.random.default_rng(init_seq)
     tr = task.sample(cfg.train_size, generator=np.random.default_rng(train_seq))
     te = task.sample(cfg.test_size, generator=np.random.default_rng(test_seq))
@@ -121,8 +130,17 @@ def _eta(cfg: TrainConfig, t: int) -> float:
     return float(eta)
 
 
-def train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool = True) -> TrainResult:
-    """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (MATH.md §2); history[t] holds the metrics of the parameters at step t.
+def train(
+    task: object,
+    model: ModelConfig,
+    cfg: TrainConfig,
+    progress: bool = True,
+    observe: Callable[[int, object], object] | None = None,
+) -> TrainResult:
+    """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (MATH.md §2); history holds the metrics at each recorded step t.
+
+    ``observe(t, model)``, if given, is called at each recorded step with the model at step t (for
+    metrics of one's own); its return value is kept in ``result.observations[t]``.
 
     >>> from rwtasks import CircleWalk
     >>> r = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=2, population=True),
@@ -135,12 +153,12 @@ def train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool = T
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     try:
-        return _train(task, model, cfg, progress)
+        return _train(task, model, cfg, progress, observe)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool) -> TrainResult:
+def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, observe) -> TrainResult:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'")
     dt = torch.float64 if cfg.dtype == "float64" else torch.float32
@@ -165,6 +183,8 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool) -
     loss = Loss(cfg.loss, cfg.eps)
     rtol = cfg.effective_tie_rtol
     snap_steps = set(int(s) for s in cfg.snapshots)
+    record_steps = None if cfg.record_steps is None else {int(s) for s in cfg.record_steps}
+    observations: dict[int, object] = {}
 
     config = {
         "task": _task_description(task),
@@ -178,45 +198,61 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool) -
     bar = tqdm(total=cfg.steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t in range(cfg.steps + 1):
         L = net.loss_and_grad(train_set.tokens, train_set.labels, train_set.weights, loss, t)
+        recorded = record_steps is None or t in record_steps
+        if not (recorded or t in snap_steps or t == cfg.steps):  # the final step is evaluated for ``final``
+            _advance(net, cfg, t)
+            bar.update(1)
+            continue
         f, S, XS = net.evaluate(test_set.tokens)
         V = net.V.detach().cpu().numpy().astype(np.float64)
         square = model.relu_width is None  # V is K×K only without the ReLU layer
         profile = (test_set.weights[:, None] * S).sum(0)  # (N,) mean attention per position
         spread = (S[:, :-1].max(1).values - S[:, :-1].min(1).values).max()
-        history.append(
-            {
-                "step": t,
-                "train_loss": L,
-                "test_accuracy": accuracy(predict(f, rtol), test_set),
-                "parent_attention": float(profile[N - 2]),
-                "attention_profile": profile.cpu().tolist(),
-                "attention_spread": float(spread),
-                "kl": kl_divergence(f, test_set, cfg.kl_norm, cfg.eps),
-                "v_direction_error": v_direction_error(V, Pi) if is_circle and square else None,
-                "f_direction_error": f_direction_error(f, test_set),
-                "circulant_residual": circulant_residual(V) if is_circle and square else None,
-                "ones_residual": ones_residual(V) if square else None,
-            }
-        )
-        _check_finite(history[-1], t)
+        record = {
+            "step": t,
+            "train_loss": L,
+            "test_accuracy": accuracy(predict(f, rtol), test_set),
+            "parent_attention": float(profile[N - 2]),
+            "attention_profile": profile.cpu().tolist(),
+            "attention_spread": float(spread),
+            "kl": kl_divergence(f, test_set, cfg.kl_norm, cfg.eps),
+            "v_direction_error": v_direction_error(V, Pi) if is_circle and square else None,
+            "f_direction_error": f_direction_error(f, test_set),
+            "circulant_residual": circulant_residual(V) if is_circle and square else None,
+            "ones_residual": ones_residual(V) if square else None,
+        }
+        _check_finite(record, t)
+        if recorded:
+            history.append(record)
+            if observe is not None:
+                observations[t] = observe(t, net)
         if t in snap_steps:
             snapshots[t] = {
                 "V": V.tolist(),
-                "attention_profile": history[-1]["attention_profile"],
+                "attention_profile": record["attention_profile"],
                 "attended_token": (test_set.weights[:, None] * XS).sum(0).cpu().tolist(),
             }
         if t < cfg.steps:
-            net.step(_eta(cfg, t))
+            _advance(net, cfg, t)
             bar.update(1)
     bar.close()
     final = {
         "V": V.tolist(),
-        "attention_profile": history[-1]["attention_profile"],
+        "attention_profile": record["attention_profile"],
         "w": net.w_tilde().cpu().tolist(),
     }
     if net.A is not None:
         final["A"] = net.A.detach().cpu().tolist()
-    return TrainResult(config=config, history=history, final=final, snapshots=snapshots, model=net)
+    return TrainResult(
+        config=config, history=history, final=final, snapshots=snapshots, model=net, observations=observations
+    )
+
+
+def _advance(net, cfg: TrainConfig, t: int) -> None:
+    """The GD update from step t to t+1 (gradients already computed), rotation-projected if ``cfg.rotate``."""
+    if cfg.rotate:
+        net.project_rotation()
+    net.step(_eta(cfg, t))
 
 
 def _check_finite(record: dict, t: int) -> None:

@@ -78,3 +78,17 @@ def test_atomic_writer_refuses_nan_and_leaves_nothing_behind(tmp_path):
     with pytest.raises(ValueError, match="refusing to write .*metrics.json: Out of range float values are not JSON compliant"):
         write_json_atomic({"kl": float("nan")}, tmp_path / "metrics.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_record_steps_and_rotate_flags_keep_only_those_steps(tmp_path):
+    flags = ["--K", "5", "--N", "4", "--M", "6", "--p", "0.7", "--steps", "4", "--population"]
+    assert main(["train", *flags, "--out", str(tmp_path / "every")]) == 0
+    assert main(["train", *flags, "--record-steps", "4,0", "--rotate", "--out", str(tmp_path / "some")]) == 0
+    every, some = (json.loads((tmp_path / n / "metrics.json").read_text()) for n in ("every", "some"))
+    assert [h["step"] for h in some["history"]] == [0, 4]
+    assert some["config"]["train"]["record_steps"] == [0, 4] and some["config"]["train"]["rotate"] is True
+    # the rotation reduction changes only the float rounding (8 rooted walks, 4 steps): ≪ 1e-12
+    for a, b in zip(some["history"], [every["history"][0], every["history"][4]]):
+        assert a["test_accuracy"] == b["test_accuracy"]
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-12
+    assert main(["train", *flags, "--record-steps", "0,x", "--out", str(tmp_path / "bad")]) == 2
