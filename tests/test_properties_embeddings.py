@@ -57,7 +57,7 @@ def _summary(run, tokens: torch.Tensor) -> dict[str, np.ndarray]:
 
 @settings(max_examples=scaled(30))
 @given(
-    task_spec=st.one_of(circle_configs(N=(2, 7)), finite_tasks(inputs=(2, 6), min_positive=2)),
+    task_spec=st.one_of(circle_configs(N=(2, 7)), finite_tasks(inputs=(1, 6))),
     mu=mus(),
     eta=etas(),
     eps=epsilons(),

@@ -38,7 +38,7 @@ from strategies import (
 from rwnumeric import load_oracle
 from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, read_oracle, write_oracle
 
-TASKS = {"circle": circle_configs(K=(3, 5), N=(2, 4)), "finite": finite_tasks(K=(2, 4), N=(2, 4), inputs=(2, 5), min_positive=2)}
+TASKS = {"circle": circle_configs(K=(3, 5), N=(2, 4)), "finite": finite_tasks(K=(2, 4), N=(2, 4), inputs=(1, 5))}
 
 
 POINTS = (sp.Rational(3, 10), sp.Rational(7, 5), sp.Rational(-13, 17))
