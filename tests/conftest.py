@@ -36,6 +36,22 @@ def assert_close(actual: object, expected: object, atol: float, what: str = "") 
     assert err <= atol, f"{what}: max abs error {err:.3g} exceeds the tolerance {atol:g}"
 
 
+def assert_rel(actual: object, expected: object, rtol: float, what: str = "") -> float:
+    """Assert max |actual - expected| <= rtol·max(1, max |expected|); returns the scaled error.
+
+    Scaling by max(1, ·) makes the check relative for large values and absolute near zero, where a
+    relative error is meaningless (exact zeros of the oracle).
+    """
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
+    if not e.size:
+        return 0.0
+    err = float(np.max(np.abs(a - e))) / max(1.0, float(np.max(np.abs(e))))
+    assert err <= rtol, f"{what}: relative error {err:.3g} exceeds the tolerance {rtol:g}"
+    return err
+
+
 def transition_by_hand(K: int, p: float) -> np.ndarray:
     """Π from MATH.md §1, written out independently of rwtasks: row i = current state (0-based)."""
     Pi = np.zeros((K, K))

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from conftest import assert_rel
 from strategies import (
     LOSSES,
     circle_configs,
@@ -37,11 +38,6 @@ RTOL = 1e-12
 STEPS = 3
 
 
-def assert_rel(actual, expected, what: str) -> None:
-    a, e = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
-    err = float(np.max(np.abs(a - e))) / max(1.0, float(np.max(np.abs(e))))
-    assert err <= RTOL, f"{what}: relative difference {err:.3g} exceeds {RTOL:g}"
 
 
 def _summary(run, tokens: torch.Tensor) -> dict[str, np.ndarray]:
@@ -76,4 +72,4 @@ def test_trajectory_depends_on_embeddings_only_through_mu(task_spec, mu, eta, ep
     for emb in (first, second):
         run = numeric_run(task, emb.model(K, N), STEPS, eta, eps, loss, snapshots=snaps, fast=False)
         for key, value in _summary(run, tokens).items():
-            assert_rel(value, ideal[key], f"{key} with {emb} (reference path) vs the ideal Gram μI")
+            assert_rel(value, ideal[key], RTOL, f"{key} with {emb} (reference path) vs the ideal Gram μI")

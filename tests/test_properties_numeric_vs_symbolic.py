@@ -31,6 +31,7 @@ import sympy as sp
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from conftest import assert_rel
 from strategies import (
     LOSSES,
     circle_configs,
@@ -70,13 +71,6 @@ class Evaluator:
         return np.array([[float(self(e)) for e in row] for row in exprs], dtype=np.float64)
 
 
-def assert_rel(actual, expected, what: str) -> float:
-    a, e = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
-    scale = max(1.0, float(np.max(np.abs(e)))) if e.size else 1.0
-    err = float(np.max(np.abs(a - e))) / scale if e.size else 0.0
-    assert err <= RTOL, f"{what}: relative error {err:.3g} exceeds {RTOL:g}"
-    return err
 
 
 def tie_rule_is_unambiguous(fs: list[list[sp.Float]]) -> bool:
@@ -103,13 +97,13 @@ def check_trajectory(task, mu: Fraction, eta: Fraction, eps: Fraction, loss: str
         run = numeric_run(task, embedding.model(K, N), t, eta, eps, loss)
         f_num, S_num, _ = run.model.evaluate(torch.as_tensor(tokens))
         w = np.asarray(run.final["w"])  # W x̃_N = [w_tok; w_pos]
-        assert_rel(run.final["V"], num.array(state.V.tolist()), f"V({t})")
-        assert_rel(w[:K], num.array([list(state.w_tok)])[0], f"w_tok({t})")
-        assert_rel(P.T @ w[K:] / float(mu), num.array([list(state.c)])[0], f"c({t})")
-        assert_rel(S_num.numpy(), num.array(state.S), f"S({t}) per input")
+        assert_rel(run.final["V"], num.array(state.V.tolist()), RTOL, f"V({t})")
+        assert_rel(w[:K], num.array([list(state.w_tok)])[0], RTOL, f"w_tok({t})")
+        assert_rel(P.T @ w[K:] / float(mu), num.array([list(state.c)])[0], RTOL, f"c({t})")
+        assert_rel(S_num.numpy(), num.array(state.S), RTOL, f"S({t}) per input")
         f_exact = [[num(v) for v in fi] for fi in state.f]
-        assert_rel(f_num.numpy(), np.array(f_exact, dtype=np.float64), f"f({t}) per input")
-        assert_rel(run.history[t]["train_loss"], float(num(state.loss)), f"loss({t})")
+        assert_rel(f_num.numpy(), np.array(f_exact, dtype=np.float64), RTOL, f"f({t}) per input")
+        assert_rel(run.history[t]["train_loss"], float(num(state.loss)), RTOL, f"loss({t})")
         accuracy = state.accuracy
         assert accuracy.is_Rational, f"derive left the accuracy at step {t} undecided: {accuracy}"
         if tie_rule_is_unambiguous(f_exact):
