@@ -112,8 +112,8 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
         pop = task.population()
         ev = make(pop.tokens, pop.labels, pop.float_probs(), pop)
         if cfg.rotate:  # the walks rooted at node 0 with weights ×K: the law of the walk given s_1 = 0
-            rooted = pop.tokens[:, 0] == 0
-            train_set = make(pop.tokens[rooted], pop.labels[rooted], pop.float_probs()[rooted] * task.K)
+            rooted = task.rooted_population()
+            train_set = make(rooted.tokens, rooted.labels, rooted.float_probs() * task.K)
             return train_set, ev, np.random.default_rng(init_seq)
         return ev, ev, np.random.default_rng(init_seq)
     tr = task.sample(cfg.train_size, generator=np.random.default_rng(train_seq))

@@ -70,17 +70,8 @@ def rooted_walks(task: CircleWalk) -> Inputs:
             f"{float(2**steps):.3g} rooted walks, above the limit {MAX_INPUTS}; use N <= "
             f"{MAX_INPUTS.bit_length()} or rwnumeric for sampled training"
         )
-    codes = np.arange(2**steps, dtype=np.int64)
-    clockwise = (codes[:, None] >> np.arange(steps)[None, :]) & 1  # (2^(N-1), N-1), same coding as rwtasks
-    n_cw = clockwise.sum(axis=1)
-    p, K = task.p, task.K
-    if p.is_number and p in (0, 1):
-        keep = n_cw == (steps if p == 1 else 0)
-        clockwise, n_cw = clockwise[keep], n_cw[keep]
-    moves = 2 * clockwise - 1
-    walks = np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1) % K
-    values = tuple(p**a * (1 - p) ** (steps - a) / K for a in range(steps + 1))
-    return Inputs(walks[:, :-1].copy(), walks[:, -1].copy(), n_cw, values, K, rotation=True)
+    rooted = task.rooted_population(limit=MAX_INPUTS)
+    return Inputs(rooted.tokens, rooted.labels, rooted.prob_index, rooted.prob_values, task.K, rotation=True)
 
 
 def population_inputs(population: Population) -> Inputs:

@@ -72,6 +72,7 @@ class CircleWalk:
     def population(self, limit: int = MAX_EXACT_WALKS) -> Population:
         """All walks with their exact probabilities (1/K)·p^#cw·(1-p)^#ccw; zero-probability walks dropped.
 
+        Input r·n + i is input i of ``rooted_population()`` rotated by r (node k -> k + r mod K).
         Refuses populations above ``limit`` walks, naming the count and suggesting sampling.
         """
         if self.walk_count > limit:
@@ -81,7 +82,32 @@ class CircleWalk:
                 f"limit of {limit}; use sample(n, seed=...) for a sampled training set "
                 "(or rwsymbolic's structured expectations for exact work)"
             )
+        rooted = self.rooted_population()
+        shifts = np.arange(self.K, dtype=np.int64)[:, None, None]  # (K, 1, 1) rotation r
+
+        def rotate(ids: np.ndarray) -> np.ndarray:
+            return ((ids[None] + shifts) % self.K).reshape(-1, *ids.shape[1:])
+
+        return Population(
+            tokens=rotate(rooted.tokens),
+            labels=rotate(rooted.labels[:, None])[:, 0],
+            prob_index=np.tile(rooted.prob_index, self.K),
+            prob_values=rooted.prob_values,
+            K=self.K,
+        )
+
+    def rooted_population(self, limit: int = MAX_EXACT_WALKS) -> Population:
+        """The walks that start at node 0, with their joint probabilities (which sum to 1/K).
+
+        The population is their K rotations, so rotation-equivariant expectations need only these
+        2^(N-1) walks (zero-probability ones dropped when p ∈ {0, 1}).
+        """
         steps = self.N - 1
+        if 2**steps > limit:
+            raise ValueError(
+                f"CircleWalk(K={self.K}, N={self.N}): the walks from one start number 2^(N-1) = "
+                f"{float(2**steps):.3g}, above the limit of {limit}; use sample(n, seed=...) instead"
+            )
         codes = np.arange(2**steps, dtype=np.int64)
         clockwise = (codes[:, None] >> np.arange(steps)[None, :]) & 1  # (2^(N-1), N-1) 1 = +1 step
         n_cw = clockwise.sum(axis=1)
@@ -89,18 +115,11 @@ class CircleWalk:
             keep = n_cw == (steps if self.p == 1 else 0)
             clockwise, n_cw = clockwise[keep], n_cw[keep]
         moves = 2 * clockwise - 1
-        offsets = np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1)
-        starts = np.arange(self.K, dtype=np.int64)
-        walks = (starts[:, None, None] + offsets[None, :, :]) % self.K  # (K, walks per start, N)
-        walks = walks.reshape(-1, self.N)
+        walks = np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1) % self.K
         p, K = self.p, self.K
         values = tuple(p**a * (1 - p) ** (steps - a) / K for a in range(steps + 1))
         return Population(
-            tokens=walks[:, :-1].copy(),
-            labels=walks[:, -1].copy(),
-            prob_index=np.tile(n_cw, self.K),
-            prob_values=values,
-            K=K,
+            tokens=walks[:, :-1].copy(), labels=walks[:, -1].copy(), prob_index=n_cw, prob_values=values, K=K
         )
 
     def sample(
