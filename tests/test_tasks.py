@@ -179,3 +179,15 @@ def test_finite_task_drops_zero_probability_inputs_and_samples_by_probability():
     assert pop.size == 2 and list(pop.exact_probs()) == [sp.Rational(1, 4), sp.Rational(3, 4)]
     _, labels = task.sample(4000, seed=0)
     assert labels.min() == 1  # the zero-probability input (label 0) is never drawn
+
+
+def test_population_is_the_K_rotations_of_the_rooted_walks():
+    walk = CircleWalk(5, 4, symbol("p"))
+    rooted, pop = walk.rooted_population(), walk.population()
+    assert np.all(rooted.tokens[:, 0] == 0)
+    assert sp.expand(sp.Add(*rooted.exact_probs()) - sp.Rational(1, 5)) == 0
+    n = rooted.size
+    for r in range(5):
+        block = slice(r * n, (r + 1) * n)
+        assert np.array_equal(pop.tokens[block], (rooted.tokens + r) % 5)
+        assert np.array_equal(pop.labels[block], (rooted.labels + r) % 5)
