@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
@@ -22,6 +23,21 @@ class UsageError(Exception):
     """Bad user input: printed as one line and exit code 2."""
 
 
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--p -1/2`` -> ``--p=-1/2``: argparse takes "-1/2" for an option, but it is a (bad) value.
+
+    >>> _attach_negative_values(["signal", "--p", "-1/2", "--K", "3"])
+    ['signal', '--p=-1/2', '--K', '3']
+    """
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-[\d.]", arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; bad input gives one line on stderr and exit 2."""
     parser = argparse.ArgumentParser(prog="rw", description=__doc__)
@@ -31,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(module_name)
         modules[name] = module
         module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         return int(modules[args.command].run(args) or 0)
     except (UsageError, ValueError) as err:
