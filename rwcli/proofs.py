@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from tqdm import tqdm
 
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(names):
         nonlocal bar
-        bar = tqdm(names, desc="certificates", unit="cert")
+        bar = tqdm(names, desc="certificates", unit="cert", disable=not sys.stderr.isatty())  # a bar only on a terminal
         for name in bar:
             bar.set_postfix_str(name.rsplit(".", 1)[-1])
             yield name
