@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 #: The allowed methods, best first. Numeric evidence is never called a proof.
 METHODS = (
     "symbolic proof",
@@ -64,17 +66,12 @@ def _jsonable(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else str(value)
-    try:
-        import numpy as np
-
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return _jsonable(float(value))
-        if isinstance(value, np.ndarray):
-            return _jsonable(value.tolist())
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        pass
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return _jsonable(float(value))
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
     return str(value)
 
 
