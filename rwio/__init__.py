@@ -1,9 +1,28 @@
-"""Atomic file output shared by every package: readers never see a half-written file.
+"""Output safety shared by every package: paths checked before work, a memory check, atomic files.
 
-Each writer puts the content in a temporary file in the target's folder and then ``os.replace``s
-it onto the target (atomic on POSIX), creating the folder if needed.
+``check_output_dir`` / ``check_output_file`` refuse an output path that could not be written
+(an existing file where a folder is needed and vice versa, a read-only or permission-denied folder)
+before a command starts its work; ``check_memory`` refuses a request whose estimated memory exceeds
+``available_memory()``. Each writer puts the content in a temporary file in the target's folder,
+created with the user's umask, and then ``os.replace``s it onto the target (atomic on POSIX),
+creating the folder if needed; a failure raises ``WriteError`` and leaves no partial file.
 """
 
-from rwio._atomic import save_figure_atomic, write_bytes_atomic, write_json_atomic, write_text_atomic
+from rwio._atomic import WriteError, save_figure_atomic, write_bytes_atomic, write_json_atomic, write_text_atomic
+from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
+from rwio._paths import OutputPathError, check_output_dir, check_output_file
 
-__all__ = ["save_figure_atomic", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
+__all__ = [
+    "MemoryEstimateError",
+    "OutputPathError",
+    "WriteError",
+    "available_memory",
+    "check_memory",
+    "check_output_dir",
+    "check_output_file",
+    "format_bytes",
+    "save_figure_atomic",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]

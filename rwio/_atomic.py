@@ -2,25 +2,57 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
+class WriteError(OSError):
+    """Writing an output file failed (a full disk, a folder made read-only meanwhile); nothing was left behind.
+
+    The message names the path and the reason in one line; ``errno`` is the underlying error's.
+    """
+
+
+def _temp_beside(path: Path) -> str:
+    """Create an empty temporary file next to ``path`` with mode 0666 less the umask (what ``open`` gives).
+
+    ``tempfile.mkstemp`` would create it 0600, and the rename keeps that mode: others could not read it.
+    """
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return str(tmp)
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
 def _replace_atomically(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
-    """Call ``write(tmp)`` on a temp file beside ``path``, then rename it onto ``path``."""
+    """Call ``write(tmp)`` on a temp file beside ``path``, then rename it onto ``path``.
+
+    An ``OSError`` on the way becomes a one-line ``WriteError`` naming ``path``; the temp file is removed
+    and an existing ``path`` is left as it was.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _temp_beside(path)
         write(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, WriteError):
+            failure = WriteError(f"cannot write {path}: {err.strerror or err}")
+            failure.errno = err.errno
+            raise failure from None
         raise
     return path
 
