@@ -1,13 +1,16 @@
-"""The task options shared by ``rw derive`` and ``rw signal``: --task, --K, --N, --p, --json."""
+"""The task options shared by ``rw derive`` and ``rw signal``: --task, --K, --N, --p.
+
+Only argparse is imported here: ``rw --help`` and argument errors must not load SymPy; the task
+classes are imported when a command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rwtasks import CircleWalk, FiniteTask, check_int, qa_task1, qa_task2
-
-_QA_TASKS = {"qa1": qa_task1, "qa2": qa_task2}
+if TYPE_CHECKING:
+    from rwtasks import CircleWalk, FiniteTask
 
 
 def add_task_arguments(parser: argparse.ArgumentParser, p_help: str) -> None:
@@ -21,6 +24,8 @@ def add_task_arguments(parser: argparse.ArgumentParser, p_help: str) -> None:
 
 def parse_int(text: str | None, name: str, low: int) -> int:
     """``--name`` as an integer >= ``low``, or a one-line ValueError."""
+    from rwtasks import check_int
+
     try:
         value = int(text)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -28,19 +33,15 @@ def parse_int(text: str | None, name: str, low: int) -> int:
     return check_int(value, f"--{name}", low)
 
 
-def check_json_folder(path: str | None) -> None:
-    """Refuse a --json FILE whose folder does not exist, before any work is done."""
-    if path and not Path(path).parent.is_dir():
-        raise ValueError(f"--json {path}: the folder {Path(path).parent} does not exist")
-
-
 def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
     """The task the options name; circle walks without --p get the symbol p."""
+    from rwtasks import CircleWalk, qa_task1, qa_task2
+
     if args.task == "circle":
         if args.K is None or args.N is None:
             raise ValueError("--task circle needs --K (>= 3) and --N (>= 2)")
         return CircleWalk(parse_int(args.K, "K", 3), parse_int(args.N, "N", 2), "p" if args.p is None else args.p)
-    task = _QA_TASKS[args.task]()
+    task = {"qa1": qa_task1, "qa2": qa_task2}[args.task]()
     if args.p is not None:
         raise ValueError(f"--p applies to --task circle only, not to --task {args.task}")
     for name, fixed in (("K", task.K), ("N", task.N)):

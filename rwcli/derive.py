@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import sympy as sp
+from rwcli._task_args import add_task_arguments, parse_int, task_from_args
+from rwio import check_output_file
 
-from rwcli._task_args import add_task_arguments, check_json_folder, parse_int, task_from_args
-from rwsymbolic import Trajectory, derive, exact_string, long_integers, write_oracle
+if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
+    from rwsymbolic import Trajectory
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -31,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _show(value: object) -> str:
     """An exact value if short, else its float (or its size when symbolic)."""
+    import sympy as sp
+
+    from rwsymbolic import exact_string
+
     if isinstance(value, sp.MatrixBase):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
@@ -46,6 +52,8 @@ def _show(value: object) -> str:
 
 def render(traj: Trajectory) -> str:
     """Human-readable trajectory: V pretty-printed when short, the other quantities one line each."""
+    import sympy as sp
+
     lines = [f"rw derive: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, "
              f"population={traj.population_size} inputs"]  # fmt: skip
     for s in traj.states:
@@ -65,9 +73,12 @@ def render(traj: Trajectory) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Build the task, derive the trajectory, print it, and write the oracle JSON if asked."""
-    check_json_folder(args.json)
+    if args.json:
+        check_output_file(args.json, "--json")
     steps = parse_int(args.steps, "steps", 0)
     task = task_from_args(args)
+    from rwsymbolic import derive, long_integers, write_oracle
+
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss)
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render(traj))

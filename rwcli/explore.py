@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rwexplore import explore, write_report
-from rwtasks import load_task_spec
+from rwio import check_output_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse the spec, run ``rwexplore.explore`` and write the report atomically."""
-    spec = load_task_spec(args.spec)
+    steps = None
     if args.steps is not None:
         try:
             steps = int(args.steps)
@@ -30,6 +29,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--steps={args.steps!r} is not an integer: steps must be in 1..8") from None
         if not 1 <= steps <= 8:
             raise ValueError(f"--steps={steps} is out of range: steps must be in 1..8")
+    check_output_dir(args.out, "--out", files=("REPORT.md", "explore.json"))
+    from rwexplore import explore, write_report  # SymPy and torch load here, not for --help
+    from rwtasks import load_task_spec
+
+    spec = load_task_spec(args.spec)
+    if steps is not None:
         spec.explore["steps"] = steps
     result = explore(spec, train=args.train, progress=sys.stderr.isatty())
     written = write_report(result, args.out)

@@ -1,4 +1,9 @@
-"""Entry point of the ``rw`` console command: one subcommand per module in this package."""
+"""Entry point of the ``rw`` console command: one subcommand per module in this package.
+
+Each subcommand module imports only argparse and ``rwio`` at the top and loads torch and SymPy inside
+its ``run``, so ``rw --help`` and argument errors answer at once. Every output path is checked before
+any work starts.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,11 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("reproduce", "rwcli.reproduce", "reproduce the paper's figures, REPORT.md and the p = 1 sensitivity study"),
     ("explore", "rwcli.explore", "is a task's token average informative, and does GD stay stuck? (JSON spec)"),
 ]
+
+
+EPILOG = """exit status: 0 success; 2 bad input, refused before any work (a value out of range, an output path
+that cannot be written, a size whose memory estimate exceeds the memory available); 1 a failure while
+working (e.g. writing an output file failed, in which case no partial file is left)"""
 
 
 class UsageError(Exception):
@@ -40,7 +50,12 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; bad input gives one line on stderr and exit 2."""
-    parser = argparse.ArgumentParser(prog="rw", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="rw",
+        description="rw: check training-dynamics claims about one-layer transformers exactly",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, module_name, help_text in COMMANDS:
@@ -53,9 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as err:
         print(f"rw {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(f"rw {args.command}: error: ran out of memory; use smaller sizes", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # output piped into e.g. `head`, which closed early: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stops the flush at exit from failing again
         return 0
+    except OSError as err:  # rwio.WriteError names the file; any other I/O failure still gets one line
+        print(f"rw {args.command}: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from tqdm import tqdm
-
-import proofs
+from rwio import check_output_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,9 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every certificate passes (holds or corrected), 1 otherwise."""
+    check_output_dir(args.out, "--out", files=("PROOFS.md", "proofs.json"))
+    from tqdm import tqdm
+
+    import proofs  # the certificates load SymPy: only once the command runs
+
     ids = proofs.certificate_ids()
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ValueError(f"--out {args.out!r} exists and is not a folder: give a folder for PROOFS.md and proofs.json")
     if args.only:
         for wanted in args.only:
             if wanted not in ids:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from rwcli._task_args import add_task_arguments, check_json_folder, task_from_args
-from rwsymbolic import signal_report, write_signal_json
+from rwcli._task_args import add_task_arguments, task_from_args
+from rwio import check_output_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the task, print ``SignalReport.render()``, and write JSON if asked."""
-    check_json_folder(args.json)
+    if args.json:
+        check_output_file(args.json, "--json")
     task = task_from_args(args)
+    from rwsymbolic import signal_report, write_signal_json  # SymPy loads here, not for --help
+
     report = signal_report(task)
     print(report.render())
     if args.json:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import os
 
-from rwnumeric import ModelConfig, TrainConfig, train, write_json_atomic
-from rwtasks import CircleWalk, qa_task1, qa_task2
+from rwio import check_output_dir
 
 TASKS = ("circle", "qa1", "qa2")
 
@@ -46,8 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="comma-separated steps whose metrics go into history (default: every step), e.g. 0,100,2000")
     a("--rotate", action="store_true",
       help="circle populations from zero init: exact rotation reduction (K times fewer training walks)")
+    a("--record-params", action="store_true",
+      help="keep V, w = W x~_N (and A with --relu-width) at every recorded step in metrics.json under \"params\"")
     a("--threads", type=int, default=1,
-      help="torch threads (default 1: the tensors are small and extra threads mostly add overhead)")
+      help=f"torch threads, 1..{os.cpu_count() or 1} (the cores here; default 1: the tensors are small and "
+           "extra threads mostly add overhead)")
     a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
 
 
@@ -58,11 +60,39 @@ def _snapshots(text: str, flag: str = "--snapshots") -> tuple[int, ...]:
         raise ValueError(f"{flag}={text!r} must be comma-separated integers, e.g. 100,400") from None
 
 
+def _numeric_p(text: str) -> object:
+    """--p as an exact number in [0, 1]: training samples walks, so a symbol such as p is refused."""
+    from rwtasks import exact, is_numeric
+
+    try:
+        p = exact(text, "--p")
+    except ValueError:
+        p = None
+    if p is None or not is_numeric(p):
+        raise ValueError(f"--p={text!r} is not a number: rw train needs --p in [0, 1], e.g. 1/2, 0.7 or 1")
+    return p
+
+
+def _loss_note(loss: str, value: float) -> str:
+    """Why a log-loss value is negative: -log(z+eps) < 0 once z + eps > 1, which a confident output reaches."""
+    return " (negative because -log(z+eps) < 0 where z+eps > 1)" if loss == "log" and value < 0 else ""
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build the task and configs from the flags, train, write DIR/metrics.json."""
+    """Build the task and configs from the flags, train, write DIR/metrics.json.
+
+    The printed ``train_loss`` is the mean training loss at the last step; with the log-loss
+    -log(z + eps) it is negative once the predicted probabilities z of the labels plus eps exceed 1.
+    """
+    if not 1 <= args.threads <= (os.cpu_count() or 1):
+        raise ValueError(f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)")
+    path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    from rwnumeric import ModelConfig, TrainConfig, train, write_json_atomic  # torch loads here, not for --help
+    from rwtasks import CircleWalk, qa_task1, qa_task2
+
     if args.task == "circle":
         task = CircleWalk(
-            6 if args.K is None else args.K, 97 if args.N is None else args.N, "1/2" if args.p is None else args.p
+            6 if args.K is None else args.K, 97 if args.N is None else args.N, _numeric_p("1/2" if args.p is None else args.p)
         )
     else:
         task = qa_task1() if args.task == "qa1" else qa_task2()
@@ -102,13 +132,13 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         record_steps=None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps"),
         rotate=args.rotate,
+        record_params=args.record_params,
     )
     result = train(task, model, cfg, progress=True)
-    path = Path(args.out) / "metrics.json"
     write_json_atomic(result.to_json(), path)
     last = result.history[-1]
     print(
-        f"wrote {path}: step {last['step']}, train_loss {last['train_loss']:.6g}, "
+        f"wrote {path}: step {last['step']}, train_loss {last['train_loss']:.6g}{_loss_note(args.loss, last['train_loss'])}, "
         f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
     )
     return 0
