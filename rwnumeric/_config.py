@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rwtasks import CircleWalk, FiniteTask
+from rwtasks import CircleWalk, FiniteTask, is_numeric
 
 LOSS_NAMES = ("log", "squared", "exp")
 INIT_NAMES = ("zero", "gaussian")
@@ -75,7 +75,9 @@ class TrainConfig:
     not evaluated, which is most of a step's cost. ``rotate``: circle-walk populations from zero init
     only, train on the walks rooted at node 0 (weights ×K) and project the gradients onto the
     rotation-invariant parameters (V circulant, u = w_tok constant), exact by the rotation symmetry
-    as in ``rwsymbolic.derive(rotate=True)``; K times fewer training inputs.
+    as in ``rwsymbolic.derive(rotate=True)``; K times fewer training inputs. ``record_params``: keep
+    the parameters (V, w = W x̃_N and, with the ReLU head, A) at every recorded step in
+    ``TrainResult.params`` (JSON key "params"), not only at the end in ``final``.
     """
 
     steps: int = 50
@@ -97,6 +99,7 @@ class TrainConfig:
     threads: int | None = None
     record_steps: Sequence[int] | None = None
     rotate: bool = False
+    record_params: bool = False
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -125,6 +128,7 @@ class TrainConfig:
             "threads": self.threads,
             "record_steps": None if self.record_steps is None else sorted({int(s) for s in self.record_steps}),
             "rotate": bool(self.rotate),
+            "record_params": bool(self.record_params),
         }
 
 
@@ -212,6 +216,8 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
                 raise ValueError(
                     f"record_steps entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
                 )
+    if not isinstance(cfg.record_params, bool):
+        raise ValueError(f"record_params={cfg.record_params!r} must be True or False")
     if not isinstance(cfg.rotate, bool):
         raise ValueError(f"rotate={cfg.rotate!r} must be True or False")
     if cfg.rotate:
@@ -239,3 +245,56 @@ def _check_rotation(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         why = f"gram={model.gram!r} (the reduction is offered for the spec's P^T P = mu*I only; use 'ideal')"
     if why is not None:
         raise ValueError(f"rotate=True is exact only for circle-walk populations from zero init: {why}")
+
+
+#: Bytes per entry of a Python float held in a list (8-byte pointer + 24-byte float object).
+_PY_FLOAT_BYTES = 32
+
+
+def memory_estimate(task: object, model: ModelConfig, cfg: TrainConfig) -> dict[str, int]:
+    """Bytes ``train`` allocates at its peak, by part, counted from the arrays it builds (an upper estimate).
+
+    Parts: ``inputs`` (sampled walks as NumPy int64 and their torch copies, the sampling temporaries,
+    the true law of y per input), ``activations`` (logits, attention and their gradients over the
+    larger data set), ``embeddings`` (P, the Gram matrix, W(0) of a Gaussian init, the full W of the
+    reference path), ``history`` (recorded metrics, snapshots and parameters as Python floats).
+
+    >>> from rwtasks import CircleWalk
+    >>> parts = memory_estimate(CircleWalk(6, 97, "1/2"), ModelConfig(K=6, N=97, M=200_000), TrainConfig())
+    >>> parts["embeddings"] > 200_000 * 97 * 8 > parts["inputs"]
+    True
+    """
+    K, N, M = model.K, model.N, model.M
+    m = K if model.relu_width is None else model.relu_width
+    b = 8 if cfg.dtype == "float64" else 4
+    if cfg.population:
+        size = _population_size(task)
+        n_train = n_test = size
+        walk_bytes = 8 * N * size * 2 + 8 * N * size  # tokens, labels and their torch copies
+    else:
+        n_train, n_test = cfg.train_size, cfg.test_size
+        # Kept walks (n, N) and their torch copies, plus the temporaries of one sampling call:
+        # uniform draws, moves, cumulative sums and offsets, (n, N-1) or (n, N) each.
+        walk_bytes = 2 * 8 * N * (n_train + n_test) + 4 * 8 * N * max(n_train, n_test)
+    inputs = walk_bytes + (8 + b) * K * (n_train + n_test)
+    n = max(n_train, n_test)
+    activations = b * n * (6 * N + 4 * (K + m))  # logits, exp, S, saved and gradient copies; X S, f
+    embeddings = (8 + b) * M * N * 2 + b * N * N + 3 * b * (m * K + K * m) + b * (K + M) * 2
+    if cfg.init == "gaussian" or not cfg.fast:
+        embeddings += (8 + b + 2 * b) * (K + M) ** 2  # W(0) in NumPy and torch; W and its gradient
+    if not cfg.fast:
+        from rwnumeric._model import REFERENCE_CHUNK_BYTES
+
+        embeddings += 3 * REFERENCE_CHUNK_BYTES  # the explicit X̃ of one chunk, its attention and gradient
+    recorded = cfg.steps + 1 if cfg.record_steps is None else len(set(cfg.record_steps)) + 1
+    per_step = N + 12 + (m * K + K + M + K * m if cfg.record_params else 0)
+    history = _PY_FLOAT_BYTES * (recorded * per_step + len(set(cfg.snapshots)) * (m * K + N + K))
+    return {"inputs": inputs, "activations": activations, "embeddings": embeddings, "history": 2 * history}
+
+
+def _population_size(task: object) -> int:
+    """Inputs of the exact population without building it (a circle walk beyond its limit is refused later)."""
+    if isinstance(task, CircleWalk):
+        moving = not (is_numeric(task.p) and task.p in (0, 1))
+        return task.K * (2 ** min(task.N - 1, 64) if moving else 1)
+    return len(task.labels)

@@ -12,7 +12,8 @@ import sympy as sp
 import torch
 from tqdm import tqdm
 
-from rwnumeric._config import ModelConfig, TrainConfig, validate
+from rwio import check_memory
+from rwnumeric._config import ModelConfig, TrainConfig, memory_estimate, validate
 from rwnumeric._embeddings import nominal_mu, positional_embeddings
 from rwnumeric._losses import Loss
 from rwnumeric._metrics import (
@@ -45,7 +46,13 @@ HISTORY_KEYS = (
 
 @dataclass
 class TrainResult:
-    """What a run produced: ``config``, ``history`` (the recorded steps), ``final`` parameters, ``snapshots``.
+    """What a run produced: ``config``, ``history`` (the recorded steps), ``final`` parameters, ``snapshots``,
+    and with ``record_params`` the parameters at every recorded step, ``params[t]`` with the keys of ``final``
+    other than the attention profile (V, w = W x̃_N, and A with the ReLU head).
+
+    ``history[i]["train_loss"]`` is the training objective, the weighted mean of ℓ(z) over the training
+    set; for the log-loss ℓ(z) = -log(z + ε) it is negative whenever z + ε > 1 (z = e_yᵀf can reach 1),
+    so values down to -log(1 + ε) are expected, not a bug.
 
     ``observations[t]`` holds what ``train``'s ``observe(t, model)`` returned at recorded step t (not in the JSON).
     """
@@ -56,15 +63,19 @@ class TrainResult:
     snapshots: dict[int, dict] = field(default_factory=dict)
     model: object = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
     observations: dict[int, object] = field(default_factory=dict, repr=False, compare=False)
+    params: dict[int, dict] | None = None
 
     def to_json(self) -> dict:
-        """JSON-able dict (snapshot steps become string keys)."""
-        return {
+        """JSON-able dict (snapshot and parameter steps become string keys; "params" only with record_params)."""
+        out = {
             "config": self.config,
             "history": self.history,
             "final": self.final,
             "snapshots": {str(k): v for k, v in sorted(self.snapshots.items())},
         }
+        if self.params is not None:
+            out["params"] = {str(k): v for k, v in sorted(self.params.items())}
+        return out
 
     def W(self) -> np.ndarray:
         """The full trained W ∈ R^{(K+M)×(K+M)} (rebuilt from the rank-one updates on the fast path)."""
@@ -149,6 +160,10 @@ def train(
     ([0, 1, 2], 0.333...)
     """
     validate(task, model, cfg)
+    parts = memory_estimate(task, model, cfg)
+    largest = max(parts, key=parts.__getitem__)
+    check_memory(sum(parts.values()), f"training K={model.K}, N={model.N}, M={model.M} (largest part: {largest})",
+                 _MEMORY_ALTERNATIVES[largest])  # fmt: skip
     previous_threads = torch.get_num_threads()
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
@@ -156,6 +171,15 @@ def train(
         return _train(task, model, cfg, progress, observe)
     finally:
         torch.set_num_threads(previous_threads)
+
+
+#: What to lower when a part of ``memory_estimate`` dominates a refused request.
+_MEMORY_ALTERNATIVES = {
+    "inputs": "use a smaller train_size/test_size (--train-size, --test-size) or N",
+    "activations": "use a smaller train_size/test_size (--train-size, --test-size) or N",
+    "embeddings": "use a smaller M or N (and the fast path with zero init, which never builds W)",
+    "history": "record fewer steps (record_steps, --record-steps) or drop record_params",
+}
 
 
 def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, observe) -> TrainResult:
@@ -195,6 +219,7 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, o
     }
     history: list[dict] = []
     snapshots: dict[int, dict] = {}
+    params: dict[int, dict] | None = {} if cfg.record_params else None
     bar = tqdm(total=cfg.steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t in range(cfg.steps + 1):
         L = net.loss_and_grad(train_set.tokens, train_set.labels, train_set.weights, loss, t)
@@ -224,6 +249,8 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, o
         _check_finite(record, t)
         if recorded:
             history.append(record)
+            if params is not None:
+                params[t] = _parameters(net, V)
             if observe is not None:
                 observations[t] = observe(t, net)
         if t in snap_steps:
@@ -236,16 +263,19 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, o
             _advance(net, cfg, t)
             bar.update(1)
     bar.close()
-    final = {
-        "V": V.tolist(),
-        "attention_profile": record["attention_profile"],
-        "w": net.w_tilde().cpu().tolist(),
-    }
-    if net.A is not None:
-        final["A"] = net.A.detach().cpu().tolist()
+    final = {"attention_profile": record["attention_profile"], **_parameters(net, V)}
     return TrainResult(
-        config=config, history=history, final=final, snapshots=snapshots, model=net, observations=observations
-    )
+        config=config, history=history, final=final, snapshots=snapshots, model=net, observations=observations,
+        params=params,
+    )  # fmt: skip
+
+
+def _parameters(net, V: np.ndarray) -> dict:
+    """V, w = W x̃_N (all of W the model uses at the query) and, with the ReLU head, A, as nested lists."""
+    out = {"V": V.tolist(), "w": net.w_tilde().cpu().tolist()}
+    if net.A is not None:
+        out["A"] = net.A.detach().cpu().tolist()
+    return out
 
 
 def _advance(net, cfg: TrainConfig, t: int) -> None:
