@@ -19,10 +19,13 @@ from rwtasks._exact import check_in_unit_interval, is_numeric
 from rwtasks._finite import FiniteTask
 from rwtasks._graph import (
     MAX_FINITE_INPUTS,
+    adjacency_walk,
     cayley_walk,
     exact_expr,
     graph_walk,
     lazy_circle_walk,
+    named_graph_walk,
+    undirected_graph_walk,
 )
 from rwtasks._qa import qa_task1, qa_task2
 
@@ -157,6 +160,12 @@ FAMILIES: dict[str, Family] = {
         Family("lazy_circle", lazy_circle_walk, "circle walk that stays put w.p. q", ("p", "q")),
         Family("graph", graph_walk, "random walk on a graph given by [from, to, probability] edges",
                ("laziness",)),
+        Family("undirected_graph", undirected_graph_walk, "random walk to a uniform (or weighted) neighbour "
+               "on an undirected graph given by [a, b] or [a, b, weight] edges", ("laziness",)),
+        Family("adjacency_graph", adjacency_walk, "random walk to a uniform (or weighted) neighbour given "
+               "by neighbour lists {node: [neighbours]} or {node: {neighbour: weight}}", ("laziness",)),
+        Family("named_graph", named_graph_walk, "simple random walk on a cycle, complete, complete_bipartite, "
+               "hypercube or grid graph of a given size", ("laziness",)),
         Family("cayley", cayley_walk, "random walk on the Cayley graph of a cyclic, dihedral or "
                "symmetric group", ("laziness",)),
         Family("qa1", qa_task1, "QA Task 1: the more frequent fruit in a list of five (MATH.md §6)"),

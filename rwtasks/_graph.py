@@ -3,7 +3,9 @@
 A walk task: s_1 drawn from a start law (uniform unless given), s_{i+1} ~ row s_i of a transition
 matrix P; tokens s_1..s_{N-1}, label y = s_N, exactly as for circle walks (MATH.md §1). The exact
 population enumerates every path of positive probability, so it is a ``FiniteTask``.
-Graphs come from an edge list, a lazy circle, or the Cayley graph of a small group.
+Graphs come from a directed edge list with probabilities, from shorthands that give the walk's
+neighbours (undirected edges, adjacency lists, or a common graph by name, each step going to a
+uniform or weight-proportional neighbour), a lazy circle, or the Cayley graph of a small group.
 """
 
 from __future__ import annotations
@@ -197,6 +199,193 @@ def graph_walk(
         _check_probability(prob, f"edges[{e}] probability")
         P[ends[0], ends[1]] = prob
     return walk_task(_lazy(P, laziness), N, names=names, start=start, name="graph")
+
+
+#: Most nodes a graph shorthand builds (the exact transition matrix has K² SymPy entries, and every
+#: exact check downstream works with K×K matrices).
+MAX_GRAPH_NODES = 256
+
+
+def _neighbour_walk(
+    names: list[str], weights: list[dict[int, sp.Expr]], N: int, laziness: object, start: object, name: str
+) -> FiniteTask:
+    """The walk that leaves node i for neighbour j with probability weights[i][j] / Σ_k weights[i][k]."""
+    if len(names) > MAX_GRAPH_NODES:
+        raise ValueError(f"the graph has {len(names)} nodes, above the limit of {MAX_GRAPH_NODES}")
+    K = len(names)
+    P = sp.zeros(K, K)
+    for i, row in enumerate(weights):
+        if not row:
+            raise ValueError(f"node {names[i]!r} has no neighbours: a walk could not leave it")
+        total = sp.Add(*row.values())
+        for j, w in row.items():
+            P[i, j] = sp.cancel(w / total)
+    return walk_task(_lazy(P, laziness), N, names=names, start=start, name=name)  # type: ignore[arg-type]
+
+
+def _weight(value: object, where: str) -> sp.Expr:
+    """An exact number > 0 (symbolic weights would make the probabilities rational functions; the
+    ``graph`` family's [from, to, probability] edges take symbolic probabilities)."""
+    w = exact_expr(value, where)
+    if not is_numeric(w):
+        raise ValueError(f"{where}={value!r} must be a number > 0 (symbolic probabilities: use [from, to, probability] edges)")
+    if not w > 0:
+        raise ValueError(f"{where}={w} is out of range: a weight must be > 0")
+    return w
+
+
+def _node(index: dict[str, int], names: list[str], end: object, where: str) -> int:
+    key = str(end) if not isinstance(end, bool) else None
+    if key not in index:
+        raise ValueError(f"{where}: node {end!r} is not one of the nodes {names}")
+    return index[key]
+
+
+def undirected_graph_walk(
+    nodes: int | Sequence[str],
+    edges: Sequence[Sequence[object]],
+    N: int,
+    laziness: object = 0,
+    start: Sequence[object] | None = None,
+) -> FiniteTask:
+    """The simple random walk on an undirected graph: ``edges`` = [(a, b), ...] or [(a, b, weight), ...].
+
+    Each edge joins a and b both ways; a step goes to a neighbour chosen uniformly, or with
+    probability weight / (total weight at the node) when weights (numbers > 0) are given; the
+    probabilities are exact rationals.
+    ``laziness`` q turns P into q·I + (1-q)·P.
+
+    >>> t = undirected_graph_walk(["a", "b", "c"], [("a", "b"), ("b", "c")], N=2)
+    >>> t.vocab, t.prob_values
+    (('a', 'b', 'c'), (1/3, 1/6, 1/6, 1/3))
+    """
+    names = _node_names(nodes)
+    return _neighbour_walk(names, _undirected_weights(names, edges), N, laziness, start, "undirected_graph")
+
+
+def _undirected_weights(names: list[str], edges: Sequence[Sequence[object]]) -> list[dict[int, sp.Expr]]:
+    """Each node's neighbours with their weights (1 when not given); an edge counts both ways."""
+    index = {n: i for i, n in enumerate(names)}
+    weights: list[dict[int, sp.Expr]] = [{} for _ in names]
+    for e, edge in enumerate(edges):
+        if not isinstance(edge, (list, tuple)) or len(edge) not in (2, 3):
+            raise ValueError(f"edges[{e}]={edge!r} must be [a, b] or [a, b, weight]")
+        a, b = (_node(index, names, end, f"edges[{e}]") for end in edge[:2])
+        if a == b:
+            raise ValueError(f"edges[{e}]: {edge[0]!r} joins a node to itself; use laziness to stay put")
+        if b in weights[a]:
+            raise ValueError(f"edges[{e}]: the edge {edge[0]!r} - {edge[1]!r} is listed twice")
+        w = _weight(edge[2], f"edges[{e}] weight") if len(edge) == 3 else sp.Integer(1)
+        weights[a][b] = weights[b][a] = w
+    return weights
+
+
+def adjacency_walk(
+    adjacency: Mapping[str, Sequence[str] | Mapping[str, object]],
+    N: int,
+    laziness: object = 0,
+    start: Sequence[object] | None = None,
+) -> FiniteTask:
+    """The walk given by neighbour lists: ``adjacency[node]`` is a list of neighbours (each step goes to
+    one chosen uniformly) or a mapping {neighbour: weight} (chosen with probability weight / total).
+
+    Nodes are the keys, in order. The lists are out-neighbours: list each node in the other's list
+    for an undirected graph. ``laziness`` q turns P into q·I + (1-q)·P.
+
+    >>> t = adjacency_walk({"a": ["b", "c"], "b": ["a"], "c": {"a": 1, "b": 3}}, N=2)
+    >>> t.vocab, t.prob_values
+    (('a', 'b', 'c'), (1/6, 1/6, 1/3, 1/12, 1/4))
+    """
+    if not isinstance(adjacency, Mapping) or not adjacency:
+        raise ValueError("adjacency must be a non-empty mapping {node: [neighbours] or {neighbour: weight}}")
+    names = _node_names([str(n) for n in adjacency])
+    index = {n: i for i, n in enumerate(names)}
+    weights: list[dict[int, sp.Expr]] = []
+    for node, neighbours in adjacency.items():
+        where = f"adjacency[{str(node)!r}]"
+        if isinstance(neighbours, Mapping):
+            items = [(j, _weight(w, f"{where}[{j!r}]")) for j, w in neighbours.items()]
+        elif isinstance(neighbours, (list, tuple)):
+            items = [(j, sp.Integer(1)) for j in neighbours]
+        else:
+            raise ValueError(f"{where}={neighbours!r} must be a list of neighbours or a mapping {{neighbour: weight}}")
+        row: dict[int, sp.Expr] = {}
+        for j, w in items:
+            k = _node(index, names, j, where)
+            if k in row:
+                raise ValueError(f"{where}: neighbour {j!r} is listed twice")
+            row[k] = w
+        weights.append(row)
+    return _neighbour_walk(names, weights, N, laziness, start, "adjacency_graph")
+
+
+def _cycle(n: int) -> tuple[list[str], list[tuple[int, int]]]:
+    return [str(i) for i in range(n)], [(i, (i + 1) % n) for i in range(n)]
+
+
+def _complete(n: int) -> tuple[list[str], list[tuple[int, int]]]:
+    return [str(i) for i in range(n)], list(itertools.combinations(range(n), 2))
+
+
+def _complete_bipartite(a: int, b: int) -> tuple[list[str], list[tuple[int, int]]]:
+    names = [f"a{i}" for i in range(a)] + [f"b{j}" for j in range(b)]
+    return names, [(i, a + j) for i in range(a) for j in range(b)]
+
+
+def _hypercube(d: int) -> tuple[list[str], list[tuple[int, int]]]:
+    names = [format(v, f"0{d}b") for v in range(2**d)]
+    return names, [(v, v ^ (1 << k)) for v in range(2**d) for k in range(d) if v < v ^ (1 << k)]
+
+
+def _grid(rows: int, cols: int) -> tuple[list[str], list[tuple[int, int]]]:
+    names = [f"{r},{c}" for r in range(rows) for c in range(cols)]
+    right = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
+    down = [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]
+    return names, right + down
+
+
+#: name -> (builder of (node names, undirected edges), the size parameters, the least value of each)
+NAMED_GRAPHS: dict[str, tuple[object, tuple[str, ...], tuple[int, ...]]] = {
+    "cycle": (_cycle, ("n",), (3,)),
+    "complete": (_complete, ("n",), (2,)),
+    "complete_bipartite": (_complete_bipartite, ("a", "b"), (1, 1)),
+    "hypercube": (_hypercube, ("d",), (1,)),
+    "grid": (_grid, ("rows", "cols"), (1, 1)),
+}
+
+
+def named_graph_walk(
+    graph: str,
+    size: int | Sequence[int],
+    N: int,
+    laziness: object = 0,
+    start: Sequence[object] | None = None,
+) -> FiniteTask:
+    """The simple random walk (uniform neighbour) on a common graph, made lazy by ``laziness`` q.
+
+    ``graph`` and ``size``: "cycle" n (nodes "0".."n-1"), "complete" n (K_n), "complete_bipartite"
+    [a, b] (nodes a0.., b0..), "hypercube" d (bit strings "000".."111" joined when they differ in
+    one bit), "grid" [rows, cols] (nodes "r,c", 4-neighbour, no wrap-around).
+
+    >>> t = named_graph_walk("hypercube", 2, N=2, laziness="1/2")
+    >>> t.vocab, t.prob_values[:3]
+    (('00', '01', '10', '11'), (1/8, 1/16, 1/16))
+    """
+    if graph not in NAMED_GRAPHS:
+        raise ValueError(f"graph={graph!r} is not one of {sorted(NAMED_GRAPHS)}")
+    build, params, lows = NAMED_GRAPHS[graph]
+    sizes = list(size) if isinstance(size, (list, tuple)) else [size]
+    if len(sizes) != len(params):
+        raise ValueError(f"size={size!r}: the {graph} graph takes {len(params)} size(s), [{', '.join(params)}]")
+    sizes = [check_int(v, f"size ({p})", low) for v, p, low in zip(sizes, params, lows)]
+    count = 2 ** sizes[0] if graph == "hypercube" else int(sp.prod(sizes)) if graph == "grid" else sum(sizes)
+    if count > MAX_GRAPH_NODES:
+        raise ValueError(f"size={size!r}: the {graph} graph has {count} nodes, above the limit of {MAX_GRAPH_NODES}")
+    names, pairs = build(*sizes)  # type: ignore[operator]
+    if len(names) < 2:
+        raise ValueError(f"size={size!r}: the {graph} graph needs at least 2 nodes")
+    weights = _undirected_weights(names, [(names[a], names[b]) for a, b in pairs])
+    return _neighbour_walk(names, weights, N, laziness, start, graph)
 
 
 def lazy_circle_walk(K: int, N: int, p: object, q: object) -> FiniteTask:

@@ -32,6 +32,11 @@ INSTANCES = {
     "lazy_circle": lambda: lazy_circle_walk(3, 4, "p", "q"),
     "graph": lambda: graph_walk(["a", "b", "c"], [["a", "b", "p"], ["a", "c", "1-p"], ["b", "a", 1],
                                                   ["c", "c", "1/2"], ["c", "a", "1/2"]], N=4),  # fmt: skip
+    "undirected_graph": lambda: make_task("undirected_graph", {"nodes": 3, "edges": [[0, 1, 2], [1, 2]], "N": 4,
+                                                                 "laziness": "q"}),
+    "adjacency_graph": lambda: make_task("adjacency_graph", {"adjacency": {"a": ["b"], "b": {"a": "1/3", "b": 2}},
+                                                             "N": 4}),  # fmt: skip
+    "named_graph": lambda: make_task("named_graph", {"graph": "grid", "size": [2, 3], "N": 3, "laziness": "q"}),
     "cayley_cyclic": lambda: cayley_walk("cyclic", 5, {"1": "p", "-1": "1-p"}, N=4),
     "cayley_dihedral": lambda: cayley_walk("dihedral", 3, {"r": "1/3", "s": "2/3"}, N=3, laziness="q"),
     "cayley_symmetric": lambda: cayley_walk("symmetric", 3, {"102": "p", "021": "1-p"}, N=3),
@@ -55,8 +60,8 @@ def test_every_catalogue_population_sums_to_one_exactly(name):
 def test_catalogue_covers_every_family_and_the_schema_lists_the_same_names():
     schema_names = set(task_spec_schema()["$defs"]["family_task"]["properties"]["family"]["enum"])
     assert schema_names == set(FAMILIES)
-    assert {"circle", "lazy_circle", "graph", "cayley", "qa1", "qa2", "majority", "count", "permutation",
-            "first_of_two"} == set(FAMILIES)  # fmt: skip
+    assert {"circle", "lazy_circle", "graph", "undirected_graph", "adjacency_graph", "named_graph", "cayley", "qa1",
+            "qa2", "majority", "count", "permutation", "first_of_two"} == set(FAMILIES)  # fmt: skip
 
 
 def _law(task):
