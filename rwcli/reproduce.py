@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from rwio import check_output_dir
+from rwio import check_memory, check_output_dir
 
 #: What FIG accepts, for the help text (checked against ``rwrepro.TARGETS`` by the tests; the names are
 #: validated by ``rwrepro.expand_targets`` when the command runs, so torch is not loaded for --help).
@@ -47,13 +47,33 @@ def parse_jobs(text: str | None) -> int | None:
     return jobs
 
 
+def _check_memory(figures: list[str], quick: bool, jobs: int | None) -> None:
+    """Refuse before any run when the largest runs that train at the same time (one per worker) would
+    not fit in the memory available; each run's estimate is ``rwnumeric.memory_estimate``."""
+    from rwnumeric import memory_estimate
+    from rwrepro import default_jobs, expand_targets, figure_specs, sensitivity_runs
+
+    specs = figure_specs(quick)
+    planned = []
+    for name in expand_targets(figures):
+        if name == "sensitivity":
+            run, grid = sensitivity_runs(quick)
+            planned += [(run, choices) for choices in grid]
+        else:
+            planned += [(run, opt) for opt in specs[name].all_options() for run in specs[name].runs]
+    sizes = sorted((sum(memory_estimate(*run.build(opt)).values()) for run, opt in planned), reverse=True)
+    workers = min(default_jobs() if jobs is None else jobs, len(sizes))
+    check_memory(sum(sizes[:workers]), f"rw reproduce with {workers} worker process(es)",
+                 "use fewer workers (--jobs 1) or --quick")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     """Reproduce the figures asked for and print the report's summary line."""
     jobs = parse_jobs(args.jobs)
     check_output_dir(args.out, "--out", files=("REPORT.md", "report.json"))
-    from rwrepro import expand_targets, reproduce  # torch and matplotlib load here, not for --help
+    from rwrepro import reproduce  # torch and matplotlib load here, not for --help
 
-    expand_targets(args.figures)  # an unknown FIG is refused before any run starts
+    _check_memory(args.figures, args.quick, jobs)  # also refuses an unknown FIG before any run starts
     report = reproduce(args.figures, args.out, quick=args.quick, jobs=jobs)
     s = report["summary"]
     print(f"{args.out}/REPORT.md: {s['rows']} claims, {s['agree']} agree, {s['rows'] - s['agree']} disagree")

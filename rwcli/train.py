@@ -87,13 +87,23 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.threads <= (os.cpu_count() or 1):
         raise ValueError(f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)")
     path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
-    from rwnumeric import ModelConfig, TrainConfig, train, write_json_atomic  # torch loads here, not for --help
-    from rwtasks import CircleWalk, qa_task1, qa_task2
+    from rwnumeric import (  # torch loads here, not for --help
+        ModelConfig,
+        TrainConfig,
+        train,
+        write_json_atomic,
+    )
+    from rwtasks import MAX_EXACT_WALKS, CircleWalk, qa_task1, qa_task2
 
     if args.task == "circle":
-        task = CircleWalk(
-            6 if args.K is None else args.K, 97 if args.N is None else args.N, _numeric_p("1/2" if args.p is None else args.p)
-        )
+        K, N = 6 if args.K is None else args.K, 97 if args.N is None else args.N
+        task = CircleWalk(K, N, _numeric_p("1/2" if args.p is None else args.p))
+        if args.population and task.walk_count > MAX_EXACT_WALKS:
+            raise ValueError(
+                f"--population: the circle walk with K={task.K}, N={task.N} has {float(task.walk_count):.3g} walks, "
+                f"above the limit of {MAX_EXACT_WALKS} for the exact population; drop --population to train on "
+                "--train-size sampled walks"
+            )
     else:
         task = qa_task1() if args.task == "qa1" else qa_task2()
         if args.p is not None:
@@ -137,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
     result = train(task, model, cfg, progress=True)
     write_json_atomic(result.to_json(), path)
     last = result.history[-1]
+    loss = last["train_loss"]
     print(
-        f"wrote {path}: step {last['step']}, train_loss {last['train_loss']:.6g}{_loss_note(args.loss, last['train_loss'])}, "
+        f"wrote {path}: step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
         f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
     )
     return 0

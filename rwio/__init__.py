@@ -8,7 +8,13 @@ created with the user's umask, and then ``os.replace``s it onto the target (atom
 creating the folder if needed; a failure raises ``WriteError`` and leaves no partial file.
 """
 
-from rwio._atomic import WriteError, save_figure_atomic, write_bytes_atomic, write_json_atomic, write_text_atomic
+from rwio._atomic import (
+    WriteError,
+    save_figure_atomic,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
 

@@ -8,7 +8,7 @@
 """
 
 from rwio import write_json_atomic
-from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig
+from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
@@ -26,6 +26,7 @@ __all__ = [
     "exp_loss",
     "load_oracle",
     "log_loss",
+    "memory_estimate",
     "positional_embeddings",
     "predict",
     "squared_loss",

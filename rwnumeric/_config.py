@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rwtasks import CircleWalk, FiniteTask, is_numeric
+from rwtasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, is_numeric
 
 LOSS_NAMES = ("log", "squared", "exp")
 INIT_NAMES = ("zero", "gaussian")
@@ -247,6 +247,8 @@ def _check_rotation(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         raise ValueError(f"rotate=True is exact only for circle-walk populations from zero init: {why}")
 
 
+#: Fixed memory of a run beyond its arrays: torch kernels and allocator pools at first use.
+_OVERHEAD_BYTES = 64 * 2**20
 #: Bytes per entry of a Python float held in a list (8-byte pointer + 24-byte float object).
 _PY_FLOAT_BYTES = 32
 
@@ -257,7 +259,9 @@ def memory_estimate(task: object, model: ModelConfig, cfg: TrainConfig) -> dict[
     Parts: ``inputs`` (sampled walks as NumPy int64 and their torch copies, the sampling temporaries,
     the true law of y per input), ``activations`` (logits, attention and their gradients over the
     larger data set), ``embeddings`` (P, the Gram matrix, W(0) of a Gaussian init, the full W of the
-    reference path), ``history`` (recorded metrics, snapshots and parameters as Python floats).
+    reference path), ``history`` (recorded metrics, snapshots and parameters as Python floats), and a
+    fixed ``overhead`` for torch's first kernels and allocator (about 30 MiB measured; see
+    ``benchmarks/train_memory.py``, which compares the estimate with the peak memory of real runs).
 
     >>> from rwtasks import CircleWalk
     >>> parts = memory_estimate(CircleWalk(6, 97, "1/2"), ModelConfig(K=6, N=97, M=200_000), TrainConfig())
@@ -289,12 +293,14 @@ def memory_estimate(task: object, model: ModelConfig, cfg: TrainConfig) -> dict[
     recorded = cfg.steps + 1 if cfg.record_steps is None else len(set(cfg.record_steps)) + 1
     per_step = N + 12 + (m * K + K + M + K * m if cfg.record_params else 0)
     history = _PY_FLOAT_BYTES * (recorded * per_step + len(set(cfg.snapshots)) * (m * K + N + K))
-    return {"inputs": inputs, "activations": activations, "embeddings": embeddings, "history": 2 * history}
+    return {"inputs": inputs, "activations": activations, "embeddings": embeddings, "history": 2 * history,
+            "overhead": _OVERHEAD_BYTES}  # fmt: skip
 
 
 def _population_size(task: object) -> int:
-    """Inputs of the exact population without building it (a circle walk beyond its limit is refused later)."""
+    """Inputs of the exact population without building it; a circle walk beyond ``MAX_EXACT_WALKS`` counts
+    as that limit, since ``population()`` refuses it (with its own message) before allocating anything."""
     if isinstance(task, CircleWalk):
         moving = not (is_numeric(task.p) and task.p in (0, 1))
-        return task.K * (2 ** min(task.N - 1, 64) if moving else 1)
+        return min(task.K * (2 ** min(task.N - 1, 64) if moving else 1), MAX_EXACT_WALKS)
     return len(task.labels)

@@ -179,6 +179,7 @@ _MEMORY_ALTERNATIVES = {
     "activations": "use a smaller train_size/test_size (--train-size, --test-size) or N",
     "embeddings": "use a smaller M or N (and the fast path with zero init, which never builds W)",
     "history": "record fewer steps (record_steps, --record-steps) or drop record_params",
+    "overhead": "free some memory",
 }
 
 
