@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from rwio import check_output_dir
+from rwio import check_memory, check_output_dir
+
+if TYPE_CHECKING:
+    from rwtasks import TaskSpec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +21,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", action="store_true",
                         help="also train numerically from zero and from Gaussian init (sigmas in the spec)")  # fmt: skip
     parser.add_argument("--steps", help="exact GD steps of the stuck-manifold check, 1..8 (overrides the spec)")
+
+
+def _check_memory(spec: TaskSpec) -> None:
+    """Refuse --train before any work when its largest run (runs are one after another) would not fit."""
+    from rwexplore import train_configs
+    from rwnumeric import memory_estimate
+
+    need = 0
+    for point in spec.points():
+        task = spec.task(**point)
+        for *_, model, cfg in train_configs(task, spec.train):
+            need = max(need, sum(memory_estimate(task, model, cfg).values()))
+    check_memory(need, "rw explore --train", "lower train.train_size / train.test_size or train.M in the spec, "
+                 "or set train.population to false for a sampled training set")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     spec = load_task_spec(args.spec)
     if steps is not None:
         spec.explore["steps"] = steps
+    if args.train:
+        _check_memory(spec)
     result = explore(spec, train=args.train, progress=sys.stderr.isatty())
     written = write_report(result, args.out)
     for point in result.points:

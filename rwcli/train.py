@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--relu-width", type=int, default=None, help="use f = A ReLU(V X S) with hidden width m >= 1 (Fig 10)")
     a("--loss", choices=("log", "squared", "exp"), default="log", help="loss of e_y^T f (default log)")
     a("--eta", type=float, default=1.0, help="learning rate > 0 (default 1)")
-    a("--eps", type=float, default=0.1, help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1)")
+    a("--eps", type=float, default=0.1,
+      help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1); train_loss is negative once z+eps > 1")
     a("--steps", type=int, default=50, help="GD steps >= 0 (default 50)")
     a("--train-size", type=int, default=1000, help="sampled training inputs >= 1 (default 1000)")
     a("--test-size", type=int, default=1000, help="sampled test inputs >= 1 (default 1000)")

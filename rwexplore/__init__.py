@@ -10,7 +10,7 @@ from rwexplore._explore import GENERIC_VALUES, VERDICTS, Check, ExploreResult, P
 from rwexplore._report import EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION, explore_json, write_report
 from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
 from rwexplore._stuck import Manifold, OneStep, manifold_check, mean_label, one_step_check
-from rwexplore._train import TrainRun, reference_accuracies, train_runs
+from rwexplore._train import TrainRun, reference_accuracies, train_configs, train_runs
 
 __all__ = [
     "EXPLORE_FORMAT",
@@ -33,6 +33,7 @@ __all__ = [
     "signal_summary",
     "substitute",
     "task_symbols",
+    "train_configs",
     "train_runs",
     "write_report",
 ]

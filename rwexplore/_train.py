@@ -48,18 +48,22 @@ class TrainRun:
     attention_spread: list[float]
 
 
-def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress: bool = False) -> list[TrainRun]:
-    """Train from zero and from N(0, σ²) init for each σ in ``settings["sigmas"]`` (rwnumeric, float64).
+def train_configs(
+    task: CircleWalk | FiniteTask, settings: dict[str, Any]
+) -> list[tuple[str, str, float | None, ModelConfig, TrainConfig]]:
+    """(label, init, sigma, ModelConfig, TrainConfig) of each run ``train_runs`` makes: zero init, then
+    N(0, σ²) for each σ in ``settings["sigmas"]``. ``rw explore`` sizes them up front (memory).
 
-    ``settings`` holds steps, M, eta, eps, sigmas, population, train_size, test_size, seed
-    (``rwtasks.TRAIN_DEFAULTS`` gives the defaults).
+    >>> from rwtasks import TRAIN_DEFAULTS, qa_task2
+    >>> [(label, cfg.init) for label, _, _, _, cfg in train_configs(qa_task2(), TRAIN_DEFAULTS)]
+    [('zero', 'zero'), ('gaussian sigma=0.01', 'gaussian'), ('gaussian sigma=0.0001', 'gaussian')]
     """
     if settings["M"] < task.N:
         raise ValueError(f"spec.train.M: M={settings['M']} is out of range: M must be >= N={task.N}")
     model = ModelConfig(K=task.K, N=task.N, M=int(settings["M"]))
     inits: list[tuple[str, str, float | None]] = [("zero", "zero", None)]
     inits += [(f"gaussian sigma={s:g}", "gaussian", float(s)) for s in settings["sigmas"]]
-    runs = []
+    configs = []
     for label, init, sigma in inits:
         cfg = TrainConfig(
             steps=int(settings["steps"]),
@@ -73,6 +77,18 @@ def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress
             test_size=int(settings["test_size"]),
             threads=1,  # small tensors: one thread is fastest, and avoids contention on shared cores
         )
+        configs.append((label, init, sigma, model, cfg))
+    return configs
+
+
+def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress: bool = False) -> list[TrainRun]:
+    """Train from zero and from N(0, σ²) init for each σ in ``settings["sigmas"]`` (rwnumeric, float64).
+
+    ``settings`` holds steps, M, eta, eps, sigmas, population, train_size, test_size, seed
+    (``rwtasks.TRAIN_DEFAULTS`` gives the defaults).
+    """
+    runs = []
+    for label, init, sigma, model, cfg in train_configs(task, settings):
         result = train(task, model, cfg, progress=progress)
         runs.append(
             TrainRun(

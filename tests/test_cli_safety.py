@@ -266,3 +266,17 @@ def test_memory_estimate_grows_with_each_size_it_counts():
     assert total(n=200) - base >= 100 * 2 * 2 * 8 * 10
     assert total(init="gaussian") - base >= 8 * (3 + 20) ** 2  # W(0)
     assert total(record_params=True) > base
+
+
+def test_explore_train_refuses_up_front_when_its_largest_run_cannot_fit(monkeypatch, tmp_path, capsys):
+    def no_run(*args, **kwargs):
+        raise AssertionError("explore started although its memory estimate was refused")
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SPEC))
+    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
+    monkeypatch.setattr("rwexplore.explore", no_run)
+    assert main(["explore", str(spec), "--train", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "rw explore --train needs about" in err and "lower train.train_size" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
