@@ -162,6 +162,14 @@ def _lazy(P: sp.Matrix, laziness: object) -> sp.Matrix:
     return (q * sp.eye(P.rows) + (1 - q) * P).applyfunc(sp.expand)
 
 
+def _node(index: dict[str, int], names: list[str], end: object, where: str) -> int:
+    """The id of node ``end`` (given by name or id), or a ValueError naming ``where``."""
+    key = str(end) if not isinstance(end, bool) else None
+    if key not in index:
+        raise ValueError(f"{where}: node {end!r} is not one of the nodes {names}")
+    return index[key]
+
+
 def graph_walk(
     nodes: int | Sequence[str],
     edges: Sequence[Sequence[object]],
@@ -186,12 +194,7 @@ def graph_walk(
     for e, edge in enumerate(edges):
         if not isinstance(edge, (list, tuple)) or len(edge) != 3:
             raise ValueError(f"edges[{e}]={edge!r} must be [from, to, probability]")
-        ends = []
-        for end in edge[:2]:
-            key = str(end) if not isinstance(end, bool) else None
-            if key not in index:
-                raise ValueError(f"edges[{e}]: node {end!r} is not one of the nodes {names}")
-            ends.append(index[key])
+        ends = [_node(index, names, end, f"edges[{e}]") for end in edge[:2]]
         if tuple(ends) in seen:
             raise ValueError(f"edges[{e}]: edge {edge[0]!r} -> {edge[1]!r} is listed twice")
         seen.add(tuple(ends))
@@ -232,13 +235,6 @@ def _weight(value: object, where: str) -> sp.Expr:
     if not w > 0:
         raise ValueError(f"{where}={w} is out of range: a weight must be > 0")
     return w
-
-
-def _node(index: dict[str, int], names: list[str], end: object, where: str) -> int:
-    key = str(end) if not isinstance(end, bool) else None
-    if key not in index:
-        raise ValueError(f"{where}: node {end!r} is not one of the nodes {names}")
-    return index[key]
 
 
 def undirected_graph_walk(
