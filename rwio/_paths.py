@@ -44,6 +44,8 @@ def _unwritable_reason(folder: Path) -> str | None:
 def _check_creatable_folder(folder: Path, label: str) -> None:
     """``folder`` exists and is writable, or can be created inside a writable existing ancestor."""
     base = _nearest_existing(folder)
+    if base.is_symlink() and not base.exists():
+        raise OutputPathError(f"{label}: {base} is a link to a missing target")
     if not base.is_dir():
         raise OutputPathError(f"{label}: {base} is a file, not a folder")
     reason = _unwritable_reason(base)

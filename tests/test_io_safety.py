@@ -122,6 +122,12 @@ def test_path_checks_name_the_option_the_path_and_the_reason(check, make, reason
     assert str(tmp_path) in message and reason in message and "\n" not in message
 
 
+def test_a_dangling_link_is_named_as_such(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "missing")
+    with pytest.raises(OutputPathError, match="link is a link to a missing target"):
+        check_output_dir(tmp_path / "link" / "run", "--out")
+
+
 def test_the_memory_check_refuses_with_the_estimate_and_the_alternative():
     with pytest.raises(MemoryEstimateError) as info:
         check_memory(3 * 2**30, "the run", "use less", available=2**30)
