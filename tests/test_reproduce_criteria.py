@@ -129,7 +129,7 @@ def test_targets_expand_in_the_papers_order_and_all_includes_the_sensitivity_stu
     [
         (["reproduce", "fig3", "--out", "x"], "FIG='fig3' is not one of"),
         (["reproduce", "fig4", "--out", "x", "--jobs", "0"], "--jobs=0 is out of range"),
-        (["reproduce", "fig4", "--out", "x"], "--out=x exists and is not a folder"),
+        (["reproduce", "fig4", "--out", "x"], "--out x: exists and is a file, not a folder"),
     ],
     ids=["unknown-figure", "zero-jobs", "out-is-a-file"],
 )
