@@ -46,6 +46,7 @@ class Certification:
     trajectory: Trajectory
     attempts: list[dict]
     tolerance_met: bool
+    eval_set: WalkSet
     statements: list[Statement] = field(default_factory=list)
 
 
@@ -179,7 +180,7 @@ def certify(
         "distinct_train_inputs": train_set.size,
         "distinct_eval_inputs": eval_set.size,
     }
-    cert = Certification(task, config, gram, traj, attempts, widest <= tol)
+    cert = Certification(task, config, gram, traj, attempts, widest <= tol, eval_set)
     cert.statements = statements(task, traj, eval_set, threshold)
     return cert
 
