@@ -191,10 +191,18 @@ def _accuracy_bounds(preds: list[int | None], labels: np.ndarray, weights: list[
     return lo, lo + undecided
 
 
+def _names(task: object) -> list[str]:
+    circle = isinstance(task, CircleWalk)
+    return ["equal_attention"] + ["chance"] * circle + ["accuracy"] + ["bayes_optimal", "parent_attention"] * circle
+
+
 def statements(
     task: CircleWalk | FiniteTask, traj: Trajectory, eval_set: WalkSet, parent_threshold: Fraction
 ) -> list[Statement]:
     """The typed statements of a certified trajectory (Theorem 4.1 over all steps, Theorem 3.1 at the last)."""
+    if traj.stopped is not None:
+        return [Statement(name, "not reached", Outcome.INCONCLUSIVE, f"the certified run stopped: {traj.stopped}")
+                for name in _names(task)]  # fmt: skip
     out = []
     K, steps = eval_set.K, traj.records[-1].step
     # Theorem 4.1: equal token attention for every input at every step.

@@ -203,7 +203,9 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
         XS, XSd, S0 = fw.XS[i], fw.XSd[i], fw.S0[i]
         z = _scores(st, y, XS, fw.mass[i])
         if not z + eps > 0:
-            raise ArithmeticError(f"the log-loss is not certified defined: z + eps = {z + eps} for input {i}")
+            if z + eps <= 0:
+                raise ValueError(f"the log-loss -log(z + eps) is undefined: z + eps = {z + eps} <= 0 for input {i}")
+            raise _Undecided(f"the balls no longer show z + eps > 0 (input {i}: z + eps = {(z + eps).str(5)})")
         loss -= weights[i] * (z + eps).log()
         g = -weights[i] / (z + eps)  # w_i ℓ'(z_i)
         Vby, Vdy = st.Vb[y], st.Vd[y]
@@ -242,6 +244,10 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
     return loss, new
 
 
+class _Undecided(ArithmeticError):
+    """The balls became too wide to continue (the log-loss domain z + ε > 0 is no longer certified)."""
+
+
 @dataclass
 class StepRecord:
     """Everything certified at one recorded step t (balls; predictions None where undecided)."""
@@ -265,9 +271,13 @@ class Trajectory:
     records: list[StepRecord] = field(default_factory=list)
     #: ``State.symmetric()`` at every step 0..steps (not only the recorded ones)
     symmetry: list[tuple[bool, bool]] = field(default_factory=list)
+    #: why the run stopped early (balls too wide to continue), None when it reached the last step
+    stopped: str | None = None
 
     def max_relative_radius(self) -> float:
-        """The widest ball (relative to its size, absolute below 1) over every recorded quantity."""
+        """The widest ball (relative to its size, absolute below 1) over every recorded quantity; inf if stopped."""
+        if self.stopped is not None:
+            return float("inf")
         widest = 0.0
         for r in self.records:
             st = r.state
@@ -310,7 +320,11 @@ def run_trajectory(
             traj.symmetry.append(st.symmetric())
             tab = _Tables.build(st, mu_b)
             fw = _forward(train_set, st, tab)
-            loss, new = _step(train_set, st, tab, fw, w_train, eta_b, mu_b, eps_b)
+            try:
+                loss, new = _step(train_set, st, tab, fw, w_train, eta_b, mu_b, eps_b)
+            except _Undecided as why:
+                traj.stopped = f"step {t} at {prec} bits: {why}"
+                break
             if record_steps is None or t in record_steps or t == steps:
                 ev = _evaluate(train_set, st, tab, fw, w_train)
                 test = ev if same else _evaluate(eval_set, st, tab, _forward(eval_set, st, tab), w_eval)

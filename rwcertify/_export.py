@@ -82,7 +82,12 @@ def to_json(cert: Certification, comparison: dict | None = None) -> dict:
         "task": _task(task),
         "config": cert.config,
         "gram": cert.gram.to_json(),
-        "precision": {"prec": traj.prec, "attempts": cert.attempts, "tolerance_met": cert.tolerance_met},
+        "precision": {
+            "prec": traj.prec,
+            "attempts": cert.attempts,
+            "tolerance_met": cert.tolerance_met,
+            "stopped": traj.stopped,
+        },
         "statements": [s.to_json() for s in cert.statements],
         "steps": steps,
         "float_comparison": comparison,

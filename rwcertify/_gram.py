@@ -76,21 +76,34 @@ def enclose_gram(pos: str, M: int, N: int) -> GramEnclosure:
         raise ValueError(f"pos='sine' needs M > N (sin(π·i·m/M) vanishes at i = M), got M={M}, N={N}")
     P = sine_embeddings(M, N)
     G = P.transpose() * P  # (N, N) ball Gram matrix
-    mu = Fraction(M, 2)
-    mu_ball = arb(M) / 2
+    off, diag = check_gram(G, Fraction(M, 2))
+    return GramEnclosure(pos, M, N, Fraction(M, 2), off, diag)
+
+
+def check_gram(G: arb_mat, mu: Fraction) -> tuple[float, float]:
+    """(widest off-diagonal, widest diagonal radius) after checking every ball of G contains [μ·I]; else ValueError.
+
+    >>> check_gram(arb_mat([[2, 0], [0, 2]]), Fraction(2))
+    (0.0, 0.0)
+    >>> check_gram(arb_mat([[2, 1], [1, 2]]), Fraction(2))
+    Traceback (most recent call last):
+    ...
+    ValueError: the enclosed Gram entry (1, 2) = 1.00000000000000 does not contain 0: ...
+    """
+    mu_ball = arb(mu.numerator) / mu.denominator
     off = diag = 0.0
-    for i in range(N):
-        for j in range(N):
+    for i in range(G.nrows()):
+        for j in range(G.ncols()):
             g = G[i, j]
             target = mu_ball if i == j else arb(0)
             if not g.contains(target):
                 raise ValueError(
                     f"the enclosed Gram entry ({i + 1}, {j + 1}) = {g} does not contain {target}: "
-                    "the sine embeddings are not orthogonal with norm M/2 at this size"
+                    "the embeddings are not orthogonal with squared norm μ at this size"
                 )
-            rad = math.nextafter(float(g.rad()), math.inf)
+            rad = math.nextafter(float(g.rad()), math.inf) if not g.rad().is_zero() else 0.0
             if i == j:
                 diag = max(diag, rad)
             else:
                 off = max(off, rad)
-    return GramEnclosure(pos, M, N, mu, off, diag)
+    return off, diag
