@@ -19,7 +19,7 @@ from rwcertify._balls import MAX_PREC, MIN_PREC, Outcome, precision, sign
 from rwcertify._engine import Trajectory, run_trajectory
 from rwcertify._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
 from rwcertify._walks import WalkSet
-from rwtasks import CircleWalk, FiniteTask
+from rwtasks import CircleWalk, FiniteTask, exact
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,6 @@ class Certification:
 
 def _fraction(value: object, name: str) -> Fraction:
     """An exact positive rational from a number or a string such as "1/10" or "0.1" (read as a decimal)."""
-    from rwtasks import exact
-
     q = exact(value, name)
     if not q.is_Rational or not q > 0:
         raise ValueError(f"{name}={value!r} must be a positive rational number, e.g. 1, 0.1 or 1/10")
@@ -66,6 +64,20 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
     if high is not None and value > high:
         raise ValueError(f"{name}={value!r} is out of range: must be <= {high}")
     return int(value)
+
+
+#: Largest incidence matrix (inputs × tokens × positions balls) the engine builds: about 1 GB of memory.
+MAX_INCIDENCE = 2 * 10**7
+
+
+def _check_size(n: int, task: CircleWalk | FiniteTask, what: str) -> None:
+    entries = n * task.K * (task.N - 1)
+    if entries > MAX_INCIDENCE:
+        raise ValueError(
+            f"{what}={n} needs an incidence matrix of {entries:.3g} balls (about {entries * 48 / 1e9:.1f} GB) at "
+            f"K={task.K}, N={task.N}; the limit is {MAX_INCIDENCE:.0e}: use at most "
+            f"{MAX_INCIDENCE // (task.K * (task.N - 1))} walks"
+        )
 
 
 def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, test_size: int, seed: int):
@@ -82,6 +94,7 @@ def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, 
             if not sp.sympify(w).is_Rational:
                 raise ValueError(f"the population's probabilities must be exact rationals (got {w}): give a numeric p")
             weights.append(Fraction(int(w.p), int(w.q)))
+        _check_size(len(weights), task, "population size")
         ws = WalkSet.build(pop.tokens, pop.labels, weights, task.K)
         return ws, ws
     train_seq, test_seq, _ = np.random.SeedSequence(seed).spawn(3)  # as rwnumeric.train: train, test, init
@@ -139,6 +152,8 @@ def certify(
     if not population:
         train_size = _check_int(train_size, "train_size", 1)
         test_size = _check_int(test_size, "test_size", 1)
+        _check_size(train_size, task, "train_size")
+        _check_size(test_size, task, "test_size")
     seed = _check_int(seed, "seed", 0)
     prec = _check_int(prec, "prec", MIN_PREC, MAX_PREC)
     max_prec = _check_int(max_prec, "max_prec", prec, MAX_PREC)

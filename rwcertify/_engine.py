@@ -154,7 +154,6 @@ class Evaluation:
     predictions: list[int | None]
     attention_profile: list[arb]
     profile_differences: list[arb]
-    mass_positive: bool
 
 
 def _predict(f: list[arb]) -> int | None:
@@ -186,7 +185,7 @@ def _evaluate(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb
         C = (ws.AT * arb_mat(v)).entries()
         profile = [tab.Fe[j] * C[j] for j in range(L)] + [SNbar]
         diffs = [arb(0)] + [profile[j] - profile[0] for j in range(1, L)]
-    return Evaluation(preds, profile, diffs, all(m > 0 for m in fw.mass))
+    return Evaluation(preds, profile, diffs)
 
 
 def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], eta: arb, mu: arb, eps: arb):

@@ -152,6 +152,7 @@ BAD = [
     (["--p", "1/2", "--record-steps", "0,99"], "--record-steps"),
     (["--p", "1/2", "--pos", "onehot"], "onehot"),
     (["--p", "3/2"], "p"),
+    (["--p", "1/2", "--train-size", "10000000"], "train_size=10000000 needs an incidence matrix"),
     ([], "--p is required"),
 ]
 
