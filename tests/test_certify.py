@@ -184,3 +184,10 @@ def test_rw_certify_runs_as_a_console_command_with_the_float_comparison(tmp_path
     assert done.returncode == 0, done.stderr
     data = json.loads((tmp_path / "certify.json").read_text())
     assert data["float_comparison"]["first_step_outside"] is None
+
+
+def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("keep")
+    assert main(["certify", "--K", "3", "--N", "4", "--p", "1", "--out", str(target)]) == 2
+    assert "--out" in capsys.readouterr().err and target.read_text() == "keep"
