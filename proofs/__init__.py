@@ -2,7 +2,7 @@
 
 Each module ``proofs/<statement>.py`` states one lemma or theorem in its docstring, its scope, and
 ``certify(quick) -> Certificate``: a symbolic proof, an exact verification over a declared finite range,
-or numeric evidence — labelled as such, with a witness when it fails.
+a certified ball-arithmetic computation or numeric evidence — labelled as such, with a witness when it fails.
 """
 
 from proofs._certificate import METHODS, VERDICTS, Certificate

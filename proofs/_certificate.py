@@ -14,14 +14,16 @@ import numpy as np
 METHODS = (
     "symbolic proof",
     "exact verification over a finite range",
+    "certified ball arithmetic",
     "numeric evidence",
 )
 #: "holds": the statement (as certified, see ``statement``) was verified / supported.
 #: "fails": a counterexample was found (``witness`` holds it).
 #: "corrected": the printed statement fails (counterexample in ``witness``) and the corrected statement
 #: given in ``statement`` holds.
+#: "inconclusive": a certified computation could not decide the statement (its balls are too wide); never a pass.
 #: "error": the certificate could not run (the exception is in ``witness``); never a pass.
-VERDICTS = ("holds", "fails", "corrected", "error")
+VERDICTS = ("holds", "fails", "corrected", "inconclusive", "error")
 
 
 @dataclass
