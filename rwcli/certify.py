@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-from pathlib import Path
 
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 
@@ -61,13 +59,13 @@ def _positive_float(text: str, name: str, high: float) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Validate everything, certify, optionally compare a float64 run, write both files."""
+    from rwio import check_output_dir, write_json_atomic, write_text_atomic
+
+    out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
     from rwcertify import certify  # python-flint: imported only when the command runs
     from rwcertify._balls import MAX_PREC, MIN_PREC
     from rwcertify._export import schema, to_json, to_markdown
-    from rwio import write_json_atomic, write_text_atomic
 
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ValueError(f"--out {args.out!r} exists and is not a folder: give a folder for certify.json and CERTIFY.md")
     if args.task == "circle" and args.p is None:
         raise ValueError("--p is required: the certified engine needs a number in [0, 1], e.g. --p 1/2")
     task = task_from_args(args)
@@ -104,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
     import jsonschema
 
     jsonschema.validate(data, schema())
-    out = Path(args.out)
     js = write_json_atomic(data, out / "certify.json")
     md = write_text_atomic(to_markdown(data), out / "CERTIFY.md")
     for s in cert.statements:

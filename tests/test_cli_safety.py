@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from rwcli.main import COMMANDS as MAIN_COMMANDS
 from rwcli.main import main
 
 HEAVY = ("torch", "sympy", "matplotlib")
@@ -54,10 +55,12 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
         "proofs": (["proofs", "--quick", "--out", str(out)], "dir"),
         "reproduce": (["reproduce", "fig4", "--quick", "--out", str(out)], "dir"),
         "explore": (["explore", str(spec), "--out", str(out)], "dir"),
+        "certify": (["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)], "dir"),
     }
 
 
-COMMANDS = ("train", "derive", "signal", "proofs", "reproduce", "explore")
+#: Every subcommand of ``rw``: a new one fails here until ``_commands`` gives it an output path.
+COMMANDS = tuple(name for name, _module, _help in MAIN_COMMANDS)
 
 
 def _assert_refused(report: dict, err: str, path: Path, reason: str) -> None:
@@ -93,7 +96,13 @@ def test_an_output_below_a_file_is_refused_before_any_work(command, tmp_path):
 
 @pytest.mark.parametrize(
     "command,name",
-    [("train", "metrics.json"), ("proofs", "PROOFS.md"), ("reproduce", "REPORT.md"), ("explore", "explore.json")],
+    [
+        ("train", "metrics.json"),
+        ("proofs", "PROOFS.md"),
+        ("reproduce", "REPORT.md"),
+        ("explore", "explore.json"),
+        ("certify", "certify.json"),
+    ],
 )
 def test_a_folder_standing_where_an_output_file_goes_is_refused(command, name, tmp_path):
     spec = tmp_path / "spec.json"
