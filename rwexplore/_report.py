@@ -226,7 +226,8 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
     return "\n".join(lines)
 
 
-def _plot(check: Check, title: str, path: Path) -> None:
+def _plot(check: Check, title: str, path: Path) -> Any:
+    """Accuracy curves of the check's runs with the Bayes and constant-prediction levels; returns the Figure."""
     from matplotlib.figure import Figure
 
     assert check.runs is not None
@@ -251,6 +252,7 @@ def _plot(check: Check, title: str, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     save_figure_atomic(fig, path, dpi=100, metadata={"Software": None})
+    return fig
 
 
 def plot_title(name: str, task: CircleWalk | FiniteTask, params: dict[str, Any], values: dict[str, Any]) -> str:
