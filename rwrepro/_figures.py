@@ -264,9 +264,10 @@ def _draw_fig6(spec: FigureSpec, record: dict) -> dict[str, Figure]:
                    f"KL(true law of y | X ‖ f normalised), {run.name}: {what}", "KL divergence", log=True,
                    legend=None, colours=colours)  # fmt: skip
             if 0 in idx:  # the main option's panels carry the mark of its disagreeing claims
-                mark_disagreement(a, disagreeing_claims(rows, f"p = {run.p} "))
+                mark_disagreement(a, disagreeing_claims(rows, f"p = {run.p} reach", f"p = {run.p} does not reach"))
                 mark_disagreement(ax[2 * r + 1, col], disagreeing_claims(rows, "KL") if r == 0 else [])
-        legend_outside(ax[3, col], "below", ncol=1)
+        handles, labels = _merged_legend(*ax[:, col])  # the column's options and its OPT line
+        ax[3, col].legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0)
     return {"fig6.png": fig}
 
 

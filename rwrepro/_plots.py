@@ -122,9 +122,11 @@ def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title
     ``refs``: (value, kind, label) reference lines; ``legend``: "right", "below" or None (the caller
     places a shared legend). Data curves are solid, told apart by colour (and markers for the options).
     """
+    clipped = False
     for i, (label, values) in enumerate(series):
         y = np.array([np.nan if v is None else v for v in values], dtype=float)
         if log:
+            clipped = clipped or bool(np.any(y <= LOG_FLOOR))
             y = np.maximum(y, LOG_FLOOR)
         style = {"lw": 2.4, "zorder": 3} if i == 0 else {"lw": 1.2, "marker": "os^vDP*X"[i % 8], "ms": 3.5,
                                                          "markevery": max(1, len(y) // 8), "zorder": 2}  # fmt: skip
@@ -135,7 +137,8 @@ def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title
         reference_line(ax, value, kind, label)
     if log:
         ax.set_yscale("log")
-        rounding_band(ax)
+        if clipped:
+            rounding_band(ax)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("GD iteration t")
     ax.set_ylabel(ylabel)
@@ -149,7 +152,7 @@ def rounding_band(ax: Axes) -> None:
     ax.axhspan(LOG_FLOOR / 10, LOG_FLOOR * 1.3, color="0.9", zorder=0)
     ax.text(0.01, LOG_FLOOR / 3.5, f"≤ {LOG_FLOOR:g}: float64 rounding level (exact 0 drawn at {LOG_FLOOR:g})",
             transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=7, color="0.3")  # fmt: skip
-    bottom, top = ax.get_ylim()
+    top = ax.get_ylim()[1]
     ax.set_ylim(LOG_FLOOR / 10, max(top, LOG_FLOOR * 100))
 
 

@@ -297,7 +297,7 @@ def _labelled_lines(matrix: sp.Matrix, vocab: tuple[str, ...]) -> list[str]:
     first = max(len(corner), *(len(vocab[a]) for a in rows))
     widths = [max(len(vocab[b]), *(len(str(matrix[a, b])) for a in rows)) for b in cols]
     table = [f"{corner:<{first}}  " + "  ".join(f"{vocab[b]:>{w}}" for b, w in zip(cols, widths))]
-    table += [f"{vocab[a]:<{first}}  " + "  ".join(f"{str(matrix[a, b]):>{w}}" for b, w in zip(cols, widths))
+    table += [f"{vocab[a]:<{first}}  " + "  ".join(f"{matrix[a, b]!s:>{w}}" for b, w in zip(cols, widths))
               for a in rows]  # fmt: skip
     head = "rows = label y, columns = token" + (
         "; the rows and columns not shown are all 0:" if len(rows) < K or len(cols) < K else ":")
