@@ -213,7 +213,9 @@ def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproduc
     L = [
         "# Reproduction report: *Towards Understanding Transformers in Learning Random Walks*",
         "",
-        f"Produced by `rw reproduce` ({mode} sizes). {len(rows)} claims checked, {agree} agree, "
+        ("Produced by `rw reproduce` from records of both sizes (the quick ones are marked quick in the tables below). "
+         if mixed else f"Produced by `rw reproduce` ({mode} sizes). ")
+        + f"{len(rows)} claims checked, {agree} agree, "
         f"{len(rows) - agree} disagree. Each row's `agrees` is decided by the criterion in its last column "
         "(thresholds in `rwrepro/_claims.py`, listed again under *Criteria*). "
         "Figures are under `<fig>/` next to this file, raw series in `<fig>/<fig>.json`.",
