@@ -229,7 +229,12 @@ def _merged_legend(*axes: object) -> tuple[list, list]:
 
 def option_groups(spec: FigureSpec) -> list[tuple[str, list[int]]]:
     """Fig 6's options in panels of at most four: (title, option indices), the sum-loss option repeated
-    as the baseline of the μ/precision and seed panels. Indices follow ``spec.all_options()``."""
+    as the baseline of the μ/precision and seed panels. Indices follow ``spec.all_options()``.
+
+    >>> from rwrepro._experiments import figure_specs
+    >>> option_groups(figure_specs()["fig6"])
+    [('loss and KL normalisation', [0, 1, 2]), ('μ and precision', [1, 3, 4, 5]), ('seeds', [1, 6, 7])]
+    """
     options = spec.all_options()
     main = spec.main
     base = next((i for i, c in enumerate(options) if c.reduction != main.reduction and c.seed == main.seed
