@@ -26,6 +26,18 @@ from rwexplore._stuck import Manifold, OneStep, manifold_check, one_step_check
 from rwexplore._train import TrainRun, reference_accuracies, train_runs
 from rwtasks import CircleWalk, FiniteTask, TaskSpec
 
+#: Tolerance of "above the constant-prediction accuracy" for exact-population accuracies: they are float64
+#: sums of at most a few thousand probabilities (error below 1e-12), so 1e-9 leaves a margin of 1000.
+POPULATION_ACCURACY_TOL = 1e-9
+#: Why a "stuck" verdict and a training run that learns can both be right (REPORT.md, explore.json).
+STUCK_CONTRADICTION_NOTE = (
+    "the exact trajectory from zero initialisation stays on an invariant manifold (all inputs share one "
+    "score vector, so every input gets the same prediction and the accuracy is at most the "
+    "constant-prediction accuracy); float rounding (zero init) or a non-zero init puts the numeric run "
+    "slightly off the manifold, and when the manifold is not attracting the run leaves it and learns. "
+    "Whether the manifold attracts is a stability question that rw explore does not analyse (stability "
+    "analysis is not implemented), so \"stuck\" holds for exact GD from zero only"
+)
 #: Generic parameter values tried, in order, for the "away from the vanishing set" check.
 GENERIC_VALUES = tuple(sp.Rational(a, b) for a, b in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4)))
 VERDICTS = ("informative", "stuck", "escapes", "undecided")
@@ -44,6 +56,32 @@ class Check:
     constant_accuracy: sp.Expr
     runs: list[TrainRun] | None = None
     train_note: str = ""  # why training was skipped, when it was
+    accuracy_tol: float = POPULATION_ACCURACY_TOL  # of the runs' test accuracies (sampled test sets: binomial)
+
+    @property
+    def contradicting_runs(self) -> list[tuple[str, int, float]]:
+        """(run label, first step, final accuracy) of the training runs that end above the
+        constant-prediction accuracy (beyond ``accuracy_tol``) although the verdict is "stuck"."""
+        if self.verdict != "stuck" or not self.runs:
+            return []
+        bound = float(self.constant_accuracy) + self.accuracy_tol
+        out = []
+        for run in self.runs:
+            if run.test_accuracy[-1] > bound:
+                first = next(t for t, a in enumerate(run.test_accuracy) if a > bound)
+                out.append((run.label, first, run.test_accuracy[-1]))
+        return out
+
+    @property
+    def contradiction(self) -> str:
+        """One line when training contradicts a "stuck" verdict (which runs, from when, and why it can
+        happen), else ""."""
+        runs = self.contradicting_runs
+        if not runs:
+            return ""
+        which = "; ".join(f"run {label}: from step {first}, final {final:.4f}" for label, first, final in runs)
+        return (f"training rises above the constant-prediction accuracy {self.constant_accuracy} ({which}); "
+                f"why: {STUCK_CONTRADICTION_NOTE}")  # fmt: skip
 
     @property
     def verdict(self) -> str:
@@ -71,7 +109,8 @@ class Check:
         trivial = ""
         if self.bayes_accuracy == self.constant_accuracy:
             trivial = "; nothing to learn here (Bayes accuracy = constant-prediction accuracy)"
-        return f"{C}; {one}; {many}{trivial}"
+        flag = f"; CONTRADICTED BY TRAINING: {self.contradiction}" if self.contradiction else ""
+        return f"{C}; {one}; {many}{trivial}{flag}"
 
 
 @dataclass
@@ -145,5 +184,9 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
             check.train_note = "training skipped: the population has a single input (nothing to learn)"
         elif train:
             check.runs = train_runs(task, spec.train)
+            if not spec.train["population"]:
+                from rwrepro import accuracy_tolerance  # three binomial standard deviations
+
+                check.accuracy_tol = accuracy_tolerance(float(constant), int(spec.train["test_size"]))
         point.checks.append(check)
     return ExploreResult(spec, points, train)

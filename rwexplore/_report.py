@@ -13,13 +13,16 @@ from typing import Any
 
 import sympy as sp
 
-from rwexplore._explore import Check, ExploreResult, Point
+from rwexplore._explore import STUCK_CONTRADICTION_NOTE, Check, ExploreResult, Point
 from rwio import save_figure_atomic, write_text_atomic
 from rwsymbolic import exact_json
 from rwtasks import CircleWalk, FiniteTask, is_numeric
 
 #: Format name and version written into explore.json.
-EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 1
+#: Version 2 added ``training_contradicts_verdict`` to every check.
+EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 2
+#: Gid of the title of an accuracy plot whose "stuck" verdict training contradicts (tests look for it).
+CONTRADICTION_GID = "stuck-contradicted-by-training"
 #: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
 MAX_LISTED_ENTRIES = 24
 
@@ -59,6 +62,7 @@ def _check_json(check: Check) -> dict[str, Any]:
         "verdict": check.verdict,
         "reason": check.reason,
         "train_note": check.train_note,
+        "training_contradicts_verdict": _contradiction_json(check),
     }
     if check.runs is not None:
         out["train"] = [
@@ -74,6 +78,19 @@ def _check_json(check: Check) -> dict[str, Any]:
             for run in check.runs
         ]
     return out
+
+
+def _contradiction_json(check: Check) -> dict[str, Any] | None:
+    """None, or the runs that learn although the verdict is "stuck", the tolerance used and why it can happen."""
+    runs = check.contradicting_runs
+    if not runs:
+        return None
+    return {
+        "runs": [{"label": label, "first_step": first, "final_test_accuracy": final} for label, first, final in runs],
+        "constant_accuracy": exact_json(check.constant_accuracy),
+        "tolerance": check.accuracy_tol,
+        "explanation": STUCK_CONTRADICTION_NOTE,
+    }
 
 
 def _point_json(point: Point) -> dict[str, Any]:
@@ -102,7 +119,7 @@ def _point_json(point: Point) -> dict[str, Any]:
 
 
 def explore_json(result: ExploreResult) -> dict[str, Any]:
-    """The result as a JSON-ready dict (format "rw-explore", version 1)."""
+    """The result as a JSON-ready dict (format "rw-explore", version ``EXPLORE_FORMAT_VERSION``)."""
     spec = result.spec
     return {
         "format": EXPLORE_FORMAT,
@@ -131,7 +148,7 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         f"# rw explore: {spec.name}",
         "",
         "Is the token average informative about the label, and if not, does gradient descent from zero "
-        "initialisation stay on the stuck manifold? (MATH.md §5-§6)",
+        "initialisation stay on the stuck manifold, where every input gets the same score vector?",
         "",
         f"Exact checks: η = {ex['eta']}, ε = {ex['eps']}, μ = {ex['mu']}, {ex['steps']} GD steps with ℓ' "
         "abstract (every verdict about the manifold holds for any differentiable loss).",
@@ -174,7 +191,8 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
                 lines.append(
                     f"| {_fmt_params({k: str(v) for k, v in check.values.items()})} "
                     f"| {'yes' if check.signal_is_zero else 'no'} "
-                    f"| {'yes' if check.one_step.shared else 'no'} | {marks} | **{check.verdict}** "
+                    f"| {'yes' if check.one_step.shared else 'no'} | {marks} | **{check.verdict}**"
+                    f"{' (contradicted by training, see below)' if check.contradiction else ''} "
                     f"| {check.bayes_accuracy} | {check.constant_accuracy} |"
                 )
             lines.append("")
@@ -193,7 +211,10 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
                       "| init | final test accuracy | best test accuracy |", "| --- | --- | --- |"]
             for run in check.runs:
                 lines.append(f"| {run.label} | {run.test_accuracy[-1]:.4f} | {max(run.test_accuracy):.4f} |")
-            lines += ["", f"![accuracy curves]({plots[(i, j)]})", ""]
+            lines += [""]
+            if check.contradiction:
+                lines += [f"**Warning: the exact verdict \"stuck\" is contradicted by training:** {check.contradiction}.", ""]
+            lines += [f"![accuracy curves]({plots[(i, j)]})", ""]
     if result.trained:
         tr = spec.train
         lines += ["## Training settings", "",
@@ -205,28 +226,49 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
     return "\n".join(lines)
 
 
-def _plot(check: Check, title: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plot(check: Check, title: str, path: Path) -> Any:
+    """Accuracy curves of the check's runs with the Bayes and constant-prediction levels; returns the Figure."""
+    from matplotlib.figure import Figure
 
     assert check.runs is not None
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig = Figure(figsize=(8.2, 4.0), layout="constrained")
+    ax = fig.subplots()
     for run in check.runs:
-        ax.plot(range(len(run.test_accuracy)), run.test_accuracy, label=run.label)
-    ax.axhline(float(check.bayes_accuracy), color="k", ls="--", lw=0.8, label="Bayes accuracy")
-    ax.axhline(float(check.constant_accuracy), color="gray", ls=":", lw=0.8, label="constant prediction")
+        ax.plot(range(len(run.test_accuracy)), run.test_accuracy, label=run.label, lw=1.6)
+    ax.axhline(float(check.bayes_accuracy), color="black", ls="--", lw=1.2, label="Bayes accuracy")
+    ax.axhline(float(check.constant_accuracy), color="tab:red", ls=":", lw=1.5, label="constant prediction")
     ax.set_xlabel("GD step")
     ax.set_ylabel("test accuracy")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    try:
-        save_figure_atomic(fig, path, dpi=100, metadata={"Software": None})
-    finally:
-        plt.close(fig)
+    verdict = f"exact verdict: {check.verdict}"
+    if check.contradiction:
+        verdict += " ✘ CONTRADICTED BY TRAINING (see REPORT.md)"
+        for spine in ax.spines.values():
+            spine.set_edgecolor("tab:red")
+            spine.set_linewidth(2.5)
+    ax.set_title(f"{title}\n{verdict}", fontsize=9, color="tab:red" if check.contradiction else "black")
+    if check.contradiction:
+        ax.title.set_gid(CONTRADICTION_GID)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    save_figure_atomic(fig, path, dpi=100, metadata={"Software": None})
+    return fig
+
+
+def plot_title(name: str, task: CircleWalk | FiniteTask, params: dict[str, Any], values: dict[str, Any]) -> str:
+    """Title of an accuracy plot: the spec name, the task and its parameters (sweep point, then the value
+    of the free symbol), each said once.
+
+    >>> from rwtasks import CircleWalk
+    >>> plot_title("walks", CircleWalk(4, 5, "1/2"), {}, {})
+    'walks: task circle, K=4, N=5, p=1/2'
+    """
+    given = {**{k: str(v) for k, v in params.items()}, **{k: str(v) for k, v in values.items()}}
+    head = f"{name}: task {task.name}, K={task.K}, N={task.N}"
+    if isinstance(task, CircleWalk):
+        given["p"] = sp.sstr(task.p)
+    shown = ", ".join(f"{k}={v}" for k, v in given.items() if k not in ("K", "N"))
+    return head + (f", {shown}" if shown else "")
 
 
 def write_report(result: ExploreResult, out: str | os.PathLike[str]) -> dict[str, Path]:
@@ -245,8 +287,7 @@ def write_report(result: ExploreResult, out: str | os.PathLike[str]) -> dict[str
             if check.runs is None:
                 continue
             name = f"accuracy_{i}_{j}.png"
-            title = f"{result.spec.name}: {_fmt_params(point.params)} {_fmt_params({k: str(v) for k, v in check.values.items()})}"
-            _plot(check, title, folder / name)
+            _plot(check, plot_title(result.spec.name, check.task, point.params, check.values), folder / name)
             plots[(i, j)] = name
             written[name] = folder / name
     text = json.dumps(explore_json(result), indent=1, allow_nan=False, sort_keys=False) + "\n"

@@ -6,12 +6,22 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from rwio import write_json_atomic
 from rwrepro import _claims as C
 from rwrepro._experiments import FigureSpec
-from rwrepro._plots import attention_profile, curves, heatmap, new_figure, save_png
+from rwrepro._plots import (
+    attention_profile,
+    colour_limits,
+    curves,
+    heatmap,
+    legend_outside,
+    mark_disagreement,
+    new_figure,
+    save_png,
+)
 from rwrepro._runner import Runner
 from rwtasks import CircleWalk
 
@@ -68,35 +78,68 @@ def build_figure(spec: FigureSpec, runner: Runner, out: Path, quick: bool, progr
         "options": by_option,
     }
     folder = out / spec.name
-    draw = {"fig2": _draw_fig2, "fig6": _draw_fig6, "fig7": _draw_qa, "fig10": _draw_qa,
-            "fig11": _draw_fig11, "fig12": _draw_fig12, "fig13": _draw_fig13}.get(spec.name, _draw_circle)  # fmt: skip
-    record["panels"] = draw(spec, record, folder)
+    figures = draw_figure(spec, record)
+    for png, fig in figures.items():
+        save_png(fig, folder / png)
+    record["panels"] = list(figures)
     write_json_atomic(record, folder / f"{spec.name}.json")
     return record
+
+
+def draw_figure(spec: FigureSpec, record: dict) -> dict[str, Figure]:
+    """The PNG panels of ``spec`` drawn from its JSON ``record`` (file name -> Figure); nothing is trained."""
+    draw = {"fig2": _draw_fig2, "fig6": _draw_fig6, "fig7": _draw_qa, "fig10": _draw_qa,
+            "fig11": _draw_fig11, "fig12": _draw_fig12, "fig13": _draw_fig13}.get(spec.name, _draw_circle)  # fmt: skip
+    return draw(spec, record)
 
 
 def _main_runs(record: dict) -> dict[str, dict]:
     return record["options"][0]["runs"]
 
 
-def _option_series(record: dict, run: str, key: str) -> list[tuple[str, list]]:
-    """(legend label, series) of ``key`` for every option that ran; the main option first."""
+def disagreeing_claims(rows: list[dict], *keywords: str) -> list[str]:
+    """The claims of ``rows`` that disagree with the paper and mention one of ``keywords``.
+
+    The red mark of a panel is driven by this (the report's own verdicts), never by the figure's name.
+
+    >>> rows = [{"claim": "V(T) ∝ all-ones", "agrees": False}, {"claim": "test accuracy ≈ 1/K", "agrees": True}]
+    >>> disagreeing_claims(rows, "V(T)"), disagreeing_claims(rows, "accuracy")
+    (['V(T) ∝ all-ones'], [])
+    """
+    return [r["claim"] for r in rows if not r["agrees"] and any(k in r["claim"] for k in keywords)]
+
+
+def _option_label(opt: dict) -> str:
+    """Legend label of an option: what it changes from main, and ✘ when one of its claims disagrees."""
+    label = "main: " + opt["label"] if opt["differs_from_main"] == "main" else opt["differs_from_main"]
+    if opt["rows"] and not opt["reproduces_paper"]:
+        label += " (✘ disagrees)"
+    return label
+
+
+def _option_series(record: dict, run: str, key: str, indices: list[int] | None = None) -> list[tuple[str, list]]:
+    """(legend label, series) of ``key`` for the options ``indices`` (default: all; the main option first)."""
     out = []
-    for opt in record["options"]:
+    for i in range(len(record["options"])) if indices is None else indices:
+        opt = record["options"][i]
         o = opt["runs"][run]
-        label = "main: " + opt["label"] if opt["differs_from_main"] == "main" else opt["differs_from_main"]
-        if o["ok"]:
-            out.append((label, o["series"][key]))
-        else:
-            out.append((label + " (failed: see JSON)", []))
+        label = _option_label(opt)
+        out.append((label, o["series"][key]) if o["ok"] else (label + " (failed: see JSON)", []))
     return out
 
 
-def _draw_fig2(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
+def _option_colours(record: dict, indices: list[int] | None = None) -> list[str]:
+    """One colour per option, the same in every panel of a figure."""
+    n = len(record["options"])
+    return [f"C{i % 10}" for i in (range(n) if indices is None else indices)]
+
+
+def _draw_fig2(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     """Π for p = 1/2 and p = 1, example walks, V(1) of Lemma C.1 in closed form and from the sampled run."""
     fig, ax = new_figure(2, 3, "Fig 2 (our choice): the random-walk task on the K=6 cycle and the first GD step, "
-                         "N=97, η=1, ε=0.1")  # fmt: skip
+                         "N=97, η=1, ε=0.1", quick=record["quick"])  # fmt: skip
     runs = _main_runs(record)
+    closed = []
     for col, run in enumerate(spec.runs):
         walk = CircleWalk(run.K, run.N, run.p)
         Pi = walk.transition_matrix_float()
@@ -108,79 +151,146 @@ def _draw_fig2(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
         for _ in range(run.N - 1):
             power = power @ PiT
             acc += power
-        V1 = run.eta / (run.eps * run.N * run.K) * acc
-        heatmap(fig, ax[1, col], V1, f"V(1), Lemma C.1 closed form, p={run.p}")
+        closed.append(run.eta / (run.eps * run.N * run.K) * acc)
     o = runs["p=1/2"]
     V1_run = np.array(o["snapshots"]["1"]["V"]) if o["ok"] and "1" in o["snapshots"] else np.array(o["final"]["V"])
-    heatmap(fig, ax[1, 2], V1_run, f"V(1) after one GD step on {spec.runs[0].train_size} sampled walks, p=1/2")
+    limits = colour_limits(*closed, V1_run)  # one colour scale for the three V(1) panels
+    for col, run in enumerate(spec.runs):
+        heatmap(fig, ax[1, col], closed[col], f"V(1), Lemma C.1 closed form, p={run.p}", limits=limits)
+    heatmap(fig, ax[1, 2], V1_run, f"V(1) after one GD step on {spec.runs[0].train_size} sampled walks, p=1/2",
+            limits=limits)  # fmt: skip
     a = ax[0, 2]
     rng = np.random.default_rng(EXAMPLE_SEED)
-    for run, style in zip(spec.runs, ("-", "--")):
-        tokens, labels = CircleWalk(run.K, 25, run.p).sample(3, generator=rng)
-        for w in range(3):
-            a.plot(np.arange(1, 26), np.r_[tokens[w], labels[w]] + 1, style, marker=".", lw=1,
-                   label=f"p={run.p}, walk {w + 1}")  # fmt: skip
-    a.set_title("Example walks (first 25 steps)", fontsize=9)
+    for run, style, colour in zip(spec.runs, ("-", "--"), ("tab:blue", "tab:orange")):
+        tokens, labels = CircleWalk(run.K, 25, run.p).sample(2, generator=rng)
+        for w in range(2):
+            a.plot(np.arange(1, 26), np.r_[tokens[w], labels[w]] + 1 + (w - 0.5) * 0.16, style, color=colour,
+                   marker="os"[w], ms=3.5, lw=1.2, alpha=0.9 if w == 0 else 0.6, label=f"p={run.p}, walk {w + 1}")  # fmt: skip
+    a.set_title("Example walks (first 25 steps; walks offset by ±0.08 to stay apart)", fontsize=9)
     a.set_xlabel("step i")
     a.set_ylabel("node s_i")
-    a.legend(fontsize=6)
-    save_png(fig, folder / "fig2.png")
-    return ["fig2.png"]
+    a.set_yticks(range(1, spec.runs[0].K + 1))
+    legend_outside(a, "below", ncol=2)
+    return {"fig2.png": fig}
 
 
-def _draw_circle(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
+def _draw_circle(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     """Figs 4/5/8/9: accuracy, V(T), attention at T, Πᵀ; and a panel comparing the options."""
     (run,) = spec.runs
     o = _main_runs(record)[run.name]
+    rows = record["options"][0]["rows"]
     walk = CircleWalk(run.K, run.N, run.p)
     K, opt_acc = run.K, float(walk.opt)
-    fig, ax = new_figure(1, 4, f"{spec.name}: {run.describe()}; main option: {record['main_label']}", width=4.4)
+    refs = [(opt_acc, "optimum", f"OPT = max(p, 1-p) = {opt_acc:g}"), (1 / K, "chance", f"chance 1/K = {1 / K:.3g}")]
+    fig, ax = new_figure(1, 4, f"{spec.name}: {run.describe()}; main option: {record['main_label']}", width=4.4,
+                         height=4.2, quick=record["quick"])  # fmt: skip
     if o["ok"]:
-        curves(ax[0, 0], [("test accuracy", o["series"]["test_accuracy"])], "Test accuracy", "accuracy",
-               hlines=[(opt_acc, f"OPT = {opt_acc:g}"), (1 / K, "1/K")])  # fmt: skip
+        curves(ax[0, 0], [("test accuracy", o["series"]["test_accuracy"])], "Test accuracy", "accuracy", refs=refs,
+               legend="below")  # fmt: skip
+        ax[0, 0].set_ylim(-0.02, 1.05)
         T = len(o["series"]["test_accuracy"]) - 1
         heatmap(fig, ax[0, 1], np.array(o["final"]["V"]), f"V(T), T={T}", "column j (token node)", "row i (label node)")
-        attention_profile(ax[0, 2], [(f"T={T}", o["final"]["attention_profile"])], "Attention over positions at T")
+        attention_profile(ax[0, 2], [(f"T={T}", o["final"]["attention_profile"])], "Attention over positions at T",
+                          legend=None)  # fmt: skip
     else:
         ax[0, 0].text(0.05, 0.5, "run failed:\n" + o["error"][:200], fontsize=7, wrap=True)
+    mark_disagreement(ax[0, 0], disagreeing_claims(rows, "accuracy", "OPT"))
+    mark_disagreement(ax[0, 1], disagreeing_claims(rows, "V(T)"))
+    mark_disagreement(ax[0, 2], disagreeing_claims(rows, "attention"))
     heatmap(fig, ax[0, 3], walk.transition_matrix_float().T, "Πᵀ (the target direction)")
-    save_png(fig, folder / f"{spec.name}.png")
     success = run.p not in ("0", "1")
-    fig, ax = new_figure(1, 2, f"{spec.name}, every option: {run.describe()}", width=6.0)
-    curves(ax[0, 0], _option_series(record, run.name, "test_accuracy"), "Test accuracy by option", "accuracy",
-           hlines=[(opt_acc, "OPT"), (1 / K, "1/K")])  # fmt: skip
+    opts, ax2 = new_figure(1, 2, f"{spec.name}, every option: {run.describe()}", width=5.2, height=4.2,
+                           quick=record["quick"])  # fmt: skip
+    colours = _option_colours(record)
+    curves(ax2[0, 0], _option_series(record, run.name, "test_accuracy"), "Test accuracy by option", "accuracy",
+           refs=refs, legend=None, colours=colours)  # fmt: skip
+    ax2[0, 0].set_ylim(-0.02, 1.05)
     if success:
-        curves(ax[0, 1], _option_series(record, run.name, "parent_attention"), "Attention on the parent x_(N-1)",
-               "mean attention on x_(N-1)")  # fmt: skip
+        curves(ax2[0, 1], _option_series(record, run.name, "parent_attention"), "Attention on the parent x_(N-1)",
+               "mean attention on x_(N-1)", legend=None, colours=colours)  # fmt: skip
+        ax2[0, 1].set_ylim(-0.02, 1.05)
     else:
-        curves(ax[0, 1], _option_series(record, run.name, "attention_spread"),
-               "Attention spread (0 = equal attention; zeros drawn at 1e-20)", "max_n (max_i S_i - min_i S_i)",
-               log=True, hlines=[(C.SPREAD_MAX, "threshold")])  # fmt: skip
-    save_png(fig, folder / f"{spec.name}_options.png")
-    return [f"{spec.name}.png", f"{spec.name}_options.png"]
+        curves(ax2[0, 1], _option_series(record, run.name, "attention_spread"),
+               "Attention spread (0 = equal attention)", "max_n (max_i S_i - min_i S_i)", log=True,
+               refs=[(C.SPREAD_MAX, "threshold", f"threshold {C.SPREAD_MAX:g}")], legend=None, colours=colours)  # fmt: skip
+    handles, labels = _merged_legend(ax2[0, 0], ax2[0, 1])
+    opts.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8)
+    return {f"{spec.name}.png": fig, f"{spec.name}_options.png": opts}
 
 
-def _draw_fig6(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
-    """Fig 6: accuracy and KL for p = 1/2 and p = 1, every option as one line."""
-    fig, ax = new_figure(2, 2, f"fig6: {spec.title}; K=6, N=97, M=1000, {spec.runs[0].train_size} walks", width=6.0)
-    for row, run in enumerate(spec.runs):
-        opt_acc = float(CircleWalk(run.K, run.N, run.p).opt)
-        curves(ax[row, 0], _option_series(record, run.name, "test_accuracy"), f"Test accuracy, {run.name}",
-               "accuracy", hlines=[(opt_acc, "OPT")])  # fmt: skip
-        curves(ax[row, 1], _option_series(record, run.name, "kl"),
-               f"KL(true law of y | X ‖ f normalised), {run.name}", "KL divergence", log=True)  # fmt: skip
-    save_png(fig, folder / "fig6.png")
-    return ["fig6.png"]
+def _merged_legend(*axes: object) -> tuple[list, list]:
+    """Handles and labels of ``axes`` without repeats (a figure legend for panels sharing their series)."""
+    seen: dict[str, object] = {}
+    for a in axes:
+        for h, label in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    return list(seen.values()), list(seen)
 
 
-def _draw_qa(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
+def option_groups(spec: FigureSpec) -> list[tuple[str, list[int]]]:
+    """Fig 6's options in panels of at most four: (title, option indices), the sum-loss option repeated
+    as the baseline of the μ/precision and seed panels. Indices follow ``spec.all_options()``.
+
+    >>> from rwrepro._experiments import figure_specs
+    >>> option_groups(figure_specs()["fig6"])
+    [('loss and KL normalisation', [0, 1, 2]), ('μ and precision', [1, 3, 4, 5]), ('seeds', [1, 6, 7])]
+    """
+    options = spec.all_options()
+    main = spec.main
+    base = next((i for i, c in enumerate(options) if c.reduction != main.reduction and c.seed == main.seed
+                 and c.mu == main.mu and c.dtype == main.dtype and c.kl_norm == main.kl_norm), None)  # fmt: skip
+    loss = [i for i, c in enumerate(options) if c.mu == main.mu and c.dtype == main.dtype and c.seed == main.seed]
+    scale = [i for i, c in enumerate(options) if (c.mu != main.mu or c.dtype != main.dtype) and c.seed == main.seed]
+    seeds = [i for i, c in enumerate(options) if c.seed != main.seed]
+    groups = [("loss and KL normalisation", loss)]
+    prefix = [base] if base is not None else []
+    if scale:
+        groups.append(("μ and precision", prefix + scale))
+    if seeds:
+        groups.append(("seeds", prefix + seeds))
+    return groups
+
+
+def _draw_fig6(spec: FigureSpec, record: dict) -> dict[str, Figure]:
+    """Fig 6: accuracy and KL for p = 1/2 and p = 1; the options split into panels of at most four lines."""
+    groups = option_groups(spec)
+    fig, ax = new_figure(4, len(groups), f"fig6: {spec.title}; K=6, N=97, M=1000, {spec.runs[0].train_size} walks",
+                         width=5.2, height=3.0, quick=record["quick"])  # fmt: skip
+    rows = record["options"][0]["rows"]
+    for col, (what, idx) in enumerate(groups):
+        colours = _option_colours(record, idx)
+        for r, run in enumerate(spec.runs):
+            opt_acc = float(CircleWalk(run.K, run.N, run.p).opt)
+            a = ax[2 * r, col]
+            curves(a, _option_series(record, run.name, "test_accuracy", idx), f"Test accuracy, {run.name}: {what}",
+                   "accuracy", refs=[(opt_acc, "optimum", f"OPT = {opt_acc:g}")], legend=None, colours=colours)  # fmt: skip
+            a.set_ylim(-0.02, 1.05)
+            curves(ax[2 * r + 1, col], _option_series(record, run.name, "kl", idx),
+                   f"KL(true law of y | X ‖ f normalised), {run.name}: {what}", "KL divergence", log=True,
+                   legend=None, colours=colours)  # fmt: skip
+            if 0 in idx:  # the main option's panels carry the mark of its disagreeing claims
+                mark_disagreement(a, disagreeing_claims(rows, f"p = {run.p} reach", f"p = {run.p} does not reach"))
+                mark_disagreement(ax[2 * r + 1, col], disagreeing_claims(rows, "KL") if r == 0 else [])
+        handles, labels = _merged_legend(*ax[:, col])  # the column's options and its OPT line
+        ax[3, col].legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0)
+    return {"fig6.png": fig}
+
+
+def _draw_qa(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     """Figs 7/10: test accuracy of QA Task 1 and Task 2, every option as one line."""
-    fig, ax = new_figure(1, 2, f"{spec.name}: {spec.title}, {spec.runs[0].train_size} samples", width=6.0)
+    fig, ax = new_figure(1, 2, f"{spec.name}: {spec.title}, {spec.runs[0].train_size} samples", width=5.6, height=4.2,
+                         quick=record["quick"])  # fmt: skip
+    rows = record["options"][0]["rows"]
+    colours = _option_colours(record)
     for col, run in enumerate(spec.runs):
+        refs = [(1.0, "optimum", "100 % (Bayes accuracy)"), (0.5, "chance", "50 % (chance)")]
         curves(ax[0, col], _option_series(record, run.name, "test_accuracy"), f"Test accuracy, QA {run.name}",
-               "accuracy", hlines=[(1.0, "100 %"), (0.5, "50 %")])  # fmt: skip
-    save_png(fig, folder / f"{spec.name}.png")
-    return [f"{spec.name}.png"]
+               "accuracy", refs=refs, legend=None, colours=colours)  # fmt: skip
+        ax[0, col].set_ylim(-0.02, 1.05)
+        mark_disagreement(ax[0, col], disagreeing_claims(rows, run.name.capitalize()))
+    handles, labels = _merged_legend(ax[0, 0], ax[0, 1])
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8)
+    return {f"{spec.name}.png": fig}
 
 
 def _snapshot_steps(o: dict) -> list[str]:
@@ -191,51 +301,68 @@ def _snapshot_steps(o: dict) -> list[str]:
 VIS_DRAWN = 3
 
 
-def _vis_rows(spec: FigureSpec, record: dict) -> list[tuple[str, dict]]:
-    """(label, outcome) for each run of the Fig 6 pair under each drawn option (main first)."""
+def _vis_rows(spec: FigureSpec, record: dict) -> list[tuple[str, dict, bool]]:
+    """(label, outcome, is the main option's p = 1/2 run) for each run of the Fig 6 pair under each drawn
+    option (main first)."""
     out = []
-    for opt in record["options"][:VIS_DRAWN]:
+    for i, opt in enumerate(record["options"][:VIS_DRAWN]):
         tag = opt["differs_from_main"].replace(" (η × train size)", "")  # short enough for a panel title
-        for run in spec.runs:
-            out.append((f"{run.name}, {tag}", opt["runs"][run.name]))
+        for j, run in enumerate(spec.runs):
+            out.append((f"{run.name}, {tag}", opt["runs"][run.name], i == 0 and j == 0))
     return out
 
 
-def _draw_fig11(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
-    """Fig 11: V at the snapshot iterations of the Fig 6 runs (one row per p and option)."""
+def _draw_fig11(spec: FigureSpec, record: dict) -> dict[str, Figure]:
+    """Fig 11: V at the snapshot iterations of the Fig 6 runs; one row per p and option, one colour scale
+    per row (so that the change over time is visible) with one colour bar."""
     rows = _vis_rows(spec, record)
-    n_steps = max(len(_snapshot_steps(o)) for _, o in rows)
+    claims = record["options"][0]["rows"]
+    n_steps = max(len(_snapshot_steps(o)) for _, o, _ in rows)
     fig, ax = new_figure(len(rows), max(1, n_steps), f"fig11: {spec.title}; main option: {record['main_label']}",
-                         width=3.4, height=3.0)  # fmt: skip
-    for row, (label, o) in enumerate(rows):
-        for col, t in enumerate(_snapshot_steps(o)):
-            heatmap(fig, ax[row, col], np.array(o["snapshots"][t]["V"]), f"V at t={t}, {label}")
-    save_png(fig, folder / "fig11.png")
-    return ["fig11.png"]
+                         width=3.0, height=2.7, quick=record["quick"])  # fmt: skip
+    for row, (label, o, main) in enumerate(rows):
+        steps = _snapshot_steps(o)
+        if not steps:
+            continue
+        Vs = [np.array(o["snapshots"][t]["V"]) for t in steps]
+        limits = colour_limits(*Vs)
+        for col, (t, V) in enumerate(zip(steps, Vs)):
+            im = heatmap(fig, ax[row, col], V, f"V at t={t}, {label}", limits=limits, colourbar=False)
+        fig.colorbar(im, ax=list(ax[row, :]), fraction=0.02, pad=0.01, label=f"V ({label})")
+        if main:
+            mark_disagreement(ax[row, len(steps) - 1], disagreeing_claims(claims, "V approaches"))
+    return {"fig11.png": fig}
 
 
-def _draw_fig12(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
+def _draw_fig12(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     """Fig 12: the mean attention profile at the snapshot iterations of the Fig 6 runs."""
     rows = _vis_rows(spec, record)
+    claims = record["options"][0]["rows"]
     fig, ax = new_figure((len(rows) + 1) // 2, 2, f"fig12: {spec.title}; main option: {record['main_label']}",
-                         width=6.0)  # fmt: skip
-    for i, (label, o) in enumerate(rows):
-        attention_profile(ax[i // 2, i % 2], [(f"t={t}", o["snapshots"][t]["attention_profile"]) for t in _snapshot_steps(o)],
-                          f"Mean attention over positions, {label}")  # fmt: skip
-    save_png(fig, folder / "fig12.png")
-    return ["fig12.png"]
+                         width=5.6, height=3.4, quick=record["quick"])  # fmt: skip
+    for i, (label, o, main) in enumerate(rows):
+        a = ax[i // 2, i % 2]
+        attention_profile(a, [(f"t={t}", o["snapshots"][t]["attention_profile"]) for t in _snapshot_steps(o)],
+                          f"Mean attention over positions, {label}", legend="right")  # fmt: skip
+        if main:
+            mark_disagreement(a, disagreeing_claims(claims, "attention"))
+    return {"fig12.png": fig}
 
 
-def _draw_fig13(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
+def _draw_fig13(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     """Fig 13: the attended token X·S (mean over test inputs) at the snapshot iterations, and for probe walks at T."""
     rows = _vis_rows(spec, record)
-    fig, ax = new_figure(len(rows), 2, f"fig13: {spec.title}; main option: {record['main_label']}", width=6.0,
-                         height=3.2)  # fmt: skip
-    for row, (label, o) in enumerate(rows):
+    fig, ax = new_figure(len(rows), 2, f"fig13: {spec.title}; main option: {record['main_label']}", width=5.8,
+                         height=3.0, quick=record["quick"])  # fmt: skip
+    means = [np.array([o["snapshots"][t]["attended_token"] for t in _snapshot_steps(o)])
+             for _, o, _ in rows if _snapshot_steps(o)]  # fmt: skip
+    limits = colour_limits(*means) if means else None  # one scale for every row: rows are compared
+    for row, (label, o, _) in enumerate(rows):
         steps = _snapshot_steps(o)
         if steps:
             Xs = np.array([o["snapshots"][t]["attended_token"] for t in steps])  # (steps, K)
-            heatmap(fig, ax[row, 0], Xs, f"mean over test inputs of X·S, {label}", "node k", "iteration t")
+            heatmap(fig, ax[row, 0], Xs, f"mean over test inputs of X·S, {label}", "node k", "iteration t",
+                    limits=limits)  # fmt: skip
             ax[row, 0].set_yticks(range(len(steps)), steps)
         probe = o.get("probe")
         if probe:
@@ -246,9 +373,9 @@ def _draw_fig13(spec: FigureSpec, record: dict, folder: Path) -> list[str]:
             for w, (vec, parent) in enumerate(zip(xs, probe["parent"])):
                 a.bar(np.arange(1, K + 1) + w * width - 0.4 + width / 2, vec, width,
                       label=f"walk {w + 1}: parent x_(N-1) = node {parent + 1}")  # fmt: skip
+            a.set_ylim(0, 1.05)
             a.set_title(f"X·S at the last iteration for {len(xs)} fixed walks, {label}", fontsize=9)
             a.set_xlabel("node k")
             a.set_ylabel("[X·S]_k")
-            a.legend(fontsize=6.5)
-    save_png(fig, folder / "fig13.png")
-    return ["fig13.png"]
+            legend_outside(a, "right")
+    return {"fig13.png": fig}

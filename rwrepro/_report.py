@@ -32,11 +32,11 @@ before any run, and every other option is shown below:
 
 - **μ = M/2 = 500**: the sine construction [p_i]_m = sin(π·i·m/M) has exactly this norm (Lemma E.5),
   and it is the only scale the paper's text implies. (From zero init the trajectory depends on P
-  only through μ, MATH.md §3.)
-- **float64**, and on the fast path the **ideal Gram matrix** PᵀP = μI of the spec's P (the float
+  only through its Gram matrix PᵀP = μI, so only through μ.)
+- **float64**, and on the fast path the **ideal Gram matrix** PᵀP = μI of the sine P (the float
   Gram of the sine P, "computed", is the option a direct float implementation sees).
-- **mean loss**: MATH.md §2 defines L = E[ℓ]; a sum over the n training inputs is the same descent
-  with η × n, shown as the "sum loss" option.
+- **mean loss**: the training loss is L = E[ℓ] over the training set; a sum over the n training
+  inputs is the same descent with η × n, shown as the "sum loss" option.
 - **x̃ normalisation only in Fig 6** (where the paper states it); Figs 7 and 10 are also shown with it.
 - **seed 0** for the sampled walks and the random init; the random-init figures (6, 7, 10) are also
   run with seeds 1 and 2 under the options that learn, so that an outcome is not one draw's accident.
@@ -123,6 +123,36 @@ def _sensitivity_text(sens: dict) -> list[str]:
     return L
 
 
+def _reproducing_list(reproducing: dict[str, list[dict]]) -> list[str]:
+    """Markdown: a nested list, one figure per item and one option per sub-item, so that the commas inside
+    an option's name cannot be read as separators between options.
+
+    >>> print("\\n".join(_reproducing_list({"fig6": [{"choices": "a", "differs_from_main": "sum loss, seed 1"}],
+    ...                                      "fig9": []})))
+    - fig6:
+      - sum loss, seed 1 (`a`)
+    - fig9: none of the options tried
+    """
+    L = []
+    for fig, opts in reproducing.items():
+        if not opts:
+            L.append(f"- {fig}: none of the options tried")
+            continue
+        L.append(f"- {fig}:")
+        L += [f"  - {o['differs_from_main']} (`{o['choices']}`)" for o in opts]
+    return L
+
+
+def figure_modes(figures: list[dict], sens: dict | None) -> dict[str, str]:
+    """"quick" or "full" for every record found, by figure name (a folder may mix the two).
+
+    >>> figure_modes([{"figure": "fig4", "quick": True}], {"quick": False})
+    {'fig4': 'quick', 'sensitivity': 'full'}
+    """
+    records = [(f["figure"], f) for f in figures] + ([("sensitivity", sens)] if sens is not None else [])
+    return {name: "quick" if r["quick"] else "full" for name, r in records}
+
+
 def _criteria(rows: list[dict]) -> list[str]:
     seen: dict[str, list[str]] = {}
     for r in rows:
@@ -145,10 +175,14 @@ def build_report(out: Path) -> dict:
         for f in figures
         if f["rows"] and len(f["options"]) > 1
     }
-    reproducing = {fig: [o["differs_from_main"] for o in opts if o["reproduces_paper"]] for fig, opts in options.items()}
+    reproducing = {
+        fig: [{"choices": o["choices"], "differs_from_main": o["differs_from_main"]} for o in opts if o["reproduces_paper"]]
+        for fig, opts in options.items()
+    }
     report = {
         "mode": mode,
         "figures": [f["figure"] for f in figures] + (["sensitivity"] if sens else []),
+        "figure_modes": figure_modes(figures, sens),
         "main_choices": Choices().key(),
         "rows": rows,
         "summary": {"rows": len(rows), "agree": sum(r["agrees"] for r in rows)},
@@ -157,19 +191,38 @@ def build_report(out: Path) -> dict:
         "sensitivity": sens["table"] if sens else None,
     }
     write_json_atomic(report, out / "report.json")
-    write_text_atomic(_markdown(figures, sens, rows, reproducing, mode), out / "REPORT.md")
+    write_text_atomic(_markdown(figures, sens, rows, reproducing, mode, report["figure_modes"]), out / "REPORT.md")
     return report
 
 
-def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproducing: dict, mode: str) -> str:
+def _figures_table(figures: list[dict], sens: dict | None, modes: dict[str, str]) -> list[str]:
+    """Markdown: every record found, its sizes (quick or full) and its PNGs."""
+    lines = ["| figure | sizes | panels |", "| --- | --- | --- |"]
+    for f in [*figures, *([{"figure": "sensitivity", **sens}] if sens is not None else [])]:
+        name = f["figure"]
+        sizes = "**quick** (`--quick`: CI sizes)" if modes[name] == "quick" else "full"
+        pngs = ", ".join(f"`{name}/{p}`" for p in f.get("panels", []))
+        lines.append(f"| {name} | {sizes} | {pngs} |")
+    return lines
+
+
+def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproducing: dict, mode: str,
+              modes: dict[str, str]) -> str:  # fmt: skip
     agree = sum(r["agrees"] for r in rows)
+    mixed = len(set(modes.values())) > 1
     L = [
         "# Reproduction report: *Towards Understanding Transformers in Learning Random Walks*",
         "",
-        f"Produced by `rw reproduce` ({mode} sizes). {len(rows)} claims checked, {agree} agree, "
+        ("Produced by `rw reproduce` from records of both sizes (the quick ones are marked quick in the tables below). "
+         if mixed else f"Produced by `rw reproduce` ({mode} sizes). ")
+        + f"{len(rows)} claims checked, {agree} agree, "
         f"{len(rows) - agree} disagree. Each row's `agrees` is decided by the criterion in its last column "
         "(thresholds in `rwrepro/_claims.py`, listed again under *Criteria*). "
         "Figures are under `<fig>/` next to this file, raw series in `<fig>/<fig>.json`.",
+        "",
+        "## Figures",
+        "",
+        *_figures_table(figures, sens, modes),
         "",
         "## Claims",
         "",
@@ -177,15 +230,14 @@ def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproduc
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        L.append(f"| {r['figure']} | {_cell(r['claim'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
+        fig = f"{r['figure']} (quick)" if mixed and modes.get(r["figure"]) == "quick" else r["figure"]
+        L.append(f"| {fig} | {_cell(r['claim'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
                  f"{'yes' if r['agrees'] else '**no**'} | {_cell(r['criterion'])} |")  # fmt: skip
     L += ["", "## The unstated choices: which option the main figures use and why", "", MAIN_CHOICE_TEXT]
     if reproducing:
-        L.append("Options under which every claim of a figure agrees with the paper:")
-        L.append("")
-        for fig, opts in reproducing.items():
-            L.append(f"- {fig}: {', '.join(opts) if opts else 'none of the options tried'}")
-        L.append("")
+        L += ["Options under which every claim of a figure agrees with the paper (one option per line; an "
+              "option is named by what it changes from the main option):", ""]  # fmt: skip
+        L += _reproducing_list(reproducing) + [""]
     for f in figures:
         if f["rows"] and len(f["options"]) > 1:
             L += [f"### {f['figure']}: {f['title']}", ""]

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from rwio import write_json_atomic
 from rwrepro import _claims as C
 from rwrepro._experiments import MU_LABELS, Choices, sensitivity_runs
-from rwrepro._plots import LOG_FLOOR, new_figure, save_png
+from rwrepro._plots import LOG_FLOOR, new_figure, reference_line, rounding_band, save_png
 from rwrepro._runner import Runner
 
 
@@ -94,33 +94,42 @@ def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = T
 
 
 def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> None:
-    """Attention spread and V's all-ones residual against the iteration; one row per Gram option."""
+    """Attention spread, V's distance from a·1ᵀ and accuracy against the iteration; one row per Gram option.
+
+    Values at or below ``LOG_FLOOR`` (float64 rounding, or exact 0) are drawn on it, in a shaded band,
+    so that values alternating between 0 and 1e-16 do not look like a signal.
+    """
     fig, ax = new_figure(2, 3, f"Sensitivity of the p=1 symmetry (Theorem 4.1): {record['setting']}, up to {steps} "
-                         "iterations", width=5.0)  # fmt: skip
+                         "iterations", width=4.8, height=3.6, quick=record["quick"])  # fmt: skip
     colours = {"1": "tab:blue", "sqrtM": "tab:orange", "M/2": "tab:green"}
     for row, gram in enumerate(("computed", "ideal")):
         for c in (c for c in grid if c.gram == gram):
             s = record["series"].get(c.key())
             if s is None:
                 continue
-            style = {"color": colours[c.mu], "ls": "-" if c.dtype == "float64" else "--"}
+            style = {"color": colours[c.mu], "lw": 1.8 if c.dtype == "float64" else 1.0,
+                     "marker": "o" if c.dtype == "float64" else "^", "ms": 3.5, "markevery": max(1, steps // 8)}  # fmt: skip
             label = f"{MU_LABELS[c.mu]}, {c.dtype}"
             t = np.arange(len(s["attention_spread"]))
             ax[row, 0].plot(t, np.maximum(np.array(s["attention_spread"], float), LOG_FLOOR), label=label, **style)
             ax[row, 1].plot(t, np.maximum(np.array(s["v_column_residual"], float), LOG_FLOOR), label=label, **style)
             ax[row, 2].plot(t, s["test_accuracy"], label=label, **style)
         for col, (title, ylabel, thr) in enumerate((
-            ("attention spread (zeros drawn at 1e-20)", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
+            ("attention spread", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
             ("V's distance from the form a·1ᵀ", "‖V - a·1ᵀ‖_F / ‖V‖_F (a = row means)", C.V_COLUMN_MAX),
             ("test accuracy", "accuracy", None),
         )):  # fmt: skip
             a = ax[row, col]
             if thr is not None:
                 a.set_yscale("log")
-                a.axhline(thr, color="grey", ls=":", lw=1, label=f"threshold {thr:g}")
+                reference_line(a, thr, "threshold", f"threshold {thr:g}")
+                rounding_band(a)
+            else:
+                a.set_ylim(-0.02, 1.05)
             a.set_title(f"{title}, {gram} Gram of P", fontsize=9)
             a.set_xlabel("GD iteration t")
             a.set_ylabel(ylabel)
             a.grid(alpha=0.3)
-            a.legend(fontsize=6.5)
+    handles, labels = ax[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=7, fontsize=8)
     save_png(fig, folder / "sensitivity.png")

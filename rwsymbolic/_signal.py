@@ -242,7 +242,9 @@ class SignalReport:
         symbolic = any(not is_numeric(e) for e in self.matrix)
         # The real matrix when it fits on a terminal line; else the circulant pattern of c_d.
         narrow = not symbolic and self.K * (2 + max(len(str(e)) for e in self.matrix)) <= _WIDTH
-        if self.offsets is not None and not narrow:
+        if self.vocab is not None:
+            lines += _labelled_lines(self.matrix, self.vocab)
+        elif self.offsets is not None and not narrow:
             names = sp.symbols(f"c0:{self.K}")
             shown = sp.Matrix(self.K, self.K, lambda a, b: names[(a - b) % self.K])
             lines += ["C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):", "",
@@ -257,10 +259,6 @@ class SignalReport:
                 lines += ["", "factored nonzero entries:"]
                 lines += [f"  C[{a}, {b}] = {self.factored[a, b]}" for a in range(self.K)
                           for b in range(self.K) if self.matrix[a, b] != 0]  # fmt: skip
-        if self.vocab is not None:
-            nonzero = [(a, b) for a in range(self.K) for b in range(self.K) if self.matrix[a, b] != 0]
-            lines += ["", f"nonzero entries ({len(nonzero)} of {self.K * self.K}), C[label, token]:"]
-            lines += [f"  C[{self.vocab[a]}, {self.vocab[b]}] = {self.matrix[a, b]}" for a, b in nonzero]
         lines += ["", f"C is exactly zero: {'yes' if self.vanishes else 'no'}"]
         if self.task == "circle" and self.vanishing is None:
             lines += [f"vanishing set of C over p: not computed for N > {MAX_SYMBOLIC_N} (degree N-1 "
@@ -270,6 +268,43 @@ class SignalReport:
         else:
             lines += [f"vanishing set: {self.vanishing}"]
         return "\n".join(lines)
+
+
+def _labelled_lines(matrix: sp.Matrix, vocab: tuple[str, ...]) -> list[str]:
+    """C of a task with a vocabulary, rows (label y) and columns (token) named by their words.
+
+    A zero matrix is one line; otherwise the table of the rows and columns that hold a nonzero entry,
+    then every nonzero entry C[label, token].
+
+    >>> print("\\n".join(_labelled_lines(sp.zeros(2, 2), ("yes", "no"))))
+    C = 0: all 2 × 2 entries C[label, token] are exactly 0 (labels and tokens: yes, no).
+    >>> print("\\n".join(_labelled_lines(sp.Matrix([[sp.Rational(1, 4), 0], [0, 0]]), ("yes", "no"))))
+    rows = label y, columns = token; the rows and columns not shown are all 0:
+    <BLANKLINE>
+    label \\ token  yes
+    yes            1/4
+    <BLANKLINE>
+    nonzero entries (1 of 4), C[label, token]:
+      C[yes, yes] = 1/4
+    """
+    K = matrix.rows
+    nonzero = [(a, b) for a in range(K) for b in range(K) if matrix[a, b] != 0]
+    if not nonzero:
+        return [f"C = 0: all {K} × {K} entries C[label, token] are exactly 0 (labels and tokens: {', '.join(vocab)})."]
+    rows = sorted({a for a, _ in nonzero})
+    cols = sorted({b for _, b in nonzero})
+    corner = "label \\ token"
+    first = max(len(corner), *(len(vocab[a]) for a in rows))
+    widths = [max(len(vocab[b]), *(len(str(matrix[a, b])) for a in rows)) for b in cols]
+    table = [f"{corner:<{first}}  " + "  ".join(f"{vocab[b]:>{w}}" for b, w in zip(cols, widths))]
+    table += [f"{vocab[a]:<{first}}  " + "  ".join(f"{matrix[a, b]!s:>{w}}" for b, w in zip(cols, widths))
+              for a in rows]  # fmt: skip
+    head = "rows = label y, columns = token" + (
+        "; the rows and columns not shown are all 0:" if len(rows) < K or len(cols) < K else ":")
+    lines = [head, ""] + [t.rstrip() for t in table]
+    lines += ["", f"nonzero entries ({len(nonzero)} of {K * K}), C[label, token]:"]
+    lines += [f"  C[{vocab[a]}, {vocab[b]}] = {matrix[a, b]}" for a, b in nonzero]
+    return lines
 
 
 def signal_report(task: CircleWalk | FiniteTask) -> SignalReport:

@@ -17,7 +17,7 @@ import sympy as sp
 import rwexplore
 from rwcli.main import main
 from rwexplore import explore, write_report
-from rwtasks import parse_task_spec, symbol
+from rwtasks import CircleWalk, parse_task_spec, qa_task2, symbol
 
 
 def _explore(task: dict, steps: int = 2, sweep: dict | None = None):
@@ -258,3 +258,53 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
                               "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert missing.returncode == 2 and "cannot be read" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_plot(tmp_path):
+    # K = 4, N = 5, p = 1/2: C = 0 and exact GD keeps one shared score vector, yet float64 training from
+    # zero leaves the manifold (rounding grows) and reaches the Bayes accuracy 1/2 (notebook (c), part 2).
+    spec = parse_task_spec({"name": "fair walk", "task": {"family": "circle", "params": {"K": 4, "N": 5, "p": "1/2"}},
+                            "explore": {"steps": 2}, "train": {"steps": 100, "eta": 1.0, "M": 16, "sigmas": [0.01]}})  # fmt: skip
+    result = explore(spec, train=True)
+    check = result.points[0].checks[0]
+    assert check.verdict == "stuck"
+    assert check.constant_accuracy == sp.Rational(1, 4) and check.bayes_accuracy == sp.Rational(1, 2)
+    (label, first, final), gaussian = check.contradicting_runs
+    assert label == "zero" and final == 0.5 and 20 < first < 100  # the notebook: accuracy 1/4 for 20 steps
+    assert gaussian[0] == "gaussian sigma=0.01" and gaussian[2] == 0.5  # a non-zero init leaves it too
+    assert "CONTRADICTED BY TRAINING" in check.reason and "stability analysis is not implemented" in check.reason
+    written = write_report(result, tmp_path)
+    data = json.loads(written["explore.json"].read_text())
+    assert data["version"] == 2
+    flag = data["points"][0]["checks"][0]["training_contradicts_verdict"]
+    assert flag["runs"][0] == {"label": "zero", "first_step": first, "final_test_accuracy": 0.5}
+    assert flag["constant_accuracy"]["exact"] == "1/4" and "invariant manifold" in flag["explanation"]
+    report = written["REPORT.md"].read_text()
+    assert "**stuck** (contradicted by training, see below)" in report
+    assert 'Warning: the exact verdict "stuck" is contradicted by training' in report
+    from rwexplore._report import CONTRADICTION_GID, _plot
+
+    fig = _plot(check, "fair walk", tmp_path / "again.png")  # the plot's title carries the red flag
+    assert fig.axes[0].title.get_gid() == CONTRADICTION_GID and "CONTRADICTED" in fig.axes[0].get_title()
+
+
+def test_stuck_verdict_kept_by_training_is_not_flagged():
+    from rwexplore import Manifold, OneStep, TrainRun
+    from rwexplore._explore import Check
+
+    def check(accuracies):
+        run = TrainRun("zero", "zero", None, accuracies, [0.0] * len(accuracies), [0.0] * len(accuracies))
+        return Check({}, CircleWalk(4, 5, "1/2"), True, OneStep(True, True, [], ""), Manifold(2, [True] * 3, ""),
+                     sp.Rational(1, 2), sp.Rational(1, 4), runs=[run])  # fmt: skip
+
+    assert check([0.25] * 10).contradicting_runs == [] and check([0.25] * 10).contradiction == ""
+    assert check([0.25] * 10 + [0.25 + 1e-12]).contradiction == ""  # within the float tolerance 1e-9
+    assert check([0.25, 0.25, 0.4, 0.5]).contradicting_runs == [("zero", 2, 0.5)]
+
+
+def test_accuracy_plot_title_names_each_parameter_once():
+    from rwexplore._report import plot_title
+
+    title = plot_title("sweep", CircleWalk(4, 5, "1/2"), {"N": 5, "p": "p"}, {"p": sp.Rational(1, 2)})
+    assert title == "sweep: task circle, K=4, N=5, p=1/2"
+    assert "(as given)" not in plot_title("qa2", qa_task2(), {}, {})

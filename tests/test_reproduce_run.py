@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rwcli.main import main
@@ -102,3 +103,74 @@ def test_same_command_gives_identical_files(quick_all, tmp_path):
         assert (tmp_path / rel).read_bytes() == (quick_all / rel).read_bytes(), rel
     # the report covers exactly the figures present in the folder
     assert _json(tmp_path / "report.json")["figures"] == ["fig4"]
+
+
+def _drawn(quick_all: Path, name: str, record: dict | None = None) -> dict:
+    """The Figures of ``name`` redrawn from its saved record (or from ``record``), without training."""
+    from rwrepro._experiments import figure_specs
+    from rwrepro._figures import draw_figure
+
+    return draw_figure(figure_specs(quick=True)[name], record or _json(quick_all / name / f"{name}.json"))
+
+
+@pytest.mark.slow
+def test_every_figure_keeps_legends_outside_the_data_and_says_it_is_quick(quick_all):
+    from test_reproduce_plots import legend_outside_axes
+
+    from rwrepro._plots import QUICK_NOTE
+
+    for name in FIGURE_NAMES:
+        for png, fig in _drawn(quick_all, name).items():
+            assert QUICK_NOTE in fig.get_suptitle(), png
+            for ax in fig.axes:
+                if ax.get_legend() is not None:
+                    assert legend_outside_axes(fig, ax), (png, ax.get_title())
+                if ax.get_images() or ax.get_label() == "<colorbar>":
+                    continue
+                assert ax.get_xlabel() and ax.get_ylabel(), (png, ax.get_title())
+
+
+@pytest.mark.slow
+def test_reference_lines_of_accuracy_panels_are_labelled_and_distinct(quick_all):
+    for name, png in (("fig4", "fig4.png"), ("fig4", "fig4_options.png"), ("fig7", "fig7.png"), ("fig10", "fig10.png")):
+        ax = _drawn(quick_all, name)[png].axes[0]
+        refs = [line for line in ax.lines if len(set(line.get_ydata())) == 1 and line.get_linestyle() != "-"]
+        labels = [line.get_label() for line in refs]
+        assert len(refs) == 2 and any("OPT" in t or "100 %" in t for t in labels), (png, labels)
+        assert len({(line.get_linestyle(), line.get_color()) for line in refs}) == 2, png
+
+
+@pytest.mark.slow
+def test_fig11_rows_share_one_colour_scale(quick_all):
+    fig = _drawn(quick_all, "fig11")["fig11.png"]
+    grid = [ax for ax in fig.axes if ax.get_images()]
+    record = _json(quick_all / "fig11" / "fig11.json")
+    steps = len(record["options"][0]["runs"]["p=1/2"]["snapshots"])
+    rows = [grid[i : i + steps] for i in range(0, len(grid), steps)]
+    for row in rows:
+        assert len({ax.get_images()[0].get_clim() for ax in row}) == 1
+    # one colour bar per row, not one per panel
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == len(rows)
+    # the shared scale spans every panel of the row: the change over time stays visible
+    V = [np.array(record["options"][0]["runs"]["p=1/2"]["snapshots"][t]["V"]) for t in ("100", "1000")]
+    lo, hi = rows[0][0].get_images()[0].get_clim()
+    assert lo <= min(v.min() for v in V) and hi >= max(v.max() for v in V)
+
+
+@pytest.mark.slow
+def test_disagreement_mark_follows_the_report_verdicts(quick_all):
+    from rwrepro._plots import DISAGREE_GID
+
+    def marked(figs: dict) -> list[str]:
+        return [" ".join(ax.get_title().split()) for f in figs.values() for ax in f.axes  # titles are wrapped
+                if ax.title.get_gid() == DISAGREE_GID]  # fmt: skip
+
+    for name in ("fig4", "fig5", "fig9", "fig7"):
+        record = _json(quick_all / name / f"{name}.json")
+        disagree = [r["claim"] for r in record["options"][0]["rows"] if not r["agrees"]]
+        titles = marked(_drawn(quick_all, name, record))
+        assert all(any(c in t for t in titles) for c in disagree), name  # every disagreeing claim is marked
+        assert bool(titles) == bool(disagree), name
+        for row in record["options"][0]["rows"]:  # the same record with every claim agreeing: no mark
+            row["agrees"] = True
+        assert marked(_drawn(quick_all, name, record)) == [], name

@@ -109,3 +109,23 @@ def test_console_command_exits_2_as_a_subprocess():
 
 def test_schema_file_ships_inside_the_package():
     assert SIGNAL_SCHEMA_PATH.name == "signal.schema.json" and SIGNAL_SCHEMA_PATH.is_file()
+
+
+def test_qa2_zero_signal_is_one_labelled_line_not_a_bare_matrix(capsys):
+    assert main(["signal", "--task", "qa2"]) == 0
+    text = capsys.readouterr().out
+    assert "C = 0: all 19 × 19 entries C[label, token] are exactly 0" in text
+    assert all(word in text for word in QA_VOCAB)  # rows and columns named by the vocabulary
+    # no unlabelled pretty-printed matrix (rows of bare zeros between brackets)
+    assert not any(line.strip().strip("⎡⎢⎣⎤⎥⎦[]").split() == ["0"] * 19 for line in text.splitlines())
+
+
+def test_qa1_signal_table_is_labelled_by_words(capsys):
+    assert main(["signal", "--task", "qa1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("label \\ token"))
+    assert header.split()[-2:] == ["apple", "orange"]
+    # the table's row "apple" holds the entries the list below it names C[apple, apple] and C[apple, orange]
+    row = next(line for line in lines if line.startswith("apple "))
+    assert row.split() == ["apple", "15/512", "-15/512"]
+    assert "  C[apple, apple] = 15/512" in lines and "  C[apple, orange] = -15/512" in lines
