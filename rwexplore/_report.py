@@ -18,8 +18,10 @@ from rwio import save_figure_atomic, write_text_atomic
 from rwsymbolic import exact_json
 from rwtasks import CircleWalk, FiniteTask, is_numeric
 
-#: Format name and version written into explore.json.
-EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 1
+#: Format name written into explore.json.
+EXPLORE_FORMAT = "rw-explore"
+#: Format version written into explore.json.
+EXPLORE_FORMAT_VERSION = 1
 #: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
 MAX_LISTED_ENTRIES = 24
 
