@@ -133,7 +133,7 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         f"# rw explore: {spec.name}",
         "",
         "Is the token average informative about the label, and if not, does gradient descent from zero "
-        "initialisation stay on the stuck manifold? (MATH.md §5-§6)",
+        "initialisation stay on the stuck manifold? (docs/theory.md#signal, #qa-tasks)",
         "",
         f"Exact checks: η = {ex['eta']}, ε = {ex['eps']}, μ = {ex['mu']}, {ex['steps']} GD steps with ℓ' "
         "abstract (every verdict about the manifold holds for any differentiable loss).",

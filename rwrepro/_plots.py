@@ -21,7 +21,7 @@ def save_png(fig: Figure, path: Path) -> None:
 
 def heatmap(fig: Figure, ax, M: np.ndarray, title: str, xlabel: str = "column j (node)",
             ylabel: str = "row i (node)", cmap: str = "viridis") -> None:  # fmt: skip
-    """A matrix as an image with its colour bar; 1-based tick labels (MATH.md indexing)."""
+    """A matrix as an image with its colour bar; 1-based tick labels (the 1-based indexing of docs/theory.md)."""
     M = np.asarray(M, dtype=float)
     im = ax.imshow(M, cmap=cmap, aspect="equal", interpolation="nearest")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
