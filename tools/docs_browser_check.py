@@ -70,7 +70,7 @@ class Browser:
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
              f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=child_fds, pass_fds=(to_browser_r, from_browser_w),
+            preexec_fn=child_fds, pass_fds=(3, 4, to_browser_r, from_browser_w),  # keep 3, 4 open
         )  # fmt: skip
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -183,8 +183,11 @@ def check_page(browser: Browser, url: str, png: Path, settle: float) -> list[str
 
 def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, int]:
     """Serve ``site`` on 127.0.0.1 at a free port, in a daemon thread."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None  # quiet
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # one line per page is printed instead
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]

@@ -169,7 +169,7 @@ def _action_row(action: argparse.Action) -> str:
     return f"| {flags} | {value} | {default_text} | {_cell(help_text)} |"
 
 
-def cli_markdown(width: int = 100) -> str:
+def cli_markdown(width: int = 80) -> str:
     """The CLI reference page: for each subcommand its usage (argparse's own) and a table of arguments."""
     import os
 
