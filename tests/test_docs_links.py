@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import re
 import unicodedata
 from pathlib import Path
@@ -80,7 +81,9 @@ def test_the_citation_mapping_points_at_existing_anchors():
 def test_every_cited_docs_page_and_anchor_exists():
     cited = citations()
     assert len(cited) > 50  # the code cites the docs throughout; an empty scan would test nothing
-    missing = [c for c in cited if not (ROOT / "docs" / c[1]).is_file() or c[2] not in anchors(ROOT / "docs" / c[1])]
+    missing = [
+        c for c in cited if not (ROOT / "docs" / c[1]).is_file() or c[2] not in anchors(ROOT / "docs" / c[1])
+    ]
     assert not missing, f"(file, page, anchor) with no such page or anchor: {missing[:10]}"
 
 
@@ -114,3 +117,39 @@ def test_api_reference_has_every_public_name(package):
     for name in importlib.import_module(package).__all__:
         assert f"::: {package}.{name}\n" in page
     assert f"api/{package}.md" in pages["api/index.md"] or f"({package}.md)" in pages["api/index.md"]
+
+
+def test_benchmark_results_render_with_machine_and_date(tmp_path):
+    hooks = _tool("docs_hooks")
+    assert "make bench" in hooks.benchmarks_markdown(tmp_path / "none")
+    record = {
+        "benchmark": "gd_step.py",
+        "date": "2026-01-02 03:04 UTC",
+        "seconds": 12.5,
+        "output": "| a | b |\n| --- | --- |\n| 1 | 2 |\n",
+        "machine": {"cpus": 2, "platform": "Linux-x", "processor": "x86_64", "python": "3.11.7",
+                    "torch": "2.13.0", "sympy": "1.14", "load_average": [0.5, 0.4, 0.3]},
+    }  # fmt: skip
+    (tmp_path / "gd_step.json").write_text(json.dumps(record))
+    page = hooks.benchmarks_markdown(tmp_path)
+    assert "2026-01-02 03:04 UTC" in page and "2 CPU(s)" in page and "| 1 | 2 |" in page
+
+
+def test_gallery_renders_the_report_or_says_how_to_make_it(tmp_path):
+    hooks = _tool("docs_hooks")
+    assert "make demo" in hooks.gallery_markdown(tmp_path)
+    report = {
+        "mode": "quick",
+        "summary": {"agree": 1, "rows": 2},
+        "rows": [
+            {"figure": "fig4", "claim": "c|1", "paper": "p", "ours": "o", "agrees": True, "criterion": "k"},
+            {"figure": "fig5", "claim": "c2", "paper": "p", "ours": "o", "agrees": False, "criterion": "k"},
+        ],
+        "options_reproducing_paper": {"fig4": ["main"], "fig5": []},
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    (tmp_path / "fig4").mkdir()
+    (tmp_path / "fig4" / "fig4.png").write_bytes(b"\x89PNG")
+    page = hooks.gallery_markdown(tmp_path)
+    assert "1 of 2 claims agree" in page and "c\\|1" in page and "**no**" in page and "none tried" in page
+    assert "![fig4/fig4.png](gallery/fig4/fig4.png)" in page

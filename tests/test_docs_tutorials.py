@@ -17,13 +17,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
-FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def blocks(page: Path, language: str) -> list[tuple[int, str]]:
     """(line number, body) of each fenced block of ``language`` on ``page``."""
     text = page.read_text()
-    return [(text[: m.start()].count("\n") + 1, m.group(2)) for m in FENCE.finditer(text) if m.group(1) == language]
+    return [
+        (text[: m.start()].count("\n") + 1, m.group(2))
+        for m in FENCE.finditer(text)
+        if m.group(1) == language
+    ]
 
 
 def test_the_tutorials_are_found():
@@ -43,7 +47,9 @@ def test_tutorial_runs_as_written(page, tmp_path, monkeypatch):
     for line, body in blocks(page, "pycon"):
         test = parser.get_doctest(body, globs, f"{page.name}:{line}", str(page), line)
         result = runner.run(test, clear_globs=False)
-        assert result.failed == 0, f"{page.name}, block at line {line}: {result.failed} example(s) failed (see above)"
+        assert result.failed == 0, (
+            f"{page.name}, block at line {line}: {result.failed} example(s) failed (see above)"
+        )
         globs = test.globs  # DocTest copies its globals: carry the names on to the next block
     commands = [
         shlex.split(line.split("#")[0])
@@ -53,6 +59,10 @@ def test_tutorial_runs_as_written(page, tmp_path, monkeypatch):
     ]
     for argv in commands:
         proc = subprocess.run(
-            [sys.executable, "-m", "rwcli.main", *argv[1:]], cwd=tmp_path, capture_output=True, text=True
+            [sys.executable, "-m", "rwcli.main", *argv[1:]],
+            check=False,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, f"{shlex.join(argv)} exited {proc.returncode}: {proc.stderr.strip()}"

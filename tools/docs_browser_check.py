@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import functools
 import http.server
 import json
@@ -61,6 +62,7 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="rw-docs-chromium-")
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
+
         # The child must see the pipe ends as fds 3 (reads commands) and 4 (writes replies).
         def child_fds():
             os.dup2(to_browser_r, 3)
@@ -70,7 +72,8 @@ class Browser:
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
              f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=child_fds, pass_fds=(3, 4, to_browser_r, from_browser_w),  # keep 3, 4 open
+            preexec_fn=child_fds,  # noqa: PLW1509 - started before any thread of this process
+            pass_fds=(3, 4, to_browser_r, from_browser_w),  # keep 3, 4 open
         )  # fmt: skip
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -89,8 +92,9 @@ class Browser:
         raw, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(raw)
 
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 60.0) -> dict:
+    def send(
+        self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 60.0
+    ) -> dict:
         """Send one DevTools command and return its result; events seen meanwhile go to ``events``."""
         self._next_id += 1
         message = {"id": self._next_id, "method": method, "params": params or {}}
@@ -121,10 +125,8 @@ class Browser:
             return False
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError):  # it may be gone; killed below
             self.send("Browser.close", timeout=5)
-        except Exception:  # noqa: BLE001 - the browser may already be gone; it is killed below
-            pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -183,6 +185,7 @@ def check_page(browser: Browser, url: str, png: Path, settle: float) -> list[str
 
 def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, int]:
     """Serve ``site`` on 127.0.0.1 at a free port, in a daemon thread."""
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args) -> None:  # one line per page is printed instead
             pass
@@ -196,14 +199,21 @@ def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", default="site", help="the built site (default: site)")
-    parser.add_argument("--out", default="site-check", help="folder for the screenshots (default: site-check)")
-    parser.add_argument("--browser", default=shutil.which("chromium") or "chromium", help="Chromium executable")
+    parser.add_argument(
+        "--out", default="site-check", help="folder for the screenshots (default: site-check)"
+    )
+    parser.add_argument(
+        "--browser", default=shutil.which("chromium") or "chromium", help="Chromium executable"
+    )
     parser.add_argument("--page", action="append", help="a page path under the site root (repeatable)")
     parser.add_argument("--settle", type=float, default=3.0, help="seconds to wait after load (default 3)")
     args = parser.parse_args(argv)
     site, out = Path(args.site), Path(args.out)
     if not (site / "index.html").is_file():
-        print(f"docs_browser_check: --site {site} has no index.html; build it first (make docs)", file=sys.stderr)
+        print(
+            f"docs_browser_check: --site {site} has no index.html; build it first (make docs)",
+            file=sys.stderr,
+        )
         return 2
     if shutil.which(args.browser) is None and not Path(args.browser).is_file():
         print(f"docs_browser_check: --browser {args.browser} not found; install the Debian package chromium "
@@ -213,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"docs_browser_check: --settle {args.settle} must be >= 0", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    browser = Browser(args.browser, 1280, 900)  # before the server thread: it forks
     server, port = serve(site)
-    browser = Browser(args.browser, 1280, 900)
     failures = 0
     try:
         for page in args.page or MAIN_PAGES:

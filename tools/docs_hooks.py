@@ -62,19 +62,31 @@ def gallery_markdown(out: Path) -> str:
     report = json.loads(report_path.read_text())
     summary = report["summary"]
     lines = [
-        f"Built from `{out.name}/report.json`"
-        f" ({report['mode']} mode): {summary['agree']} of {summary['rows']} claims agree with the paper"
-        " under their stated criteria.",
+        (
+            f"Built from `{out.name}/report.json` ({report['mode']} mode): {summary['agree']} of "
+            f"{summary['rows']} claims agree with the paper under their stated criteria."
+        ),
         "",
         "| figure | claim | paper | ours | agrees | criterion |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in report["rows"]:
-        cells = [row["figure"], row["claim"], row["paper"], row["ours"], "yes" if row["agrees"] else "**no**",
-                 row["criterion"]]
+        cells = [
+            row["figure"],
+            row["claim"],
+            row["paper"],
+            row["ours"],
+            "yes" if row["agrees"] else "**no**",
+            row["criterion"],
+        ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    lines += ["", "Options under which every claim of a figure is reproduced:", "",
-              "| figure | options |", "| --- | --- |"]
+    lines += [
+        "",
+        "Options under which every claim of a figure is reproduced:",
+        "",
+        "| figure | options |",
+        "| --- | --- |",
+    ]
     for fig, options in report["options_reproducing_paper"].items():
         lines.append(f"| {fig} | {_cell(', '.join(options)) if options else 'none tried'} |")
     lines.append("")
@@ -218,9 +230,11 @@ def benchmarks_markdown(results_dir: Path = BENCH_RESULTS) -> str:
         out += [
             f"### `{record['benchmark']}`",
             "",
-            f"Run {record['date']} on {machine['cpus']} CPU(s), {machine['platform']}, Python "
-            f"{machine['python']}, torch {machine['torch']}, sympy {machine['sympy']}; "
-            f"load average at start {machine['load_average']}; wall time {record['seconds']:.1f} s.",
+            (
+                f"Run {record['date']} on {machine['cpus']} CPU(s), {machine['platform']}, Python "
+                f"{machine['python']}, torch {machine['torch']}, sympy {machine['sympy']}; "
+                f"load average at start {machine['load_average']}; wall time {record['seconds']:.1f} s."
+            ),
             "",
             record["output"].strip(),
             "",
@@ -254,7 +268,9 @@ def on_files(files, config):
     out = reproduce_out()
     if (out / "report.json").is_file():
         for png in gallery_figures(out):
-            files.append(File.generated(config, f"gallery/{png.relative_to(out).as_posix()}", abs_src_path=str(png)))
+            files.append(
+                File.generated(config, f"gallery/{png.relative_to(out).as_posix()}", abs_src_path=str(png))
+            )
     return files
 
 

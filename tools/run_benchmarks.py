@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rwio import write_json_atomic  # noqa: E402
+from rwio import write_json_atomic
 
 
 def machine() -> dict:
@@ -43,9 +43,11 @@ def main() -> int:
     status = 0
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         info = machine()
-        date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, str(script)], check=False, capture_output=True, text=True, cwd=ROOT
+        )
         seconds = time.perf_counter() - start
         sys.stdout.write(proc.stdout)
         sys.stderr.write(proc.stderr)
@@ -53,8 +55,13 @@ def main() -> int:
             print(f"run_benchmarks: {script.name} failed with exit code {proc.returncode}", file=sys.stderr)
             status = 1
             continue
-        record = {"benchmark": script.name, "date": date, "seconds": seconds, "machine": info,
-                  "output": proc.stdout}
+        record = {
+            "benchmark": script.name,
+            "date": date,
+            "seconds": seconds,
+            "machine": info,
+            "output": proc.stdout,
+        }
         write_json_atomic(record, results / f"{script.stem}.json")
     return status
 
