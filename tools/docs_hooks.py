@@ -215,6 +215,27 @@ def cli_markdown(width: int = 80) -> str:
     return "\n".join(out) + "\n"
 
 
+def _benchmark_output(text: str) -> str:
+    """A benchmark's printed output as Markdown: its tables kept whole, every other line a paragraph.
+
+    >>> print(_benchmark_output("torch 2.13\\n| a |\\n| --- |\\n| 1 |\\ntotal: 3 s\\n"))
+    torch 2.13
+    <BLANKLINE>
+    | a |
+    | --- |
+    | 1 |
+    <BLANKLINE>
+    total: 3 s
+    """
+    out: list[str] = []
+    for line in text.strip().splitlines():
+        in_table = line.lstrip().startswith("|")
+        if out and not (in_table and out[-1].lstrip().startswith("|")):
+            out.append("")
+        out.append(line.strip() if not in_table else line)
+    return "\n".join(out)
+
+
 def benchmarks_markdown(results_dir: Path = BENCH_RESULTS) -> str:
     """The latest benchmark results (``tools/run_benchmarks.py``), each with its machine and date."""
     files = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
@@ -236,7 +257,7 @@ def benchmarks_markdown(results_dir: Path = BENCH_RESULTS) -> str:
                 f"load average at start {machine['load_average']}; wall time {record['seconds']:.1f} s."
             ),
             "",
-            record["output"].strip(),
+            _benchmark_output(record["output"]),
             "",
         ]
     return "\n".join(out)
