@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench
+.PHONY: demo test bench docs docs-check
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,4 +24,19 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+	$(BIN)/python tools/run_benchmarks.py
+
+# The documentation site, built into site/ (strict: broken links, missing API objects and warnings
+# fail). The notebooks are executed while building (RW_DOCS_EXECUTE=false renders them as stored).
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 RW_DOCS_EXECUTE=$${RW_DOCS_EXECUTE:-true} $(BIN)/mkdocs build --strict
+
+# Serves site/ on localhost and loads the main pages in headless Chromium: screenshots under
+# site-check/, exit 1 on any console error. Needs the Debian package chromium.
+docs-check: docs
+	$(BIN)/python tools/docs_browser_check.py --site site --out site-check

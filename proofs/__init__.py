@@ -1,4 +1,4 @@
-"""Executable certificates for the statements of MATH.md §3–§5 (``rw proofs``).
+"""Executable certificates for the statements of docs/theory.md#statements (``rw proofs``).
 
 Each module ``proofs/<statement>.py`` states one lemma or theorem in its docstring, its scope, and
 ``certify(quick) -> Certificate``: a symbolic proof, an exact verification over a declared finite range,

@@ -28,7 +28,7 @@ VERDICTS = ("holds", "fails", "corrected", "inconclusive", "error")
 
 @dataclass
 class Certificate:
-    """An executable certificate for one statement of MATH.md; JSON-able through ``to_json``.
+    """An executable certificate for one statement of the paper (docs/theory.md#statements); JSON-able through ``to_json``.
 
     >>> c = Certificate("E.1", "Π0^K = I", "K = 3..5", "exact verification over a finite range",
     ...                 "holds", {"checked": 3})

@@ -3,7 +3,7 @@
 Per input the gradients are those of Lemma B.1 (certified against SymPy differentiation by
 ``lemma_b1_gradients``); expectations are exact sums over ``task.population()`` with SymPy
 probabilities. Positional embeddings are P = √μ·I_N (M = N): orthogonal with equal squared norm μ, and
-the dynamics depend on P only through PᵀP = μI (MATH.md §3). This code shares nothing with
+the dynamics depend on P only through PᵀP = μI (docs/theory.md#reduction). This code shares nothing with
 ``rwsymbolic`` (which works in reduced coordinates), so the two can check each other.
 """
 

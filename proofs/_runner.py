@@ -12,7 +12,7 @@ from pathlib import Path
 from proofs._certificate import Certificate, timed
 from rwio import write_text_atomic
 
-#: One module per statement, in the order of MATH.md.
+#: One module per statement, in the order of docs/theory.md#statements.
 MODULES: tuple[str, ...] = (
     "proofs.lemma_b1_gradients",
     "proofs.invariant_w_token_columns",
@@ -64,7 +64,7 @@ def run(
     only: Iterable[str] | None = None,
     progress: Callable[[Iterable[str]], Iterable[str]] | None = None,
 ) -> list[Certificate]:
-    """Run the selected certificates (``only``: statement ids) in MATH.md order."""
+    """Run the selected certificates (``only``: statement ids) in the order of docs/theory.md#statements."""
     ids = certificate_ids()
     if only:
         unknown = [i for i in only if i not in ids]

@@ -1,4 +1,4 @@
-"""MATH.md §3: from zero init the trajectory depends on P only through its Gram matrix PᵀP, so every P
+"""docs/theory.md#reduction: from zero init the trajectory depends on P only through its Gram matrix PᵀP, so every P
 with pairwise orthogonal columns of equal squared norm μ gives the same V(t) and attention S(t).
 
 Argument (all sizes): by Lemma B.1 every W-update is u·x̃_Nᵀ with u ∈ span(columns of X̃), so W(t) =

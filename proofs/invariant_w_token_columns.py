@@ -1,4 +1,4 @@
-"""The W11 = W21 = 0 invariant (MATH.md §3): the first K columns of W never change under GD, so from
+"""The W11 = W21 = 0 invariant (docs/theory.md#reduction): the first K columns of W never change under GD, so from
 zero init W11(t) = W21(t) = 0 for every t, any loss, any step sizes and any task.
 
 Symbolic proof: the logits X̃ᵀWx̃_N involve W only through Wx̃_N, and x̃_N = [0; p_N] has zero token part,

@@ -1,7 +1,7 @@
 """Lemma C.2: V(1) is circulant: [V(1)]_{i1,j1} = [V(1)]_{i2,j2} whenever i1 − j1 ≡ i2 − j2 (mod K).
 
-This is MATH.md's corrected form (the paper says "Toeplitz" and its printed indices have a typo; the
-printed indices are not reproduced in MATH.md, so they are not checked here). "Toeplitz" alone is
+This is the corrected form of docs/theory.md#statements (the paper says "Toeplitz" and its printed indices have a typo; the
+printed indices are not reproduced there, so they are not checked here). "Toeplitz" alone is
 weaker: V(1) is also constant along the wrapped diagonals, e.g. [V]_{1,K} = [V]_{2,1}.
 Proof for all K, N, p, η, ε and any loss: V(1) = −η ℓ'(0) E[e_y(X1/N)ᵀ] = −η ℓ'(0)/(NK) Σ_{r=1}^{N−1} (Πᵀ)^r
 (Lemma C.1 and the Markov property), a polynomial in the circulant Πᵀ, hence circulant. Verified

@@ -1,4 +1,4 @@
-"""Lemma D.1 (our reading; MATH.md §5 states it, the spec does not quote the paper's D.1): for p ∈ {0, 1}
+"""Lemma D.1 (our reading, stated in docs/theory.md#manifold; the paper's wording is not quoted): for p ∈ {0, 1}
 and N = rK+1 every walk visits each node exactly r times among s_1..s_{N−1}, so Σ_{i<N} x_i = r·1 and
 x̄ = 1/K·1 for every input; hence the token-average signal C = 0.
 

@@ -82,7 +82,7 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=(
             f"(K, r) ∈ {cases}, p ∈ {{0, 1}}; α1..α4, η_V, η_W, √μ symbolic (all values), ℓ' abstract; "
-            "P = √μ·I_N (any orthogonal equal-norm P gives the same step, MATH.md §3)"
+            "P = √μ·I_N (any orthogonal equal-norm P gives the same step, docs/theory.md#reduction)"
         ),
         method="symbolic proof",
         verdict="fails" if failures else "holds",

@@ -1,4 +1,4 @@
-"""The vanishing set of the token-average signal C (MATH.md §5) for circle walks.
+"""The vanishing set of the token-average signal C (docs/theory.md#signal) for circle walks.
 
 Statement: for K ≥ 3, N ≥ 2, the set of p ∈ [0, 1] with C(p) = 0 is
   {0, 1} if K | N−1,   plus {1/2} if K = 4 and N is odd,   and empty otherwise.

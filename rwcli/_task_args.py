@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def add_task_arguments(parser: argparse.ArgumentParser, p_help: str) -> None:
     """--task, --K, --N, --p; numbers are read as strings so that bad values give one-line errors."""
     parser.add_argument("--task", default="circle", choices=("circle", "qa1", "qa2"),
-                        help="circle walk (default) or a question-answering task of MATH.md §6")  # fmt: skip
+                        help="circle walk (default) or a question-answering task of the paper's Section 6")  # fmt: skip
     parser.add_argument("--K", help="circle: number of nodes, K >= 3 (QA tasks: fixed at 19)")
     parser.add_argument("--N", help="circle: walk length, N >= 2 (QA tasks: fixed at 17 / 19)")
     parser.add_argument("--p", help=p_help)

@@ -1,4 +1,4 @@
-"""``rw explore SPEC``: is a task's token average informative, and does GD stay stuck? (MATH.md §5-§6)."""
+"""``rw explore SPEC``: is a task's token average informative, and does GD stay stuck? (docs/theory.md#signal, #qa-tasks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rw signal``: the token-average signal C of MATH.md §5, its factorisation and exact vanishing set."""
+"""``rw signal``: the token-average signal C of docs/theory.md#signal, its factorisation and exact vanishing set."""
 
 from __future__ import annotations
 

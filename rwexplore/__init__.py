@@ -1,4 +1,4 @@
-"""Explore any finite task for an uninformative token average (MATH.md §5-§6): ``rw explore``.
+"""Explore any finite task for an uninformative token average (docs/theory.md#signal, #qa-tasks): ``rw explore``.
 
 >>> from rwtasks import parse_task_spec
 >>> result = explore(parse_task_spec({"task": {"family": "permutation", "params": {"m": 2}}}))

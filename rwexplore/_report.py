@@ -18,9 +18,10 @@ from rwio import save_figure_atomic, write_text_atomic
 from rwsymbolic import exact_json
 from rwtasks import CircleWalk, FiniteTask, is_numeric
 
-#: Format name and version written into explore.json.
-#: Version 2 added ``training_contradicts_verdict`` to every check.
-EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION = "rw-explore", 2
+#: Format name written into explore.json.
+EXPLORE_FORMAT = "rw-explore"
+#: Format version written into explore.json; version 2 added ``training_contradicts_verdict`` to every check.
+EXPLORE_FORMAT_VERSION = 2
 #: Gid of the title of an accuracy plot whose "stuck" verdict training contradicts (tests look for it).
 CONTRADICTION_GID = "stuck-contradicted-by-training"
 #: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
@@ -148,7 +149,8 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         f"# rw explore: {spec.name}",
         "",
         "Is the token average informative about the label, and if not, does gradient descent from zero "
-        "initialisation stay on the stuck manifold, where every input gets the same score vector?",
+        "initialisation stay on the stuck manifold, where every input gets the same score vector? "
+        "(docs/theory.md#signal, #qa-tasks)",
         "",
         f"Exact checks: η = {ex['eta']}, ε = {ex['eps']}, μ = {ex['mu']}, {ex['steps']} GD steps with ℓ' "
         "abstract (every verdict about the manifold holds for any differentiable loss).",

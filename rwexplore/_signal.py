@@ -1,4 +1,4 @@
-"""The token-average signal of one task (MATH.md §5), summarised for the explore report.
+"""The token-average signal of one task (docs/theory.md#signal), summarised for the explore report.
 
 The exact work is ``rwsymbolic.signal_matrix`` / ``vanishing_set``; this module only packages the
 answer and substitutes parameter values into a task (so one symbolic task gives many numeric ones).

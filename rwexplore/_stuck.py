@@ -1,4 +1,4 @@
-"""Exact checks of the stuck manifold (MATH.md §4-§5) on any finite task, from ``rwsymbolic.derive``.
+"""Exact checks of the stuck manifold (docs/theory.md#statements, #signal) on any finite task, from ``rwsymbolic.derive``.
 
 After one GD step from zero init, V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ]; when C = 0 this is a multiple of
 E[e_y] E[x̄]ᵀ, so every input's score vector f(X) is a multiple of m = E[e_y]. The stuck manifold is

@@ -1,4 +1,4 @@
-"""PyTorch implementation: model, fast and autograd gradients, training, metrics (MATH.md §2-§3, §7).
+"""PyTorch implementation: model, fast and autograd gradients, training, metrics (docs/theory.md#model, #reduction, docs/reproduction.md#experiments).
 
 >>> from rwtasks import CircleWalk
 >>> result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True),

@@ -17,13 +17,13 @@ DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 KL_NORMS = ("softmax", "shift")
 GRAMS = ("ideal", "computed")
-#: Default tie tolerance of the accuracy tie rule, per dtype (MATH.md §2, issue 2 item 8).
+#: Default tie tolerance of the accuracy tie rule, per dtype (docs/theory.md#model).
 DEFAULT_TIE_RTOL = {"float64": 1e-9, "float32": 1e-5}
 
 
 @dataclass
 class ModelConfig:
-    """f = V X S(X̃ᵀ W x̃_N) (MATH.md §2), or A·ReLU(V X S(·)) when ``relu_width`` = m is set.
+    """f = V X S(X̃ᵀ W x̃_N) (docs/theory.md#model), or A·ReLU(V X S(·)) when ``relu_width`` = m is set.
 
     ``pos``: "sine" | "onehot" | "random" | an (M, N) matrix; ``pos_norm`` = μ = ‖p_i‖² (None: the
     construction's own, M/2 for sine, 1 for onehot/random); ``normalize_attention`` divides each

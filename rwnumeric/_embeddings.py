@@ -1,4 +1,4 @@
-"""Positional embeddings P = [p_1, …, p_N] ∈ R^{M×N} (MATH.md §2): orthogonal columns, equal squared norm μ."""
+"""Positional embeddings P = [p_1, …, p_N] ∈ R^{M×N} (docs/theory.md#model): orthogonal columns, equal squared norm μ."""
 
 from __future__ import annotations
 

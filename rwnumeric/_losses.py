@@ -1,4 +1,4 @@
-"""Per-sample losses ℓ(z) of z = e_yᵀ f (MATH.md §2), with a domain check that never lets NaN through."""
+"""Per-sample losses ℓ(z) of z = e_yᵀ f (docs/theory.md#model), with a domain check that never lets NaN through."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ class EvalSet:
 
 
 def predict(f: torch.Tensor, rtol: float) -> torch.Tensor:
-    """ŷ: the smallest index among the entries of f within rtol·max_k|f_k| of max_k f_k (MATH.md §2).
+    """ŷ: the smallest index among the entries of f within rtol·max_k|f_k| of max_k f_k (docs/theory.md#model).
 
     >>> predict(torch.tensor([[1.0, 1.0 + 1e-12, 0.0], [0.0, 2.0, 3.0]], dtype=torch.float64), 1e-9)
     tensor([0, 2])

@@ -1,8 +1,8 @@
-"""The one-layer transformer f = V X S(X̃ᵀ W x̃_N) (MATH.md §2) and its gradient step, two ways.
+"""The one-layer transformer f = V X S(X̃ᵀ W x̃_N) (docs/theory.md#model) and its gradient step, two ways.
 
 ``ReferenceModel`` is the faithful one: the full W ∈ R^{(K+M)×(K+M)} is a parameter, the matrices X̃
 are built explicitly (in chunks of inputs, to bound memory) and torch autograd differentiates.
-``FastModel`` uses MATH.md §3: the logits X̂ᵀ W x̂_N depend on W only through w = W x̂_N, and every
+``FastModel`` uses docs/theory.md#reduction: the logits X̂ᵀ W x̂_N depend on W only through w = W x̂_N, and every
 W-gradient is (∂L/∂w) x̂_Nᵀ. It keeps (V, u = w_tok ∈ R^K, q = Pᵀ w_pos ∈ R^N), differentiates
 those with autograd and maps the step back exactly:
     W ← W - η g x̂_Nᵀ  ⇒  w ← w - η ‖x̂_N‖² g,   u ← u - η ‖x̂_N‖² ∂L/∂u,   q ← q - η ‖x̂_N‖² (PᵀP) ∂L/∂q,

@@ -148,7 +148,7 @@ def train(
     progress: bool = True,
     observe: Callable[[int, object], object] | None = None,
 ) -> TrainResult:
-    """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (MATH.md §2); history holds the metrics at each recorded step t.
+    """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (docs/theory.md#model); history holds the metrics at each recorded step t.
 
     ``observe(t, model)``, if given, is called at each recorded step with the model at step t (for
     metrics of one's own); its return value is kept in ``result.observations[t]``.

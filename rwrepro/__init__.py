@@ -1,4 +1,4 @@
-"""Reproduce the paper's experiments (MATH.md §7): figures, a claim-by-claim report, and the sensitivity study.
+"""Reproduce the paper's experiments (docs/reproduction.md#experiments): figures, a claim-by-claim report, and the sensitivity study.
 
 ``reproduce(["fig4", "fig5"], "out")`` trains the runs of each figure under its main option and under
 every other value of the paper's unstated choices, draws the panels, writes the raw series as JSON

@@ -1,4 +1,4 @@
-"""The paper's experiments as data (MATH.md §7): one ``FigureSpec`` per figure, its runs and its options.
+"""The paper's experiments as data (docs/reproduction.md#experiments): one ``FigureSpec`` per figure, its runs and its options.
 
 A figure is a set of ``RunSpec`` (the settings the paper states) trained under one ``Choices`` (the
 settings the paper leaves unstated: μ = ‖p_i‖², float precision, mean vs sum loss, the Gram matrix
@@ -32,7 +32,7 @@ class Choices:
     """The settings the paper does not state.
 
     ``mu``: a key of ``MU_OPTIONS``; ``dtype``: "float64" | "float32"; ``reduction``: "mean" (the loss
-    is E over the training set, MATH.md §2) or "sum" (Σ over the set, i.e. η × train size);
+    is E over the training set, docs/theory.md#model) or "sum" (Σ over the set, i.e. η × train size);
     ``gram``: the fast path's PᵀP, "ideal" (= μI, the spec's P) or "computed" (the float Gram of the
     sine P, what a direct implementation sees); ``normalize``: x̃ normalisation inside the softmax,
     None = the figure's own setting; ``kl_norm``: how the KL metric turns f into a distribution,

@@ -32,10 +32,10 @@ before any run, and every other option is shown below:
 
 - **μ = M/2 = 500**: the sine construction [p_i]_m = sin(π·i·m/M) has exactly this norm (Lemma E.5),
   and it is the only scale the paper's text implies. (From zero init the trajectory depends on P
-  only through its Gram matrix PᵀP = μI, so only through μ.)
+  only through its Gram matrix PᵀP = μI, so only through μ: docs/theory.md#reduction.)
 - **float64**, and on the fast path the **ideal Gram matrix** PᵀP = μI of the sine P (the float
   Gram of the sine P, "computed", is the option a direct float implementation sees).
-- **mean loss**: the training loss is L = E[ℓ] over the training set; a sum over the n training
+- **mean loss**: the training loss is L = E[ℓ] over the training set (docs/theory.md#model); a sum over the n training
   inputs is the same descent with η × n, shown as the "sum loss" option.
 - **x̃ normalisation only in Fig 6** (where the paper states it); Figs 7 and 10 are also shown with it.
 - **seed 0** for the sampled walks and the random init; the random-init figures (6, 7, 10) are also

@@ -10,7 +10,7 @@ uniform, P(s_i = b) = 1/K, and
 
     E[e_y x_iᵀ]_{ab} = P(s_N = a, s_i = b) = (1/K)·[Π^(N-i)]_{ba} = (1/K)·[(Πᵀ)^(N-i)]_{ab}.
 
-Indices in code are 0-based (node k is MATH.md's node k+1); positions i are 1-based as in MATH.md.
+Indices in code are 0-based (node k is node k+1 of docs/theory.md#task); positions i are 1-based as there.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class CircleFirstMoments:
 
 
 def circle_first_moments(walk: CircleWalk) -> CircleFirstMoments:
-    """E[e_y], E[x̄], E[e_y (X·1_N)ᵀ] and E[e_y x̄ᵀ] of a circle walk, exact (MATH.md §1, §5).
+    """E[e_y], E[x̄], E[e_y (X·1_N)ᵀ] and E[e_y x̄ᵀ] of a circle walk, exact (docs/theory.md#task, #signal).
 
     >>> from rwtasks import CircleWalk
     >>> m = circle_first_moments(CircleWalk(4, 5, "p"))

@@ -1,6 +1,6 @@
 """Exact population gradient descent from zero initialisation in the reduced coordinates (V, w_tok, c).
 
-Reduction (MATH.md §3, Lemma B.1). Every W-gradient is u·x̃_Nᵀ with u = ℓ'(z) X̃ (diag S - SSᵀ) Xᵀ Vᵀ e_y,
+Reduction (docs/theory.md#reduction, Lemma B.1). Every W-gradient is u·x̃_Nᵀ with u = ℓ'(z) X̃ (diag S - SSᵀ) Xᵀ Vᵀ e_y,
 so from W(0) = 0 we have W(t) = w(t) x̃_Nᵀ / μ with w = W x̃_N, the first K columns of W stay zero
 (W11 = W21 = 0) and the logits are x̃_jᵀ w. Every u lies in span{x̃_1..x̃_N}, so the positional part of w
 is w_pos = Σ_j c_j p_j and, by orthogonality with ‖p_j‖² = μ, logit_j = x_jᵀ w_tok + μ c_j (x_N = 0).
@@ -185,7 +185,7 @@ def derive(
     loss: str | Callable[[sp.Expr], sp.Expr] = "log",
     rotate: bool = True,
 ) -> Trajectory:
-    """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (MATH.md §2-§3).
+    """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtasks.exact``: numbers, "7/10", or symbol names.
     ``loss`` is "log" (ℓ = -log(z+ε)), "any" (ℓ, ℓ' the undefined functions ``ell``, ``dell``) or a

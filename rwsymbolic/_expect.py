@@ -4,7 +4,7 @@ The engine sums over an ``Inputs`` set: either a task's whole population, or, fo
 the walks that start at node 0 (``rotation=True``). The second is exact because the population and
 zero initialisation are invariant under the rotation s -> s+1 (mod K), so every iterate is too:
 V(t) is circulant and the token part of w(t) is a multiple of 1_K. The full-population gradient is
-then the rotation average Σ_r R^r G0 R^-r of the rooted one (MATH.md §3; tested against enumeration).
+then the rotation average Σ_r R^r G0 R^-r of the rooted one (docs/theory.md#reduction; tested against enumeration).
 
 Within a step, an input enters only through its label y and the multiset of (position class, token)
 pairs, where positions with identical c_j form one class (their logits differ only through the token).

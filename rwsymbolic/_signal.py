@@ -1,4 +1,4 @@
-"""The token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ of MATH.md §5 and where it vanishes.
+"""The token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ of docs/theory.md#signal and where it vanishes.
 
 At zero initialisation the attention is uniform, so the first GD step sees each input only through
 its token average x̄ = (1/(N-1)) Σ_{i<N} x_i; C = 0 means that average carries no linear information
@@ -35,7 +35,7 @@ _METHODS = ("auto", "structure", "enumerate")
 
 
 def signal_matrix(task: CircleWalk | FiniteTask | Population, method: str = "auto") -> sp.Matrix:
-    """C = E[e_y x̄ᵀ] - E[e_y] E[x̄]ᵀ (MATH.md §5), K×K, exact, entries expanded.
+    """C = E[e_y x̄ᵀ] - E[e_y] E[x̄]ᵀ (docs/theory.md#signal), K×K, exact, entries expanded.
 
     ``method``: "structure" (circle walks only) uses C = (1/(K(N-1))) Σ_{m=1}^{N-1} (Πᵀ)^m - (1/K²)·1 1ᵀ;
     "enumerate" sums over the exact population; "auto" picks "structure" for circle walks.

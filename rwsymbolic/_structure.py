@@ -1,4 +1,4 @@
-"""Exact structure predicates on trajectory states (MATH.md §4), each with a witness when false.
+"""Exact structure predicates on trajectory states (docs/theory.md#statements), each with a witness when false.
 
 Every predicate compares exact expressions through ``rwsymbolic._decide.is_zero``: equal means the
 difference is proved zero by algebra, different means it is far from zero at an evaluation point.

@@ -1,4 +1,4 @@
-"""The task catalogue (MATH.md §5-§6): built-in families beyond circle walks, each exact.
+"""The task catalogue (docs/theory.md#signal, #qa-tasks): built-in families beyond circle walks, each exact.
 
 Each family builds a ``CircleWalk`` or an exact ``FiniteTask``; ``FAMILIES`` maps a family name to
 its builder and its parameters, so a spec file ({"family": ..., "params": ...}) can be checked
@@ -70,7 +70,7 @@ def majority_task(L: int, q: object = "1/2") -> FiniteTask:
 def count_task(L: int, q: object = "1/2") -> FiniteTask:
     """How many of L i.i.d. tokens are a (a w.p. q, else b): the label is the token "n<count>".
 
-    The vocabulary is a, b, n0, ..., nL (labels share the vocabulary with tokens, MATH.md §2).
+    The vocabulary is a, b, n0, ..., nL (labels share the vocabulary with tokens, docs/theory.md#model).
 
     >>> t = count_task(2)
     >>> t.vocab, [t.vocab[y] for y in t.labels]
@@ -92,7 +92,7 @@ def count_task(L: int, q: object = "1/2") -> FiniteTask:
 def permutation_task(m: int, label_position: int = 0) -> FiniteTask:
     """Bag-of-words-identical inputs: all m! orders of the tokens t0..t(m-1), equally likely; the
     label is the token at ``label_position`` (0-based). Every input has the same token average, so
-    the signal C is exactly zero (MATH.md §5-§6, the structure of QA Task 2).
+    the signal C is exactly zero (docs/theory.md#signal, #qa-tasks, the structure of QA Task 2).
 
     >>> t = permutation_task(3, label_position=2)
     >>> t.vocab, t.tokens.tolist()[1], t.vocab[t.labels[1]]
@@ -156,7 +156,7 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("circle", CircleWalk, "random walk on the K-cycle, +1 w.p. p (MATH.md §1)", ("p",)),
+        Family("circle", CircleWalk, "random walk on the K-cycle, +1 w.p. p (docs/theory.md#task)", ("p",)),
         Family("lazy_circle", lazy_circle_walk, "circle walk that stays put w.p. q", ("p", "q")),
         Family("graph", graph_walk, "random walk on a graph given by [from, to, probability] edges",
                ("laziness",)),
@@ -168,8 +168,8 @@ FAMILIES: dict[str, Family] = {
                "hypercube or grid graph of a given size", ("laziness",)),
         Family("cayley", cayley_walk, "random walk on the Cayley graph of a cyclic, dihedral or "
                "symmetric group", ("laziness",)),
-        Family("qa1", qa_task1, "QA Task 1: the more frequent fruit in a list of five (MATH.md §6)"),
-        Family("qa2", qa_task2, "QA Task 2: 'I prefer an A to an B' (MATH.md §6)"),
+        Family("qa1", qa_task1, "QA Task 1: the more frequent fruit in a list of five (docs/theory.md#qa-tasks)"),
+        Family("qa2", qa_task2, "QA Task 2: 'I prefer an A to an B' (docs/theory.md#qa-tasks)"),
         Family("majority", majority_task, "the more frequent of two tokens in L i.i.d. tokens", ("q",)),
         Family("count", count_task, "how many of L i.i.d. tokens are a", ("q",)),
         Family("permutation", permutation_task, "all orders of m tokens, label = token at a position"),

@@ -1,4 +1,4 @@
-"""Random walks on a K-cycle (MATH.md §1). Nodes are 0-based here: node k is the spec's node k+1."""
+"""Random walks on a K-cycle (docs/theory.md#task). Nodes are 0-based here: node k is the spec's node k+1."""
 
 from __future__ import annotations
 

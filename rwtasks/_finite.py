@@ -1,4 +1,4 @@
-"""User-given finite tasks (MATH.md §5-§6): token sequences, labels and exact probabilities."""
+"""User-given finite tasks (docs/theory.md#signal, #qa-tasks): token sequences, labels and exact probabilities."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Random walks on finite graphs (MATH.md §5: "the same question for any finite task").
+"""Random walks on finite graphs (docs/theory.md#signal: "the same question for any finite task").
 
 A walk task: s_1 drawn from a start law (uniform unless given), s_{i+1} ~ row s_i of a transition
-matrix P; tokens s_1..s_{N-1}, label y = s_N, exactly as for circle walks (MATH.md §1). The exact
+matrix P; tokens s_1..s_{N-1}, label y = s_N, exactly as for circle walks (docs/theory.md#task). The exact
 population enumerates every path of positive probability, so it is a ``FiniteTask``.
 Graphs come from a directed edge list with probabilities, from shorthands that give the walk's
 neighbours (undirected edges, adjacency lists, or a common graph by name, each step going to a
@@ -89,7 +89,7 @@ def walk_task(
     """The exact walk task of a K×K transition matrix P (row = current state), as a FiniteTask.
 
     Inputs are all paths s_1..s_N of positive probability start[s_1]·Π P[s_i, s_{i+1}]; tokens are
-    s_1..s_{N-1} and the label is s_N (MATH.md §1 with Π replaced by P). ``start`` defaults to uniform.
+    s_1..s_{N-1} and the label is s_N (docs/theory.md#task with Π replaced by P). ``start`` defaults to uniform.
 
     >>> t = walk_task(sp.Matrix([[0, 1], [1, 0]]), 3)
     >>> t.tokens.tolist(), t.labels.tolist(), t.prob_values
@@ -385,7 +385,7 @@ def named_graph_walk(
 
 
 def lazy_circle_walk(K: int, N: int, p: object, q: object) -> FiniteTask:
-    """The circle walk of MATH.md §1 made lazy: stay w.p. q, else +1 w.p. p and -1 w.p. 1-p.
+    """The circle walk of docs/theory.md#task made lazy: stay w.p. q, else +1 w.p. p and -1 w.p. 1-p.
 
     >>> lazy_circle_walk(3, 3, "1/2", "1/3").prob_values[0]
     1/27
@@ -486,7 +486,7 @@ def cayley_walk(
     ``group`` is "cyclic" (Z_n, elements "0".."n-1", generator "-1" allowed), "dihedral" (D_n of
     order 2n, elements r^k s^f written "e", "r", "r^2", "s", "rs", ...) or "symmetric" (S_n, n <= 4,
     permutations in one-line notation such as "102"). Generator probabilities must sum to 1
-    exactly. The cyclic group with {"1": p, "-1": 1-p} is the circle walk of MATH.md §1.
+    exactly. The cyclic group with {"1": p, "-1": 1-p} is the circle walk of docs/theory.md#task.
 
     >>> t = cayley_walk("dihedral", 3, {"r": "1/2", "s": "1/2"}, N=2)
     >>> t.vocab, t.K

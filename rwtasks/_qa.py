@@ -1,4 +1,4 @@
-"""The two question-answering tasks of the paper's Section 6 (MATH.md §6)."""
+"""The two question-answering tasks of the paper's Section 6 (docs/theory.md#qa-tasks)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from rwtasks._exact import exact, is_numeric
 from rwtasks._finite import FiniteTask
 from rwtasks._graph import exact_expr
 
-#: Explore settings used when the spec leaves them out (exact GD: MATH.md §2 defaults η = 1, ε = 1/10).
+#: Explore settings used when the spec leaves them out (exact GD: docs/theory.md#model defaults η = 1, ε = 1/10).
 EXPLORE_DEFAULTS: dict[str, Any] = {"steps": 3, "eta": 1, "eps": "1/10", "mu": "mu"}
 #: Numeric training settings used by ``--train`` when the spec leaves them out (small and fast).
 TRAIN_DEFAULTS: dict[str, Any] = {

@@ -53,7 +53,7 @@ def assert_rel(actual: object, expected: object, rtol: float, what: str = "") ->
 
 
 def transition_by_hand(K: int, p: float) -> np.ndarray:
-    """Π from MATH.md §1, written out independently of rwtasks: row i = current state (0-based)."""
+    """Π from docs/theory.md#task, written out independently of rwtasks: row i = current state (0-based)."""
     Pi = np.zeros((K, K))
     for i in range(K):
         Pi[i, (i + 1) % K] += p

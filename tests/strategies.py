@@ -101,7 +101,7 @@ def mus(high: Fraction | int = 10) -> st.SearchStrategy[Fraction]:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CircleConfig:
-    """A circle-walk task (MATH.md §1) given exactly."""
+    """A circle-walk task (docs/theory.md#task) given exactly."""
 
     K: int
     N: int
@@ -252,7 +252,7 @@ def _exponential(z: sp.Expr) -> sp.Expr:
 
 
 def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
-    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from MATH.md)."""
+    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from docs/theory.md#model)."""
     return {"log": "log", "squared": _squared, "exp": _exponential}[name]
 
 

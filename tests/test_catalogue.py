@@ -71,7 +71,7 @@ def _law(task):
 
 @pytest.mark.parametrize("K,N", [(3, 4), (4, 5), (5, 3)])
 def test_cayley_walk_on_cyclic_group_is_the_circle_walk(K, N):
-    """Z_K with generators +1 (prob p) and -1 (prob 1-p) is MATH.md §1's walk (CircleWalk enumerates
+    """Z_K with generators +1 (prob p) and -1 (prob 1-p) is docs/theory.md#task's walk (CircleWalk enumerates
     walks by step codes, the Cayley walk by paths through the multiplication table)."""
     assert _law(cayley_walk("cyclic", K, {"1": "p", "-1": "1-p"}, N)) == _law(CircleWalk(K, N, "p"))
 

@@ -1,6 +1,6 @@
 """``rw explore`` verdicts on catalogue tasks, each expected verdict derived by hand in the docstring.
 
-Notation: C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (MATH.md §5); "stuck" means C = 0, every f(X) ∝ E[e_y] after one
+Notation: C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (docs/theory.md#signal); "stuck" means C = 0, every f(X) ∝ E[e_y] after one
 exact GD step, and one shared score vector at every step checked (ℓ' abstract); "informative" means
 C ≠ 0 and the first step tells inputs apart.
 """

@@ -89,7 +89,7 @@ def _label_scores_by_hand(task, M, sigma, seed):
     V = init.normal(0.0, sigma, size=(K, K))
     W = init.normal(0.0, sigma, size=(K + M, K + M))
     i, m = np.arange(1, N + 1), np.arange(1, M + 1)
-    P = np.sin(np.pi * np.outer(m, i) / M)  # the sine basis of MATH.md §2
+    P = np.sin(np.pi * np.outer(m, i) / M)  # the sine basis of docs/theory.md#model
     X = np.zeros((pop.size, K, N))
     X[:, :, :-1] = pop.one_hot()
     Xt = np.concatenate([X, np.broadcast_to(P, (pop.size, M, N))], axis=1)

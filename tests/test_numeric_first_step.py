@@ -1,4 +1,4 @@
-"""First GD step from zero init (Lemma C.1) and the zero-column structure of W (MATH.md §3-§4)."""
+"""First GD step from zero init (Lemma C.1) and the zero-column structure of W (docs/theory.md#reduction, #statements)."""
 
 from __future__ import annotations
 

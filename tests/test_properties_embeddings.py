@@ -1,4 +1,4 @@
-"""Property: from zero init the trajectory depends on the positional embeddings only through μ (MATH.md §3).
+"""Property: from zero init the trajectory depends on the positional embeddings only through μ (docs/theory.md#reduction).
 
 For a random task (circle walk or finite task), μ ∈ (0, 10], η, ε, loss, and two independently drawn
 embeddings with ‖p_i‖² = μ (sine with M > N, onehot with M = N, random orthogonal with N ≤ M ≤ 64),

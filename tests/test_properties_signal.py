@@ -1,4 +1,4 @@
-"""Properties of the token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (MATH.md §5), all exact.
+"""Properties of the token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (docs/theory.md#signal), all exact.
 
 - C = 0 ⇒ after one step every input's score vector f(X) is a multiple of E[e_y]: random finite tasks
   built so that x̄ is independent of y (each label sees permutations of the same base sequences), and

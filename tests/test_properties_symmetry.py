@@ -1,4 +1,4 @@
-"""Properties: the symmetries of circle walks survive training (MATH.md §4, Lemma C.2, Theorem 4.1).
+"""Properties: the symmetries of circle walks survive training (docs/theory.md#statements, Lemma C.2, Theorem 4.1).
 
 Rotation equivariance (any p, any loss): the population of circle walks is invariant under the
 rotation s -> s+1 (mod K), and so is zero init; hence V(t) is circulant and rotated inputs get the

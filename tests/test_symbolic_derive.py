@@ -59,7 +59,7 @@ def test_p_one_stays_on_the_lemma_d3_manifold_for_any_loss(K, N, rotate):
 
 
 def test_qa_task2_first_value_is_rank_one_and_task1_is_not():
-    # MATH.md §5: Task 2's two inputs share their bag of words, so V(1) = c E[e_y] E[x̄]ᵀ.
+    # docs/theory.md#signal: Task 2's two inputs share their bag of words, so V(1) = c E[e_y] E[x̄]ᵀ.
     assert is_rank_one(derive(qa_task2(), 1, mu=1).states[1].V)
     check = is_rank_one(derive(qa_task1(), 1, mu=1).states[1].V)
     assert not check and check.decided and check.witness is not None
@@ -123,7 +123,7 @@ def _rational_orthogonal(M: int) -> sp.Matrix:
 
 
 def _explicit_gd(task: CircleWalk, P: sp.Matrix, steps: int, eta, eps):
-    """Full-coordinate GD: L(V, W) built explicitly, gradients by SymPy differentiation (MATH.md §2)."""
+    """Full-coordinate GD: L(V, W) built explicitly, gradients by SymPy differentiation (docs/theory.md#model)."""
     pop = task.population()
     K, N, M = task.K, task.N, P.rows
     Vs = sp.Matrix(K, K, lambda i, j: sp.Symbol(f"v{i}_{j}"))

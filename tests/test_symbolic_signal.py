@@ -1,4 +1,4 @@
-"""The token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (MATH.md §5): values, zeros, vanishing sets."""
+"""The token-average signal C = E[e_y x̄ᵀ] - E[e_y]E[x̄]ᵀ (docs/theory.md#signal): values, zeros, vanishing sets."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _signal_by_hand(pop) -> sp.Matrix:
 
 
 def test_qa_task2_signal_is_exactly_zero():
-    # Both questions hold the same bag of words, so x̄ is the same for both labels (MATH.md §6).
+    # Both questions hold the same bag of words, so x̄ is the same for both labels (docs/theory.md#qa-tasks).
     C = signal_matrix(qa_task2())
     assert C.shape == (19, 19)
     assert C == sp.zeros(19, 19)

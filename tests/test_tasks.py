@@ -19,7 +19,7 @@ from rwtasks import (
 
 
 def shift_matrix(K: int) -> sp.Matrix:
-    """Π0 of MATH.md §1, built from its definition [Π0]_{i+1,i} = 1 (0-based, indices mod K)."""
+    """Π0 of docs/theory.md#task, built from its definition [Π0]_{i+1,i} = 1 (0-based, indices mod K)."""
     P0 = sp.zeros(K, K)
     for i in range(K):
         P0[(i + 1) % K, i] = 1
