@@ -3,7 +3,7 @@
 Exact (SymPy): J_t = I - η D ∇²L(θ*(t)) at the exact θ*(t) of ``rwsymbolic.derive``, and its normal block
 C_t = (BᵀB)⁻¹ Bᵀ J_t B for the rational normal basis B. Because J_t maps the tangent space T into itself,
 the normal component of a perturbation evolves by C_t alone: this is exact, and ``leak`` (= Bᵀ J_t T, which
-must vanish) checks it. Float64 (torch.func.hessian on the same loss) for long runs: C_t in an orthonormal
+must vanish) checks it. Float64 (torch.func.jacrev twice on the same loss) for long runs: C_t in an orthonormal
 normal basis, Φ_t = C_{t-1}⋯C_0 with its leading singular value kept in log scale.
 """
 
@@ -122,7 +122,7 @@ def linearise(task: CircleWalk, steps: int, eta: float = 1.0, mu: float = 1.0, e
     (3, (16, 12))
     """
     import torch
-    from torch.func import grad, hessian
+    from torch.func import grad, jacrev
 
     check_manifold_task(task)
     coords = Coordinates(task.K, task.N)
@@ -135,7 +135,8 @@ def linearise(task: CircleWalk, steps: int, eta: float = 1.0, mu: float = 1.0, e
     Phi = torch.eye(B.shape[1], dtype=torch.float64)
     log_scale = 0.0
     prev = 0.0
-    hess, gradient = hessian(loss), grad(loss)
+    # Reverse-over-reverse Hessian (torch.func.hessian's forward mode loads TorchScript decompositions).
+    hess, gradient = jacrev(jacrev(loss)), grad(loss)
     for _ in range(steps):
         lin.thetas.append(theta.numpy().copy())
         H = hess(theta)  # (dim, dim)

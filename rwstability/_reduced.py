@@ -124,7 +124,7 @@ def symbolic_loss(task: CircleWalk | FiniteTask, mu: sp.Expr, eps: sp.Expr) -> t
 
 
 def torch_loss(task: CircleWalk | FiniteTask, mu: float, eps: float, dtype: object = None):
-    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func.hessian."""
+    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians."""
     import torch
 
     dt = torch.float64 if dtype is None else dtype
