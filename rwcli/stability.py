@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from rwcli._task_args import add_task_arguments, check_json_folder, parse_int, task_from_args
 
@@ -12,7 +13,7 @@ def _positive_float(text: str, name: str) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"--{name}={text!r} is not a number: {name} must be a number > 0") from None
-    if not value > 0 or value != value or value == float("inf"):
+    if not (math.isfinite(value) and value > 0):
         raise ValueError(f"--{name}={text!r} is out of range: {name} must be a finite number > 0")
     return value
 
@@ -20,7 +21,9 @@ def _positive_float(text: str, name: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Task options plus the run length, GD settings, init scales and outputs."""
     add_task_arguments(parser, "circle: 0 or 1 (the manifold of Theorem 4.1 needs p in {0, 1} and N = rK+1)")
-    parser.add_argument("--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)")
+    parser.add_argument(
+        "--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)"
+    )
     parser.add_argument("--eta", default="1", help="learning rate > 0 (default 1)")
     parser.add_argument("--mu", default="1", help="mu = |p_i|^2 > 0 (default 1)")
     parser.add_argument("--eps", default="0.1", help="log-loss epsilon > 0 (default 0.1)")
@@ -30,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", default="1e-3",
                         help="escape threshold on V's relative distance from the manifold, in (0, 1)")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="write the report (rwstability/stability.schema.json)")
-    parser.add_argument("--png", metavar="FILE", help="write the figure (growth along t; escape against sigma)")
+    parser.add_argument(
+        "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -39,7 +39,10 @@ def _first_above(rho: list[float], threshold: float) -> int | None:
 
 
 def predict_escape(
-    lin: Linearisation, sigma: float | None = None, dtype: str | None = None, threshold: float = DEFAULT_THRESHOLD
+    lin: Linearisation,
+    sigma: float | None = None,
+    dtype: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> Escape:
     """Predicted ρ(t) and escape step for a Gaussian init of scale ``sigma`` or for rounding in ``dtype``.
 

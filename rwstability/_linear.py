@@ -110,7 +110,9 @@ def project_to_manifold(theta: np.ndarray, coords: Coordinates) -> np.ndarray:
     return out
 
 
-def linearise(task: CircleWalk, steps: int, eta: float = 1.0, mu: float = 1.0, eps: float = 0.1) -> Linearisation:
+def linearise(
+    task: CircleWalk, steps: int, eta: float = 1.0, mu: float = 1.0, eps: float = 0.1
+) -> Linearisation:
     """J_t, C_t and Φ_t in float64 for t < steps along θ*(t), GD from zero on the reduced loss.
 
     θ*(t) is projected onto the manifold after every step, so rounding cannot move the base trajectory

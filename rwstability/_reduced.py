@@ -81,7 +81,7 @@ class Coordinates:
 def check_manifold_task(task: object) -> tuple[int, int]:
     """(K, r) for a circle walk with p ∈ {0, 1} and N = rK + 1 (Theorem 4.1), else a one-line ValueError."""
     if not isinstance(task, CircleWalk):
-        raise ValueError(
+        raise ValueError(  # noqa: TRY004 - a usage error: the CLI turns ValueError into one line and exit 2
             f"task={task!r}: the invariant manifold is implemented for circle walks with p in {{0, 1}} and "
             "N = rK+1 (Theorem 4.1) only"
         )
@@ -98,7 +98,9 @@ def population_arrays(task: CircleWalk | FiniteTask) -> tuple[np.ndarray, np.nda
     return pop.tokens, pop.labels, pop.exact_probs()
 
 
-def symbolic_loss(task: CircleWalk | FiniteTask, mu: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, list[sp.Symbol]]:
+def symbolic_loss(
+    task: CircleWalk | FiniteTask, mu: sp.Expr, eps: sp.Expr
+) -> tuple[sp.Expr, list[sp.Symbol]]:
     """L(θ) = E[-log(z + ε)] as a SymPy expression in the symbols θ (order of ``Coordinates``).
 
     >>> from rwtasks import CircleWalk

@@ -16,7 +16,9 @@ MAX_DIM = 300
 MAX_STEPS = 2000
 
 
-def check_report_args(task: object, steps: int, sigmas: Sequence[float], seeds: int, threshold: float) -> None:
+def check_report_args(
+    task: object, steps: int, sigmas: Sequence[float], seeds: int, threshold: float
+) -> None:
     """One-line ValueErrors for every bad argument, before any work."""
     check_manifold_task(task)
     dim = Coordinates(task.K, task.N).dim

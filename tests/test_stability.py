@@ -125,7 +125,21 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
 
     from rwcli.main import main
 
-    args = ["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "6", "--sigmas", "1e-3", "--seeds", "1"]
+    args = [
+        "stability",
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--p",
+        "1",
+        "--steps",
+        "6",
+        "--sigmas",
+        "1e-3",
+        "--seeds",
+        "1",
+    ]
     assert main(args + ["--json", str(tmp_path / "a.json"), "--png", str(tmp_path / "a.png")]) == 0
     assert main(args + ["--json", str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
