@@ -28,7 +28,10 @@ DEFAULT_THRESHOLD = 1e-3
 
 @dataclass(frozen=True)
 class Escape:
-    """``step``: the first t ≥ 1 with ρ(t) > τ, or None within the run; ``rho``: ρ(t), t = 0..steps."""
+    """``step``: the first t ≥ 1 with ρ(t) > τ, or None within the run; ``rho``: ρ(t) from t = 0.
+
+    A prediction's ``rho`` stops at its escape step; a measurement's covers the whole run.
+    """
 
     step: int | None
     rho: list[float]
@@ -79,6 +82,8 @@ def predict_escape(
         normV = float(np.linalg.norm(theta[: K * K]))
         dev = math.sqrt(max(float(np.trace(PV @ Sigma @ PV.T)), 0.0))
         rho.append(dev / normV if normV > 0 else 1.0)
+        if t >= 1 and rho[-1] > threshold:
+            break  # escaped: past here the linear growth is meaningless (and can overflow)
         if t < len(lin.C):
             C = lin.C[t]
             Sigma = C @ Sigma @ C.T

@@ -117,6 +117,20 @@ def test_predicted_escape_within_factor_two_of_measured():
         assert all(0.5 <= m / predicted <= 2 for m in measured), (sigma, predicted, measured)
 
 
+def test_rounding_escape_at_paper_mu_within_factor_two_of_measured():
+    """μ = 500 (sine P at M = 1000): rounding of the computed Gram matrix is amplified ~30x per step."""
+    lin = linearise(CircleWalk(3, 4, 1), steps=20, mu=500.0)
+    for dtype in ("float32", "float64"):
+        predicted = predict_escape(lin, dtype=dtype).step
+        measured = measure_escape(lin, dtype=dtype, gram="computed").step
+        assert predicted is not None and measured is not None, (dtype, predicted, measured)
+        # Independent per-step errors are an envelope of the real (correlated) ones: never later.
+        assert predicted <= measured <= 2 * predicted, (dtype, predicted, measured)
+    for sigma in (1e-6, 1e-10):
+        predicted, measured = predict_escape(lin, sigma=sigma).step, measure_escape(lin, sigma=sigma).step
+        assert predicted is not None and 0.5 <= measured / predicted <= 2, (sigma, predicted, measured)
+
+
 def test_ideal_gram_float_run_stays_exactly_on_manifold():
     """From zero init with PᵀP = μI the float arithmetic is itself symmetric: V's entries stay equal.
 
