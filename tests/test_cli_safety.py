@@ -55,6 +55,7 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
         "proofs": (["proofs", "--quick", "--out", str(out)], "dir"),
         "reproduce": (["reproduce", "fig4", "--quick", "--out", str(out)], "dir"),
         "explore": (["explore", str(spec), "--out", str(out)], "dir"),
+        "stability": (["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "2", "--json", str(out)], "file"),
         "certify": (["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)], "dir"),
     }
 

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcertify"]
+PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcertify", "rwstability"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

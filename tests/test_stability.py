@@ -1,0 +1,193 @@
+"""rwstability: the exact normal Jacobian, the float one, verdicts, escape and ``rw stability``.
+
+Oracles: the exact GD map of ``rwsymbolic`` (its gradient formulas, not the Hessian of rwstability's loss),
+differentiated by SymPy or by difference quotients; the full-W training run of ``rwnumeric``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from rwstability import exact_jacobians, linearise, measure_escape, predict_escape, schema, verdict
+from rwsymbolic._derive import make_loss
+from rwsymbolic._expect import group_pass, population_inputs
+from rwtasks import CircleWalk
+from tests.conftest import assert_rel
+
+ETA, MU, EPS = sp.Integer(1), sp.Integer(1), sp.Rational(1, 10)
+
+
+def exact_gd_map(task: CircleWalk, theta: list[sp.Expr]) -> sp.Matrix:
+    """One step of rwsymbolic's exact population GD from an arbitrary θ (no rotation symmetry assumed)."""
+    K, N = task.K, task.N
+    V = sp.Matrix(K, K, theta[: K * K])
+    w, c = theta[K * K : K * K + K], theta[K * K + K :]
+    ev = group_pass(population_inputs(task.population()), V, w, c, MU, make_loss("log", EPS), True)
+    V1 = V - ETA * ev.grad_V
+    w1 = [w[k] - ETA * MU * ev.grad_tok[k] for k in range(K)]
+    c1 = [c[j] - ETA * MU * ev.grad_c[j] for j in range(N)]
+    return sp.Matrix(list(V1) + w1 + c1)
+
+
+def direction(dim: int) -> sp.Matrix:
+    """A fixed rational direction with no symmetry (distinct entries of both signs)."""
+    return sp.Matrix([sp.Rational((i * 7) % 11 - 5, i + 2) for i in range(dim)])
+
+
+@pytest.fixture(scope="module")
+def jac_k3():
+    return exact_jacobians(CircleWalk(3, 4, 1), steps=2, eta=ETA, mu=MU, eps=EPS)
+
+
+def test_exact_jacobian_equals_directional_derivative_of_exact_gd_map(jac_k3):
+    task = CircleWalk(3, 4, 1)
+    h = sp.Symbol("h", real=True)
+    for jac in jac_k3:  # t = 0 and t = 1
+        v = direction(len(jac.theta))
+        moved = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v)])
+        derivative = moved.diff(h).subs(h, 0)
+        assert (derivative - jac.J * v).applyfunc(sp.simplify).is_zero_matrix, f"t={jac.t}"
+
+
+def test_exact_jacobian_matches_central_difference_quotients_at_rational_h(jac_k3):
+    task, jac = CircleWalk(3, 4, 1), jac_k3[1]
+    v = direction(len(jac.theta))
+    exact_jv = np.array([float(x) for x in jac.J * v])
+    errors = []
+    for h in (sp.Rational(1, 100), sp.Rational(1, 1000)):
+        plus = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v)])
+        minus = exact_gd_map(task, [a - h * b for a, b in zip(jac.theta, v)])
+        quotient = np.array([float(sp.N(x, 30)) for x in (plus - minus) / (2 * h)])
+        errors.append(np.max(np.abs(quotient - exact_jv)))
+    # Central differences converge like h²: shrinking h tenfold divides the error by about 100.
+    assert errors[1] < 1e-4 and 30 < errors[0] / errors[1] < 300, errors
+
+
+def test_tangent_space_is_invariant_exactly(jac_k3):
+    """BᵀJT = 0: the linearised map sends the manifold's tangent space into itself (Lemma D.3 invariance)."""
+    for jac in jac_k3:
+        assert jac.leak.is_zero_matrix
+
+
+def test_tangent_space_is_invariant_for_symbolic_eta_and_mu():
+    """The same at t = 0, 1 with η and μ symbols: the invariance holds for every learning rate and μ."""
+    for jac in exact_jacobians(CircleWalk(3, 4, 0), steps=2, eta="eta", mu="mu"):
+        assert jac.leak.is_zero_matrix, f"t={jac.t}"
+        assert {s.name for s in jac.C.free_symbols} == {"eta", "mu"}, jac.C.free_symbols
+
+
+def test_float_jacobian_matches_exact_one(jac_k3):
+    lin = linearise(CircleWalk(3, 4, 1), steps=2, eta=1.0, mu=1.0, eps=0.1)
+    for jac in jac_k3:
+        exact_J = np.array(jac.J.evalf(30).tolist(), dtype=np.float64)
+        # float64 Hessian of a 16-variable loss: entries O(10), rounding ~1e-14; 1e-12 leaves a 100x margin.
+        assert_rel(lin.J[jac.t], exact_J, 1e-12, f"J_{jac.t}")
+        # The normal blocks use different bases of the same space: B = Q M with M = QᵀB, so
+        # (BᵀB)⁻¹BᵀJB = M⁻¹ (QᵀJQ) M exactly; conditioning of M is O(10), hence 1e-11.
+        B = np.array(jac.B.tolist(), dtype=np.float64)
+        M = lin.basis.T @ B
+        exact_C = np.array(jac.C.evalf(30).tolist(), dtype=np.float64)
+        assert_rel(lin.C[jac.t], M @ exact_C @ np.linalg.inv(M), 1e-11, f"C_{jac.t}")
+
+
+@pytest.mark.parametrize("K", [3, 4])
+@pytest.mark.parametrize("p", [0, 1])
+def test_verdict_is_repelling_and_the_full_model_leaves_the_manifold(K, p):
+    steps = 60
+    task = CircleWalk(K, K + 1, p)
+    lin = linearise(task, steps)
+    v = verdict(lin)
+    assert v.kind == "repelling" and v.rate > v.tolerance, v.line()
+    # Independent check with the full model: a 1e-8 Gaussian init's distance from the manifold grows
+    # by more than the factor 2 the neutral band allows over the second half of the run.
+    rho = measure_escape(lin, sigma=1e-8, seed=0).rho
+    assert rho[steps] / rho[steps // 2] > 2, (rho[steps // 2], rho[steps])
+
+
+def test_predicted_escape_within_factor_two_of_measured():
+    lin = linearise(CircleWalk(3, 4, 1), steps=200)
+    for sigma in (1e-4, 1e-6):
+        predicted = predict_escape(lin, sigma=sigma).step
+        measured = [measure_escape(lin, sigma=sigma, seed=s).step for s in (0, 1)]
+        assert predicted is not None and all(m is not None for m in measured), (sigma, predicted, measured)
+        assert all(0.5 <= m / predicted <= 2 for m in measured), (sigma, predicted, measured)
+
+
+def test_rounding_escape_at_paper_mu_within_factor_two_of_measured():
+    """μ = 500 (sine P at M = 1000): rounding of the computed Gram matrix is amplified ~30x per step."""
+    lin = linearise(CircleWalk(3, 4, 1), steps=20, mu=500.0)
+    for dtype in ("float32", "float64"):
+        predicted = predict_escape(lin, dtype=dtype).step
+        measured = measure_escape(lin, dtype=dtype, gram="computed").step
+        assert predicted is not None and measured is not None, (dtype, predicted, measured)
+        # Independent per-step errors are an envelope of the real (correlated) ones: never later.
+        assert predicted <= measured <= 2 * predicted, (dtype, predicted, measured)
+    for sigma in (1e-6, 1e-10):
+        predicted, measured = predict_escape(lin, sigma=sigma).step, measure_escape(lin, sigma=sigma).step
+        assert predicted is not None and 0.5 <= measured / predicted <= 2, (sigma, predicted, measured)
+
+
+def test_ideal_gram_float_run_stays_exactly_on_manifold():
+    """From zero init with PᵀP = μI the float arithmetic is itself symmetric: V's entries stay equal.
+
+    ρ is then only the float64 rounding of ρ's own mean (a few units of 2^-53 ≈ 1.1e-16): bound 1e-15.
+    """
+    lin = linearise(CircleWalk(3, 4, 1), steps=20)
+    for dtype in ("float32", "float64"):
+        assert max(measure_escape(lin, dtype=dtype).rho) <= 1e-15
+
+
+def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
+    import jsonschema
+
+    from rwcli.main import main
+
+    args = [
+        "stability",
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--p",
+        "1",
+        "--steps",
+        "6",
+        "--sigmas",
+        "1e-3",
+        "--seeds",
+        "1",
+    ]
+    assert main(args + ["--json", str(tmp_path / "a.json"), "--png", str(tmp_path / "a.png")]) == 0
+    assert main(args + ["--json", str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    expected = verdict(linearise(CircleWalk(3, 4, 1), steps=6)).line()
+    assert out.splitlines()[0] == f"rw stability K=3 N=4 p=1: {expected}"
+    a, b = (tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()
+    assert a == b
+    jsonschema.validate(json.loads(a), schema())
+    assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--K", "3", "--N", "5", "--p", "1"], "N=5 must be rK+1"),
+        (["--K", "3", "--N", "4", "--p", "1/2"], "p=1/2 must be 0 or 1"),
+        (["--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
+        (["--K", "3", "--N", "4", "--p", "1", "--sigmas", "2"], "sigmas"),
+        (["--K", "3", "--N", "4", "--p", "1", "--eta", "-1"], "--eta"),
+        (["--K", "3", "--N", "4", "--p", "1", "--json", "/no/such/dir/x.json"], "/no/such/dir"),
+        (["--task", "qa1"], "circle walks"),
+    ],
+    ids=["N-not-rK+1", "p-not-0-or-1", "steps", "sigma", "eta", "json-folder", "qa-task"],
+)
+def test_rw_stability_bad_input_is_one_line_exit_2(extra, message, capsys):
+    from rwcli.main import main
+
+    assert main(["stability"] + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
