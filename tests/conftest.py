@@ -1,4 +1,5 @@
-"""Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, a tolerance helper.
+"""Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, tolerance helpers,
+example counts scaled by the profile, and a float64 rwnumeric run (the strategies live in rwcheck.strategies).
 
 Profiles: ``dev`` (default; quick, random), ``ci`` (derandomized, no deadline, modest example
 counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
@@ -7,16 +8,38 @@ counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=10, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 settings.register_profile("dev", deadline=None, max_examples=10)
 settings.register_profile("thorough", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def scaled(n_ci: int) -> int:
+    """Examples for a property: ``n_ci`` under the ``ci``/``dev`` profiles, 20x that under ``thorough``.
+
+    The profiles set max_examples = 10 (ci, dev) or 200 (thorough); properties whose examples are
+    cheap ask for more than 10 and keep the profile's ratio.
+    """
+    return max(1, n_ci * settings.default.max_examples // 10)
+
+
+def numeric_run(task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str,
+                **kwargs: object) -> TrainResult:  # fmt: skip
+    """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
+    # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
+    kwargs = {"threads": 1, **kwargs}
+    cfg = TrainConfig(steps=steps, eta=eta if callable(eta) else float(eta), eps=float(eps), loss=loss,
+                      population=True, **kwargs)  # fmt: skip
+    return train(task, model, cfg, progress=False)
 
 
 @pytest.fixture

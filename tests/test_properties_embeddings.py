@@ -21,16 +21,9 @@ import numpy as np
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from conftest import assert_rel
-from strategies import (
-    LOSSES,
-    circle_configs,
-    embeddings,
-    epsilons,
-    etas,
-    finite_tasks,
-    mus,
-    numeric_run,
+from conftest import assert_rel, numeric_run, scaled
+from rwcheck.strategies import LOSSES, circle_configs, embeddings, epsilons, etas, finite_tasks, mus
+c_run,
     scaled,
 )
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import INVALID_KINDS, invalid_inputs, scaled
+from conftest import scaled
+from rwcheck.strategies import INVALID_KINDS, invalid_inputs
 
 
 @pytest.mark.parametrize("kind", INVALID_KINDS)

@@ -15,19 +15,8 @@ import pytest
 import sympy as sp
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
-from strategies import (
-    balanced_circle_configs,
-    circle_configs,
-    custom_losses,
-    epsilons,
-    etas,
-    finite_tasks,
-    losses,
-    mus,
-    scaled,
-    symbolic_any_loss,
-    zero_signal_finite_tasks,
-)
+from conftest import scaled
+from rwcheck.strategies import balanced_circle_configs, circle_configs, custom_losses, epsilons, etas, finite_tasks, losses, mus, symbolic_any_loss, zero_signal_finite_tasks
 
 from rwsymbolic import derive, signal_matrix
 

@@ -28,20 +28,8 @@ import sympy as sp
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from strategies import (
-    LOSSES,
-    any_losses,
-    balanced_circle_configs,
-    circle_configs,
-    embeddings,
-    epsilons,
-    etas,
-    mus,
-    numeric_run,
-    scaled,
-    schedules,
-    symbolic_loss,
-)
+from conftest import numeric_run, scaled
+from rwcheck.strategies import LOSSES, any_losses, balanced_circle_configs, circle_configs, embeddings, epsilons, etas, mus, schedules, symbolic_loss
 
 from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
