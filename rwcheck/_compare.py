@@ -159,7 +159,7 @@ def _near_tie(fs: list, floats: _Floats, rtol: float) -> bool:
     return False
 
 
-def compare(readouts: Readouts, config: CheckConfig, steps: int) -> list[str]:
+def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | None = None) -> list[str]:
     """Raise ``Mismatch`` at the first (step, quantity) outside the tolerance; else return notes.
 
     Quantities are compared in the order V, W x̃_N, S, f, loss, accuracy at t = 0, 1, …; the
@@ -167,7 +167,7 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int) -> list[str]:
     exact gap max f - f_k is positive but below twice the tie tolerance (noted, not compared).
     """
     traj = exact_trajectory(config, steps)
-    tol = tolerance(config, steps)
+    limit_values = tolerance(config, steps).rtol if rtol is None else rtol
     floats = _Floats()
     notes = []
     for t in range(steps + 1):
@@ -186,20 +186,21 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int) -> list[str]:
                 limit = ACCURACY_ATOL
             else:
                 error, index = scaled_error(got, expected[q])
-                limit = tol.rtol
+                limit = limit_values
             if not error <= limit:
                 raise Mismatch(Divergence(t, q, index, float(expected[q][index]), float(got[index]), error, limit,
                                           config.describe(), config.to_json()))  # fmt: skip
     return notes
 
 
-def assert_matches_exact(factory: Factory, config: CheckConfig, steps: int) -> Readouts:
+def assert_matches_exact(factory: Factory, config: CheckConfig, steps: int, rtol: float | None = None) -> Readouts:
     """Run ``factory``'s implementation on ``config`` for t = 0..steps and compare it with ``rwsymbolic.derive``.
 
     Compares V(t), W(t)x̃_N, S(t), f(t), the loss and the population accuracy with the exact trajectory
     (those the implementation provides; see ``Readouts.provided``) and raises ``Mismatch`` at the
     first step and quantity that diverge, with the expected and the obtained value. The tolerance is
-    ``tolerance(config, steps)``; the accuracy is compared exactly (up to ACCURACY_ATOL for summing floats).
+    ``rtol`` if given (a tighter bound measured for one implementation), else ``tolerance(config, steps)``;
+    returns the read-outs. The accuracy is compared exactly (up to ACCURACY_ATOL for summing floats).
 
     Examples
     --------
@@ -215,5 +216,5 @@ def assert_matches_exact(factory: Factory, config: CheckConfig, steps: int) -> R
     V 1
     """
     readouts = run(factory, config, steps)
-    compare(readouts, config, steps)
+    compare(readouts, config, steps, rtol)
     return readouts

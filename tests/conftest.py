@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from rwcheck import CheckConfig
 from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=10, print_blob=True,
@@ -82,3 +83,26 @@ def transition_by_hand(K: int, p: float) -> np.ndarray:
         Pi[i, (i + 1) % K] += p
         Pi[i, (i - 1) % K] += 1 - p
     return Pi
+
+
+def rwnumeric_training(config: CheckConfig, fast: bool = True):
+    """rwnumeric as an implementation for ``rwcheck`` (protocol (b)), through its public API only.
+
+    State t comes from ``train(steps=t)`` on the config's population and P: ``TrainResult.final["V"]``,
+    ``TrainResult.W()``, ``history[t]`` (train_loss, test_accuracy) and the trained model's ``evaluate``
+    (f, S of every input, in the population's order).
+    """
+    import torch
+
+    model = ModelConfig(K=config.K, N=config.N, M=config.M, pos=config.embedding, pos_norm=float(config.mu),
+                        pos_seed=config.seed)  # fmt: skip
+    tokens = torch.as_tensor(config.tokens)
+    t = 0
+    while True:
+        cfg = TrainConfig(steps=t, eta=float(config.eta), eps=float(config.eps), loss=config.loss, population=True,
+                          dtype=config.dtype, fast=fast, threads=1)  # fmt: skip
+        run = train(config.task, model, cfg, progress=False)
+        f, S, _ = run.model.evaluate(tokens)
+        yield {"V": run.final["V"], "W": run.W(), "S": S, "f": f, "loss": run.history[t]["train_loss"],
+               "accuracy": run.history[t]["test_accuracy"]}  # fmt: skip
+        t += 1

@@ -23,9 +23,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from conftest import assert_rel, numeric_run, scaled
 from rwcheck.strategies import LOSSES, circle_configs, embeddings, epsilons, etas, finite_tasks, mus
-c_run,
-    scaled,
-)
 
 RTOL = 1e-12
 STEPS = 3

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs"]
+PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcheck"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
