@@ -33,12 +33,14 @@ def run(args: argparse.Namespace) -> int:
     factory = load_factory(args.target)
     bar = tqdm(total=len(PROPERTIES), disable=not sys.stderr.isatty(), desc="rw check", unit="property")
 
-    def progress(pid: str) -> None:
+    def progress(pid: str) -> None:  # called as each property starts
+        if pid != PROPERTIES[0].id:
+            bar.update(1)
         bar.set_postfix_str(pid)
-        bar.update(0 if bar.n == 0 and pid == PROPERTIES[0].id else 1)
 
     try:
         report = check(factory, options, args.target, progress=progress)
+        bar.update(bar.total - bar.n)
     finally:
         bar.close()
     print(report.render())

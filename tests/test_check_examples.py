@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory, load_report_schema
+from rwcheck import CheckOptions, check, load_factory, load_report_schema, write_report
 from rwcheck._properties import TRAJECTORY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def test_each_bug_fails_at_its_first_wrong_quantity(bug) -> None:
 
 def test_rw_check_console_passes_and_writes_a_valid_report(tmp_path) -> None:
     out = tmp_path / "report.json"
-    proc = subprocess.run([*RW, "check", "examples/plain_torch.py:model", "--examples", "2", "--json", str(out)],
+    proc = subprocess.run([*RW, "check", "examples/plain_torch.py:model", "--examples", "1", "--json", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 pass, 0 fail, 0 not checked" in proc.stdout
@@ -57,32 +57,34 @@ def test_rw_check_console_passes_and_writes_a_valid_report(tmp_path) -> None:
     assert data["exit_code"] == 0 and data["counts"]["pass"] == 10
 
 
-def test_rw_check_console_fails_with_exit_1_naming_the_quantity(tmp_path) -> None:
+def test_rw_check_console_fails_with_exit_1_naming_the_quantity_without_pytest(tmp_path) -> None:
+    """The console command on a bug: exit 1, the quantity named; pytest blocked, so ``rw check`` needs no pytest."""
     out = tmp_path / "report.json"
-    proc = subprocess.run([*RW, "check", "examples/bugs.py:transposed_V", "--examples", "2", "--steps", "1",
-                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    code = (
+        "import sys; sys.modules['pytest'] = None\n"  # any `import pytest` now raises ImportError
+        "from rwcli.main import main\n"
+        f"sys.exit(main(['check', 'examples/bugs.py:transposed_V', '--steps', '1', '--examples', '1', '--json', {str(out)!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "first divergence: V[" in proc.stdout and "at t=1" in proc.stdout
     data = json.loads(out.read_text())
+    jsonschema.validate(data, load_report_schema())
     row = next(r for r in data["properties"] if r["id"] == "V")
     assert row["status"] == "fail" and row["failure"]["step"] == 1 and row["failure"]["config"]["K"] >= 3
 
 
 def test_same_implementation_same_report_bytes(tmp_path) -> None:
-    """Derandomized search: the same command writes the same bytes."""
-    texts = []
-    for name in ("a.json", "b.json"):
-        proc = subprocess.run([*RW, "check", "examples/bugs.py:summed_loss", "--examples", "2", "--steps", "1",
-                               "--json", str(tmp_path / name)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=600)  # fmt: skip
-        assert proc.returncode == 1, proc.stderr
-        texts.append((tmp_path / name).read_bytes())
-    assert texts[0] == texts[1]
+    """Derandomized search: the same implementation and options write the same bytes."""
+    factory = load_factory(f"{EXAMPLES}/bugs.py:summed_loss")
+    paths = [write_report(check(factory, CheckOptions(steps=1, examples=2), "bugs.py:summed_loss"), tmp_path / name)
+             for name in ("a.json", "b.json")]  # fmt: skip
+    assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
 def test_user_test_file_runs_under_plain_pytest() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/test_user_model.py",
-                           "--rwcheck-examples", "2", "--rwcheck-steps", "1"],
+                           "--rwcheck-examples", "1", "--rwcheck-steps", "1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 passed" in proc.stdout
@@ -99,7 +101,17 @@ def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file),
-                           "--rwcheck-examples", "2", "-k", "trajectory"],
+                           "--rwcheck-examples", "1", "-k", "trajectory"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Mismatch: V[" in proc.stdout and "at t=1" in proc.stdout
+
+
+def test_readme_example_passes(tmp_path) -> None:
+    """The README's "Check your implementation" code, copied as a user would, passes."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Check your implementation"):]
+    code = section[section.index("```python") + len("```python"):]
+    (tmp_path / "mine.py").write_text(code[: code.index("```")])
+    report = check(load_factory(f"{tmp_path}/mine.py:factory"), CheckOptions(steps=2, examples=2))
+    assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, report.render()
