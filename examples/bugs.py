@@ -1,11 +1,11 @@
 """Known bugs planted one at a time in examples/plain_torch.py; ``rw check`` names the first wrong quantity.
 
-    rw check examples/bugs.py:softmax_over_tokens_only   # S at t = 0
-    rw check examples/bugs.py:eps_outside_log            # loss at t = 0
-    rw check examples/bugs.py:eta_twice_on_W             # W x̃_N at t = 2
-    rw check examples/bugs.py:unit_norm_positions        # W x̃_N at t = 2
-    rw check examples/bugs.py:summed_loss                # V at t = 1 (loss at t = 0 when ε ≠ 1)
-    rw check examples/bugs.py:transposed_V               # V at t = 1
+rw check examples/bugs.py:softmax_over_tokens_only   # S at t = 0
+rw check examples/bugs.py:eps_outside_log            # loss at t = 0
+rw check examples/bugs.py:eta_twice_on_W             # W x̃_N at t = 2
+rw check examples/bugs.py:unit_norm_positions        # W x̃_N at t = 2
+rw check examples/bugs.py:summed_loss                # V at t = 1 (loss at t = 0 when ε ≠ 1)
+rw check examples/bugs.py:transposed_V               # V at t = 1
 """
 
 from __future__ import annotations
@@ -71,4 +71,3 @@ def unit_norm_positions(config):
 def summed_loss(config):
     """Bug: the loss is summed over the population instead of its probability-weighted mean."""
     return training(config, reduce="sum")
-

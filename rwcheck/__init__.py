@@ -15,7 +15,7 @@ hypothesis strategies. The model protocol is described in ``rwcheck._protocol`` 
 ...     assert_matches_exact(frozen, cfg, steps=1)
 ... except Mismatch as err:
 ...     print(err.divergence.describe())
-V[0, 0] at t=1: expected 0.55555555555555558, got 0 (scaled error 0.556 > rtol 5.68e-14)
+V[0, 1] at t=1: expected 0.83333333333333337, got 0 (scaled error 0.833 > rtol 5.68e-14)
 """
 
 from rwcheck._check import (
@@ -28,7 +28,14 @@ from rwcheck._check import (
     tolerance_rule,
     write_report,
 )
-from rwcheck._compare import Divergence, Mismatch, Tolerance, assert_matches_exact, exact_trajectory, tolerance
+from rwcheck._compare import (
+    Divergence,
+    Mismatch,
+    Tolerance,
+    assert_matches_exact,
+    exact_trajectory,
+    tolerance,
+)
 from rwcheck._config import CheckConfig
 from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, first_value_step_closed_form
 from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run

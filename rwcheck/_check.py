@@ -60,8 +60,13 @@ class Report:
         return {
             "implementation": self.implementation,
             "protocol": self.protocol,
-            "options": {"steps": o.steps, "examples": o.examples, "dtype": o.dtype, "task": o.task,
-                        "losses": list(o.losses)},  # fmt: skip
+            "options": {
+                "steps": o.steps,
+                "examples": o.examples,
+                "dtype": o.dtype,
+                "task": o.task,
+                "losses": list(o.losses),
+            },  # fmt: skip
             "tolerance": tolerance_rule(o.dtype),
             "properties": [r.to_json() for r in self.results],
             "counts": self.counts(),
@@ -182,7 +187,9 @@ def check(factory: Factory, options: CheckOptions | None = None, name: str = "im
         torch.set_num_threads(threads)
 
 
-def _check(factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None) -> Report:
+def _check(
+    factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
+) -> Report:
     readouts = probe(factory, options.dtype)
     results: list[PropertyResult] = []
     for prop in PROPERTIES:
@@ -192,7 +199,9 @@ def _check(factory: Factory, options: CheckOptions, name: str, progress: Callabl
             results += _trajectory_rows(prop, factory, options, readouts)
             continue
         if options.steps < prop.min_steps:
-            results.append(PropertyResult(prop.id, prop.statement, "not checked", f"needs --steps >= {prop.min_steps}"))
+            results.append(
+                PropertyResult(prop.id, prop.statement, "not checked", f"needs --steps >= {prop.min_steps}")
+            )
             continue
         notes: list[str] = []
         error = _search(prop, factory, options, notes)
@@ -204,7 +213,9 @@ def _check(factory: Factory, options: CheckOptions, name: str, progress: Callabl
     return Report(name, readouts.protocol, options, results)
 
 
-def _search(prop: Property, factory: Factory, options: CheckOptions, notes: list[str]) -> BaseException | None:
+def _search(
+    prop: Property, factory: Factory, options: CheckOptions, notes: list[str]
+) -> BaseException | None:
     """Run the hypothesis search; the minimal failing example's exception, or None when it passed."""
     try:
         hypothesis_test(prop, factory, options, quiet=True, sink=notes)()
@@ -231,7 +242,9 @@ def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]
     return PropertyResult(pid, statement, "fail", failure=failure, notes=notes)
 
 
-def _trajectory_rows(prop: Property, factory: Factory, options: CheckOptions, readouts) -> list[PropertyResult]:
+def _trajectory_rows(
+    prop: Property, factory: Factory, options: CheckOptions, readouts
+) -> list[PropertyResult]:
     """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked."""
     notes: list[str] = []
     error = _search(prop, factory, options, notes)

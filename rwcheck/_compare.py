@@ -9,8 +9,8 @@ import sympy as sp
 import torch
 
 from rwcheck._config import CheckConfig
-from rwcheck.strategies import symbolic_loss
 from rwcheck._protocol import LABELS, QUANTITIES, Factory, Readouts, finite_or_text, run
+from rwcheck.strategies import symbolic_loss
 from rwnumeric import DEFAULT_TIE_RTOL
 from rwsymbolic import Trajectory, derive
 
@@ -193,7 +193,9 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     return notes
 
 
-def assert_matches_exact(factory: Factory, config: CheckConfig, steps: int, rtol: float | None = None) -> Readouts:
+def assert_matches_exact(
+    factory: Factory, config: CheckConfig, steps: int, rtol: float | None = None
+) -> Readouts:
     """Run ``factory``'s implementation on ``config`` for t = 0..steps and compare it with ``rwsymbolic.derive``.
 
     Compares V(t), W(t)x̃_N, S(t), f(t), the loss and the population accuracy with the exact trajectory

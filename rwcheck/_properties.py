@@ -37,9 +37,15 @@ class CheckOptions:
     losses: tuple[str, ...] = ("log",)
 
     def __post_init__(self) -> None:
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 0 <= self.steps <= MAX_STEPS:
-            raise ValueError(f"steps={self.steps!r} is out of range: steps must be an integer in 0..{MAX_STEPS} "
-                             "(beyond, the exact log-loss evaluation takes minutes per configuration)")
+        if (
+            isinstance(self.steps, bool)
+            or not isinstance(self.steps, int)
+            or not 0 <= self.steps <= MAX_STEPS
+        ):
+            raise ValueError(
+                f"steps={self.steps!r} is out of range: steps must be an integer in 0..{MAX_STEPS} "
+                "(beyond, the exact log-loss evaluation takes minutes per configuration)"
+            )
         if isinstance(self.examples, bool) or not isinstance(self.examples, int) or self.examples < 1:
             raise ValueError(f"examples={self.examples!r} is out of range: examples must be an integer >= 1")
         if self.dtype not in ("float64", "float32"):
@@ -158,7 +164,9 @@ def theorem_4_1(factory: Factory, data: st.DataObject, options: CheckOptions) ->
         _fail(t, "V_ones", V, np.full_like(V, V.mean()), rtol, config)
         if readouts.provided("S"):
             S = readouts.values["S"][t][:, :-1]
-            _fail(t, "S_tokens", S, np.repeat(S.mean(axis=1, keepdims=True), S.shape[1], axis=1), rtol, config)
+            _fail(
+                t, "S_tokens", S, np.repeat(S.mean(axis=1, keepdims=True), S.shape[1], axis=1), rtol, config
+            )
         if readouts.provided("accuracy"):
             _fail(t, "accuracy", readouts.values["accuracy"][t], np.array(1 / config.K), 1e-12, config)
     return []
@@ -170,7 +178,9 @@ def depends_on_P_only_through_mu(factory: Factory, data: st.DataObject, options:
     emb = data.draw(embeddings(first.N, first.mu).filter(
         lambda e: (e.kind, e.M, e.seed) != (first.embedding, first.M, first.seed)), label="second embedding")  # fmt: skip
     P = positional_embeddings(emb.kind, emb.M, first.N, float(first.mu), emb.seed)
-    second = CheckConfig(first.task, first.mu, first.eta, first.eps, P, emb.kind, emb.seed, first.loss, first.dtype)
+    second = CheckConfig(
+        first.task, first.mu, first.eta, first.eps, P, emb.kind, emb.seed, first.loss, first.dtype
+    )
     a, b = _run(factory, first, options.steps), _run(factory, second, options.steps)
     rtol = tolerance(first, options.steps).rtol
     K, mu = first.K, float(first.mu)
@@ -210,11 +220,23 @@ TRAJECTORY = {
 
 PROPERTIES = (
     Property("trajectory", "V, W x̃_N, S, f, loss, accuracy at t = 0..T equal rwsymbolic.derive", trajectory),
-    Property("W_first_columns_zero", "W11 = W21 = 0: the first K columns of W(t) are zero", w_token_columns_zero),
-    Property("lemma_C1_first_value_step", "Lemma C.1: V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ]", first_value_step,
-             min_steps=1),  # fmt: skip
-    Property("theorem_4_1_symmetry", "Theorem 4.1 (p ∈ {0, 1}, N = rK+1): V(t) ∝ 1_{K×K}, S_1 = … = S_{N-1}, "
-             "accuracy 1/K", theorem_4_1),  # fmt: skip
-    Property("P_only_through_mu", "the trajectory depends on P only through μ = ‖p_i‖²",
-             depends_on_P_only_through_mu),  # fmt: skip
+    Property(
+        "W_first_columns_zero", "W11 = W21 = 0: the first K columns of W(t) are zero", w_token_columns_zero
+    ),
+    Property(
+        "lemma_C1_first_value_step",
+        "Lemma C.1: V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ]",
+        first_value_step,
+        min_steps=1,
+    ),  # fmt: skip
+    Property(
+        "theorem_4_1_symmetry",
+        "Theorem 4.1 (p ∈ {0, 1}, N = rK+1): V(t) ∝ 1_{K×K}, S_1 = … = S_{N-1}, accuracy 1/K",
+        theorem_4_1,
+    ),  # fmt: skip
+    Property(
+        "P_only_through_mu",
+        "the trajectory depends on P only through μ = ‖p_i‖²",
+        depends_on_P_only_through_mu,
+    ),  # fmt: skip
 )

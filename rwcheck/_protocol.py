@@ -79,7 +79,7 @@ def _array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
 def build(factory: Factory, config: CheckConfig) -> object:
     """``factory(config)``; refuses anything that is neither protocol (a) nor (b)."""
     impl = factory(config)
-    if isinstance(impl, torch.nn.Module) or isinstance(impl, Iterator):
+    if isinstance(impl, (torch.nn.Module, Iterator)):
         return impl
     raise ImplementationError(
         f"the factory returned {type(impl).__name__}: expected a torch.nn.Module with parameters V and W, "
@@ -110,9 +110,13 @@ def run(factory: Factory, config: CheckConfig, steps: int) -> Readouts:
 def _parameter(module: torch.nn.Module, name: str, shape: tuple[int, int]) -> torch.Tensor:
     value = getattr(module, name, None)
     if not isinstance(value, torch.nn.Parameter):
-        raise ImplementationError(f"the module has no parameter {name} (a torch.nn.Parameter of shape {shape})")
+        raise ImplementationError(
+            f"the module has no parameter {name} (a torch.nn.Parameter of shape {shape})"
+        )
     if tuple(value.shape) != shape:
-        raise ImplementationError(f"the module's parameter {name} has shape {tuple(value.shape)}, expected {shape}")
+        raise ImplementationError(
+            f"the module's parameter {name} has shape {tuple(value.shape)}, expected {shape}"
+        )
     return value
 
 
@@ -139,7 +143,9 @@ def _run_module(module: torch.nn.Module, config: CheckConfig, steps: int) -> Rea
             p.grad = None
         f = module(Xt)
         if not isinstance(f, torch.Tensor):
-            raise ImplementationError(f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}")
+            raise ImplementationError(
+                f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}"
+            )
         f_np = _array(f, "forward(Xt)", (n, K))
         loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
         W_np = _array(W, "W", (K + M, K + M))
@@ -174,7 +180,9 @@ def _run_loop(loop: Iterator, config: CheckConfig, steps: int) -> Readouts:
             try:
                 state = next(loop)
             except StopIteration:
-                raise ImplementationError(f"the training loop stopped after {t} states; {steps + 1} are needed") from None
+                raise ImplementationError(
+                    f"the training loop stopped after {t} states; {steps + 1} are needed"
+                ) from None
             if isinstance(state, Mapping):
                 if "V" not in state or "W" not in state:
                     raise ImplementationError(f"state {t} of the training loop has no 'V' or no 'W' key")
@@ -185,7 +193,9 @@ def _run_loop(loop: Iterator, config: CheckConfig, steps: int) -> Readouts:
             elif isinstance(state, tuple) and len(state) == 2:
                 state = {"V": state[0], "W": state[1]}
             else:
-                raise ImplementationError(f"state {t} of the training loop is {type(state).__name__}, expected (V, W) or a dict")
+                raise ImplementationError(
+                    f"state {t} of the training loop is {type(state).__name__}, expected (V, W) or a dict"
+                )
             W_np = _array(state["W"], f"W at t={t}", (K + M, K + M))
             out.values["V"].append(_array(state["V"], f"V at t={t}", (K, K)))
             out.W.append(W_np)
@@ -196,12 +206,16 @@ def _run_loop(loop: Iterator, config: CheckConfig, steps: int) -> Readouts:
                     continue
                 if key not in state:
                     if t > 0:
-                        raise ImplementationError(f"state {t} of the training loop has no {key!r} but state 0 had one")
+                        raise ImplementationError(
+                            f"state {t} of the training loop has no {key!r} but state 0 had one"
+                        )
                     out.values[key] = None
                     continue
                 values.append(_array(state[key], f"{key} at t={t}", shape))
                 if t > 0 and len(values) != t + 1:
-                    raise ImplementationError(f"state {t} of the training loop has {key!r} but state 0 had none")
+                    raise ImplementationError(
+                        f"state {t} of the training loop has {key!r} but state 0 had none"
+                    )
     finally:
         close = getattr(loop, "close", None)
         if close is not None:

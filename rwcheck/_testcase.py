@@ -50,11 +50,15 @@ class ConformanceTests:
     def _run(self, pid: str) -> None:
         factory = type(self).__dict__.get("factory") or getattr(type(self), "factory", None)
         if factory is None:
-            raise TypeError(f"{type(self).__name__} must set the class attribute factory (a callable config -> model)")
+            raise TypeError(
+                f"{type(self).__name__} must set the class attribute factory (a callable config -> model)"
+            )
         prop: Property = next(p for p in PROPERTIES if p.id == pid)
         options = self.options()
         if options.steps < prop.min_steps:
-            options = CheckOptions(prop.min_steps, options.examples, options.dtype, options.task, options.losses)
+            options = CheckOptions(
+                prop.min_steps, options.examples, options.dtype, options.task, options.losses
+            )
         hypothesis_test(prop, factory, options, quiet=False)()
 
     def test_trajectory_matches_exact(self) -> None:

@@ -13,9 +13,15 @@ from rwcheck._testcase import PLUGIN_OPTIONS
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rwcheck", "conformance checks of one-layer transformer implementations")
-    group.addoption("--rwcheck-steps", type=int, default=None, help="GD steps T checked (t = 0..T; default 2, at most 3)")
-    group.addoption("--rwcheck-examples", type=int, default=None, help="hypothesis examples per property (default 10)")
-    group.addoption("--rwcheck-dtype", choices=("float64", "float32"), default=None, help="dtype (default float64)")
+    group.addoption(
+        "--rwcheck-steps", type=int, default=None, help="GD steps T checked (t = 0..T; default 2, at most 3)"
+    )
+    group.addoption(
+        "--rwcheck-examples", type=int, default=None, help="hypothesis examples per property (default 10)"
+    )
+    group.addoption(
+        "--rwcheck-dtype", choices=("float64", "float32"), default=None, help="dtype (default float64)"
+    )
     group.addoption("--rwcheck-task", choices=("circle", "finite", "any"), default=None,
                     help="configurations drawn: circle walks (default), small finite tasks, or either")  # fmt: skip
 

@@ -35,7 +35,7 @@ import torch
 from hypothesis import strategies as st
 
 from rwcheck._config import CheckConfig
-from rwnumeric import ModelConfig, positional_embeddings, train
+from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
 from rwtasks import CircleWalk, FiniteTask
 
 #: Default ranges for circle walks and embedding widths.

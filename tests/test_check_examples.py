@@ -110,8 +110,10 @@ def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
 def test_readme_example_passes(tmp_path) -> None:
     """The README's "Check your implementation" code, copied as a user would, passes."""
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Check your implementation"):]
-    code = section[section.index("```python") + len("```python"):]
+    section = readme[readme.index("## Check your implementation") :]
+    code = section[section.index("```python") + len("```python") :]
     (tmp_path / "mine.py").write_text(code[: code.index("```")])
     report = check(load_factory(f"{tmp_path}/mine.py:factory"), CheckOptions(steps=2, examples=2))
-    assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, report.render()
+    assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, (
+        report.render()
+    )

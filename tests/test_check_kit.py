@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -78,10 +77,16 @@ def _short_loop(config):
     [
         (lambda config: 42, r"^the factory returned int: expected a torch.nn.Module"),
         (_bad_V_shape, r"parameter V has shape \(3, 4\), expected \(3, 3\)"),
-        (lambda config: _ExtraParameter(config.K, config.M, config.torch_dtype), r"parameters other than V and W: bias"),
+        (
+            lambda config: _ExtraParameter(config.K, config.M, config.torch_dtype),
+            r"parameters other than V and W: bias",
+        ),
         (_nan_output, r"non-finite f at t=0"),
         (_short_loop, r"training loop stopped after 1 states; 2 are needed"),
-        (lambda config: iter([["V", "W"]] * 3), r"state 0 of the training loop is list, expected \(V, W\) or a dict"),
+        (
+            lambda config: iter([["V", "W"]] * 3),
+            r"state 0 of the training loop is list, expected \(V, W\) or a dict",
+        ),
         (lambda config: (1 / 0 for _ in range(3)), r"raised ZeroDivisionError: division by zero"),
     ],
     ids=["not-a-model", "V-shape", "extra-parameter", "nan-output", "short-loop", "bad-state", "crash"],
@@ -132,7 +137,9 @@ def test_lemma_c1_closed_form_by_hand() -> None:
     """K = 3, N = 2, p = 1/2: V(1) = (η/(εNK)) Πᵀ with Πᵀ = ½ off the diagonal (hand calculation)."""
     config = CheckConfig.build(CircleWalk(3, 2, "1/2"), mu=1, eta=1, eps="1/10")
     half = sp.Rational(5, 6)  # 1/(0.1·2·3) · 1/2
-    assert first_value_step_closed_form(config) == sp.Matrix([[0, half, half], [half, 0, half], [half, half, 0]])
+    assert first_value_step_closed_form(config) == sp.Matrix(
+        [[0, half, half], [half, 0, half], [half, half, 0]]
+    )
 
 
 def test_finite_task_closed_form_by_hand() -> None:
@@ -216,9 +223,14 @@ def test_rw_check_bad_usage_is_one_line_and_exit_2(args, message, capsys, monkey
 
 
 def test_rw_check_bad_usage_through_the_console_command() -> None:
-    proc = subprocess.run([*RW, "check", "no_such_module_xyz:f"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [*RW, "check", "no_such_module_xyz:f"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
-    assert proc.stderr == "rw check: error: 'no_such_module_xyz:f': importing no_such_module_xyz raised ModuleNotFoundError: No module named 'no_such_module_xyz'\n"
+    assert (
+        proc.stderr
+        == "rw check: error: 'no_such_module_xyz:f': importing no_such_module_xyz raised ModuleNotFoundError: No module named 'no_such_module_xyz'\n"
+    )
 
 
 def test_rwcheck_does_not_import_pytest() -> None:

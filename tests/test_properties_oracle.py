@@ -20,12 +20,21 @@ import jsonschema
 import numpy as np
 import pytest
 import sympy as sp
-from sympy.core.function import AppliedUndef
+from conftest import scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from conftest import scaled
-from rwcheck.strategies import circle_configs, custom_losses, epsilons, etas, finite_tasks, losses, mus, symbolic_any_loss
+from sympy.core.function import AppliedUndef
 
+from rwcheck.strategies import (
+    circle_configs,
+    custom_losses,
+    epsilons,
+    etas,
+    finite_tasks,
+    losses,
+    mus,
+    symbolic_any_loss,
+)
 from rwnumeric import load_oracle
 from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, read_oracle, write_oracle
 

@@ -13,11 +13,22 @@ from __future__ import annotations
 
 import pytest
 import sympy as sp
+from conftest import scaled
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
-from conftest import scaled
-from rwcheck.strategies import balanced_circle_configs, circle_configs, custom_losses, epsilons, etas, finite_tasks, losses, mus, symbolic_any_loss, zero_signal_finite_tasks
 
+from rwcheck.strategies import (
+    balanced_circle_configs,
+    circle_configs,
+    custom_losses,
+    epsilons,
+    etas,
+    finite_tasks,
+    losses,
+    mus,
+    symbolic_any_loss,
+    zero_signal_finite_tasks,
+)
 from rwsymbolic import derive, signal_matrix
 
 

@@ -26,11 +26,22 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 import torch
+from conftest import numeric_run, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from conftest import numeric_run, scaled
-from rwcheck.strategies import LOSSES, any_losses, balanced_circle_configs, circle_configs, embeddings, epsilons, etas, mus, schedules, symbolic_loss
 
+from rwcheck.strategies import (
+    LOSSES,
+    any_losses,
+    balanced_circle_configs,
+    circle_configs,
+    embeddings,
+    epsilons,
+    etas,
+    mus,
+    schedules,
+    symbolic_loss,
+)
 from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
 TOL = 1e-9
