@@ -8,12 +8,12 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from rwnumeric import positional_embeddings
+from rwnumeric import exp_loss, log_loss, positional_embeddings, squared_loss
 from rwtasks import CircleWalk, FiniteTask
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-#: ℓ(z) of the built-in losses, written on torch tensors (ε is used by the log-loss only).
-LOSS_FORMULAS = {"log": "-log(z + eps)", "squared": "(1 - z)^2", "exp": "exp(-z)"}
+#: The built-in losses ℓ(z, ε) on torch tensors (rwnumeric's; ε is used by the log-loss only).
+LOSSES = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ class CheckConfig:
         for name, value in (("mu", mu), ("eta", eta), ("eps", eps)):
             if value <= 0:
                 raise ValueError(f"{name}={value} must be > 0")
-        if loss not in LOSS_FORMULAS:
-            raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSS_FORMULAS)}")
+        if loss not in LOSSES:
+            raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSSES)}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype!r} is not one of {', '.join(DTYPES)}")
         M = task.N + 1 if M is None else M
@@ -116,12 +116,8 @@ class CheckConfig:
         return np.concatenate([np.zeros(self.K), self.P[:, -1]])
 
     def loss_fn(self, z: torch.Tensor) -> torch.Tensor:
-        """ℓ(z) per input for the config's loss (see ``LOSS_FORMULAS``)."""
-        if self.loss == "log":
-            return -torch.log(z + float(self.eps))
-        if self.loss == "squared":
-            return (1 - z) ** 2
-        return torch.exp(-z)
+        """ℓ(z) per input for the config's loss: -log(z + ε), (1 - z)² or exp(-z)."""
+        return LOSSES[self.loss](z, float(self.eps))
 
     def describe(self) -> str:
         """One line naming every value the trajectory depends on."""
