@@ -16,7 +16,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from rwcheck._compare import Divergence, Mismatch, compare, scaled_error, tolerance
-from rwcheck._config import CheckConfig
+from rwcheck._config import LOSSES, CheckConfig
 from rwcheck._protocol import Factory, ImplementationError, Readouts, run
 from rwcheck.strategies import balanced_check_configs, check_configs, embeddings
 from rwnumeric import positional_embeddings
@@ -52,6 +52,9 @@ class CheckOptions:
             raise ValueError(f"dtype={self.dtype!r} is not one of float64, float32")
         if self.task not in ("circle", "finite", "any"):
             raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
+        bad = [name for name in self.losses if name not in LOSSES]
+        if bad or not self.losses:
+            raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
 
     def configs(self) -> st.SearchStrategy[CheckConfig]:
         return check_configs(task=self.task, dtype=self.dtype, loss_names=self.losses)

@@ -35,20 +35,21 @@ class ConformanceTests:
     examples: ClassVar[int | None] = None
     dtype: ClassVar[str | None] = None
     task: ClassVar[str | None] = None
+    losses: ClassVar[tuple[str, ...] | None] = None
 
     def options(self) -> CheckOptions:
         """The effective options: class attributes, then the plugin's, then the defaults."""
         chosen = {}
-        for name in ("steps", "examples", "dtype", "task"):
+        for name in ("steps", "examples", "dtype", "task", "losses"):
             value = getattr(self, name)
             if value is None:
                 value = PLUGIN_OPTIONS.get(name)
             if value is not None:
-                chosen[name] = value
+                chosen[name] = tuple(value) if name == "losses" else value
         return CheckOptions(**chosen)
 
     def _run(self, pid: str) -> None:
-        factory = type(self).__dict__.get("factory") or getattr(type(self), "factory", None)
+        factory = getattr(type(self), "factory", None)
         if factory is None:
             raise TypeError(
                 f"{type(self).__name__} must set the class attribute factory (a callable config -> model)"
