@@ -237,3 +237,17 @@ def test_rwcheck_does_not_import_pytest() -> None:
     code = "import sys, rwcheck, rwcheck.strategies, rwcli.check; assert 'pytest' not in sys.modules"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_report_schema_is_valid_and_rejects_a_nan() -> None:
+    import jsonschema
+
+    from rwcheck import load_report_schema
+
+    schema = load_report_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    report = check(zeros_loop, CheckOptions(steps=1, examples=1)).to_json()
+    jsonschema.validate(report, schema)
+    report["properties"][0]["failure"]["got"] = "NaN"  # only "nan", "inf", "-inf" or numbers
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(report, schema)
