@@ -146,11 +146,16 @@ def hypothesis_test(prop: Property, factory: Factory, options: CheckOptions, qui
     ``quiet``: derandomized, no example database, nothing printed (the CLI); otherwise hypothesis'
     active profile decides and a failure prints the falsifying example (pytest).
     """
-    kwargs: dict = {"max_examples": options.examples, "deadline": None,
-                    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much]}  # fmt: skip
-    if quiet:  # no explain phase: it reruns the minimal example many times only to annotate its printout
-        kwargs.update(derandomize=True, database=None, verbosity=Verbosity.quiet, print_blob=False,
-                      phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])  # fmt: skip
+    # No explain phase: it reruns the minimal example many times only to annotate hypothesis' printout,
+    # and the Mismatch message already names the step, the quantity and both values.
+    kwargs: dict = {
+        "max_examples": options.examples,
+        "deadline": None,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+        "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    }
+    if quiet:
+        kwargs.update(derandomize=True, database=None, verbosity=Verbosity.quiet, print_blob=False)
 
     @settings(**kwargs)
     @given(data=st.data())
