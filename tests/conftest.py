@@ -1,4 +1,5 @@
-"""Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, a tolerance helper.
+"""Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, tolerance helpers,
+example counts scaled by the profile, and a float64 rwnumeric run (the strategies live in rwcheck.strategies).
 
 Profiles: ``dev`` (default; quick, random), ``ci`` (derandomized, no deadline, modest example
 counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
@@ -7,16 +8,39 @@ counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+from rwcheck import CheckConfig
+from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=10, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 settings.register_profile("dev", deadline=None, max_examples=10)
 settings.register_profile("thorough", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def scaled(n_ci: int) -> int:
+    """Examples for a property: ``n_ci`` under the ``ci``/``dev`` profiles, 20x that under ``thorough``.
+
+    The profiles set max_examples = 10 (ci, dev) or 200 (thorough); properties whose examples are
+    cheap ask for more than 10 and keep the profile's ratio.
+    """
+    return max(1, n_ci * settings.default.max_examples // 10)
+
+
+def numeric_run(task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str,
+                **kwargs: object) -> TrainResult:  # fmt: skip
+    """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
+    # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
+    kwargs = {"threads": 1, **kwargs}
+    cfg = TrainConfig(steps=steps, eta=eta if callable(eta) else float(eta), eps=float(eps), loss=loss,
+                      population=True, **kwargs)  # fmt: skip
+    return train(task, model, cfg, progress=False)
 
 
 @pytest.fixture
@@ -59,3 +83,26 @@ def transition_by_hand(K: int, p: float) -> np.ndarray:
         Pi[i, (i + 1) % K] += p
         Pi[i, (i - 1) % K] += 1 - p
     return Pi
+
+
+def rwnumeric_training(config: CheckConfig, fast: bool = True):
+    """rwnumeric as an implementation for ``rwcheck`` (protocol (b)), through its public API only.
+
+    State t comes from ``train(steps=t)`` on the config's population and P: ``TrainResult.final["V"]``,
+    ``TrainResult.W()``, ``history[t]`` (train_loss, test_accuracy) and the trained model's ``evaluate``
+    (f, S of every input, in the population's order).
+    """
+    import torch
+
+    model = ModelConfig(K=config.K, N=config.N, M=config.M, pos=config.embedding, pos_norm=float(config.mu),
+                        pos_seed=config.seed)  # fmt: skip
+    tokens = torch.as_tensor(config.tokens)
+    t = 0
+    while True:
+        cfg = TrainConfig(steps=t, eta=float(config.eta), eps=float(config.eps), loss=config.loss, population=True,
+                          dtype=config.dtype, fast=fast, threads=1)  # fmt: skip
+        run = train(config.task, model, cfg, progress=False)
+        f, S, _ = run.model.evaluate(tokens)
+        yield {"V": run.final["V"], "W": run.W(), "S": S, "f": f, "loss": run.history[t]["train_loss"],
+               "accuracy": run.history[t]["test_accuracy"]}  # fmt: skip
+        t += 1

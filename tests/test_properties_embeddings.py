@@ -19,20 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from conftest import assert_rel, numeric_run, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from conftest import assert_rel
-from strategies import (
-    LOSSES,
-    circle_configs,
-    embeddings,
-    epsilons,
-    etas,
-    finite_tasks,
-    mus,
-    numeric_run,
-    scaled,
-)
+
+from rwcheck.strategies import LOSSES, circle_configs, embeddings, epsilons, etas, finite_tasks, mus
 
 RTOL = 1e-12
 STEPS = 3

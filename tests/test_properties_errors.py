@@ -11,9 +11,11 @@ kind is exercised on several distinct values.
 from __future__ import annotations
 
 import pytest
+from conftest import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import INVALID_KINDS, invalid_inputs, scaled
+
+from rwcheck.strategies import INVALID_KINDS, invalid_inputs
 
 
 @pytest.mark.parametrize("kind", INVALID_KINDS)

@@ -20,10 +20,12 @@ import jsonschema
 import numpy as np
 import pytest
 import sympy as sp
-from sympy.core.function import AppliedUndef
+from conftest import scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from strategies import (
+from sympy.core.function import AppliedUndef
+
+from rwcheck.strategies import (
     circle_configs,
     custom_losses,
     epsilons,
@@ -31,10 +33,8 @@ from strategies import (
     finite_tasks,
     losses,
     mus,
-    scaled,
     symbolic_any_loss,
 )
-
 from rwnumeric import load_oracle
 from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, read_oracle, write_oracle
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import pytest
 import sympy as sp
+from conftest import scaled
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
-from strategies import (
+
+from rwcheck.strategies import (
     balanced_circle_configs,
     circle_configs,
     custom_losses,
@@ -24,11 +26,9 @@ from strategies import (
     finite_tasks,
     losses,
     mus,
-    scaled,
     symbolic_any_loss,
     zero_signal_finite_tasks,
 )
-
 from rwsymbolic import derive, signal_matrix
 
 

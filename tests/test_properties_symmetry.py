@@ -26,9 +26,11 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 import torch
+from conftest import numeric_run, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from strategies import (
+
+from rwcheck.strategies import (
     LOSSES,
     any_losses,
     balanced_circle_configs,
@@ -37,12 +39,9 @@ from strategies import (
     epsilons,
     etas,
     mus,
-    numeric_run,
-    scaled,
     schedules,
     symbolic_loss,
 )
-
 from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
 TOL = 1e-9

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcertify", "rwstability"]
+PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcertify", "rwstability", "rwcheck"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

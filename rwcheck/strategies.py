@@ -1,10 +1,10 @@
-"""Reusable hypothesis strategies for the toolkit's configurations (issue 4).
+"""Hypothesis strategies for the toolkit's configurations, for the project's tests and for yours.
 
-Every strategy draws exact values (``Fraction``) so the same draw feeds ``rwsymbolic`` (exact) and
-``rwnumeric`` (``float(value)``, one rounding). Import from tests (``from strategies import ...``) or
-from your own property tests by putting ``tests/`` on ``sys.path``.
+Every strategy draws exact values (``Fraction``) so the same draw feeds ``rwsymbolic`` (exact) and a
+float implementation (``float(value)``, one rounding).
 
-- ``circle_configs``: K in 3..7, N in 2..9, p rational in [0, 1] (0, 1/2 and 1 are drawn often).
+- ``circle_configs``: K in 3..7, N in 2..9, p rational in [0, 1] (0, 1/2 and 1 are drawn often);
+  ``balanced_circle_configs``: p ∈ {0, 1} and N = rK + 1 (Theorem 4.1).
 - ``etas`` (0, 2], ``epsilons`` (0, 1], ``mus`` (0, 10]: positive rationals with small denominators.
 - ``embeddings(N, mu)``: sine (M > N), onehot (M = N) or random orthogonal (N ≤ M ≤ 64), all with
   ‖p_i‖² = μ.
@@ -13,6 +13,8 @@ from your own property tests by putting ``tests/`` on ``sys.path``.
 - ``schedules``: learning-rate schedules η(t) (constant, 1/(1+t) decay, step decay, cyclic, a list).
 - ``finite_tasks``: small ``FiniteTask`` specs (random vocabularies, lengths, labels, rational
   probabilities); ``zero_signal_finite_tasks``: the same but with a token average independent of y.
+- ``check_configs``: one whole configuration (task, P with ‖p_i‖² = μ, η, ε, loss, dtype) as a
+  ``rwcheck.CheckConfig``, what ``rwcheck.assert_matches_exact`` takes.
 - ``invalid_inputs``: deliberately bad arguments, each with the error the README documents for it.
 
 >>> from hypothesis import find
@@ -30,26 +32,17 @@ from fractions import Fraction
 
 import sympy as sp
 import torch
-from hypothesis import settings
 from hypothesis import strategies as st
 
-from rwnumeric import ModelConfig, TrainConfig, train
+from rwcheck._config import CheckConfig
+from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
 from rwtasks import CircleWalk, FiniteTask
 
-#: The issue's ranges for circle walks and embedding widths.
+#: Default ranges for circle walks and embedding widths.
 K_MIN, K_MAX = 3, 7
 N_MIN, N_MAX = 2, 9
 M_MAX = 64
 LOSSES = ("log", "squared", "exp")
-
-
-def scaled(n_ci: int) -> int:
-    """Examples for a property: ``n_ci`` under the ``ci``/``dev`` profiles, 20x that under ``thorough``.
-
-    The profiles (tests/conftest.py) set max_examples = 10 (ci, dev) or 200 (thorough); properties
-    whose examples are cheap ask for more than 10 and keep the profile's ratio.
-    """
-    return max(1, n_ci * settings.default.max_examples // 10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +94,7 @@ def mus(high: Fraction | int = 10) -> st.SearchStrategy[Fraction]:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CircleConfig:
-    """A circle-walk task (docs/theory.md#task) given exactly."""
+    """A circle-walk task (K nodes, walks of N - 1 tokens, clockwise probability p) given exactly."""
 
     K: int
     N: int
@@ -252,7 +245,7 @@ def _exponential(z: sp.Expr) -> sp.Expr:
 
 
 def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
-    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from docs/theory.md#model)."""
+    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from its formula)."""
     return {"log": "log", "squared": _squared, "exp": _exponential}[name]
 
 
@@ -324,16 +317,6 @@ def schedules(draw, high: Fraction | int = 2) -> Schedule:
     if kind == "cyclic":
         return Schedule(kind, tuple(draw(st.lists(etas(high), min_size=2, max_size=4))))
     return Schedule(kind, (draw(etas(high)),))
-
-
-def numeric_run(task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str,
-                **kwargs: object):  # fmt: skip
-    """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
-    # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
-    kwargs = {"threads": 1, **kwargs}
-    cfg = TrainConfig(steps=steps, eta=eta if callable(eta) else float(eta), eps=float(eps), loss=loss,
-                      population=True, **kwargs)  # fmt: skip
-    return train(task, model, cfg, progress=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,3 +462,41 @@ def _invalid_case(draw, which: str) -> InvalidCase:
     probs[1:] = [q * (1 - probs[0]) / rest for q in probs[1:]]
     return InvalidCase("negative probability", lambda: FiniteTask(seqs, labels, probs, K=spec.K),
                        rf"^probs\[0\]={sp.Rational(probs[0])} is outside \[0, 1\]")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# whole configurations for checking an implementation
+# ---------------------------------------------------------------------------------------------
+TASK_KINDS = ("circle", "finite", "any")
+
+
+@st.composite
+def check_configs(draw, task: str = "circle", K: tuple[int, int] = (3, 5), N: tuple[int, int] = (2, 5),
+                  dtype: str = "float64", loss_names: Sequence[str] = ("log",),
+                  kinds: Sequence[str] = ("sine", "onehot", "random"), M_max: int = M_MAX) -> CheckConfig:  # fmt: skip
+    """A ``CheckConfig``: a circle walk (K, N in the ranges) or a small finite task (``task="finite"``,
+    K ≤ 4, N ≤ 4, up to 5 inputs; ``"any"``: either), μ, an embedding with ‖p_i‖² = μ, η, ε, a loss."""
+    if task not in TASK_KINDS:
+        raise ValueError(f"task={task!r} is not one of {', '.join(TASK_KINDS)}")
+    kind = draw(st.sampled_from(["circle", "finite"])) if task == "any" else task
+    if kind == "circle":
+        the_task = draw(circle_configs(K=K, N=N), label="task").task()
+    else:
+        the_task = draw(finite_tasks(K=(2, min(4, K[1])), N=(2, min(4, N[1])), inputs=(1, 5)), label="task").task()
+    mu = draw(mus(), label="mu")
+    emb = draw(embeddings(the_task.N, mu, kinds, M_max), label="embedding")
+    P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
+    return CheckConfig(the_task, mu, draw(etas(), label="eta"), draw(epsilons(), label="eps"), P, emb.kind,
+                       emb.seed, draw(st.sampled_from(list(loss_names)), label="loss"), dtype)  # fmt: skip
+
+
+@st.composite
+def balanced_check_configs(draw, K: tuple[int, int] = (3, 5), N_max: int = N_MAX, dtype: str = "float64",
+                           loss_names: Sequence[str] = ("log",)) -> CheckConfig:  # fmt: skip
+    """A ``CheckConfig`` on a circle walk with p ∈ {0, 1} and N = rK + 1 (the setting of Theorem 4.1)."""
+    the_task = draw(balanced_circle_configs(K=K, N_max=N_max), label="task").task()
+    mu = draw(mus(), label="mu")
+    emb = draw(embeddings(the_task.N, mu), label="embedding")
+    P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
+    return CheckConfig(the_task, mu, draw(etas(), label="eta"), draw(epsilons(), label="eps"), P, emb.kind,
+                       emb.seed, draw(st.sampled_from(list(loss_names)), label="loss"), dtype)  # fmt: skip

@@ -1,0 +1,70 @@
+"""Check your own implementation of the one-layer transformer against the exact trajectory.
+
+``check(factory)`` runs every property (what ``rw check MODULE:FACTORY`` prints);
+``assert_matches_exact(factory, config, steps)`` compares one configuration step by step;
+``ConformanceTests`` is the test class to subclass under pytest; ``rwcheck.strategies`` holds the
+hypothesis strategies. The model protocol is described in ``rwcheck._protocol`` and docs/check.md.
+
+>>> import torch
+>>> from rwtasks import CircleWalk
+>>> def frozen(config):  # a training loop that never moves: wrong from V(1) on
+...     while True:
+...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
+>>> cfg = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+>>> try:
+...     assert_matches_exact(frozen, cfg, steps=1)
+... except Mismatch as err:
+...     print(err.divergence.describe())
+V[0, 1] at t=1: expected 0.83333333333333337, got 0 (scaled error 0.833 > rtol 5.68e-14)
+"""
+
+from rwcheck._check import (
+    REPORT_SCHEMA_PATH,
+    PropertyResult,
+    Report,
+    check,
+    load_factory,
+    load_report_schema,
+    tolerance_rule,
+    write_report,
+)
+from rwcheck._compare import (
+    Divergence,
+    Mismatch,
+    Tolerance,
+    assert_matches_exact,
+    exact_trajectory,
+    tolerance,
+)
+from rwcheck._config import CheckConfig
+from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, first_value_step_closed_form
+from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
+from rwcheck._testcase import ConformanceTests
+
+__all__ = [
+    "PROPERTIES",
+    "QUANTITIES",
+    "REPORT_SCHEMA_PATH",
+    "CheckConfig",
+    "CheckOptions",
+    "ConformanceTests",
+    "Divergence",
+    "ImplementationCrash",
+    "ImplementationError",
+    "Mismatch",
+    "PropertyResult",
+    "Readouts",
+    "Report",
+    "Tolerance",
+    "assert_matches_exact",
+    "check",
+    "exact_trajectory",
+    "first_value_step_closed_form",
+    "load_factory",
+    "load_report_schema",
+    "probe",
+    "run",
+    "tolerance",
+    "tolerance_rule",
+    "write_report",
+]

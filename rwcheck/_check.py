@@ -1,0 +1,282 @@
+"""Run every property on one implementation and collect a conformance report (what ``rw check`` prints)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+
+from rwcheck._compare import MARGIN, Mismatch
+from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
+from rwcheck._protocol import LABELS, Factory, ImplementationError, probe
+from rwio import write_json_atomic
+
+REPORT_SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+STATUSES = ("pass", "fail", "not checked")
+
+
+@dataclass
+class PropertyResult:
+    """One row of the report: a property's id, statement, status and, for a failure, where it diverged."""
+
+    id: str
+    statement: str
+    status: str
+    reason: str = ""
+    failure: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "statement": self.statement, "status": self.status, "reason": self.reason,
+                "failure": self.failure, "notes": sorted(set(self.notes))}  # fmt: skip
+
+
+@dataclass
+class Report:
+    """The conformance report of one implementation; ``exit_code`` 0 when nothing failed, 1 otherwise."""
+
+    implementation: str
+    protocol: str
+    options: CheckOptions
+    results: list[PropertyResult]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.status == "fail" for r in self.results) else 0
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def to_json(self) -> dict:
+        o = self.options
+        return {
+            "implementation": self.implementation,
+            "protocol": self.protocol,
+            "options": {
+                "steps": o.steps,
+                "examples": o.examples,
+                "dtype": o.dtype,
+                "task": o.task,
+                "losses": list(o.losses),
+            },  # fmt: skip
+            "tolerance": tolerance_rule(o.dtype),
+            "properties": [r.to_json() for r in self.results],
+            "counts": self.counts(),
+            "exit_code": self.exit_code,
+        }
+
+    def render(self) -> str:
+        o = self.options
+        lines = [f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
+                 f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}",  # fmt: skip
+                 f"tolerance: {tolerance_rule(o.dtype)}", ""]  # fmt: skip
+        width = max(len(s) for s in STATUSES)
+        for r in self.results:
+            lines.append(f"{r.status.upper():<{width}}  {r.id}: {r.statement}")
+            if r.reason:
+                lines.append(f"{'':<{width}}    {r.reason}")
+            if r.failure is not None:
+                lines.append(f"{'':<{width}}    minimal configuration: {r.failure['config_text']}")
+                lines.append(f"{'':<{width}}    first divergence: {r.failure['text']}")
+            for note in sorted(set(r.notes)):
+                lines.append(f"{'':<{width}}    note: {note}")
+        c = self.counts()
+        lines += ["", f"{c['pass']} pass, {c['fail']} fail, {c['not checked']} not checked"]
+        return "\n".join(lines)
+
+
+def tolerance_rule(dtype: str) -> str:
+    """The tolerance rule printed in every report, with the dtype's unit roundoff."""
+    unit = float(torch.finfo(torch.float64 if dtype == "float64" else torch.float32).eps) / 2
+    return (f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
+            "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
+            "|l| ≤ 1 + μ²ηT; the bugs this suite targets move some value by 1e-3 or more. Accuracies are "
+            "compared exactly (1e-12 for float sums), except at steps with an exact near-tie in f.")  # fmt: skip
+
+
+def load_factory(target: str) -> Factory:
+    """``MODULE:FACTORY`` or ``path/to/file.py:FACTORY`` to the callable; one-line ValueError otherwise.
+
+    A file's folder goes on ``sys.path`` first, so the file can import its neighbours.
+
+    >>> load_factory("rwcheck:CheckConfig").__name__
+    'CheckConfig'
+    """
+    module_name, sep, attr = target.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{target!r} is not MODULE:FACTORY or path/to/file.py:FACTORY")
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            path = Path(module_name)
+            if not path.is_file():
+                raise ValueError(f"{target!r}: the file {path} does not exist")
+            folder = str(path.resolve().parent)  # importable from the file, as under `python file.py`
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+            name = f"rwcheck_user_{path.stem}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except ValueError:
+        raise
+    except Exception as err:  # the user's module failed to import: one line
+        raise ValueError(f"{target!r}: importing {module_name} raised {type(err).__name__}: {err}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ValueError(f"{target!r}: {module_name} has no callable {attr}")
+    return factory
+
+
+def hypothesis_test(prop: Property, factory: Factory, options: CheckOptions, quiet: bool,
+                    sink: list[str] | None = None) -> Callable[[], None]:  # fmt: skip
+    """The property as a hypothesis test (``st.data()`` drawn inside): calling it runs the search.
+
+    ``quiet``: derandomized, no example database, nothing printed (the CLI); otherwise hypothesis'
+    active profile decides and a failure prints the falsifying example (pytest).
+    """
+    # No explain phase: it reruns the minimal example many times only to annotate hypothesis' printout,
+    # and the Mismatch message already names the step, the quantity and both values.
+    kwargs: dict = {
+        "max_examples": options.examples,
+        "deadline": None,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+        "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    }
+    if quiet:
+        kwargs.update(derandomize=True, database=None, verbosity=Verbosity.quiet, print_blob=False)
+
+    @settings(**kwargs)
+    @given(data=st.data())
+    def test(data: st.DataObject) -> None:
+        notes = prop.body(factory, data, options)
+        if sink is not None:
+            sink.extend(notes)
+
+    test.__name__ = test.__qualname__ = f"check_{prop.id}"
+    return test
+
+
+def check(factory: Factory, options: CheckOptions | None = None, name: str = "implementation",
+          progress: Callable[[str], None] | None = None) -> Report:  # fmt: skip
+    """Check ``factory``'s implementation against every property; the report says pass / fail / not checked.
+
+    Raises ``ImplementationError`` (one line) when the implementation does not follow the protocol.
+
+    Examples
+    --------
+    >>> def frozen(config):  # never trains
+    ...     while True:
+    ...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
+    >>> report = check(frozen, CheckOptions(steps=1, examples=2))
+    >>> [(r.id, r.status) for r in report.results][:2], report.exit_code
+    ([('V', 'fail'), ('W_xN', 'not checked')], 1)
+    """
+    options = CheckOptions() if options is None else options
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the tensors are tiny: more threads only wait on each other
+    try:
+        return _check(factory, options, name, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check(
+    factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
+) -> Report:
+    readouts = probe(factory, options.dtype)
+    results: list[PropertyResult] = []
+    for prop in PROPERTIES:
+        if progress is not None:
+            progress(prop.id)
+        if prop.id == "trajectory":
+            results += _trajectory_rows(prop, factory, options, readouts)
+            continue
+        if options.steps < prop.min_steps:
+            results.append(
+                PropertyResult(prop.id, prop.statement, "not checked", f"needs --steps >= {prop.min_steps}")
+            )
+            continue
+        notes: list[str] = []
+        error = _search(prop, factory, options, notes)
+        result = _row(prop.id, prop.statement, error, notes)
+        if prop.id == "theorem_4_1_symmetry":
+            result.notes += [f"{LABELS[q]} part not checked: {readouts.missing_reason(q)}"
+                             for q in ("S", "accuracy") if not readouts.provided(q)]  # fmt: skip
+        results.append(result)
+    return Report(name, readouts.protocol, options, results)
+
+
+def _search(
+    prop: Property, factory: Factory, options: CheckOptions, notes: list[str]
+) -> BaseException | None:
+    """Run the hypothesis search; the minimal failing example's exception, or None when it passed."""
+    try:
+        hypothesis_test(prop, factory, options, quiet=True, sink=notes)()
+    except ImplementationError:
+        raise
+    except (Mismatch, ImplementationCrash) as err:
+        return err
+    return None
+
+
+def _failure(error: BaseException) -> tuple[dict, str]:
+    if isinstance(error, Mismatch):
+        d = error.divergence
+        return {**d.to_json(), "text": d.describe()}, d.quantity
+    assert isinstance(error, ImplementationCrash)
+    return {"step": None, "quantity": None, "index": [], "expected": None, "got": None, "error": None, "rtol": None,
+            "config": error.config.to_json(), "config_text": error.config.describe(), "text": str(error)}, ""  # fmt: skip
+
+
+def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]) -> PropertyResult:
+    if error is None:
+        return PropertyResult(pid, statement, "pass", notes=notes)
+    failure, _ = _failure(error)
+    return PropertyResult(pid, statement, "fail", failure=failure, notes=notes)
+
+
+def _trajectory_rows(
+    prop: Property, factory: Factory, options: CheckOptions, readouts
+) -> list[PropertyResult]:
+    """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked."""
+    notes: list[str] = []
+    error = _search(prop, factory, options, notes)
+    failure, quantity = _failure(error) if error is not None else (None, "")
+    rows = []
+    for q, statement in TRAJECTORY.items():
+        if not readouts.provided(q):
+            rows.append(PropertyResult(q, statement, "not checked", readouts.missing_reason(q)))
+        elif error is None:
+            rows.append(PropertyResult(q, statement, "pass", notes=notes if q == "accuracy" else []))
+        elif q == quantity or (not quantity and not rows):
+            rows.append(PropertyResult(q, statement, "fail", failure=failure))
+        else:
+            rows.append(PropertyResult(q, statement, "not checked",
+                                       f"the trajectory diverged first at {failure['text'].split(':')[0]}"))  # fmt: skip
+    return rows
+
+
+def load_report_schema() -> dict:
+    """The JSON schema of ``rw check --json`` reports."""
+    return json.loads(REPORT_SCHEMA_PATH.read_text())
+
+
+def write_report(report: Report, path: str | Path) -> Path:
+    """Validate the report against its schema and write it atomically (same report, same bytes)."""
+    import jsonschema
+
+    data = report.to_json()
+    jsonschema.validate(data, load_report_schema())
+    return write_json_atomic(data, path)

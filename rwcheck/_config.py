@@ -1,0 +1,141 @@
+"""One configuration an implementation is checked on: task, positional embeddings, η, ε, loss, dtype."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import torch
+
+from rwnumeric import exp_loss, log_loss, positional_embeddings, squared_loss
+from rwtasks import CircleWalk, FiniteTask
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+#: The built-in losses ℓ(z, ε) on torch tensors (rwnumeric's; ε is used by the log-loss only).
+LOSSES = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """Full-batch GD from zero init on the exact population of ``task`` (the paper's setting).
+
+    The model is f(X̃) = V X S(X̃ᵀ W x̃_N) with X̃ = [X; P] ((K+M)×N, x_N = 0), V (K×K) and W
+    ((K+M)×(K+M)) zero at t = 0; the objective is the probability-weighted mean Σ_n π_n ℓ(e_{y_n}ᵀ f_n)
+    over the population, and one step is θ ← θ - η ∇θ. ``P`` (M×N) has orthogonal columns with
+    ‖p_i‖² = ``mu``; ``embedding`` names how it was built ("sine", "onehot", "random").
+
+    Read-outs are indexed like ``tokens``/``labels``/``weights``: input n of the population.
+
+    Examples
+    --------
+    >>> cfg = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3)
+    >>> cfg.K, cfg.N, cfg.M, cfg.tokens.shape, float(cfg.weights.sum())
+    (3, 3, 3, (12, 2), 1.0)
+    >>> tuple(cfg.inputs().shape)  # X̃ for every input: (n, K+M, N)
+    (12, 6, 3)
+    """
+
+    task: CircleWalk | FiniteTask
+    mu: Fraction
+    eta: Fraction
+    eps: Fraction
+    P: np.ndarray = field(repr=False, compare=False)
+    embedding: str = "sine"
+    seed: int = 0
+    loss: str = "log"
+    dtype: str = "float64"
+
+    @classmethod
+    def build(cls, task: CircleWalk | FiniteTask, mu: object, eta: object, eps: object, embedding: str = "sine",
+              M: int | None = None, seed: int = 0, loss: str = "log", dtype: str = "float64") -> CheckConfig:  # fmt: skip
+        """A config whose P is ``rwnumeric.positional_embeddings(embedding, M, N, μ, seed)``."""
+        mu, eta, eps = Fraction(str(mu)), Fraction(str(eta)), Fraction(str(eps))
+        for name, value in (("mu", mu), ("eta", eta), ("eps", eps)):
+            if value <= 0:
+                raise ValueError(f"{name}={value} must be > 0")
+        if loss not in LOSSES:
+            raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSSES)}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype={dtype!r} is not one of {', '.join(DTYPES)}")
+        M = task.N + 1 if M is None else M
+        P = positional_embeddings(embedding, M, task.N, float(mu), seed)
+        return cls(task, mu, eta, eps, P, embedding, seed, loss, dtype)
+
+    # sizes ----------------------------------------------------------------------------------------
+    @property
+    def K(self) -> int:
+        return self.task.K
+
+    @property
+    def N(self) -> int:
+        return self.task.N
+
+    @property
+    def M(self) -> int:
+        return int(self.P.shape[0])
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    # the population -----------------------------------------------------------------------------
+    @property
+    def tokens(self) -> np.ndarray:
+        """(n, N-1) token ids of every input of the population (0-based)."""
+        return self._population.tokens
+
+    @property
+    def labels(self) -> np.ndarray:
+        """(n,) label ids."""
+        return self._population.labels
+
+    @property
+    def weights(self) -> np.ndarray:
+        """(n,) exact probabilities π_n of the inputs as float64 (they sum to 1)."""
+        return self._population.float_probs()
+
+    @property
+    def _population(self):
+        cached = self.__dict__.get("_pop")
+        if cached is None:
+            cached = self.task.population()
+            object.__setattr__(self, "_pop", cached)
+        return cached
+
+    def inputs(self) -> torch.Tensor:
+        """X̃ = [X; P] for every input, (n, K+M, N) in ``dtype``: one-hot tokens in columns 1..N-1, x_N = 0."""
+        n, K, N = len(self.labels), self.K, self.N
+        X = torch.zeros(n, K, N, dtype=torch.float64)
+        X[:, :, :-1] = torch.nn.functional.one_hot(torch.as_tensor(self.tokens), K).transpose(1, 2).double()
+        P = torch.as_tensor(self.P, dtype=torch.float64).expand(n, self.M, N)
+        return torch.cat([X, P], dim=1).to(self.torch_dtype)
+
+    def query(self) -> np.ndarray:
+        """x̃_N = [0; p_N] (K+M,) as float64: the column whose logits the attention uses."""
+        return np.concatenate([np.zeros(self.K), self.P[:, -1]])
+
+    def loss_fn(self, z: torch.Tensor) -> torch.Tensor:
+        """ℓ(z) per input for the config's loss: -log(z + ε), (1 - z)² or exp(-z)."""
+        return LOSSES[self.loss](z, float(self.eps))
+
+    def describe(self) -> str:
+        """One line naming every value the trajectory depends on."""
+        task = self.task
+        name = f"CircleWalk(K={task.K}, N={task.N}, p={task.p})" if isinstance(task, CircleWalk) else (
+            f"FiniteTask(K={task.K}, N={task.N}, {len(task.labels)} inputs)")  # fmt: skip
+        return (f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
+                f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}")  # fmt: skip
+
+    def to_json(self) -> dict:
+        """JSON-able description (exact values as strings such as "3/10")."""
+        task = self.task
+        out: dict = {"K": self.K, "N": self.N, "M": self.M, "embedding": self.embedding, "seed": self.seed,
+                     "mu": str(self.mu), "eta": str(self.eta), "eps": str(self.eps), "loss": self.loss,
+                     "dtype": self.dtype}  # fmt: skip
+        if isinstance(task, CircleWalk):
+            out["task"] = {"name": "circle", "p": str(task.p)}
+        else:
+            out["task"] = {"name": "finite", "tokens": task.tokens.tolist(), "labels": task.labels.tolist(),
+                           "probs": [str(q) for q in task.prob_values]}  # fmt: skip
+        return out

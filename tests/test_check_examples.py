@@ -1,0 +1,119 @@
+"""``rw check`` on examples/: the plain implementation passes, each planted bug fails naming its first wrong quantity.
+
+The bug variants (examples/bugs.py) and the quantity each must be caught at are listed in
+``bugs.FIRST_WRONG``; the user test file examples/test_user_model.py runs under plain pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from rwcheck import CheckOptions, check, load_factory, load_report_schema, write_report
+from rwcheck._properties import TRAJECTORY
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+RW = [sys.executable, "-c", "import sys; from rwcli.main import main; sys.exit(main())"]
+OPTIONS = CheckOptions(steps=2, examples=3)
+
+sys.path.insert(0, str(EXAMPLES))
+from bugs import FIRST_WRONG  # noqa: E402
+
+
+def _trajectory_failures(report) -> list[tuple[str, int]]:
+    return [(r.id, r.failure["step"]) for r in report.results if r.id in TRAJECTORY and r.status == "fail"]
+
+
+@pytest.mark.parametrize("factory", ["model", "training"])
+def test_plain_implementation_passes(factory) -> None:
+    report = check(load_factory(f"{EXAMPLES}/plain_torch.py:{factory}"), OPTIONS)
+    assert report.exit_code == 0, report.render()
+    assert report.counts()["fail"] == 0
+
+
+@pytest.mark.parametrize("bug", sorted(FIRST_WRONG))
+def test_each_bug_fails_at_its_first_wrong_quantity(bug) -> None:
+    report = check(load_factory(f"{EXAMPLES}/bugs.py:{bug}"), OPTIONS)
+    assert report.exit_code == 1
+    failures = _trajectory_failures(report)
+    assert [q for q, _ in failures] == [FIRST_WRONG[bug]], report.render()
+
+
+def test_rw_check_console_passes_and_writes_a_valid_report(tmp_path) -> None:
+    out = tmp_path / "report.json"
+    proc = subprocess.run([*RW, "check", "examples/plain_torch.py:model", "--examples", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "10 pass, 0 fail, 0 not checked" in proc.stdout
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, load_report_schema())
+    assert data["exit_code"] == 0 and data["counts"]["pass"] == 10
+
+
+def test_rw_check_console_fails_with_exit_1_naming_the_quantity_without_pytest(tmp_path) -> None:
+    """The console command on a bug: exit 1, the quantity named; pytest blocked, so ``rw check`` needs no pytest."""
+    out = tmp_path / "report.json"
+    code = (
+        "import sys; sys.modules['pytest'] = None\n"  # any `import pytest` now raises ImportError
+        "from rwcli.main import main\n"
+        f"sys.exit(main(['check', 'examples/bugs.py:transposed_V', '--steps', '1', '--examples', '1', '--json', {str(out)!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "first divergence: V[" in proc.stdout and "at t=1" in proc.stdout
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, load_report_schema())
+    row = next(r for r in data["properties"] if r["id"] == "V")
+    assert row["status"] == "fail" and row["failure"]["step"] == 1 and row["failure"]["config"]["K"] >= 3
+
+
+def test_same_implementation_same_report_bytes(tmp_path) -> None:
+    """Derandomized search: the same implementation and options write the same bytes."""
+    factory = load_factory(f"{EXAMPLES}/bugs.py:summed_loss")
+    paths = [write_report(check(factory, CheckOptions(steps=1, examples=2), "bugs.py:summed_loss"), tmp_path / name)
+             for name in ("a.json", "b.json")]  # fmt: skip
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+def test_user_test_file_runs_under_plain_pytest() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/test_user_model.py",
+                           "--rwcheck-examples", "1", "--rwcheck-steps", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "10 passed" in proc.stdout
+
+
+def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
+    test_file = tmp_path / "test_buggy.py"
+    test_file.write_text(
+        "from bugs import transposed_V\n"
+        "from rwcheck import ConformanceTests\n\n\n"
+        "class TestBuggy(ConformanceTests):\n"
+        "    factory = staticmethod(transposed_V)\n"
+        "    steps = 1\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file),
+                           "--rwcheck-examples", "1", "-k", "trajectory"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Mismatch: V[" in proc.stdout and "at t=1" in proc.stdout
+
+
+def test_readme_example_passes(tmp_path) -> None:
+    """The README's "Check your implementation" code, copied as a user would, passes."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Check your implementation") :]
+    code = section[section.index("```python") + len("```python") :]
+    (tmp_path / "mine.py").write_text(code[: code.index("```")])
+    report = check(load_factory(f"{tmp_path}/mine.py:factory"), CheckOptions(steps=2, examples=2))
+    assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, (
+        report.render()
+    )
