@@ -26,9 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the options, probe the implementation, run every property, print the report; exit 0/1/2."""
-    from rwcli._task_args import check_json_folder, parse_int
+    from rwcli._task_args import parse_int
+    from rwio import check_output_file
 
-    check_json_folder(args.json)
+    if args.json:
+        check_output_file(args.json, "--json")  # before any work
     steps = parse_int(args.steps, "steps", 0)
     examples = parse_int(args.examples, "examples", 1)
     from tqdm import tqdm

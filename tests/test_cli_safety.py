@@ -56,6 +56,7 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
         "reproduce": (["reproduce", "fig4", "--quick", "--out", str(out)], "dir"),
         "explore": (["explore", str(spec), "--out", str(out)], "dir"),
         "stability": (["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "2", "--json", str(out)], "file"),
+        "check": (["check", "examples/plain_torch.py:model", "--steps", "1", "--json", str(out)], "file"),
         "certify": (["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)], "dir"),
     }
 
