@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rwstability._linear import Linearisation
+from rwstability._reduced import deterministic_walks
 
 #: Unit roundoff (half the machine epsilon) per dtype.
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24}
@@ -120,6 +121,6 @@ def measure_escape(
         steps=steps, eta=lin.eta, eps=lin.eps, init="zero" if sigma is None else "gaussian",
         sigma=0.01 if sigma is None else sigma, seed=seed, population=True, dtype=dtype, threads=1,
     )  # fmt: skip
-    result = train(task, model, cfg, progress=False)
+    result = train(deterministic_walks(task), model, cfg, progress=False)
     rho = [float(h["ones_residual"]) for h in result.history]
     return Escape(_first_above(rho, threshold), rho)

@@ -92,8 +92,27 @@ def check_manifold_task(task: object) -> tuple[int, int]:
     return task.K, (task.N - 1) // task.K
 
 
+def deterministic_walks(task: CircleWalk) -> FiniteTask:
+    """The K walks of non-zero probability of a circle walk with p ∈ {0, 1}: s_j = s_1 ± (j-1), y = s_N.
+
+    The same population as ``task.population()``, which enumerates all K·2^(N-1) walks first and so
+    refuses N above about 20; this one has K inputs for every N.
+
+    >>> deterministic_walks(CircleWalk(3, 4, 1)).population().tokens.tolist()
+    [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    """
+    check_manifold_task(task)
+    d = 1 if task.p == 1 else -1
+    walks = [[(s + d * j) % task.K for j in range(task.N)] for s in range(task.K)]
+    return FiniteTask(
+        [w[:-1] for w in walks], [w[-1] for w in walks], [sp.Rational(1, task.K)] * task.K, K=task.K
+    )
+
+
 def population_arrays(task: CircleWalk | FiniteTask) -> tuple[np.ndarray, np.ndarray, list[sp.Expr]]:
     """(tokens (n, N-1), labels (n,), exact probabilities) of the task's population."""
+    if isinstance(task, CircleWalk) and task.p in (sp.Integer(0), sp.Integer(1)):
+        task = deterministic_walks(task)
     pop = task.population()
     return pop.tokens, pop.labels, pop.exact_probs()
 

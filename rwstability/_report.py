@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from importlib import resources
 
-from rwstability._escape import DEFAULT_THRESHOLD, measure_escape, predict_escape
+from rwstability._escape import DEFAULT_THRESHOLD, UNIT_ROUNDOFF, measure_escape, predict_escape
 from rwstability._linear import linearise, unstable_directions, verdict
 from rwstability._reduced import Coordinates, check_manifold_task
 from rwtasks import CircleWalk
@@ -94,7 +94,10 @@ def schema() -> dict:
 
 
 def plot_report(report: dict, path: str) -> None:
-    """Two panels: σ_max(Φ_t) and σ_max(C_t) along t; predicted vs measured escape step against σ."""
+    """Two panels: σ_max(Φ_t) and σ_max(C_t) along t; predicted vs measured escape step against σ.
+
+    Rounding (computed Gram matrix) is drawn at σ = u of its dtype; a missing marker means no escape.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,7 +121,13 @@ def plot_report(report: dict, path: str) -> None:
     for k in range(report["config"]["seeds"]):
         ys = [r["measured"][k] if r["measured"][k] is not None else float("nan") for r in rows]
         b.semilogx(xs, ys, "x", color="C1", label="measured (rw train)" if k == 0 else None)
-    b.set_xlabel(r"init scale $\sigma$")
+    for i, r in enumerate(x for x in report["escape"]["rounding"] if x["gram"] == "computed"):
+        u = UNIT_ROUNDOFF[r["dtype"]]  # rounding drawn at σ = u, the size of one rounding error
+        pred = r["predicted"] if r["predicted"] is not None else float("nan")
+        meas = r["measured"] if r["measured"] is not None else float("nan")
+        b.semilogx([u], [pred], "s", mfc="none", color="C2", label="rounding, predicted" if i == 0 else None)
+        b.semilogx([u], [meas], "+", ms=10, color="C3", label="rounding, measured" if i == 0 else None)
+    b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
     b.set_ylabel(rf"escape step ($\rho > {report['config']['threshold']:g}$)")
     b.legend(fontsize=8)
     t = report["task"]
