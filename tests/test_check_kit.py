@@ -209,7 +209,7 @@ def test_check_config_build_is_validated() -> None:
         (["examples/plain_torch.py"], "is not MODULE:FACTORY"),
         (["examples/plain_torch.py:model", "--steps", "9"], "steps=9 is out of range"),
         (["examples/plain_torch.py:model", "--examples", "x"], "--examples='x' is not an integer"),
-        (["examples/plain_torch.py:model", "--json", "/no/such/folder/r.json"], "the folder /no/such/folder does not exist"),
+        (["examples/plain_torch.py:model", "--json", "pyproject.toml/r.json"], "pyproject.toml is a file, not a folder"),
         (["examples/plain_torch.py:OneLayerTransformer"], "OneLayerTransformer.__init__() missing"),
     ],
     ids=["module", "attribute", "file", "no-colon", "steps", "examples", "json-folder", "wrong-signature"],

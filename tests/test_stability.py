@@ -188,7 +188,7 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
         (["--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
         (["--K", "3", "--N", "4", "--p", "1", "--sigmas", "2"], "sigmas"),
         (["--K", "3", "--N", "4", "--p", "1", "--eta", "-1"], "--eta"),
-        (["--K", "3", "--N", "4", "--p", "1", "--json", "/no/such/dir/x.json"], "/no/such/dir"),
+        (["--K", "3", "--N", "4", "--p", "1", "--json", f"{__file__}/x.json"], "is a file, not a folder"),
         (["--task", "qa1"], "circle walks"),
     ],
     ids=["N-not-rK+1", "p-not-0-or-1", "steps", "sigma", "eta", "json-folder", "qa-task"],
