@@ -59,7 +59,8 @@ def check(K: int, M: int, N: int, y: int, formula_v=None, formula_w=None) -> lis
         got = sp.diff(loss, param)
         subs_terms = got.atoms(sp.Subs)
         for s in subs_terms:
-            assert s.point == (z,), "ℓ' is evaluated somewhere other than e_yᵀf"
+            if s.point != (z,):
+                raise RuntimeError(f"ℓ' is evaluated at {s.point}, not at e_yᵀf")
         got = got.xreplace({s: g for s in subs_terms}).xreplace(back)
         num = sp.numer(sp.together(got - expected))
         if sp.expand(num) != 0:

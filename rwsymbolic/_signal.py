@@ -204,7 +204,8 @@ def _roots_in_unit_interval(gcd: sp.Poly, x: sp.Symbol) -> VanishingSet:
     squarefree = gcd.monic().sqf_part()
     points = tuple(r for r in squarefree.real_roots() if bool(r >= 0) and bool(r <= 1))
     # Internal invariant: the roots kept agree with Sturm counting on the closed interval [0, 1].
-    assert len(points) == squarefree.count_roots(0, 1), (points, squarefree)
+    if len(points) != squarefree.count_roots(0, 1):
+        raise RuntimeError(f"real roots {points} of {squarefree} disagree with Sturm counting on [0, 1]")
     return VanishingSet(x, False, points, gcd.monic().as_expr())
 
 
