@@ -1,4 +1,4 @@
-"""The per-step metrics of a run (issue 2 item 8); each is documented in the README."""
+"""The per-step metrics of a run (accuracy, KL, attention, direction and symmetry residuals); each is documented in the README."""
 
 from __future__ import annotations
 
