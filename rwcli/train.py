@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from rwnumeric import ModelConfig, TrainConfig, train, write_json_atomic
-from rwtasks import CircleWalk, qa_task1, qa_task2
+from rwtasks import CircleWalk, FiniteTask, qa_task1, qa_task2
 
 TASKS = ("circle", "qa1", "qa2")
 
@@ -60,6 +60,7 @@ def _snapshots(text: str, flag: str = "--snapshots") -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Build the task and configs from the flags, train, write DIR/metrics.json."""
+    task: CircleWalk | FiniteTask
     if args.task == "circle":
         task = CircleWalk(
             6 if args.K is None else args.K, 97 if args.N is None else args.N, "1/2" if args.p is None else args.p

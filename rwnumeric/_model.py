@@ -109,18 +109,21 @@ class FastModel:
             idx = torch.arange(K, device=self.V.device)
             self._diag_index = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
         d = self._diag_index
-        g = self.V.grad
+        g, gu = self.V.grad, self.u.grad
+        assert g is not None and gu is not None
         means = torch.zeros(K, dtype=g.dtype, device=g.device).scatter_add(0, d.reshape(-1), g.reshape(-1)) / K
         self.V.grad = means[d]
-        self.u.grad = self.u.grad.mean().expand(K).clone()
+        self.u.grad = gu.mean().expand(K).clone()
 
     @torch.no_grad()
     def step(self, eta: float) -> None:
         """One GD step on (V, W[, A]) expressed in the reduced parameters."""
-        self.V -= eta * self.V.grad
+        gV, gu, gq = self.V.grad, self.u.grad, self.q.grad
+        assert gV is not None and gu is not None and gq is not None
+        self.V -= eta * gV
         if self.A is not None:
+            assert self.A.grad is not None
             self.A -= eta * self.A.grad
-        gu, gq = self.u.grad, self.q.grad
         self.u -= eta * self.nN * gu
         self.q -= eta * self.nN * (self.G @ gq)
         self.D_tok -= eta * gu
@@ -203,6 +206,7 @@ class ReferenceModel:
     @torch.no_grad()
     def step(self, eta: float) -> None:
         for t in self.parameters():
+            assert t.grad is not None
             t -= eta * t.grad
 
     @torch.no_grad()

@@ -249,7 +249,7 @@ class SignalReport:
             lines += ["C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):", "",
                       sp.pretty(shown, wrap_line=False), ""]  # fmt: skip
             if symbolic:
-                lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets)]
+                lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets or ())]
             else:
                 lines += [f"  c{d} = {c}  (~ {float(c):.17g})" for d, c in enumerate(self.offsets)]
         else:
@@ -333,7 +333,7 @@ def signal_json(report: SignalReport) -> dict[str, object]:
         ],
         "circulant_offsets": None
         if report.offsets is None
-        else [entry(c, f) for c, f in zip(report.offsets, report.factored_offsets)],
+        else [entry(c, f) for c, f in zip(report.offsets, report.factored_offsets or ())],
         "is_zero": report.vanishes,
         "vanishing_set": None
         if vanishing is None

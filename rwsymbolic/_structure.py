@@ -101,7 +101,7 @@ def has_equal_attention(S: StepState | Sequence[Sequence[sp.Expr]]) -> Check:
     """S_1 = … = S_{N-1} for every input (Theorem 4.1); accepts a state or per-input attention lists."""
     if isinstance(S, StepState):
         ev = S.evaluated
-        pairs = []
+        pairs: list[tuple[object, object, sp.Expr, sp.Expr]] = []
         for g, values in enumerate(ev.S_of):
             items = list(values.items())
             pairs += [(("group", g, pr), ("group", g, items[0][0]), v, items[0][1]) for pr, v in items[1:]]

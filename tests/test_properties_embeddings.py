@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from conftest import assert_rel
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from conftest import assert_rel
 from strategies import (
     LOSSES,
     circle_configs,
