@@ -5,8 +5,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
-# What the lint and type gates check: the installed packages, plus the tests and benchmarks for ruff.
-PACKAGES := rwtasks rwnumeric rwsymbolic rwcli proofs rwrepro rwexplore rwio
 
 .PHONY: demo test bench lint wheel-check mutate
 
@@ -34,8 +32,7 @@ test: $(TEST_STAMP)
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
-# Lint, format check and type check; each fails on the first finding. To apply the formatter:
-# .venv/bin/ruff format .
+# Lint (whole tree), format check and type check (the packages, [tool.mypy]); fails on any finding.
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -45,6 +42,6 @@ lint: $(TEST_STAMP)
 wheel-check: $(TEST_STAMP)
 	$(BIN)/python tools/wheel_check.py --python $(PY)
 
-# Mutation testing of the numeric and exact cores (by hand, not in CI: about an hour on 2 cores).
+# Mutation testing of the numeric and exact cores (by hand, not in CI; docs/testing.md).
 mutate: $(TEST_STAMP)
 	tools/mutate.sh
