@@ -44,7 +44,7 @@ def trajectory(K: int, N: int, p: str, P: sp.Matrix | None, steps: int) -> list[
     return out
 
 
-def differences(a, b) -> list[str]:
+def differences(a: list[tuple[sp.Matrix, list]], b: list[tuple[sp.Matrix, list]]) -> list[str]:
     """Where two trajectories differ: V(t) entries or logits at θ(t) (rational in √μ: exact test)."""
     bad = []
     for t, ((Va, La), (Vb, Lb)) in enumerate(zip(a, b)):

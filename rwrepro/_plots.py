@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from rwio import save_figure_atomic
@@ -19,7 +20,7 @@ def save_png(fig: Figure, path: Path) -> None:
     save_figure_atomic(fig, path, dpi=110, metadata={"Software": None})
 
 
-def heatmap(fig: Figure, ax, M: np.ndarray, title: str, xlabel: str = "column j (node)",
+def heatmap(fig: Figure, ax: Axes, M: np.ndarray, title: str, xlabel: str = "column j (node)",
             ylabel: str = "row i (node)", cmap: str = "viridis") -> None:  # fmt: skip
     """A matrix as an image with its colour bar; 1-based tick labels (MATH.md indexing)."""
     M = np.asarray(M, dtype=float)
@@ -38,7 +39,7 @@ def _style(i: int, is_main: bool) -> dict:
     return {"lw": 2.2 if is_main else 1.1, "ls": "-" if is_main else ("--", ":", "-.")[i % 3], "alpha": 1 if is_main else 0.85}
 
 
-def curves(ax, series: Sequence[tuple[str, Sequence[float | None]]], title: str, ylabel: str,
+def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title: str, ylabel: str,
            log: bool = False, hlines: Sequence[tuple[float, str]] = ()) -> None:  # fmt: skip
     """Metric curves against the iteration; the first series is the main option (thick line)."""
     for i, (label, values) in enumerate(series):
@@ -57,7 +58,7 @@ def curves(ax, series: Sequence[tuple[str, Sequence[float | None]]], title: str,
     ax.grid(alpha=0.3)
 
 
-def attention_profile(ax, profiles: Sequence[tuple[str, Sequence[float]]], title: str) -> None:
+def attention_profile(ax: Axes, profiles: Sequence[tuple[str, Sequence[float]]], title: str) -> None:
     """Mean attention S_i over test inputs against the position i = 1..N (N = the query slot)."""
     for i, (label, prof) in enumerate(profiles):
         ax.plot(np.arange(1, len(prof) + 1), prof, marker=".", ms=3, label=label, lw=1.5 if i == 0 else 1)
