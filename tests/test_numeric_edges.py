@@ -15,7 +15,7 @@ import sympy as sp
 import torch
 
 import rwnumeric._model
-from rwnumeric import ModelConfig, TrainConfig, train
+from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
 from rwnumeric._losses import Loss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
 from rwtasks import CircleWalk
@@ -141,3 +141,25 @@ def test_shift_kl_normalises_each_row_by_its_own_minimum():
     kl_soft = 0.25 * sum(p * (math.log(p) - s) for p, s in zip([0.5, 0.5], soft[0, :2], strict=True))
     kl_soft += 0.75 * sum(p * (math.log(p) - s) for p, s in zip([0.2, 0.3, 0.5], soft[1], strict=True))
     assert kl_divergence(f, ev, "softmax", 0.1) == pytest.approx(kl_soft, rel=1e-14)
+
+
+def test_builtin_losses_match_their_formulas():
+    z = torch.tensor([-0.05, 0.0, 0.5, 3.0], dtype=torch.float64)
+    # hand values: -log(z + 0.1), (1 - z)², exp(-z)
+    logs = [-math.log(0.05), -math.log(0.1), -math.log(0.6), -math.log(3.1)]
+    assert log_loss(z, 0.1).tolist() == pytest.approx(logs, rel=1e-15)
+    assert squared_loss(z, 0.1).tolist() == [1.05**2, 1.0, 0.25, 4.0]
+    assert exp_loss(z, 0.1).tolist() == pytest.approx(
+        [math.exp(0.05), 1.0, math.exp(-0.5), math.exp(-3.0)], rel=1e-15
+    )
+
+
+def test_a_callable_loss_without_a_name_is_called_callable_in_errors():
+    class Spiky:  # a callable object: no __name__
+        def __call__(self, z: torch.Tensor) -> torch.Tensor:
+            return torch.full_like(z, torch.inf)
+
+    with pytest.raises(
+        ValueError, match=r"^loss 'callable' is not finite at step 2 for 2 of 2 training samples$"
+    ):
+        Loss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)

@@ -8,5 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+# One intra-op thread per worker: the workers run in parallel already, and fork-safe.
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 .venv/bin/mutmut run --max-children "${MUTMUT_JOBS:-2}" "$@"
 .venv/bin/python tools/mutation_score.py
