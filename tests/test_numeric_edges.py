@@ -163,3 +163,29 @@ def test_a_callable_loss_without_a_name_is_called_callable_in_errors():
         ValueError, match=r"^loss 'callable' is not finite at step 2 for 2 of 2 training samples$"
     ):
         Loss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
+def test_reference_path_from_a_gaussian_init_uses_w0_and_the_query_column(normalize):
+    """From a random W(0) the logits see W(0)x̃_N: the reference path must start from W(0) itself and
+    build x̃_N from the last column of P (from zero init any column of norm √μ gives the same run)."""
+    task, model = (
+        CircleWalk(3, 4, "0.7"),
+        ModelConfig(K=3, N=4, M=6, normalize_attention=normalize, gram="computed"),
+    )
+    runs = [
+        train(
+            task,
+            model,
+            TrainConfig(steps=2, init="gaussian", sigma=0.3, seed=5, population=True, fast=f),
+            progress=False,
+        )
+        for f in (True, False)
+    ]
+    fast, ref = runs
+    # both paths differ only in summation order: measured ≤ 5e-16; 1e-13 is a ~200x margin
+    for a, b in zip(fast.history, ref.history, strict=True):
+        assert np.allclose(a["attention_profile"], b["attention_profile"], rtol=0, atol=1e-13)
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)
+    assert np.allclose(fast.final["w"], ref.final["w"], rtol=0, atol=1e-13)
+    assert np.abs(np.array(ref.final["w"])).max() > 0.1  # W(0)x̃_N is far from zero: the check is not vacuous
