@@ -1,17 +1,23 @@
-# The two Quickstart targets. Each creates .venv and installs the project (and its
-# dependencies) from pyproject.toml before doing its job, so both work on a fresh machine.
+# The Quickstart targets and the CI gates. Each creates .venv and installs the project (and its
+# dependencies) from pyproject.toml before doing its job, so every target works on a fresh machine.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench docs docs-check
+.PHONY: demo test bench docs docs-check lint wheel-check mutate
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+# The test extra: pytest, the notebook runner, ruff, mypy, build, mutmut.
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rw train --task circle --K 6 --N 97 --M 1000 --p 1/2 --steps 50 --eta 1 --eps 0.1 \
@@ -20,7 +26,7 @@ demo: $(STAMP)
 	    --train-size 1000 --test-size 1000 --seed 0 --out out/train/fig5_p1
 	$(BIN)/rw reproduce all --out out
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
@@ -40,3 +46,17 @@ docs: $(DOCS_STAMP)
 # site-check/, exit 1 on any console error. Needs the Debian package chromium.
 docs-check: docs
 	$(BIN)/python tools/docs_browser_check.py --site site --out site-check
+
+# Lint (whole tree), format check and type check (the packages, [tool.mypy]); fails on any finding.
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Build the wheel with the standard frontend, install it into a fresh venv, run the console command.
+wheel-check: $(TEST_STAMP)
+	$(BIN)/python tools/wheel_check.py --python $(PY)
+
+# Mutation testing of the numeric and exact cores (by hand, not in CI; docs/testing.md).
+mutate: $(TEST_STAMP)
+	tools/mutate.sh

@@ -1,4 +1,4 @@
-"""Exact GD steps (rwsymbolic.derive) at the issue's benchmark sizes, with the no-symmetry baseline.
+"""Exact GD steps (rwsymbolic.derive) at the benchmark sizes below, with the no-symmetry baseline.
 
 Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline]`); prints a Markdown
 table of wall-clock seconds. "rotation" uses the circle's rotation symmetry (walks rooted at node 0)

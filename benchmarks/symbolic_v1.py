@@ -2,7 +2,7 @@
 
 V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ] = (η/(εNK)) Σ_{m=1}^{N-1} (Πᵀ)^m for the log-loss. The structured path
 (rwsymbolic.label_token_sum) costs O(N·K) polynomial operations; enumeration sums over K·2^(N-1) walks.
-Target (issue 3): K = 8, N = 64 with symbolic p in under 10 s. Run by hand:
+Target: K = 8, N = 64 with symbolic p in under 10 s. Run by hand:
 
     .venv/bin/python benchmarks/symbolic_v1.py
 """

@@ -46,8 +46,11 @@ class Certificate:
     seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        assert self.method in METHODS, self.method
-        assert self.verdict in VERDICTS, self.verdict
+        # Raised, not asserted: a certificate with an unknown verdict must never pass under ``python -O``.
+        if self.method not in METHODS:
+            raise ValueError(f"method={self.method!r} is not one of {', '.join(map(repr, METHODS))}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r} is not one of {', '.join(map(repr, VERDICTS))}")
 
     @property
     def passed(self) -> bool:

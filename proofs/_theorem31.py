@@ -173,10 +173,12 @@ def margin_runs(quick: bool, steps: int, n_max: int, with_fixed: bool) -> dict:
             mu = max(math.ceil(N**1.5), N + 1) / 2
             r = run_gd(K, N, p, steps, [steps], mu=mu)
             c = r.q  # μc: the positional logits
+            assert c is not None
             margins.append(float(c[N - 2] - np.delete(c, N - 2).max()))
             log10_gap.append(r.log10_one_minus_parent[-1])
             if with_fixed:  # the same with μ = 500 for every N, for contrast
                 c5 = run_gd(K, N, p, steps, [steps], mu=PAPER_MU).q
+                assert c5 is not None
                 fixed.append(float(c5[N - 2] - np.delete(c5, N - 2).max()))
         fits = {name: _linear_fit([n for n in Ns if n % 2 == parity], [m for n, m in zip(Ns, margins) if n % 2 == parity])
                 for name, parity in (("even N", 0), ("odd N", 1))}

@@ -90,5 +90,6 @@ def nonnegative_on(poly: sp.Poly, lo: sp.Rational, hi: sp.Rational) -> tuple[boo
 def _rational_between(a: sp.Expr, b: sp.Expr) -> sp.Rational:
     """A rational number strictly between the real algebraic numbers a < b."""
     mid = (sp.Rational(str(sp.N(a, 60))) + sp.Rational(str(sp.N(b, 60)))) / 2
-    assert a < mid < b, (a, b, mid)
+    if not a < mid < b:
+        raise RuntimeError(f"no rational found between {a} and {b} at 60 digits (midpoint {mid})")
     return mid

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sympy as sp
 
 from proofs._certificate import Certificate
-from proofs._exact_gd import gd_step, is_zero
+from proofs._exact_gd import gd_step
 from rwtasks import CircleWalk
 
 ID = "Gram"
@@ -37,14 +37,14 @@ def trajectory(K: int, N: int, p: str, P: sp.Matrix | None, steps: int) -> list[
     V, W = sp.zeros(K, K), sp.zeros(K + M, K + M)
     out = []
     eps = sp.Rational(1, 10)
-    for t in range(steps + 1):
+    for _ in range(steps + 1):
         step = gd_step(pop, V, W, lambda z: -1 / (z + eps), 1, 1, SQRT_MU, P)
         out.append((V, step.logits))
         V, W = step.V, step.W
     return out
 
 
-def differences(a, b) -> list[str]:
+def differences(a: list[tuple[sp.Matrix, list]], b: list[tuple[sp.Matrix, list]]) -> list[str]:
     """Where two trajectories differ: V(t) entries or logits at θ(t) (rational in √μ: exact test)."""
     bad = []
     for t, ((Va, La), (Vb, Lb)) in enumerate(zip(a, b)):
@@ -65,7 +65,8 @@ def certify(quick: bool = False) -> Certificate:
     failures = []
     for K, N, p in cases:
         Q = cayley_orthogonal(N + 1)
-        assert Q.T * Q == sp.eye(N + 1)  # rational and exactly orthogonal
+        if Q.T * Q != sp.eye(N + 1):  # rational and exactly orthogonal, or the comparison proves nothing
+            raise RuntimeError(f"the Cayley transform of size {N + 1} is not exactly orthogonal")
         reference = trajectory(K, N, p, None, steps)
         rotated = trajectory(K, N, p, SQRT_MU * Q[:, :N], steps)
         if bad := differences(reference, rotated):

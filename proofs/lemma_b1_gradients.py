@@ -13,6 +13,7 @@ Consequence checked at the same time: ∇_W ℓ = (vector)·x̃_Nᵀ, so its fir
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import sympy as sp
 
@@ -26,7 +27,14 @@ def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}_{j}", real=True))
 
 
-def check(K: int, M: int, N: int, y: int, formula_v=None, formula_w=None) -> list[dict]:
+def check(
+    K: int,
+    M: int,
+    N: int,
+    y: int,
+    formula_v: Callable[[], sp.Matrix] | None = None,
+    formula_w: Callable[[], sp.Matrix] | None = None,
+) -> list[dict]:
     """Differences between SymPy's gradients and the formulas (empty list = all entries agree).
 
     ``formula_v``/``formula_w`` replace the printed formulas (used to show the check can fail).
@@ -59,7 +67,8 @@ def check(K: int, M: int, N: int, y: int, formula_v=None, formula_w=None) -> lis
         got = sp.diff(loss, param)
         subs_terms = got.atoms(sp.Subs)
         for s in subs_terms:
-            assert s.point == (z,), "ℓ' is evaluated somewhere other than e_yᵀf"
+            if s.point != (z,):
+                raise RuntimeError(f"ℓ' is evaluated at {s.point}, not at e_yᵀf")
         got = got.xreplace({s: g for s in subs_terms}).xreplace(back)
         num = sp.numer(sp.together(got - expected))
         if sp.expand(num) != 0:

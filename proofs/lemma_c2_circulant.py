@@ -12,6 +12,8 @@ The transposed reading [V]_{i1,j1} = [V]_{i2,j2} when i1 + j1 ≡ i2 + j2 (Hanke
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sympy as sp
 
 from proofs._certificate import Certificate
@@ -30,7 +32,7 @@ def first_value_step(K: int, N: int, p: sp.Expr) -> sp.Matrix:
     return step.V.expand()
 
 
-def violations(V: sp.Matrix, rule) -> list[tuple[int, int, int, int]]:
+def violations(V: sp.Matrix, rule: Callable[[int, int, int, int, int], bool]) -> list[tuple[int, int, int, int]]:
     """Index pairs ((i1, j1), (i2, j2)) related by ``rule`` where the entries differ."""
     K = V.shape[0]
     idx = [(i, j) for i in range(K) for j in range(K)]
@@ -38,11 +40,11 @@ def violations(V: sp.Matrix, rule) -> list[tuple[int, int, int, int]]:
             if rule(a, b, c, d, K) and sp.expand(V[a, b] - V[c, d]) != 0]
 
 
-def circulant_rule(i1, j1, i2, j2, K) -> bool:
+def circulant_rule(i1: int, j1: int, i2: int, j2: int, K: int) -> bool:
     return (i1 - j1 - (i2 - j2)) % K == 0
 
 
-def hankel_rule(i1, j1, i2, j2, K) -> bool:
+def hankel_rule(i1: int, j1: int, i2: int, j2: int, K: int) -> bool:
     return (i1 + j1 - (i2 + j2)) % K == 0
 
 

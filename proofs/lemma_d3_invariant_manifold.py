@@ -13,6 +13,8 @@ also records that on the manifold every input has S_1 = … = S_{N−1}.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import sympy as sp
 
 from proofs._certificate import Certificate
@@ -31,7 +33,9 @@ SQRT_MU = sp.Symbol("sqrt_mu", positive=True)
 DELL = sp.Function("dell")  # ℓ', abstract
 
 
-def manifold_point(K: int, N: int, alphas=A, sqrt_mu: sp.Expr = SQRT_MU) -> tuple[sp.Matrix, sp.Matrix]:
+def manifold_point(
+    K: int, N: int, alphas: Sequence[sp.Expr] = A, sqrt_mu: sp.Expr = SQRT_MU
+) -> tuple[sp.Matrix, sp.Matrix]:
     """(V, W) of Lemma D.3 with P = √μ·I_N (M = N); W is (K+N)×(K+N)."""
     a1, a2, a3, a4 = alphas
     V = a1 * sp.ones(K, K)
@@ -60,7 +64,13 @@ def off_manifold(K: int, N: int, V: sp.Matrix, W: sp.Matrix) -> list[str]:
     return bad
 
 
-def check(K: int, r: int, p: int, dloss=None, point=None) -> dict | None:
+def check(
+    K: int,
+    r: int,
+    p: int,
+    dloss: Callable[[sp.Expr], sp.Expr] | None = None,
+    point: tuple[sp.Matrix, sp.Matrix] | None = None,
+) -> dict | None:
     """One GD step from the manifold point; None when the image is on the manifold, else a witness."""
     N = r * K + 1
     pop = CircleWalk(K, N, p).population()

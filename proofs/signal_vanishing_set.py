@@ -25,7 +25,7 @@ from math import comb
 import sympy as sp
 
 from proofs._certificate import Certificate
-from proofs._walks import P, basis_to_poly, bernstein_row
+from proofs._walks import basis_to_poly, bernstein_row
 
 ID = "signal"
 STATEMENT = "{p ∈ [0,1] : C(p) = 0} = {0,1} if K | N−1, ∪ {1/2} if K = 4 and N odd, else ∅"

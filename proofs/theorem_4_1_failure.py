@@ -16,7 +16,7 @@ import sympy as sp
 
 from proofs._certificate import Certificate
 from proofs._exact_gd import embed, gd_step, is_zero
-from proofs.lemma_d3_invariant_manifold import A, DELL, ETA_V, ETA_W, SQRT_MU, check, manifold_point
+from proofs.lemma_d3_invariant_manifold import DELL, ETA_V, ETA_W, SQRT_MU, A, check, manifold_point
 from rwtasks import CircleWalk
 
 ID = "4.1"

@@ -11,7 +11,7 @@ TASKS = ("circle", "qa1", "qa2")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of issue 2 item 9 (defaults: the paper's Fig 4 setting with p = 1/2)."""
+    """The flags of ``rw train``, one per ModelConfig/TrainConfig field (defaults: the paper's Fig 4 setting, p = 1/2)."""
     a = parser.add_argument
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")

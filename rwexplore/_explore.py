@@ -166,7 +166,8 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
         sym = point.signal.symbol
         jobs += [(point, {str(sym): v}, substitute(point.task, {sym: v})) for v in values]
     for point, values, task in tqdm(jobs, desc="rw explore", unit="task", disable=not progress):
-        assert not task_symbols(task)
+        if task_symbols(task):  # every parameter was substituted above; a leftover symbol is a bug
+            raise RuntimeError(f"task still has free parameters {sorted(map(str, task_symbols(task)))}")
         bayes, constant = reference_accuracies(task)
         check = Check(
             values=values,

@@ -78,7 +78,8 @@ def signal_summary(task: CircleWalk | FiniteTask) -> SignalSummary:
         )
     if not symbols:
         return SignalSummary(C, is_zero, None, None)
-    assert all(is_numeric(e) or e.free_symbols <= set(symbols) for e in C)
+    if not all(is_numeric(e) or e.free_symbols <= set(symbols) for e in C):
+        raise RuntimeError("the signal matrix depends on symbols that are not the task's parameters")
     if all(is_numeric(e) for e in C):
         # The parameter cancelled out of C: it vanishes for all values or for none.
         gcd = sp.Integer(0 if is_zero else 1)

@@ -13,6 +13,7 @@ from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positio
 from rwnumeric._losses import exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
 from rwnumeric._oracle_loader import load_oracle
+from rwnumeric._schema import load_metrics_schema
 from rwnumeric._train import HISTORY_KEYS, TrainResult, train
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "TrainResult",
     "check_orthogonal_equal_norm",
     "exp_loss",
+    "load_metrics_schema",
     "load_oracle",
     "log_loss",
     "memory_estimate",

@@ -17,7 +17,8 @@ DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 KL_NORMS = ("softmax", "shift")
 GRAMS = ("ideal", "computed")
-#: Default tie tolerance of the accuracy tie rule, per dtype (docs/theory.md#model).
+#: Default tie tolerance of the accuracy tie rule, per dtype: scores within rtol·max|f| of the maximum tie,
+#: so that exact ties (zero init, the symmetric p ∈ {0, 1} runs) survive float rounding.
 DEFAULT_TIE_RTOL = {"float64": 1e-9, "float32": 1e-5}
 
 

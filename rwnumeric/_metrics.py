@@ -1,4 +1,4 @@
-"""The per-step metrics of a run (issue 2 item 8); each is documented in the README."""
+"""The per-step metrics of a run (accuracy, KL, attention, direction and symmetry residuals); each is documented in the README."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ def accuracy(pred: torch.Tensor, ev: EvalSet) -> float:
     correct = (pred == ev.labels).cpu().numpy()
     if ev.prob_values is None:
         return float(correct.mean())
+    assert ev.prob_index is not None
     counts = np.bincount(ev.prob_index[correct], minlength=len(ev.prob_values))
     if ev._numerators is not None:
         total = sum(int(c) * n for c, n in zip(counts.tolist(), ev._numerators) if c)

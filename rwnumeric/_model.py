@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from rwnumeric._losses import Loss
+
 #: Bytes of X̃ the reference path materialises at once (n_chunk · (K+M) · N entries).
 REFERENCE_CHUNK_BYTES = 32 * 2**20
 
@@ -87,7 +89,9 @@ class FastModel:
         XS = torch.zeros(n, self.K, dtype=S.dtype, device=S.device).scatter_add(1, tokens, S[:, :-1])  # (n, K)
         return _head(XS @ self.V.T, self.A), S, XS
 
-    def loss_and_grad(self, tokens, labels, weights, loss, step) -> float:
+    def loss_and_grad(
+        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: Loss, step: int
+    ) -> float:
         """L = Σ_n weights_n ℓ(e_yᵀ f_n); fills .grad of the reduced parameters; returns L."""
         for t in self.parameters():
             t.grad = None
@@ -109,18 +113,21 @@ class FastModel:
             idx = torch.arange(K, device=self.V.device)
             self._diag_index = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
         d = self._diag_index
-        g = self.V.grad
+        g, gu = self.V.grad, self.u.grad
+        assert g is not None and gu is not None
         means = torch.zeros(K, dtype=g.dtype, device=g.device).scatter_add(0, d.reshape(-1), g.reshape(-1)) / K
         self.V.grad = means[d]
-        self.u.grad = self.u.grad.mean().expand(K).clone()
+        self.u.grad = gu.mean().expand(K).clone()
 
     @torch.no_grad()
     def step(self, eta: float) -> None:
         """One GD step on (V, W[, A]) expressed in the reduced parameters."""
-        self.V -= eta * self.V.grad
+        gV, gu, gq = self.V.grad, self.u.grad, self.q.grad
+        assert gV is not None and gu is not None and gq is not None
+        self.V -= eta * gV
         if self.A is not None:
+            assert self.A.grad is not None
             self.A -= eta * self.A.grad
-        gu, gq = self.u.grad, self.q.grad
         self.u -= eta * self.nN * gu
         self.q -= eta * self.nN * (self.G @ gq)
         self.D_tok -= eta * gu
@@ -153,7 +160,16 @@ class FastModel:
 class ReferenceModel:
     """The faithful model: full W as a parameter, explicit X̃ (n, K+M, N), torch autograd."""
 
-    def __init__(self, P, K, normalize, V0, W0, A0, mu=None) -> None:  # mu unused: sees the float P
+    def __init__(
+        self,
+        P: torch.Tensor,  # (M, N) positional embeddings
+        K: int,
+        normalize: bool,
+        V0: torch.Tensor,
+        W0: torch.Tensor | None,
+        A0: torch.Tensor | None,
+        mu: float | None = None,  # unused: the reference path always sees the float P
+    ) -> None:
         M, N = P.shape
         self.K, self.N, self.M, self.P, self.normalize = K, N, M, P, normalize
         self.V = V0.clone().requires_grad_(True)
@@ -181,7 +197,9 @@ class ReferenceModel:
         XS = torch.einsum("nkj,nj->nk", X, S)  # (n, K) = X S
         return _head(XS @ self.V.T, self.A), S, XS
 
-    def loss_and_grad(self, tokens, labels, weights, loss, step) -> float:
+    def loss_and_grad(
+        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: Loss, step: int
+    ) -> float:
         for t in self.parameters():
             t.grad = None
         total = 0.0
@@ -203,6 +221,7 @@ class ReferenceModel:
     @torch.no_grad()
     def step(self, eta: float) -> None:
         for t in self.parameters():
+            assert t.grad is not None
             t -= eta * t.grad
 
     @torch.no_grad()

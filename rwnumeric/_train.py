@@ -6,6 +6,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -27,7 +28,7 @@ from rwnumeric._metrics import (
     v_direction_error,
 )
 from rwnumeric._model import FastModel, ReferenceModel, initial_parameters
-from rwtasks import CircleWalk
+from rwtasks import CircleWalk, FiniteTask
 
 HISTORY_KEYS = (
     "step",
@@ -61,8 +62,8 @@ class TrainResult:
     history: list[dict]
     final: dict
     snapshots: dict[int, dict] = field(default_factory=dict)
-    model: object = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
-    observations: dict[int, object] = field(default_factory=dict, repr=False, compare=False)
+    model: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
+    observations: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
     params: dict[int, dict] | None = None
 
     def to_json(self) -> dict:
@@ -82,13 +83,13 @@ class TrainResult:
         return self.model.full_W().cpu().numpy()
 
 
-def _task_description(task: object) -> dict:
+def _task_description(task: CircleWalk | FiniteTask) -> dict:
     if isinstance(task, CircleWalk):
         return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
     return {"name": getattr(task, "name", type(task).__name__), "K": task.K, "N": task.N, "inputs": len(task.labels)}
 
 
-def _conditional_law(task: object) -> dict[tuple[int, ...], np.ndarray]:
+def _conditional_law(task: FiniteTask) -> dict[tuple[int, ...], np.ndarray]:
     """Exact P(y | X) for every input X of a finite task's population, as float64 rows."""
     pop = task.population()
     joint: dict[tuple[int, ...], list[sp.Expr]] = {}
@@ -97,7 +98,7 @@ def _conditional_law(task: object) -> dict[tuple[int, ...], np.ndarray]:
     return {key: np.array([float(v / sp.Add(*vals)) for v in vals]) for key, vals in joint.items()}
 
 
-def _true_law(task: object, tokens: np.ndarray) -> np.ndarray:
+def _true_law(task: CircleWalk | FiniteTask, tokens: np.ndarray) -> np.ndarray:
     """(n, K) law of y given each input: row s_{N-1} of Π for circles, the population's conditional law otherwise."""
     if isinstance(task, CircleWalk):
         return task.transition_matrix_float()[tokens[:, -1]]
@@ -109,7 +110,7 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
     """(train set, test set, init generator). Seeds: one SeedSequence(seed) spawns train, test, init."""
     train_seq, test_seq, init_seq = np.random.SeedSequence(cfg.seed).spawn(3)
 
-    def make(tokens, labels, weights, pop=None) -> EvalSet:
+    def make(tokens: np.ndarray, labels: np.ndarray, weights: np.ndarray, pop: Any = None) -> EvalSet:
         return EvalSet(
             tokens=torch.as_tensor(tokens, dtype=torch.int64, device=dev),
             labels=torch.as_tensor(labels, dtype=torch.int64, device=dev),
@@ -127,10 +128,10 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
             train_set = make(rooted.tokens, rooted.labels, rooted.float_probs() * task.K)
             return train_set, ev, np.random.default_rng(init_seq)
         return ev, ev, np.random.default_rng(init_seq)
-    tr = task.sample(cfg.train_size, generator=np.random.default_rng(train_seq))
-    te = task.sample(cfg.test_size, generator=np.random.default_rng(test_seq))
-    train_set = make(*tr, np.full(cfg.train_size, 1.0 / cfg.train_size))
-    test_set = make(*te, np.full(cfg.test_size, 1.0 / cfg.test_size))
+    tr_tokens, tr_labels = task.sample(cfg.train_size, generator=np.random.default_rng(train_seq))
+    te_tokens, te_labels = task.sample(cfg.test_size, generator=np.random.default_rng(test_seq))
+    train_set = make(tr_tokens, tr_labels, np.full(cfg.train_size, 1.0 / cfg.train_size))
+    test_set = make(te_tokens, te_labels, np.full(cfg.test_size, 1.0 / cfg.test_size))
     return train_set, test_set, np.random.default_rng(init_seq)
 
 
@@ -142,7 +143,7 @@ def _eta(cfg: TrainConfig, t: int) -> float:
 
 
 def train(
-    task: object,
+    task: CircleWalk | FiniteTask,
     model: ModelConfig,
     cfg: TrainConfig,
     progress: bool = True,
@@ -183,14 +184,14 @@ _MEMORY_ALTERNATIVES = {
 }
 
 
-def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, observe) -> TrainResult:
+def _train(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, progress: bool, observe) -> TrainResult:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'")
     dt = torch.float64 if cfg.dtype == "float64" else torch.float32
     dev = torch.device(cfg.device)
     K, N = model.K, model.N
     is_circle = isinstance(task, CircleWalk)
-    Pi = task.transition_matrix_float() if is_circle else None
+    Pi = task.transition_matrix_float() if isinstance(task, CircleWalk) else None
 
     P_np = positional_embeddings(model.pos, model.M, N, model.pos_norm, model.pos_seed)
     mu = nominal_mu(model.pos, model.M, P_np, model.pos_norm)
@@ -242,7 +243,7 @@ def _train(task: object, model: ModelConfig, cfg: TrainConfig, progress: bool, o
             "attention_profile": profile.cpu().tolist(),
             "attention_spread": float(spread),
             "kl": kl_divergence(f, test_set, cfg.kl_norm, cfg.eps),
-            "v_direction_error": v_direction_error(V, Pi) if is_circle and square else None,
+            "v_direction_error": v_direction_error(V, Pi) if Pi is not None and square else None,
             "f_direction_error": f_direction_error(f, test_set),
             "circulant_residual": circulant_residual(V) if is_circle and square else None,
             "ones_residual": ones_residual(V) if square else None,

@@ -6,7 +6,15 @@ and rebuilds ``out/REPORT.md`` / ``out/report.json``. ``rw reproduce`` is the co
 """
 
 from rwrepro._claims import Row, accuracy_tolerance, first_step, first_step_staying, support_matches
-from rwrepro._experiments import FIGURE_NAMES, MU_OPTIONS, Choices, FigureSpec, RunSpec, figure_specs, sensitivity_runs
+from rwrepro._experiments import (
+    FIGURE_NAMES,
+    MU_OPTIONS,
+    Choices,
+    FigureSpec,
+    RunSpec,
+    figure_specs,
+    sensitivity_runs,
+)
 from rwrepro._report import REPORT_KEYS, build_report
 from rwrepro._reproduce import TARGETS, expand_targets, reproduce
 from rwrepro._runner import Runner, default_jobs, run_one

@@ -145,6 +145,7 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     ]
     if not out["ok"]:
         return [_failed(figure, c, p, crit, out) for c, p, crit in specs]
+    assert opt is not None  # p is known once the run succeeded
     s = out["series"]
     tol = accuracy_tolerance(opt, _n_test(out))
     acc = s["test_accuracy"]

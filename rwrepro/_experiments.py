@@ -9,16 +9,17 @@ panels show; ``options`` are every option whose outcome the report also shows.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from rwnumeric import ModelConfig, TrainConfig
-from rwtasks import CircleWalk, qa_task1, qa_task2
+from rwtasks import CircleWalk, FiniteTask, qa_task1, qa_task2
 
 #: The paper's positional dimension.
 M_PAPER = 1000
 
 #: μ = ‖p_i‖² options of the sensitivity study and the figure variants, as functions of M.
-MU_OPTIONS: dict[str, object] = {
+MU_OPTIONS: dict[str, Callable[[int], float]] = {
     "1": lambda M: 1.0,
     "sqrtM": lambda M: math.sqrt(M),
     "M/2": lambda M: M / 2,
@@ -112,13 +113,13 @@ class RunSpec:
     probe: bool = False  # keep X·S of a few fixed walks at T (Fig 13)
     v_every_step: bool = False  # record V's distance from the form a·1ᵀ at every step (sensitivity)
 
-    def make_task(self) -> object:
+    def make_task(self) -> CircleWalk | FiniteTask:
         """The rwtasks task of this run."""
         if self.task == "circle":
             return CircleWalk(self.K, self.N, self.p)
         return qa_task1() if self.task == "qa1" else qa_task2()
 
-    def build(self, choices: Choices) -> tuple[object, ModelConfig, TrainConfig]:
+    def build(self, choices: Choices) -> tuple[CircleWalk | FiniteTask, ModelConfig, TrainConfig]:
         """(task, ModelConfig, TrainConfig) of this run under ``choices`` (sum loss = η × train size)."""
         normalize = self.normalize if choices.normalize is None else choices.normalize
         model = ModelConfig(

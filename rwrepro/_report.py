@@ -165,7 +165,8 @@ def build_report(out: Path) -> dict:
     figures, sens = load_records(out)
     rows = report_rows(figures, sens)
     modes = sorted({bool(f["quick"]) for f in figures} | ({bool(sens["quick"])} if sens else set()))
-    mode = {(False,): "full", (True,): "quick"}.get(tuple(modes), "mixed (some records from --quick)")
+    labels: dict[tuple[bool, ...], str] = {(False,): "full", (True,): "quick"}
+    mode = labels.get(tuple(modes), "mixed (some records from --quick)")
     options = {
         f["figure"]: [
             {"choices": o["choices"], "differs_from_main": o["differs_from_main"],

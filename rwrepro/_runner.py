@@ -12,12 +12,14 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import torch
 
 from rwnumeric import HISTORY_KEYS, train
 from rwrepro._experiments import Choices, RunSpec
+from rwtasks import CircleWalk, FiniteTask
 
 #: The per-step scalars kept as series (the per-step attention profile is kept only in snapshots).
 SERIES_KEYS = tuple(k for k in HISTORY_KEYS if k != "attention_profile")
@@ -25,7 +27,7 @@ SERIES_KEYS = tuple(k for k in HISTORY_KEYS if k != "attention_profile")
 PROBE_SEED = 20251129
 
 
-def probe(model: object, task: object, n: int = 3) -> dict:
+def probe(model: Any, task: CircleWalk | FiniteTask, n: int = 3) -> dict:
     """X·S and S of the trained model on ``n`` fixed walks (seed PROBE_SEED), for Fig 13."""
     tokens, _ = task.sample(n, seed=PROBE_SEED)
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""When does floating point break the p = 1 symmetry of Theorem 4.1? (issue 5 item 3)
+"""When does floating point break the p = 1 symmetry of Theorem 4.1?
 
 Exact arithmetic keeps S_1 = … = S_{N-1} and V ∝ 1 forever for p = 1, N = rK+1. In floating point
 the rounding of the sine P (its float Gram matrix, ~1e-16·μ off the diagonal in float64) and of the
@@ -20,7 +20,6 @@ from rwrepro import _claims as C
 from rwrepro._experiments import MU_LABELS, Choices, sensitivity_runs
 from rwrepro._plots import LOG_FLOOR, new_figure, reference_line, rounding_band, save_png
 from rwrepro._runner import Runner
-
 
 #: The series the sensitivity record keeps for every option.
 SENS_SERIES = ("attention_spread", "v_column_residual", "ones_residual", "test_accuracy")

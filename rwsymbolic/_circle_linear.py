@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import sympy as sp
 from sympy import QQ
@@ -60,7 +61,7 @@ def _is_rational(p: sp.Expr) -> bool:
     return bool(is_numeric(p) and p.is_Rational)
 
 
-def _step_weights(p: sp.Expr) -> tuple[object, object, object, object]:
+def _step_weights(p: sp.Expr) -> tuple[Any, Any, Any, Any]:
     """(p, 1 - p, 0, 1) in QQ for a rational p, else in QQ[t] with t standing for p."""
     if _is_rational(p):
         return QQ(int(p.p), int(p.q)), QQ(int((1 - p).p), int((1 - p).q)), QQ(0), QQ(1)
@@ -68,7 +69,7 @@ def _step_weights(p: sp.Expr) -> tuple[object, object, object, object]:
 
 
 @lru_cache(maxsize=64)
-def _displacement_laws(K: int, max_steps: int, p: sp.Expr) -> tuple[tuple[object, ...], ...]:
+def _displacement_laws(K: int, max_steps: int, p: sp.Expr) -> tuple[tuple[Any, ...], ...]:
     """c_m[d] = P(s_{i+m} - s_i ≡ d mod K) for m = 0..max_steps, as elements of QQ (rational p) or of
     QQ[t] (any other p, t standing for p); cached per (K, steps, p)."""
     step_cw, step_ccw, zero, one = _step_weights(p)
@@ -82,7 +83,7 @@ def _displacement_laws(K: int, max_steps: int, p: sp.Expr) -> tuple[tuple[object
     return tuple(laws)
 
 
-def _to_expr(value: object, p: sp.Expr) -> sp.Expr:
+def _to_expr(value: Any, p: sp.Expr) -> sp.Expr:
     """An element of QQ or QQ[t] from ``_displacement_laws`` as a SymPy expression in p (expanded)."""
     if _is_rational(p):
         return QQ.to_sympy(value)
@@ -107,7 +108,7 @@ def _offset_sums(K: int, N: int, p: sp.Expr) -> tuple[object, ...]:
     return tuple(sums)
 
 
-def _signal_offset_polys(K: int, N: int) -> tuple[object, ...]:
+def _signal_offset_polys(K: int, N: int) -> tuple[Any, ...]:
     """The signal's circulant entries c_d = Σ_{m=1}^{N-1} c_m[d]/(K(N-1)) - 1/K² as elements of QQ[t]
     (t standing for p): what ``vanishing_set`` takes the gcd of without SymPy expressions."""
     scale, mean = QQ(1, K * (N - 1)), QQ(1, K * K)

@@ -62,7 +62,9 @@ class StepState:
     (``logits``, ``S``, ``f``, ``z``) follow the order of ``task.population()``.
     """
 
-    def __init__(self, t: int, V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, evaluate: Callable[[], GroupPass]):
+    def __init__(
+        self, t: int, V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, evaluate: Callable[[], GroupPass]
+    ) -> None:
         self.t, self.V, self.w_tok, self.c = t, V, w_tok, c
         self._evaluate = evaluate
         self._pass: GroupPass | None = None

@@ -203,7 +203,7 @@ def group_pass(
     logit_query = mu * c[N - 1]
     class_rep = {int(k): c[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
     labels, logit_of, S_of, S_query, fs, zs, weights = [], [], [], [], [], [], []
-    gV = [[[] for _ in range(K)] for _ in range(K)]
+    gV: list[list[list[sp.Expr]]] = [[[] for _ in range(K)] for _ in range(K)]
     g_tok: list[list[sp.Expr]] = [[] for _ in range(K)]
     delta_of: list[dict[tuple[int, int], sp.Expr]] = []
     delta_query: list[sp.Expr] = []

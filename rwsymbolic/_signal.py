@@ -204,7 +204,8 @@ def _roots_in_unit_interval(gcd: sp.Poly, x: sp.Symbol) -> VanishingSet:
     squarefree = gcd.monic().sqf_part()
     points = tuple(r for r in squarefree.real_roots() if bool(r >= 0) and bool(r <= 1))
     # Internal invariant: the roots kept agree with Sturm counting on the closed interval [0, 1].
-    assert len(points) == squarefree.count_roots(0, 1), (points, squarefree)
+    if len(points) != squarefree.count_roots(0, 1):
+        raise RuntimeError(f"real roots {points} of {squarefree} disagree with Sturm counting on [0, 1]")
     return VanishingSet(x, False, points, gcd.monic().as_expr())
 
 
@@ -250,7 +251,7 @@ class SignalReport:
             lines += ["C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):", "",
                       sp.pretty(shown, wrap_line=False), ""]  # fmt: skip
             if symbolic:
-                lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets)]
+                lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets or ())]
             else:
                 lines += [f"  c{d} = {c}  (~ {float(c):.17g})" for d, c in enumerate(self.offsets)]
         else:
@@ -367,7 +368,7 @@ def signal_json(report: SignalReport) -> dict[str, object]:
         ],
         "circulant_offsets": None
         if report.offsets is None
-        else [entry(c, f) for c, f in zip(report.offsets, report.factored_offsets)],
+        else [entry(c, f) for c, f in zip(report.offsets, report.factored_offsets or ())],
         "is_zero": report.vanishes,
         "vanishing_set": None
         if vanishing is None

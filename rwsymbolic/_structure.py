@@ -101,7 +101,7 @@ def has_equal_attention(S: StepState | Sequence[Sequence[sp.Expr]]) -> Check:
     """S_1 = … = S_{N-1} for every input (Theorem 4.1); accepts a state or per-input attention lists."""
     if isinstance(S, StepState):
         ev = S.evaluated
-        pairs = []
+        pairs: list[tuple[object, object, sp.Expr, sp.Expr]] = []
         for g, values in enumerate(ev.S_of):
             items = list(values.items())
             pairs += [(("group", g, pr), ("group", g, items[0][0]), v, items[0][1]) for pr, v in items[1:]]
@@ -135,12 +135,23 @@ def is_lemma_d3_form(state: StepState, mu: sp.Expr | None = None) -> Check:
 def explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
     """W(t) = w x̃_Nᵀ/μ as an explicit (K+M)×(K+M) matrix for positional embeddings P (M×N).
 
-    P must have orthogonal columns of equal squared norm μ (the reduction's premise, asserted).
+    P must have orthogonal columns of equal squared norm μ (the reduction's premise); any other P is
+    refused with a ValueError.
+
+    >>> import sympy as sp
+    >>> from rwsymbolic import derive
+    >>> from rwtasks import CircleWalk
+    >>> state = derive(CircleWalk(3, 2, "1/2"), 1).states[1]
+    >>> explicit_weights(state, sp.Matrix([[1, 0], [0, 2]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = Matrix([[1, 0], [0, 4]])
     """
     K, N = state.V.rows, state.c.rows
     gram = P.T * P
     mu = gram[0, 0]
-    assert gram == mu * sp.eye(N), "P must have orthogonal columns of equal norm"
+    if gram != mu * sp.eye(N):
+        raise ValueError(f"P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = {gram}")
     w = sp.Matrix.vstack(state.w_tok, P * state.c)
     x_query = sp.Matrix.vstack(sp.zeros(K, 1), P[:, N - 1])
     return w * x_query.T / mu

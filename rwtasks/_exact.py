@@ -29,7 +29,7 @@ def exact(value: object, name: str) -> sp.Expr:
     (7/10, 1/10, p)
     """
     if isinstance(value, sp.Basic):
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, bool):
         raise ValueError(f"{name}={value!r} is not a number")
     if isinstance(value, int):

@@ -190,7 +190,7 @@ def graph_walk(
     index = {n: i for i, n in enumerate(names)}
     K = len(names)
     P = sp.zeros(K, K)
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, ...]] = set()
     for e, edge in enumerate(edges):
         if not isinstance(edge, (list, tuple)) or len(edge) != 3:
             raise ValueError(f"edges[{e}]={edge!r} must be [from, to, probability]")

@@ -54,6 +54,6 @@ class Population:
     def one_hot(self, dtype: type = np.float64) -> np.ndarray:
         """Token matrices X without the query column, as a (n, K, N-1) array of one-hot columns."""
         n, length = self.tokens.shape
-        out = np.zeros((n, self.K, length), dtype=dtype)
+        out: np.ndarray = np.zeros((n, self.K, length), dtype=dtype)
         out[np.arange(n)[:, None], self.tokens, np.arange(length)[None, :]] = 1
         return out

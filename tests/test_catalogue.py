@@ -66,7 +66,7 @@ def test_catalogue_covers_every_family_and_the_schema_lists_the_same_names():
 
 def _law(task):
     pop = task.population()
-    return {(tuple(s), int(y)): sp.expand(v) for s, y, v in zip(pop.tokens.tolist(), pop.labels, pop.exact_probs())}
+    return {(tuple(s), int(y)): sp.expand(v) for s, y, v in zip(pop.tokens.tolist(), pop.labels, pop.exact_probs(), strict=True)}
 
 
 @pytest.mark.parametrize("K,N", [(3, 4), (4, 5), (5, 3)])
@@ -80,14 +80,14 @@ def test_dihedral_walk_follows_the_relation_s_r_equals_r_inverse_s():
     """In D_3, (s)(r) = r^{-1} s = r^2 s: one step by r from s lands on r^2s, from rs on s (r·s·r = s)."""
     task = cayley_walk("dihedral", 3, {"r": 1}, N=2)
     vocab = task.vocab
-    step = {vocab[s[0]]: vocab[y] for s, y in zip(task.tokens.tolist(), task.labels)}
+    step = {vocab[s[0]]: vocab[y] for s, y in zip(task.tokens.tolist(), task.labels, strict=True)}
     assert step == {"e": "r", "r": "r^2", "r^2": "e", "s": "r^2s", "rs": "s", "r^2s": "rs"}
 
 
 def test_symmetric_group_composes_right_to_left():
     """(g·s)(i) = g(s(i)): g = 102, s = 021 gives (g(0), g(2), g(1)) = (1, 2, 0), i.e. 120."""
     task = cayley_walk("symmetric", 3, {"021": 1}, N=2)
-    step = {task.vocab[s[0]]: task.vocab[y] for s, y in zip(task.tokens.tolist(), task.labels)}
+    step = {task.vocab[s[0]]: task.vocab[y] for s, y in zip(task.tokens.tolist(), task.labels, strict=True)}
     assert step["102"] == "120"
     assert step["012"] == "021"
 
@@ -117,9 +117,9 @@ def test_lazy_circle_transition_is_q_identity_plus_rest():
 
 def test_majority_and_count_labels_recount_the_tokens():
     maj, cnt = majority_task(5, "q"), count_task(4)
-    for seq, y in zip(maj.tokens.tolist(), maj.labels):
+    for seq, y in zip(maj.tokens.tolist(), maj.labels, strict=True):
         assert maj.vocab[y] == ("a" if seq.count(0) >= 3 else "b")
-    for seq, y in zip(cnt.tokens.tolist(), cnt.labels):
+    for seq, y in zip(cnt.tokens.tolist(), cnt.labels, strict=True):
         assert cnt.vocab[y] == f"n{seq.count(0)}"
     # P(all five tokens are a) = q^5
     assert _law(maj)[((0,) * 5, 0)] == q**5
@@ -131,9 +131,9 @@ def test_permutation_and_first_of_two_have_one_bag_of_words():
         bags = {tuple(sorted(s)) for s in task.tokens.tolist()}
         assert len(bags) == 1
     perm = permutation_task(4, 1)
-    assert all(y == s[1] for s, y in zip(perm.tokens.tolist(), perm.labels))
+    assert all(y == s[1] for s, y in zip(perm.tokens.tolist(), perm.labels, strict=True))
     fo2 = first_of_two_task(5, "r")
-    for s, y in zip(fo2.tokens.tolist(), fo2.labels):
+    for s, y in zip(fo2.tokens.tolist(), fo2.labels, strict=True):
         assert y == min((s.index(0), 0), (s.index(1), 1))[1]
     p_a = sp.expand(sp.Add(*(v for (s, y), v in _law(fo2).items() if y == 0)))
     assert p_a == r

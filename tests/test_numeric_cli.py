@@ -88,7 +88,7 @@ def test_record_steps_and_rotate_flags_keep_only_those_steps(tmp_path):
     assert [h["step"] for h in some["history"]] == [0, 4]
     assert some["config"]["train"]["record_steps"] == [0, 4] and some["config"]["train"]["rotate"] is True
     # the rotation reduction changes only the float rounding (8 rooted walks, 4 steps): ≪ 1e-12
-    for a, b in zip(some["history"], [every["history"][0], every["history"][4]]):
+    for a, b in zip(some["history"], [every["history"][0], every["history"][4]], strict=True):
         assert a["test_accuracy"] == b["test_accuracy"]
         assert abs(a["train_loss"] - b["train_loss"]) < 1e-12
     assert main(["train", *flags, "--record-steps", "0,x", "--out", str(tmp_path / "bad")]) == 2

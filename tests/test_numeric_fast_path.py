@@ -1,4 +1,4 @@
-"""The fast path (reduced parameters V, u, q) equals autograd on the full W (issue 2 item 5)."""
+"""The fast path (reduced parameters V, u, q) equals autograd on the full W (the rank-one reduction of the W step)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rwnumeric import ModelConfig, TrainConfig, train
 from rwtasks import CircleWalk, FiniteTask
 
-# 1e-12 is the issue's agreement target. Both paths differ only in summation order (float64
+# 1e-12 is the agreement the README promises between the two paths. Both paths differ only in summation order (float64
 # rounding ~1e-16 relative per operation); over 3 steps of O(1) quantities that stays ~1e-14.
 ATOL = 1e-12
 
@@ -59,7 +59,7 @@ def _compare(task, model, cfg):
     assert_close(fast.W(), ref.W(), ATOL, "W")
     if "A" in ref.final:
         assert_close(fast.final["A"], ref.final["A"], ATOL, "A")
-    for hf, hr in zip(fast.history, ref.history):
+    for hf, hr in zip(fast.history, ref.history, strict=True):
         for key in ("train_loss", "parent_attention", "attention_profile", "kl"):
             assert_close(hf[key], hr[key], ATOL, f"{key} at step {hf['step']}")
         assert hf["test_accuracy"] == hr["test_accuracy"]

@@ -1,4 +1,4 @@
-"""The per-step metrics against hand calculations and closed forms (issue 2 item 8)."""
+"""The per-step metrics against hand calculations and closed forms."""
 
 from __future__ import annotations
 
@@ -95,8 +95,9 @@ def test_float32_runs_and_records_its_tie_tolerance():
     ref = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=6), TrainConfig(steps=3, population=True),
                 progress=False)  # fmt: skip
     assert result.config["train"]["tie_rtol"] == 1e-5
-    # float32 rounding (~6e-8 relative) over 3 steps of O(1) values stays far below 1e-5
-    assert_close(result.final["V"], ref.final["V"], 1e-5, "float32 vs float64 V")
+    # float32 rounding (6e-8 relative per operation) over 3 steps of O(1) values: measured 8.8e-8
+    # (max |V| = 1.18); 1e-6 is an ~11x margin, while a float32 path that lost a step would be off by O(0.1)
+    assert_close(result.final["V"], ref.final["V"], 1e-6, "float32 vs float64 V")
 
 
 def test_relu_variant_reports_only_the_metrics_that_apply():

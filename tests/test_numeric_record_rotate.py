@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import assert_close
+
 from rwnumeric import ModelConfig, TrainConfig, train
 from rwtasks import CircleWalk
 
@@ -43,7 +43,7 @@ def test_rotation_reduction_equals_the_full_population_run() -> None:
         # float64, 10 steps, K times fewer inputs summed: rounding differences stay ≪ 1e-10
         assert_close(reduced.final["V"], full.final["V"], 1e-10, "V(10)")
         assert_close(reduced.final["w"], full.final["w"], 1e-10, "W(10) x_N")
-        for a, b in zip(reduced.history, full.history):
+        for a, b in zip(reduced.history, full.history, strict=True):
             assert a["test_accuracy"] == b["test_accuracy"]
             for key in ("train_loss", "parent_attention", "kl", "attention_spread", "ones_residual"):
                 assert_close(a[key], b[key], 1e-10, f"{key} at step {a['step']}")

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 import sympy as sp
+from conftest import assert_close, transition_by_hand
 
 import proofs
 from proofs import Certificate
 from proofs._walks import P, nonnegative_on, power_entry
-from conftest import assert_close, transition_by_hand
 
 EVIDENCE_IDS = {"C.5", "C.7", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
 
@@ -33,9 +33,8 @@ def test_statement_ids_are_unique_and_in_math_md_order() -> None:
 
 
 def test_gradient_check_fails_for_a_wrong_w_formula() -> None:
-    from proofs.lemma_b1_gradients import check
-
     import proofs.lemma_b1_gradients as b1
+    from proofs.lemma_b1_gradients import check
 
     # drop the −SSᵀ term of Lemma B.1's W-gradient: the symbolic comparison must catch it
     K, M, N = 2, 2, 3

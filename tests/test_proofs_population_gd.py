@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import assert_close
+
 from proofs._theorem31 import run_gd
 
 

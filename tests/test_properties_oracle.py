@@ -117,12 +117,12 @@ def test_oracle_json_round_trips(family, values, data) -> None:
             assert same(sp.sympify(cfg[name], locals={str(s): s for s in value.free_symbols}), value), name
         assert [s["t"] for s in back["steps"]] == list(range(steps + 1))
         symbolic = False
-        for state, entry in zip(traj.states, back["steps"]):
+        for state, entry in zip(traj.states, back["steps"], strict=True):
             read = {k: flat(v) for k, v in entry.items() if k not in ("t", "per_input")}
             read.update({k: flat(v) for k, v in entry["per_input"].items()})
             for key, values in exact_values(state).items():
                 assert len(read[key]) == len(values), f"step {state.t} {key}: length"
-                for i, (a, b) in enumerate(zip(read[key], values)):
+                for i, (a, b) in enumerate(zip(read[key], values, strict=True)):
                     assert same(a, b), f"step {state.t} {key}[{i}]: read {a} != written {b}"
                     symbolic |= bool(sp.sympify(b).free_symbols or sp.sympify(b).atoms(AppliedUndef))
         event(f"symbolic values: {symbolic}, steps={steps}")
@@ -131,7 +131,7 @@ def test_oracle_json_round_trips(family, values, data) -> None:
                 load_oracle(path)
             return
         floats = load_oracle(path)
-        for state, entry in zip(traj.states, floats["steps"]):
+        for state, entry in zip(traj.states, floats["steps"], strict=True):
             for key, values in exact_values(state).items():
                 got = np.asarray(entry[key], dtype=np.float64).ravel()
                 want = np.array([float(sp.N(v, 40)) for v in values])

@@ -37,7 +37,7 @@ def label_and_token_means(task) -> tuple[sp.Matrix, sp.Matrix]:
     pop = task.population()
     K, L = task.K, task.N - 1
     ey, xbar = sp.zeros(K, 1), sp.zeros(K, 1)
-    for tokens, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs()):
+    for tokens, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs(), strict=True):
         ey[y] += q
         for s in tokens:
             xbar[s] += q / L

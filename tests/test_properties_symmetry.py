@@ -11,17 +11,17 @@ S_1 = … = S_{N-1} for every input. Exact for t ≤ 3 with a symbolic η and μ
 and with drawn rational η and concrete losses; float64 for t ≤ 20 under random learning-rate
 schedules and random losses (built-in or a user callable).
 
-Float tolerance TOL = 1e-9, relative to the largest entry (V) or absolute (S ∈ [0, 1]). On the fast
+Float tolerance TOL = 1e-13, relative to the largest entry (V) or absolute (S ∈ [0, 1]). On the fast
 path with the ideal Gram μI both symmetries are preserved up to summation-order rounding: a
 symmetric state maps to a symmetric one, so an asymmetry can only come from rounding (~1e-16 per
-step) and would have to be amplified by 10^7 in 20 steps to reach TOL. Measured worst cases are
-in the README section; any code that breaks a symmetry (softmax support, a non-circulant update,
-a wrong W update) gives O(1e-3) or more.
+step). Measured worst cases over 30 derandomized examples of each numeric property: circulant defect
+of V 4.0e-16 (1.2e-15 in earlier runs), rotated attention 5.6e-16, V ∝ 1 defect 3.3e-16; TOL is ~80x
+the largest. The equal attention of Theorem 4.1 is measured exactly 0 (the N-1 token logits are
+computed by the same arithmetic), so it is checked with tolerance 0. Any code that breaks a symmetry
+(softmax support, a non-circulant update, a wrong W update) gives O(1e-3) or more.
 """
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -44,7 +44,7 @@ from rwcheck.strategies import (
 )
 from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
-TOL = 1e-9
+TOL = 1e-13
 T_MAX = 20
 
 
@@ -65,7 +65,7 @@ def rotation_orbits(task) -> np.ndarray:
     Built from the tokens themselves (not from the population's order), so it is an independent check.
     """
     pop = task.population()
-    key = {(tuple(row), int(y)): i for i, (row, y) in enumerate(zip(pop.tokens.tolist(), pop.labels.tolist()))}
+    key = {(tuple(row), int(y)): i for i, (row, y) in enumerate(zip(pop.tokens.tolist(), pop.labels.tolist(), strict=True))}
     roots = [i for i in range(pop.size) if pop.tokens[i, 0] == 0]
     return np.array([[key[(tuple((pop.tokens[i] + r) % task.K), int((pop.labels[i] + r) % task.K))] for i in roots]
                      for r in range(task.K)])  # fmt: skip
@@ -154,8 +154,9 @@ def test_balanced_walks_stay_symmetric_numerically_up_to_step_20(cfg, mu, eps, l
         V = np.array(run.snapshots[t]["V"])
         assert ones_defect(V) <= TOL, f"V({t}) is not ∝ 1_KxK: defect {ones_defect(V):.3g}"
         # attention_spread = max over inputs of (max - min of S_1..S_{N-1}) (README metric table)
-        assert run.history[t]["attention_spread"] <= TOL, f"S({t}) unequal on 1..N-1: {run.history[t]['attention_spread']:.3g}"
+        assert run.history[t]["attention_spread"] == 0, f"S({t}) unequal on 1..N-1: {run.history[t]['attention_spread']:.3g}"
     _, S, _ = run.model.evaluate(torch.as_tensor(task.population().tokens))  # recomputed here, not the metric
     tokens_part = S.numpy()[:, :-1]
-    assert float(np.max(np.ptp(tokens_part, axis=1))) <= TOL, "S(20) unequal on positions 1..N-1"
-    assert Fraction(run.history[T_MAX]["test_accuracy"]).limit_denominator(100) == Fraction(1, task.K)
+    assert float(np.max(np.ptp(tokens_part, axis=1))) == 0, "S(20) unequal on positions 1..N-1"
+    # the population accuracy is an exact rational rounded once to float: exactly the float of 1/K
+    assert run.history[T_MAX]["test_accuracy"] == 1 / task.K

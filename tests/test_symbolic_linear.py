@@ -26,7 +26,7 @@ def _enumerated_outer(walk: CircleWalk, i: int) -> sp.Matrix:
     """E[e_y x_iᵀ] summed walk by walk over the exact population (independent of Π)."""
     pop = walk.population()
     out = sp.zeros(walk.K, walk.K)
-    for q, y, tokens in zip(pop.exact_probs(), pop.labels, pop.tokens):
+    for q, y, tokens in zip(pop.exact_probs(), pop.labels, pop.tokens, strict=True):
         out[int(y), int(tokens[i - 1])] += q
     return out
 
@@ -50,7 +50,7 @@ def test_tokens_and_label_are_uniform_because_uniform_is_stationary(K, N):
     walk = CircleWalk(K, N, "p")
     pop = walk.population()
     for i in range(N - 1):
-        marginal = [sp.expand(sum(q for q, t in zip(pop.exact_probs(), pop.tokens[:, i]) if t == b))
+        marginal = [sp.expand(sum(q for q, t in zip(pop.exact_probs(), pop.tokens[:, i], strict=True) if t == b))
                     for b in range(K)]  # fmt: skip
         assert marginal == [sp.Rational(1, K)] * K
     moments = circle_first_moments(walk)

@@ -31,11 +31,11 @@ def test_oracle_validates_and_reads_back_exactly(tmp_path, rational_traj):
     assert data["config"]["per_input"] is True and data["config"]["population_size"] == 24
     assert [p.name for p in tmp_path.iterdir()] == ["o.json"]  # atomic: no temporary file left
     back = read_oracle(path)
-    for state, entry in zip(rational_traj.states, back["steps"]):
+    for state, entry in zip(rational_traj.states, back["steps"], strict=True):
         for key, value in state_values(state).items():
             # Parsing may regroup products (119248*(1 + e) -> 119248 + 119248*e): same value, proved.
             if isinstance(value, list):
-                assert all(is_zero(a - b) is True for a, b in zip(value, entry[key])), key
+                assert all(is_zero(a - b) is True for a, b in zip(value, entry[key], strict=True)), key
             else:
                 assert value == entry[key] or is_zero(value - entry[key]) is True, key
         assert entry["per_input"]["logits"] == state.logits

@@ -74,9 +74,19 @@ def test_exp_identities_are_proved_by_the_lindemann_rewrite():
     assert sign(sp.exp(sp.Rational(1, 2)) ** 2 - sp.E) == 0
 
 
-def test_undecidable_comparisons_say_so():
+def test_abstract_loss_comparisons_are_refuted_with_a_concrete_loss_and_have_no_sign():
     dell = sp.Function("dell")
     check = is_proportional_to_ones(sp.Matrix([[dell(0), dell(1)], [dell(1), dell(0)]]))
     assert not check  # refuted with a concrete smooth loss derivative
     assert isinstance(check, Check) and check.decided
     assert sign(dell(0)) is None
+
+
+def test_undecidable_comparisons_say_so():
+    # exp(-100) ≈ 3.7e-44 is neither proved zero by algebra nor far from zero (below the 1e-25 floor):
+    # the comparison 1 + exp(-100) == 1 is undecided, which is reported as not holding and not decided.
+    tiny = sp.exp(-100)
+    check = is_proportional_to_ones(sp.Matrix([[1, 1 + tiny], [1, 1]]))
+    assert not check and not check.decided
+    assert "could not decide" in check.detail and check.witness["difference"] == tiny
+    assert sign(tiny) is None

@@ -44,7 +44,7 @@ def test_population_enumerates_every_walk_with_probabilities_summing_to_one(K, N
     steps = (np.diff(walks, axis=1) % K)
     assert set(np.unique(steps)) <= {1, K - 1}
     # probability of each walk from its own steps: (1/K) p^#(+1) (1-p)^#(-1)
-    for w, prob in zip(walks, pop.exact_probs()):
+    for w, prob in zip(walks, pop.exact_probs(), strict=True):
         cw = int(np.sum(np.diff(w) % K == 1))
         assert sp.expand(prob - p**cw * (1 - p) ** (N - 1 - cw) / K) == 0
 
@@ -70,9 +70,9 @@ def test_sample_frequencies_match_exact_probabilities():
     tokens, labels = walk.sample(20_000, seed=1)
     pop = walk.population()
     probs = pop.float_probs()
-    index = {tuple(t) + (y,): i for i, (t, y) in enumerate(zip(pop.tokens, pop.labels))}
+    index = {tuple(t) + (y,): i for i, (t, y) in enumerate(zip(pop.tokens, pop.labels, strict=True))}
     counts = np.zeros(pop.size)
-    for t, y in zip(tokens, labels):
+    for t, y in zip(tokens, labels, strict=True):
         counts[index[tuple(t) + (y,)]] += 1
     freq = counts / len(labels)
     se = np.sqrt(probs * (1 - probs) / len(labels))
@@ -177,8 +177,13 @@ def test_finite_task_drops_zero_probability_inputs_and_samples_by_probability():
     task = FiniteTask([[0, 0], [1, 1], [0, 1]], [0, 1, 1], [0, "1/4", "3/4"], K=2)
     pop = task.population()
     assert pop.size == 2 and list(pop.exact_probs()) == [sp.Rational(1, 4), sp.Rational(3, 4)]
-    _, labels = task.sample(4000, seed=0)
+    tokens, labels = task.sample(4000, seed=0)
     assert labels.min() == 1  # the zero-probability input (label 0) is never drawn
+    # sampled by probability: [0, 1] drawn with frequency 3/4 within 5 standard errors (sqrt(3/16/4000) ≈ 0.0068);
+    # uniform sampling of the two inputs would give 1/2, 37 standard errors away
+    freq = float(np.mean(np.all(tokens == [0, 1], axis=1)))
+    assert abs(freq - 0.75) <= 5 * np.sqrt(0.75 * 0.25 / 4000)
+    assert np.all(np.all(tokens == [0, 1], axis=1) | np.all(tokens == [1, 1], axis=1))
 
 
 def test_population_is_the_K_rotations_of_the_rooted_walks():

@@ -1,0 +1,191 @@
+"""Edge cases of the numeric core that the end-to-end comparisons cannot reach.
+
+Each test pins one behaviour at a boundary: the reference path split into several chunks, the log-loss
+domain at z = -ε exactly, the error messages of the loss check, the ReLU model's initial parameters, the
+exact SymPy branch of the population accuracy, and the "shift" KL on rows with different minima.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+import rwnumeric._model
+from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
+from rwnumeric._losses import Loss
+from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
+from rwtasks import CircleWalk
+
+
+def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(monkeypatch):
+    """The loss and the gradients accumulate over chunks: the summed loss at zero init is -log ε exactly."""
+    task, model = CircleWalk(3, 4, "0.7"), ModelConfig(K=3, N=4, M=5)  # 24 walks in the population
+    cfg = TrainConfig(steps=3, eps=0.1, population=True, fast=False)
+    one = train(task, model, cfg, progress=False)
+    # 5 walks per chunk: (K+M)·N·8 bytes = 256 bytes per walk, so 1280 bytes hold 5 of the 24 walks
+    monkeypatch.setattr(rwnumeric._model, "REFERENCE_CHUNK_BYTES", 5 * 8 * 4 * 8)
+    several = train(task, model, cfg, progress=False)
+    assert several.model.chunk == 5 and one.model.chunk >= 24
+    fast = train(task, model, TrainConfig(steps=3, eps=0.1, population=True), progress=False)
+    # at zero init every label score is 0, so the probability-weighted mean loss is -log(0 + ε)
+    assert several.history[0]["train_loss"] == pytest.approx(-math.log(0.1), rel=1e-15)
+    for run in (several, fast):
+        # summation order differs (chunks, fast path): measured ≤ 4.4e-16; 1e-14 is a ~20x margin
+        for a, b in zip(run.history, one.history, strict=True):
+            assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-14)
+            assert np.allclose(a["attention_profile"], b["attention_profile"], rtol=0, atol=1e-14)
+        assert np.allclose(run.final["V"], one.final["V"], rtol=0, atol=1e-14)
+
+
+def test_log_loss_boundary_z_equal_minus_eps_is_outside_the_domain():
+    """z + ε = 0 exactly (ε = 1/4 is a binary fraction) is refused as a domain error, not a non-finite loss."""
+    loss = Loss("log", 0.25)
+    z = torch.tensor([-0.25, 0.0, 1.0], dtype=torch.float64)
+    with pytest.raises(
+        ValueError, match=r"^log-loss -log\(z\+eps\) is undefined at step 7: z\+eps <= 0 for 1 of 3 "
+    ):
+        loss(z, 7)
+    inside = torch.tensor([-0.25 + 2**-50, 0.0], dtype=torch.float64)  # just inside: finite and defined
+    assert torch.allclose(loss(inside, 7), -torch.log(inside + 0.25), rtol=0, atol=0)
+
+
+def test_loss_errors_name_the_loss_and_the_step():
+    def spiky(z: torch.Tensor) -> torch.Tensor:
+        return torch.where(z > 0.5, torch.inf, z**2)
+
+    z = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
+    with pytest.raises(
+        ValueError, match=r"^loss 'spiky' is not finite at step 4 for 2 of 3 training samples$"
+    ):
+        Loss(spiky, 0.1)(z, 4)
+    with pytest.raises(ValueError, match=r"^loss 'exp' is not finite at step 9 for 1 of 2 training samples$"):
+        Loss("exp", 0.1)(torch.tensor([0.0, -1000.0], dtype=torch.float64), 9)
+    with pytest.raises(
+        ValueError, match=r"^loss 'total' must map a tensor of shape \(3,\) to one of the same shape$"
+    ):
+        Loss(_named("total", lambda z: z.sum()), 0.1)(z, 0)
+
+
+def _named(name, fn):
+    fn.__name__ = name
+    return fn
+
+
+def test_zero_init_relu_model_starts_and_stays_at_zero():
+    """init="zero" with relu_width = m: V (m×K) and A (K×m) start at zero; ReLU'(0) = 0 keeps them there."""
+    K, N, m = 3, 4, 5
+    run = train(
+        CircleWalk(K, N, "1/2"),
+        ModelConfig(K=K, N=N, M=6, relu_width=m),
+        TrainConfig(steps=2, population=True),
+        progress=False,
+    )
+    assert np.array_equal(run.final["V"], np.zeros((m, K))) and np.array_equal(
+        run.final["A"], np.zeros((K, m))
+    )
+    assert all(h["f_direction_error"] is None for h in run.history)  # f = 0 throughout
+    assert run.history[0]["test_accuracy"] == 1 / K  # all scores tie at 0: label 0 wins
+
+
+def test_gaussian_relu_init_draws_v_then_w_then_a_from_the_init_stream():
+    """The third child of SeedSequence(seed) draws V (m×K), W ((K+M)×(K+M)), A (K×m) in that order."""
+    K, N, M, m, sigma, seed = 3, 4, 6, 2, 0.05, 11
+    run = train(
+        CircleWalk(K, N, "1/2"),
+        ModelConfig(K=K, N=N, M=M, relu_width=m),
+        TrainConfig(steps=0, init="gaussian", sigma=sigma, seed=seed, population=True),
+        progress=False,
+    )
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+    V0 = rng.normal(0.0, sigma, size=(m, K))
+    W0 = rng.normal(0.0, sigma, size=(K + M, K + M))
+    A0 = rng.normal(0.0, sigma, size=(K, m))
+    assert np.array_equal(run.final["V"], V0) and np.array_equal(run.final["A"], A0)
+    assert np.array_equal(run.W(), W0)
+
+
+def test_population_accuracy_with_irrational_probabilities_is_the_exact_sum():
+    """Non-rational probabilities take the SymPy branch: the sum of the exact probabilities of the correct inputs."""
+    r2 = sp.sqrt(2)
+    values = (r2 / 4, (1 - r2 / 4) / 3)  # input 0 has probability √2/4, inputs 1..3 share the rest
+    ev = EvalSet(
+        tokens=torch.zeros(4, 1, dtype=torch.int64),
+        labels=torch.tensor([0, 1, 1, 2]),
+        weights=torch.full((4,), 0.25, dtype=torch.float64),
+        true_law=torch.full((4, 3), 1 / 3, dtype=torch.float64),
+        prob_index=np.array([0, 1, 1, 1]),
+        prob_values=values,
+    )
+    pred = torch.tensor([0, 1, 0, 2])  # inputs 0, 1 and 3 correct
+    assert accuracy(pred, ev) == float(values[0] + 2 * values[1])  # (1 + √2/4)·(2/3) = 0.9023689...
+    assert accuracy(torch.tensor([1, 0, 0, 0]), ev) == 0.0
+    assert accuracy(torch.tensor([0, 1, 1, 2]), ev) == 1.0
+
+
+def test_shift_kl_normalises_each_row_by_its_own_minimum():
+    f = torch.tensor([[1.0, 0.0, -1.0], [5.0, 7.0, 6.0]], dtype=torch.float64)  # row minima -1 and 5
+    law = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], dtype=torch.float64)
+    weights = torch.tensor([0.25, 0.75], dtype=torch.float64)
+    ev = EvalSet(torch.zeros(2, 1, dtype=torch.int64), torch.zeros(2, dtype=torch.int64), weights, law)
+    q1 = np.array([2.1, 1.1, 0.1]) / 3.3  # f - min f + ε, row by row, normalised
+    q2 = np.array([0.1, 2.1, 1.1]) / 3.3
+    kl1 = 0.5 * math.log(0.5 / q1[0]) + 0.5 * math.log(0.5 / q1[1])
+    kl2 = 0.2 * math.log(0.2 / q2[0]) + 0.3 * math.log(0.3 / q2[1]) + 0.5 * math.log(0.5 / q2[2])
+    assert kl_divergence(f, ev, "shift", 0.1) == pytest.approx(0.25 * kl1 + 0.75 * kl2, rel=1e-14)
+    rows = f.numpy()
+    soft = rows - np.log(np.exp(rows).sum(axis=1, keepdims=True))  # log softmax by hand, row by row
+    kl_soft = 0.25 * sum(p * (math.log(p) - s) for p, s in zip([0.5, 0.5], soft[0, :2], strict=True))
+    kl_soft += 0.75 * sum(p * (math.log(p) - s) for p, s in zip([0.2, 0.3, 0.5], soft[1], strict=True))
+    assert kl_divergence(f, ev, "softmax", 0.1) == pytest.approx(kl_soft, rel=1e-14)
+
+
+def test_builtin_losses_match_their_formulas():
+    z = torch.tensor([-0.05, 0.0, 0.5, 3.0], dtype=torch.float64)
+    # hand values: -log(z + 0.1), (1 - z)², exp(-z)
+    logs = [-math.log(0.05), -math.log(0.1), -math.log(0.6), -math.log(3.1)]
+    assert log_loss(z, 0.1).tolist() == pytest.approx(logs, rel=1e-15)
+    assert squared_loss(z, 0.1).tolist() == [1.05**2, 1.0, 0.25, 4.0]
+    assert exp_loss(z, 0.1).tolist() == pytest.approx(
+        [math.exp(0.05), 1.0, math.exp(-0.5), math.exp(-3.0)], rel=1e-15
+    )
+
+
+def test_a_callable_loss_without_a_name_is_called_callable_in_errors():
+    class Spiky:  # a callable object: no __name__
+        def __call__(self, z: torch.Tensor) -> torch.Tensor:
+            return torch.full_like(z, torch.inf)
+
+    with pytest.raises(
+        ValueError, match=r"^loss 'callable' is not finite at step 2 for 2 of 2 training samples$"
+    ):
+        Loss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
+def test_reference_path_from_a_gaussian_init_uses_w0_and_the_query_column(normalize):
+    """From a random W(0) the logits see W(0)x̃_N: the reference path must start from W(0) itself and
+    build x̃_N from the last column of P (from zero init any column of norm √μ gives the same run)."""
+    task, model = (
+        CircleWalk(3, 4, "0.7"),
+        ModelConfig(K=3, N=4, M=6, normalize_attention=normalize, gram="computed"),
+    )
+    runs = [
+        train(
+            task,
+            model,
+            TrainConfig(steps=2, init="gaussian", sigma=0.3, seed=5, population=True, fast=f),
+            progress=False,
+        )
+        for f in (True, False)
+    ]
+    fast, ref = runs
+    # both paths differ only in summation order: measured ≤ 5e-16; 1e-13 is a ~200x margin
+    for a, b in zip(fast.history, ref.history, strict=True):
+        assert np.allclose(a["attention_profile"], b["attention_profile"], rtol=0, atol=1e-13)
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)
+    assert np.allclose(fast.final["w"], ref.final["w"], rtol=0, atol=1e-13)
+    assert np.abs(np.array(ref.final["w"])).max() > 0.1  # W(0)x̃_N is far from zero: the check is not vacuous

@@ -1,0 +1,58 @@
+"""pyproject.toml: the runtime dependencies are what the packages import, and package data names real files."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+PACKAGES = CONFIG["tool"]["setuptools"]["packages"]
+#: Imported under another name than the distribution's, or pulled in by a declared dependency.
+IMPORT_TO_DIST = {"mpmath": "sympy"}  # mpmath is a dependency of sympy, imported for its precision control
+#: Declared although no package in this list imports it yet: the public testing package does.
+IMPORTED_ELSEWHERE = {"hypothesis"}
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0].lower()
+
+
+def _third_party_imports() -> set[str]:
+    found = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    found |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in PACKAGES and m != "__future__"}
+
+
+def test_runtime_dependencies_are_exactly_what_the_packages_import():
+    declared = {_name(r) for r in CONFIG["project"]["dependencies"]}
+    imported = {IMPORT_TO_DIST.get(m, m) for m in _third_party_imports()}
+    assert imported <= declared, f"imported but not declared: {sorted(imported - declared)}"
+    assert declared - imported <= IMPORTED_ELSEWHERE, (
+        f"declared but never imported: {sorted(declared - imported)}"
+    )
+
+
+def test_test_notebook_and_docs_packages_are_extras_only():
+    declared = {_name(r) for r in CONFIG["project"]["dependencies"]}
+    extras = CONFIG["project"]["optional-dependencies"]
+    assert declared.isdisjoint(
+        {"pytest", "nbclient", "nbformat", "ipykernel", "ruff", "mypy", "build", "mutmut"}
+    )
+    assert {"nbclient", "nbformat", "ipykernel"} <= {_name(r) for r in extras["notebooks"]}
+    assert {"pytest", "ruff", "mypy", "build", "mutmut"} <= {_name(r) for r in extras["test"]}
+
+
+def test_every_package_data_entry_names_an_existing_file():
+    for package, names in CONFIG["tool"]["setuptools"]["package-data"].items():
+        for name in names:
+            assert list((ROOT / package).glob(name)), f"package-data {package}: {name!r} matches no file"

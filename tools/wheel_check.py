@@ -1,0 +1,107 @@
+"""Build the wheel with the standard frontend, install it in a fresh venv, and run what a user runs first.
+
+Checks, in a temporary folder outside the source tree (so nothing is imported from the checkout):
+the wheel installs with its runtime dependencies only (no test, notebook or docs package is pulled in),
+``rw --help`` and ``rw signal`` run, the shipped JSON schemas load, and the public testing package
+imports when the wheel contains one. Exit code 0 when all hold, 1 otherwise, with one line per failure.
+
+    python tools/wheel_check.py [--python python3.11] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Packages only the test suite, the notebooks, the docs or the gates need: a runtime install must not pull them.
+NOT_RUNTIME = ("pytest", "nbclient", "nbformat", "ipykernel", "ruff", "mypy", "build", "mutmut", "mkdocs")
+#: The public testing package: imported when the wheel ships it.
+TESTING_PACKAGE = "rwcheck"
+
+SMOKE = """
+import json, rwnumeric, rwsymbolic, rwtasks
+assert rwnumeric.load_metrics_schema()["type"] == "object"
+assert rwsymbolic.load_oracle_schema()["type"] == "object"
+assert rwsymbolic.load_signal_schema()["type"] == "object"
+assert rwtasks.task_spec_schema()["type"] == "object"
+print("schemas load from the installed packages")
+"""
+
+
+def run(cmd: list[str], cwd: Path, what: str) -> str:
+    print("+", " ".join(map(str, cmd)), flush=True)
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"wheel check: {what} failed (exit code {done.returncode})")
+    return done.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default="python3.11", help="interpreter for the fresh venv")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="rw-wheel-check-"))
+    try:
+        dist, venv, work = tmp / "dist", tmp / "venv", tmp / "work"
+        work.mkdir()
+        run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+            tmp,
+            "python -m build",
+        )
+        wheels = sorted(dist.glob("rwtoolkit-*.whl"))
+        if len(wheels) != 1:
+            raise SystemExit(f"wheel check: expected one rwtoolkit wheel in {dist}, found {len(wheels)}")
+        wheel = wheels[0]
+        names = zipfile.ZipFile(wheel).namelist()
+        for data in (
+            "rwnumeric/metrics.schema.json",
+            "rwsymbolic/oracle.schema.json",
+            "rwtasks/task_spec.schema.json",
+        ):
+            if data not in names:
+                raise SystemExit(f"wheel check: {wheel.name} lacks the package data file {data}")
+        run([args.python, "-m", "venv", str(venv)], tmp, "creating the venv")
+        py, rw = venv / "bin" / "python", venv / "bin" / "rw"
+        run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], tmp, "pip install of the wheel")
+        installed = run([str(py), "-m", "pip", "list", "--format=freeze"], tmp, "pip list").lower()
+        pulled = [name for name in NOT_RUNTIME if f"\n{name}==" in "\n" + installed]
+        if pulled:
+            raise SystemExit(
+                f"wheel check: the runtime install pulled test/docs-only packages: {', '.join(pulled)}"
+            )
+        run([str(rw), "--help"], work, "rw --help")
+        out = run([str(rw), "signal", "--K", "4", "--N", "7"], work, "rw signal --K 4 --N 7")
+        if "1/2" not in out:
+            raise SystemExit(
+                f"wheel check: rw signal --K 4 --N 7 did not report the vanishing point 1/2: {out!r}"
+            )
+        run([str(py), "-c", SMOKE], work, "loading the schemas")
+        if any(n.startswith(f"{TESTING_PACKAGE}/") for n in names):
+            run(
+                [str(py), "-c", f"import {TESTING_PACKAGE}, {TESTING_PACKAGE}.strategies"],
+                work,
+                f"import {TESTING_PACKAGE}",
+            )
+            print(f"{TESTING_PACKAGE} imports from the installed wheel")
+        else:
+            print(f"{TESTING_PACKAGE} is not in the wheel: nothing to import")
+        print(f"wheel check passed: {wheel.name}")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
