@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 
 from flint import arb, ctx, fmpq
@@ -19,7 +19,7 @@ from flint import arb, ctx, fmpq
 MIN_PREC, MAX_PREC = 16, 65536
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """The result of a certified check; only ``VERIFIED`` is a pass.
 
     >>> Outcome.VERIFIED.passed, Outcome.INCONCLUSIVE.passed, Outcome.REFUTED.value

@@ -9,10 +9,9 @@ lemma's use (or in the embeddings) stops the run instead of certifying a differe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
-
-import math
 
 from flint import arb, arb_mat, fmpq
 

@@ -254,7 +254,7 @@ _OVERHEAD_BYTES = 64 * 2**20
 _PY_FLOAT_BYTES = 32
 
 
-def memory_estimate(task: object, model: ModelConfig, cfg: TrainConfig) -> dict[str, int]:
+def memory_estimate(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig) -> dict[str, int]:
     """Bytes ``train`` allocates at its peak, by part, counted from the arrays it builds (an upper estimate).
 
     Parts: ``inputs`` (sampled walks as NumPy int64 and their torch copies, the sampling temporaries,
@@ -298,7 +298,7 @@ def memory_estimate(task: object, model: ModelConfig, cfg: TrainConfig) -> dict[
             "overhead": _OVERHEAD_BYTES}  # fmt: skip
 
 
-def _population_size(task: object) -> int:
+def _population_size(task: CircleWalk | FiniteTask) -> int:
     """Inputs of the exact population without building it; a circle walk beyond ``MAX_EXACT_WALKS`` counts
     as that limit, since ``population()`` refuses it (with its own message) before allocating anything."""
     if isinstance(task, CircleWalk):

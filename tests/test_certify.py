@@ -50,7 +50,7 @@ def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
         assert all(_contains(rec.w_tok[k], st.w_tok[k]) for k in range(K)), rec.step
         assert all(_contains(rec.c[j], st.c[j]) for j in range(N)), rec.step
         assert _contains(rec.train_loss, st.loss), rec.step
-        assert all(_contains(a, b) for a, b in zip(rec.evaluation.attention_profile, st.mean_attention)), rec.step
+        assert all(_contains(a, b) for a, b in zip(rec.evaluation.attention_profile, st.mean_attention, strict=True)), rec.step
 
 
 def test_decided_accuracy_equals_the_exact_accuracy():

@@ -39,13 +39,13 @@ def _law(task):
     words = task.vocab or tuple(str(i) for i in range(task.K))
     return {
         (tuple(words[i] for i in s), words[y]): sp.expand(v)
-        for s, y, v in zip(task.tokens.tolist(), task.labels.tolist(), task.prob_values)
+        for s, y, v in zip(task.tokens.tolist(), task.labels.tolist(), task.prob_values, strict=True)
     }
 
 
 def test_the_hand_written_cube_has_24_edges_of_probability_one_third():
     assert len(CUBE_EDGES) == 24 and len({(a, b) for a, b, _ in CUBE_EDGES}) == 24
-    assert all(sum(a != b for a, b in zip(x, y)) == 1 for x, y, _ in CUBE_EDGES)
+    assert all(sum(a != b for a, b in zip(x, y, strict=True)) == 1 for x, y, _ in CUBE_EDGES)
 
 
 @pytest.mark.parametrize("laziness", [0, "1/4", "q"])

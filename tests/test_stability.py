@@ -48,7 +48,7 @@ def test_exact_jacobian_equals_directional_derivative_of_exact_gd_map(jac_k3):
     h = sp.Symbol("h", real=True)
     for jac in jac_k3:  # t = 0 and t = 1
         v = direction(len(jac.theta))
-        moved = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v)])
+        moved = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v, strict=True)])
         derivative = moved.diff(h).subs(h, 0)
         assert (derivative - jac.J * v).applyfunc(sp.simplify).is_zero_matrix, f"t={jac.t}"
 
@@ -59,8 +59,8 @@ def test_exact_jacobian_matches_central_difference_quotients_at_rational_h(jac_k
     exact_jv = np.array([float(x) for x in jac.J * v])
     errors = []
     for h in (sp.Rational(1, 100), sp.Rational(1, 1000)):
-        plus = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v)])
-        minus = exact_gd_map(task, [a - h * b for a, b in zip(jac.theta, v)])
+        plus = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v, strict=True)])
+        minus = exact_gd_map(task, [a - h * b for a, b in zip(jac.theta, v, strict=True)])
         quotient = np.array([float(sp.N(x, 30)) for x in (plus - minus) / (2 * h)])
         errors.append(np.max(np.abs(quotient - exact_jv)))
     # Central differences converge like h²: shrinking h tenfold divides the error by about 100.
@@ -72,8 +72,8 @@ def test_deterministic_walks_are_the_circle_population(K, N, p):
     from rwstability._reduced import deterministic_walks
 
     full, short = CircleWalk(K, N, p).population(), deterministic_walks(CircleWalk(K, N, p)).population()
-    rows = sorted(zip(full.tokens.tolist(), full.labels.tolist(), map(str, full.exact_probs())))
-    assert rows == sorted(zip(short.tokens.tolist(), short.labels.tolist(), map(str, short.exact_probs())))
+    rows = sorted(zip(full.tokens.tolist(), full.labels.tolist(), map(str, full.exact_probs()), strict=True))
+    assert rows == sorted(zip(short.tokens.tolist(), short.labels.tolist(), map(str, short.exact_probs()), strict=True))
 
 
 def test_tangent_space_is_invariant_exactly(jac_k3):
