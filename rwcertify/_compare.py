@@ -52,11 +52,12 @@ def compare_float(cert: Certification, data: dict, gram: str = "computed", float
     )
     result = train(task, model, train_cfg, progress=False)
     rows, first_outside, first_accuracy = [], None, None
-    for h, s in zip(result.history, data["steps"]):
-        assert h["step"] == s["step"]
+    for h, s in zip(result.history, data["steps"], strict=True):
+        if h["step"] != s["step"]:
+            raise RuntimeError(f"the float run recorded step {h['step']} where the enclosure has step {s['step']}")
         excess = max(
             [_excess(h["train_loss"], s["train_loss"])]
-            + [_excess(x, b) for x, b in zip(h["attention_profile"], s["attention_profile"])]
+            + [_excess(x, b) for x, b in zip(h["attention_profile"], s["attention_profile"], strict=True)]
         )
         rows.append({"step": s["step"], "excess": excess, "test_accuracy": h["test_accuracy"],
                      "attention_spread": h["attention_spread"]})  # fmt: skip

@@ -7,12 +7,14 @@ tell the type checker what the surrounding code already guarantees; any other ch
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["rwtasks", "rwnumeric", "rwsymbolic", "rwcli", "proofs", "rwrepro", "rwexplore", "rwio"]
+#: Every installed package, as pyproject.toml lists them.
+PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
 
 
 def _is_narrowing(test: ast.expr) -> bool:
