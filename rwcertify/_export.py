@@ -16,7 +16,7 @@ from flint import arb
 from rwcertify._balls import ball_json, is_exact_zero, precision
 from rwcertify._certify import Certification, _accuracy_bounds
 from rwcertify._engine import StepRecord
-from rwtasks import CircleWalk
+from rwtasks import CircleWalk, FiniteTask
 
 FORMAT, VERSION = "rw-certify", 1
 
@@ -94,7 +94,7 @@ def to_json(cert: Certification, comparison: dict | None = None) -> dict:
     }
 
 
-def _task(task: object) -> dict:
+def _task(task: CircleWalk | FiniteTask) -> dict:
     if isinstance(task, CircleWalk):
         return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
     return {"name": type(task).__name__, "K": task.K, "N": task.N, "p": None}

@@ -258,7 +258,7 @@ def _trajectory_rows(
     for q, statement in TRAJECTORY.items():
         if not readouts.provided(q):
             rows.append(PropertyResult(q, statement, "not checked", readouts.missing_reason(q)))
-        elif error is None:
+        elif failure is None:
             rows.append(PropertyResult(q, statement, "pass", notes=notes if q == "accuracy" else []))
         elif q == quantity or (not quantity and not rows):
             rows.append(PropertyResult(q, statement, "fail", failure=failure))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,7 +119,7 @@ class _Floats:
             self.memo[expr] = sp.N(expr, DIGITS)
         return self.memo[expr]
 
-    def array(self, rows: object) -> np.ndarray:
+    def array(self, rows: Iterable[Iterable[object]]) -> np.ndarray:
         return np.array([[float(self(e)) for e in row] for row in rows], dtype=np.float64)
 
 

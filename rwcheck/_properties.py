@@ -124,7 +124,7 @@ def first_value_step(factory: Factory, data: st.DataObject, options: CheckOption
     config = data.draw(options.configs(), label="config")
     readouts = _run(factory, config, 1)
     expected = np.array(first_value_step_closed_form(config).tolist(), dtype=np.float64)
-    _fail(1, "V1", readouts.values["V"][1], expected, tolerance(config, 1).rtol, config)
+    _fail(1, "V1", readouts.series("V")[1], expected, tolerance(config, 1).rtol, config)
     return []
 
 
@@ -163,15 +163,15 @@ def theorem_4_1(factory: Factory, data: st.DataObject, options: CheckOptions) ->
     readouts = _run(factory, config, options.steps)
     rtol = tolerance(config, options.steps).rtol
     for t in range(options.steps + 1):
-        V = readouts.values["V"][t]
+        V = readouts.series("V")[t]
         _fail(t, "V_ones", V, np.full_like(V, V.mean()), rtol, config)
         if readouts.provided("S"):
-            S = readouts.values["S"][t][:, :-1]
+            S = readouts.series("S")[t][:, :-1]
             _fail(
                 t, "S_tokens", S, np.repeat(S.mean(axis=1, keepdims=True), S.shape[1], axis=1), rtol, config
             )
         if readouts.provided("accuracy"):
-            _fail(t, "accuracy", readouts.values["accuracy"][t], np.array(1 / config.K), 1e-12, config)
+            _fail(t, "accuracy", readouts.series("accuracy")[t], np.array(1 / config.K), 1e-12, config)
     return []
 
 
@@ -192,7 +192,7 @@ def depends_on_P_only_through_mu(factory: Factory, data: st.DataObject, options:
         for q in ("V", "W_xN", "S", "f", "loss", "accuracy"):
             if not (a.provided(q) and b.provided(q)):
                 continue
-            x, y = a.values[q][t], b.values[q][t]
+            x, y = a.series(q)[t], b.series(q)[t]
             if q == "W_xN":  # token part, then the positional coefficients c = Pᵀ w_pos / μ
                 _fail(t, "w_tok", y[:K], x[:K], rtol, first, note)
                 x, y, q = first.P.T @ x[K:] / mu, second.P.T @ y[K:] / mu, "c"

@@ -57,6 +57,13 @@ class Readouts:
     def provided(self, quantity: str) -> bool:
         return self.values.get(quantity) is not None
 
+    def series(self, quantity: str) -> list[np.ndarray]:
+        """The read-outs of ``quantity`` at t = 0..T; ValueError when the implementation does not provide it."""
+        values = self.values.get(quantity)
+        if values is None:
+            raise ValueError(f"{quantity!r} is not provided: {self.missing_reason(quantity)}")
+        return values
+
     def missing_reason(self, quantity: str) -> str:
         if self.protocol == "module":
             return "the module has no attention(Xt) method" if quantity == "S" else "not provided"
@@ -76,7 +83,7 @@ def _array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def build(factory: Factory, config: CheckConfig) -> object:
+def build(factory: Factory, config: CheckConfig) -> torch.nn.Module | Iterator[object]:
     """``factory(config)``; refuses anything that is neither protocol (a) nor (b)."""
     impl = factory(config)
     if isinstance(impl, (torch.nn.Module, Iterator)):
@@ -120,6 +127,16 @@ def _parameter(module: torch.nn.Module, name: str, shape: tuple[int, int]) -> to
     return value
 
 
+def _start(protocol: str, steps: int) -> tuple[Readouts, dict[str, list[np.ndarray]], list[np.ndarray]]:
+    """Empty read-outs of every quantity, plus the same lists (per quantity, and of W) for the caller to fill.
+
+    A quantity the implementation turns out not to provide is set to None in ``Readouts.values`` only.
+    """
+    series: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
+    W_list: list[np.ndarray] = []
+    return Readouts(protocol, steps, {q: series[q] for q in QUANTITIES}, W_list), series, W_list
+
+
 def _run_module(module: torch.nn.Module, config: CheckConfig, steps: int) -> Readouts:
     K, M, N = config.K, config.M, config.N
     V = _parameter(module, "V", (K, K))
@@ -133,10 +150,9 @@ def _run_module(module: torch.nn.Module, config: CheckConfig, steps: int) -> Rea
     labels = torch.as_tensor(config.labels)
     weights = torch.as_tensor(config.weights, dtype=dt)
     query = config.query()
-    has_attention = callable(getattr(module, "attention", None))
-    out = Readouts("module", steps, {q: [] for q in QUANTITIES})
-    out.W = []
-    if not has_attention:
+    attention = getattr(module, "attention", None)
+    out, series, W_list = _start("module", steps)
+    if not callable(attention):
         out.values["S"] = None
     for t in range(steps + 1):
         for p in (V, W):
@@ -149,15 +165,15 @@ def _run_module(module: torch.nn.Module, config: CheckConfig, steps: int) -> Rea
         f_np = _array(f, "forward(Xt)", (n, K))
         loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
         W_np = _array(W, "W", (K + M, K + M))
-        out.values["V"].append(_array(V, "V", (K, K)))
-        out.W.append(W_np)
-        out.values["W_xN"].append(W_np @ query)
-        out.values["f"].append(f_np)
-        out.values["loss"].append(np.array(float(loss.detach())))
-        out.values["accuracy"].append(np.array(accuracy(f_np, config)))
-        if has_attention:
+        series["V"].append(_array(V, "V", (K, K)))
+        W_list.append(W_np)
+        series["W_xN"].append(W_np @ query)
+        series["f"].append(f_np)
+        series["loss"].append(np.array(float(loss.detach())))
+        series["accuracy"].append(np.array(accuracy(f_np, config)))
+        if callable(attention):
             with torch.no_grad():
-                out.values["S"].append(_array(module.attention(Xt), "attention(Xt)", (n, N)))
+                series["S"].append(_array(attention(Xt), "attention(Xt)", (n, N)))
         if t == steps:
             break
         loss.backward()
@@ -168,12 +184,11 @@ def _run_module(module: torch.nn.Module, config: CheckConfig, steps: int) -> Rea
     return out
 
 
-def _run_loop(loop: Iterator, config: CheckConfig, steps: int) -> Readouts:
+def _run_loop(loop: Iterator[object], config: CheckConfig, steps: int) -> Readouts:
     K, M = config.K, config.M
     n, N = len(config.labels), config.N
     query = config.query()
-    out = Readouts("loop", steps, {q: [] for q in QUANTITIES})
-    out.W = []
+    out, series, W_list = _start("loop", steps)
     shapes = {"S": (n, N), "f": (n, K), "loss": (), "accuracy": ()}
     try:
         for t in range(steps + 1):
@@ -197,9 +212,9 @@ def _run_loop(loop: Iterator, config: CheckConfig, steps: int) -> Readouts:
                     f"state {t} of the training loop is {type(state).__name__}, expected (V, W) or a dict"
                 )
             W_np = _array(state["W"], f"W at t={t}", (K + M, K + M))
-            out.values["V"].append(_array(state["V"], f"V at t={t}", (K, K)))
-            out.W.append(W_np)
-            out.values["W_xN"].append(W_np @ query)
+            series["V"].append(_array(state["V"], f"V at t={t}", (K, K)))
+            W_list.append(W_np)
+            series["W_xN"].append(W_np @ query)
             for key, shape in shapes.items():
                 values = out.values[key]
                 if values is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rwcheck._check import hypothesis_test
 from rwcheck._properties import PROPERTIES, CheckOptions, Property
@@ -39,9 +39,9 @@ class ConformanceTests:
 
     def options(self) -> CheckOptions:
         """The effective options: class attributes, then the plugin's, then the defaults."""
-        chosen = {}
+        chosen: dict[str, Any] = {}  # each value is checked (type and range) by CheckOptions.__post_init__
         for name in ("steps", "examples", "dtype", "task", "losses"):
-            value = getattr(self, name)
+            value: Any = getattr(self, name)
             if value is None:
                 value = PLUGIN_OPTIONS.get(name)
             if value is not None:

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import TypedDict, Unpack
 
 import sympy as sp
 import torch
@@ -206,6 +207,14 @@ def zero_signal_finite_tasks(draw, K: tuple[int, int] = (2, 5), N: tuple[int, in
 # ---------------------------------------------------------------------------------------------
 # model and training
 # ---------------------------------------------------------------------------------------------
+class _ModelOptions(TypedDict, total=False):
+    """The ``ModelConfig`` fields an ``Embedding`` leaves to the caller of ``Embedding.model``."""
+
+    normalize_attention: bool
+    relu_width: int | None
+    gram: str
+
+
 @dataclass(frozen=True)
 class Embedding:
     """Positional embeddings of one kind with ‖p_i‖² = ``mu`` (``ModelConfig.pos``/``M``/``pos_norm``)."""
@@ -215,7 +224,7 @@ class Embedding:
     mu: Fraction
     seed: int = 0
 
-    def model(self, K: int, N: int, **kwargs: object) -> ModelConfig:
+    def model(self, K: int, N: int, **kwargs: Unpack[_ModelOptions]) -> ModelConfig:
         return ModelConfig(K=K, N=N, M=self.M, pos=self.kind, pos_norm=float(self.mu), pos_seed=self.seed,
                            **kwargs)  # fmt: skip
 
@@ -246,7 +255,12 @@ def _exponential(z: sp.Expr) -> sp.Expr:
 
 def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
     """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from its formula)."""
-    return {"log": "log", "squared": _squared, "exp": _exponential}[name]
+    by_name: dict[str, str | Callable[[sp.Expr], sp.Expr]] = {
+        "log": "log",
+        "squared": _squared,
+        "exp": _exponential,
+    }
+    return by_name[name]
 
 
 @dataclass(frozen=True)
@@ -347,17 +361,21 @@ def _circle(K=3, N=3, p=Fraction(1, 2)) -> CircleWalk:
     return CircleWalk(K, N, p)
 
 
-def _train_call(model_kw: dict | None = None, cfg_kw: dict | None = None, task: object = None) -> Callable[[], object]:
+def _train_call(
+    model_kw: dict | None = None, cfg_kw: dict | None = None, task: CircleWalk | FiniteTask | None = None
+) -> Callable[[], object]:
     task = _circle() if task is None else task
     model = {"K": task.K, "N": task.N, "M": task.N + 2, **(model_kw or {})}
     cfg = {"steps": 1, "population": True, **(cfg_kw or {})}
     return lambda: train(task, ModelConfig(**model), TrainConfig(**cfg), progress=False)
 
 
-def _derive_call(**kwargs: object) -> Callable[[], object]:
+def _derive_call(steps: int = 1, loss: str = "log", **numbers: object) -> Callable[[], object]:
+    """``derive`` on a circle walk with ``steps``, ``loss`` or the exact numbers (eta, eps, mu) given; loss and
+    rotate default to derive's own ("log", True), spelled out so that every argument is typed."""
     from rwsymbolic import derive  # imported late: only the invalid-input property needs it
 
-    return lambda: derive(_circle(), **{"steps": 1, **kwargs})
+    return lambda: derive(_circle(), steps, loss=loss, rotate=True, **numbers)
 
 
 _NOT_POSITIVE = st.one_of(rationals(-3, 0, 4), st.sampled_from([0.0, -1.0, math.nan, math.inf, -math.inf]))

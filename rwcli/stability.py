@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     sigmas = [_positive_float(s, "sigmas") for s in args.sigmas.split(",")]
     from rwstability import check_report_args
 
-    check_report_args(task, steps, sigmas, seeds, threshold)
+    circle = check_report_args(task, steps, sigmas, seeds, threshold)
 
     import torch
 
@@ -62,10 +62,10 @@ def run(args: argparse.Namespace) -> int:
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # same bytes on every machine: one summation order
     try:
-        report = stability_report(task, steps, eta, mu, eps, sigmas, seeds, threshold)
+        report = stability_report(circle, steps, eta, mu, eps, sigmas, seeds, threshold)
     finally:
         torch.set_num_threads(previous)
-    print(f"rw stability K={task.K} N={task.N} p={task.p}: {report['verdict']['line']}")
+    print(f"rw stability K={circle.K} N={circle.N} p={circle.p}: {report['verdict']['line']}")
     if args.json:
         print(f"wrote {write_json_atomic(report, args.json)}")
     if args.png:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
@@ -218,7 +219,7 @@ def _draw_circle(spec: FigureSpec, record: dict) -> dict[str, Figure]:
     return {f"{spec.name}.png": fig, f"{spec.name}_options.png": opts}
 
 
-def _merged_legend(*axes: object) -> tuple[list, list]:
+def _merged_legend(*axes: Axes) -> tuple[list, list]:
     """Handles and labels of ``axes`` without repeats (a figure legend for panels sharing their series)."""
     seen: dict[str, object] = {}
     for a in axes:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 
 from rwio import save_figure_atomic
 
@@ -24,7 +26,7 @@ from rwio import save_figure_atomic
 LOG_FLOOR = 1e-15
 
 #: Reference lines: each kind its own colour and dash pattern, all distinct from the solid data curves.
-REFERENCE_STYLES = {
+REFERENCE_STYLES: dict[str, dict[str, Any]] = {
     "optimum": {"color": "black", "ls": "--", "lw": 1.3},
     "chance": {"color": "tab:red", "ls": ":", "lw": 1.6},
     "threshold": {"color": "dimgrey", "ls": "-.", "lw": 1.2},
@@ -73,7 +75,7 @@ def relative_spread(M: np.ndarray) -> float:
 
 def heatmap(fig: Figure, ax: Axes, M: np.ndarray, title: str, xlabel: str = "column j (node)",
             ylabel: str = "row i (node)", limits: tuple[float, float] | None = None,
-            colourbar: bool = True) -> object:  # fmt: skip
+            colourbar: bool = True) -> AxesImage:  # fmt: skip
     """A matrix as an image (1-based tick labels); returns the image.
 
     ``limits``: the colour limits (default ``colour_limits(M)``; pass shared ones to compare panels).
@@ -128,8 +130,8 @@ def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title
         if log:
             clipped = clipped or bool(np.any(y <= LOG_FLOOR))
             y = np.maximum(y, LOG_FLOOR)
-        style = {"lw": 2.4, "zorder": 3} if i == 0 else {"lw": 1.2, "marker": "os^vDP*X"[i % 8], "ms": 3.5,
-                                                         "markevery": max(1, len(y) // 8), "zorder": 2}  # fmt: skip
+        style: dict[str, Any] = {"lw": 2.4, "zorder": 3} if i == 0 else {
+            "lw": 1.2, "marker": "os^vDP*X"[i % 8], "ms": 3.5, "markevery": max(1, len(y) // 8), "zorder": 2}  # fmt: skip
         if colours is not None:
             style["color"] = colours[i]
         ax.plot(np.arange(len(y)), y, label=label, ls="-", **style)

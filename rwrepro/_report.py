@@ -180,10 +180,11 @@ def build_report(out: Path) -> dict:
         fig: [{"choices": o["choices"], "differs_from_main": o["differs_from_main"]} for o in opts if o["reproduces_paper"]]
         for fig, opts in options.items()
     }
+    modes_by_figure = figure_modes(figures, sens)
     report = {
         "mode": mode,
         "figures": [f["figure"] for f in figures] + (["sensitivity"] if sens else []),
-        "figure_modes": figure_modes(figures, sens),
+        "figure_modes": modes_by_figure,
         "main_choices": Choices().key(),
         "rows": rows,
         "summary": {"rows": len(rows), "agree": sum(r["agrees"] for r in rows)},
@@ -192,7 +193,7 @@ def build_report(out: Path) -> dict:
         "sensitivity": sens["table"] if sens else None,
     }
     write_json_atomic(report, out / "report.json")
-    write_text_atomic(_markdown(figures, sens, rows, reproducing, mode, report["figure_modes"]), out / "REPORT.md")
+    write_text_atomic(_markdown(figures, sens, rows, reproducing, mode, modes_by_figure), out / "REPORT.md")
     return report
 
 

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 
 from rwstability._reduced import Coordinates, check_manifold_task, symbolic_loss, torch_loss
 from rwtasks import CircleWalk, exact
+
+if TYPE_CHECKING:  # rwsymbolic is imported where the exact trajectory is derived, not at import
+    from rwsymbolic import StepState
 
 
 @dataclass
@@ -31,7 +35,7 @@ class ExactJacobian:
     B: sp.Matrix
 
 
-def theta_of_state(state: object) -> list[sp.Expr]:
+def theta_of_state(state: StepState) -> list[sp.Expr]:
     """θ = (V row-major, w_tok, c) of a ``rwsymbolic`` StepState."""
     return list(state.V) + list(state.w_tok) + list(state.c)
 
@@ -202,6 +206,8 @@ def unstable_directions(lin: Linearisation, top: int = 4) -> dict[str, object]:
     direction is one member of a subspace (the task's rotation symmetry makes such ties), so the named
     entries are a representative, not the only direction that grows.
     """
+    if lin.Phi is None:
+        raise ValueError("the linearisation has no Φ_T: build it with linearise(), which sets Phi")
     u, s, vt = np.linalg.svd(lin.Phi)
     out: dict[str, object] = {"multiplicity": int(np.sum(s >= 0.99 * s[0]))}
     for key, vec in (("from", lin.basis @ vt[0]), ("into", lin.basis @ u[:, 0])):

@@ -25,11 +25,15 @@ so J maps its tangent space into itself, and the component normal to it evolves 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 
 from rwtasks import CircleWalk, FiniteTask
+
+if TYPE_CHECKING:  # torch is imported where the float loss is built, not at import
+    import torch
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ def symbolic_loss(
     return L, theta
 
 
-def torch_loss(task: CircleWalk | FiniteTask, mu: float, eps: float, dtype: object = None):
+def torch_loss(task: CircleWalk | FiniteTask, mu: float, eps: float, dtype: torch.dtype | None = None):
     """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians."""
     import torch
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from importlib import resources
+from typing import cast
 
 from rwstability._escape import DEFAULT_THRESHOLD, UNIT_ROUNDOFF, measure_escape, predict_escape
 from rwstability._linear import linearise, unstable_directions, verdict
@@ -18,10 +19,16 @@ MAX_STEPS = 2000
 
 def check_report_args(
     task: object, steps: int, sigmas: Sequence[float], seeds: int, threshold: float
-) -> None:
-    """One-line ValueErrors for every bad argument, before any work."""
+) -> CircleWalk:
+    """One-line ValueErrors for every bad argument, before any work; returns ``task``, a checked circle walk.
+
+    >>> from rwtasks import CircleWalk
+    >>> check_report_args(CircleWalk(3, 4, 1), steps=10, sigmas=[1e-3], seeds=1, threshold=1e-3).N
+    4
+    """
     check_manifold_task(task)
-    dim = Coordinates(task.K, task.N).dim
+    circle = cast(CircleWalk, task)  # check_manifold_task refuses every task that is not a CircleWalk
+    dim = Coordinates(circle.K, circle.N).dim
     if dim > MAX_DIM:
         raise ValueError(
             f"K^2+K+N = {dim} reduced coordinates is above {MAX_DIM}: each step builds a {dim}x{dim} Hessian; "
@@ -35,6 +42,7 @@ def check_report_args(
         raise ValueError(f"seeds={seeds} must be in [1, 20]")
     if not 0 < threshold < 1:
         raise ValueError(f"threshold={threshold} must be in (0, 1)")
+    return circle
 
 
 def stability_report(
