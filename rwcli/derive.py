@@ -7,7 +7,8 @@ import argparse
 import sympy as sp
 
 from rwcli._task_args import add_task_arguments, check_json_folder, parse_int, task_from_args
-from rwsymbolic import Trajectory, derive, exact_string, long_integers, write_oracle
+from rwsymbolic._atoms import has_atoms
+from rwsymbolic import Trajectory, derive, derive_estimate, exact_string, long_integers, nearest_double, write_oracle
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -25,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", default="log", choices=("log", "any"),
                         help="log: -log(z+ε); any: ℓ left abstract (ell, its derivative dell)")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)")
+    parser.add_argument("--max-seconds", default="600", dest="max_seconds",
+                        help="refuse up front when the estimated exact work exceeds this many seconds (default 600)")
     parser.add_argument("--per-input", action="store_true", dest="per_input",
                         help="include per-input logits, S, f in the JSON even above 4096 inputs")  # fmt: skip
 
@@ -36,11 +39,15 @@ def _show(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     value = sp.sympify(value)
+    if has_atoms(value):  # nested exponentials: the exact text is long, its double is what a reader needs
+        number = nearest_double(value)
+        return f"≈{number:.17g}" if number is not None else "<expression, see --json>"
     text = exact_string(value) if sp.count_ops(value, visual=False) < 60 else ""
     if text and len(text) <= _SHOW_CHARS:
         return text
-    if value.is_number and not value.has(sp.Piecewise):
-        return f"≈{float(sp.N(value, 20)):.17g}"
+    number = nearest_double(value)  # None for symbolic values
+    if number is not None:
+        return f"≈{number:.17g}"
     return "<expression, see --json>"
 
 
@@ -50,16 +57,18 @@ def render(traj: Trajectory) -> str:
              f"population={traj.population_size} inputs"]  # fmt: skip
     for s in traj.states:
         lines.append(f"\nt = {s.t}")
-        V_text = _show(s.V)
+        value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
+        V = value("V")
+        V_text = _show(V)
         if "<expression" not in V_text and "≈" not in V_text:
             lines.append("V =\n" + sp.pretty(s.V, use_unicode=True))
         else:
-            lines.append("V = " + "\n    ".join(_show(list(s.V.row(i))) for i in range(s.V.rows)))
-        lines.append("w_tok = " + _show(list(s.w_tok)))
-        lines.append("c = " + _show(list(s.c)))
-        lines.append("loss = " + _show(s.loss))
-        lines.append("accuracy = " + _show(s.accuracy))
-        lines.append("mean attention = " + _show(s.mean_attention))
+            lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
+        lines.append("w_tok = " + _show(list(value("w_tok"))))
+        lines.append("c = " + _show(list(value("c"))))
+        lines.append("loss = " + _show(value("loss")))
+        lines.append("accuracy = " + _show(value("accuracy")))
+        lines.append("mean attention = " + _show(value("mean_attention")))
     return "\n".join(lines)
 
 
@@ -68,7 +77,15 @@ def run(args: argparse.Namespace) -> int:
     check_json_folder(args.json)
     steps = parse_int(args.steps, "steps", 0)
     task = task_from_args(args)
-    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss)
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    estimate = derive_estimate(task, steps)
+    if estimate > limit:
+        raise ValueError(
+            f"--steps {steps} on {task!r} is estimated at ~{estimate:.3g} s of exact work, above --max-seconds "
+            f"{limit}: use fewer steps, smaller K or N, rwnumeric (rw train) for floating-point trajectories, "
+            "or raise --max-seconds"
+        )
+    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render(traj))
     if args.json:

@@ -11,9 +11,9 @@ from rwsymbolic._circle_linear import (
     label_token_sum,
     transition_power,
 )
-from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive
+from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
-from rwsymbolic._json import exact_json, exact_string, long_integers
+from rwsymbolic._json import exact_json, exact_string, long_integers, nearest_double
 from rwsymbolic._oracle import (
     ORACLE_SCHEMA_PATH,
     PER_INPUT_LIMIT,
@@ -56,6 +56,7 @@ __all__ = [
     "StepState",
     "Trajectory",
     "derive",
+    "derive_estimate",
     "explicit_weights",
     "has_equal_attention",
     "is_circulant",
@@ -67,6 +68,7 @@ __all__ = [
     "exact_json",
     "exact_string",
     "long_integers",
+    "nearest_double",
     "ORACLE_SCHEMA_PATH",
     "PER_INPUT_LIMIT",
     "load_oracle_schema",

@@ -52,22 +52,23 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
     steps = []
     with long_integers():
         for state in traj.states:
+            value = state.atom_form  # exact values with named atoms: printed as exp(...), evaluated fast
             entry = {
                 "t": state.t,
-                "V": exact_json(state.V),
-                "w_tok": exact_json(list(state.w_tok)),
-                "c": exact_json(list(state.c)),
-                "loss": exact_json(state.loss),
-                "accuracy": exact_json(state.accuracy),
-                "mean_attention": exact_json(state.mean_attention),
-                "mean_logits": exact_json(state.mean_logits),
-                "mean_f": exact_json(state.mean_f),
+                "V": exact_json(value("V")),
+                "w_tok": exact_json(list(value("w_tok"))),  # type: ignore[call-overload]
+                "c": exact_json(list(value("c"))),  # type: ignore[call-overload]
+                "loss": exact_json(value("loss")),
+                "accuracy": exact_json(value("accuracy")),
+                "mean_attention": exact_json(value("mean_attention")),
+                "mean_logits": exact_json(value("mean_logits")),
+                "mean_f": exact_json(value("mean_f")),
             }
             if per_input:
                 entry["per_input"] = {
-                    "logits": exact_json(state.logits),
-                    "S": exact_json(state.S),
-                    "f": exact_json([list(f) for f in state.f]),
+                    "logits": exact_json(value("logits")),
+                    "S": exact_json(value("S")),
+                    "f": exact_json([list(f) for f in value("f")]),  # type: ignore[attr-defined]
                 }
             steps.append(entry)
     return {
