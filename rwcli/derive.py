@@ -8,7 +8,7 @@ import sympy as sp
 
 from rwcli._task_args import add_task_arguments, check_json_folder, parse_int, task_from_args
 from rwsymbolic._atoms import has_atoms
-from rwsymbolic import Trajectory, derive, derive_estimate, exact_string, long_integers, nearest_double, write_oracle
+from rwsymbolic import Trajectory, derive, derive_estimate, verdict_json, exact_string, long_integers, nearest_double, write_oracle
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", default="log", choices=("log", "any"),
                         help="log: -log(z+ε); any: ℓ left abstract (ell, its derivative dell)")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)")
+    parser.add_argument("--verdict", action="store_true",
+                        help="print, per step, which structure predicates are proved / refuted (with witness) / "
+                        "undecided instead of the values; with --json they are written too")
     parser.add_argument("--max-seconds", default="600", dest="max_seconds",
                         help="refuse up front when the estimated exact work exceeds this many seconds (default 600)")
     parser.add_argument("--per-input", action="store_true", dest="per_input",
@@ -72,6 +75,18 @@ def render(traj: Trajectory) -> str:
     return "\n".join(lines)
 
 
+def render_verdicts(traj: Trajectory) -> str:
+    """One line per step and structure predicate: proved, refuted (with the witness) or undecided."""
+    lines = [f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
+             f"loss={traj.loss.name}"]  # fmt: skip
+    for state in traj.states:
+        lines.append(f"\nt = {state.t}")
+        for name, entry in verdict_json(state).items():
+            witness = f" (witness {entry['witness']})" if entry["outcome"] != "proved" and entry["witness"] else ""
+            lines.append(f"  {name}: {entry['outcome']}{witness}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the task, derive the trajectory, print it, and write the oracle JSON if asked."""
     check_json_folder(args.json)
@@ -87,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
         )
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
-        print(render(traj))
+        print(render_verdicts(traj) if args.verdict else render(traj))
     if args.json:
-        path = write_oracle(traj, args.json, per_input=True if args.per_input else None)
+        path = write_oracle(traj, args.json, per_input=True if args.per_input else None, verdict=args.verdict)
         print(f"\nwrote {path}")
     return 0

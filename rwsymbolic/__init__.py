@@ -20,6 +20,7 @@ from rwsymbolic._oracle import (
     load_oracle_schema,
     oracle_dict,
     read_oracle,
+    verdict_json,
     write_oracle,
 )
 from rwsymbolic._signal import (
@@ -36,6 +37,7 @@ from rwsymbolic._signal import (
     write_signal_json,
 )
 from rwsymbolic._structure import (
+    PREDICATES,
     Check,
     explicit_weights,
     has_equal_attention,
@@ -43,6 +45,8 @@ from rwsymbolic._structure import (
     is_lemma_d3_form,
     is_proportional_to_ones,
     is_rank_one,
+    outcome,
+    structure_verdicts,
     w_token_columns_zero,
 )
 
@@ -64,6 +68,9 @@ __all__ = [
     "is_proportional_to_ones",
     "is_rank_one",
     "w_token_columns_zero",
+    "outcome",
+    "structure_verdicts",
+    "PREDICATES",
     # exact oracles and the exact-value JSON encoding (_oracle, _json)
     "exact_json",
     "exact_string",
@@ -75,6 +82,7 @@ __all__ = [
     "oracle_dict",
     "read_oracle",
     "write_oracle",
+    "verdict_json",
     # token-average signal and circle-walk first moments (_signal, _circle_linear)
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",

@@ -45,8 +45,24 @@ def _config(traj: Trajectory, per_input: bool) -> dict:
     return config
 
 
-def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
-    """The oracle as a JSON-ready dict; per-input values when the population is small or on request."""
+def verdict_json(state: StepState) -> dict:
+    """{predicate: {"outcome": proved|refuted|undecided, "detail": str, "witness": str or null}}."""
+    from rwsymbolic._structure import outcome, structure_verdicts  # _structure builds on this module's peers
+
+    out = {}
+    for name, check in structure_verdicts(state).items():
+        witness = None
+        if check.witness is not None:
+            witness = ", ".join(f"{k}: {exact_string(v) if isinstance(v, sp.Basic) else v}" for k, v in check.witness.items())
+        out[name] = {"outcome": outcome(check), "detail": check.detail, "witness": witness}
+    return out
+
+
+def oracle_dict(traj: Trajectory, per_input: bool | None = None, verdict: bool = False) -> dict:
+    """The oracle as a JSON-ready dict; per-input values when the population is small or on request.
+
+    With ``verdict`` every step also carries the structure predicates' outcomes (``verdict_json``).
+    """
     if per_input is None:
         per_input = traj.population_size <= PER_INPUT_LIMIT
     steps = []
@@ -70,6 +86,8 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
                     "S": exact_json(value("S")),
                     "f": exact_json([list(f) for f in value("f")]),  # type: ignore[attr-defined]
                 }
+            if verdict:
+                entry["verdict"] = verdict_json(state)
             steps.append(entry)
     return {
         "format": ORACLE_FORMAT,
@@ -86,10 +104,12 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
     }
 
 
-def write_oracle(traj: Trajectory, path: str | os.PathLike, per_input: bool | None = None) -> Path:
+def write_oracle(
+    traj: Trajectory, path: str | os.PathLike, per_input: bool | None = None, verdict: bool = False
+) -> Path:
     """Write the trajectory's oracle JSON atomically to ``path``; returns the path."""
     path = Path(path)
-    data = oracle_dict(traj, per_input)
+    data = oracle_dict(traj, per_input, verdict)
     text = json.dumps(data, indent=1, allow_nan=False)
     return write_text_atomic(text + "\n", path)
 
@@ -125,6 +145,9 @@ def read_oracle(path: str | os.PathLike) -> dict:
             out: dict[str, object] = {"t": entry["t"]}
             for key, value in entry.items():
                 if key == "t":
+                    continue
+                if key == "verdict":
+                    out[key] = value
                     continue
                 if key == "per_input":
                     out[key] = {k: _parse(v["exact"], names) for k, v in value.items()}

@@ -182,3 +182,39 @@ def w_token_columns_zero(obj: StepState | sp.Matrix, K: int | None = None) -> Ch
         W = sp.Matrix(obj)
     pairs = [((i, j), "0", W[i, j], sp.S.Zero) for i in range(W.rows) for j in range(K)]
     return _equal_pairs(pairs, "W11 = W21 = 0")
+
+
+#: The predicates ``structure_verdicts`` evaluates on every state, by name (Lemmas B.1, C.2, D.3, Theorem 4.1).
+PREDICATES = {
+    "w_token_columns_zero": w_token_columns_zero,
+    "is_circulant": is_circulant,
+    "is_proportional_to_ones": is_proportional_to_ones,
+    "is_rank_one": is_rank_one,
+    "has_equal_attention": has_equal_attention,
+    "is_lemma_d3_form": is_lemma_d3_form,
+}
+
+
+def outcome(check: Check) -> str:
+    """"proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass)."""
+    if check.holds:
+        return "proved"
+    return "refuted" if check.decided else "undecided"
+
+
+def structure_verdicts(state: StepState) -> dict[str, Check]:
+    """Every predicate of ``PREDICATES`` on one state: the exact structure a symmetry argument needs.
+
+    Theorem 4.1 (p = 1, N = rK + 1, any loss) says V(t) stays proportional to 1_{K×K} and the attention
+    on positions 1..N-1 stays equal; these verdicts decide that at each step instead of printing the
+    expressions.
+
+    Examples
+    --------
+    >>> from rwtasks import CircleWalk
+    >>> from rwsymbolic import derive
+    >>> state = derive(CircleWalk(3, 4, 1), steps=2, loss="any", mu=1).states[2]
+    >>> {name: outcome(check) for name, check in structure_verdicts(state).items()}["is_proportional_to_ones"]
+    'proved'
+    """
+    return {name: predicate(state) for name, predicate in PREDICATES.items()}
