@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from rwsymbolic._atoms import expand_atoms, has_atoms
 from rwsymbolic._decide import nearest_float, sign
-from rwsymbolic._expect import GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
+from rwsymbolic._expect import MAX_INPUTS, GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
 
 #: The abstract loss of ``loss="any"``: ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -244,6 +244,8 @@ def derive_estimate(task: CircleWalk | FiniteTask, steps: int, rotate: bool = Tr
     >>> derive_estimate(CircleWalk(5, 6, "3/10"), 4) < 30 < derive_estimate(CircleWalk(5, 6, "3/10"), 6)
     True
     """
+    if isinstance(task, CircleWalk) and rotate and 2 ** (task.N - 1) > MAX_INPUTS:
+        rooted_walks(task)  # refuses with the enumeration limit, which comes before any time estimate
     n = 2 ** (task.N - 1) if isinstance(task, CircleWalk) and rotate else task.population().size
     return _SECONDS_PER_TERM * n * (task.N - 1 + task.K) * _GROWTH_PER_STEP**steps
 
