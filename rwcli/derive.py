@@ -27,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", default="log", choices=("log", "any"),
                         help="log: -log(z+ε); any: ℓ left abstract (ell, its derivative dell)")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)")
+    parser.add_argument("--verdict", action="store_true",
+                        help="print, per step, which structure predicates are proved / refuted (with witness) / "
+                        "undecided instead of the values; with --json they are written too")
+    parser.add_argument("--max-seconds", default="600", dest="max_seconds",
+                        help="refuse up front when the estimated exact work exceeds this many seconds (default 600)")
     parser.add_argument("--per-input", action="store_true", dest="per_input",
                         help="include per-input logits, S, f in the JSON even above 4096 inputs")  # fmt: skip
 
@@ -35,18 +40,23 @@ def _show(value: object) -> str:
     """An exact value if short, else its float (or its size when symbolic)."""
     import sympy as sp
 
-    from rwsymbolic import exact_string
+    from rwsymbolic import exact_string, nearest_double
+    from rwsymbolic._atoms import has_atoms
 
     if isinstance(value, sp.MatrixBase):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     value = sp.sympify(value)
+    if has_atoms(value):  # nested exponentials: the exact text is long, its double is what a reader needs
+        number = nearest_double(value)
+        return f"≈{number:.17g}" if number is not None else "<expression, see --json>"
     text = exact_string(value) if sp.count_ops(value, visual=False) < 60 else ""
     if text and len(text) <= _SHOW_CHARS:
         return text
-    if value.is_number and not value.has(sp.Piecewise):
-        return f"≈{float(sp.N(value, 20)):.17g}"
+    number = nearest_double(value)  # None for symbolic values
+    if number is not None:
+        return f"≈{number:.17g}"
     return "<expression, see --json>"
 
 
@@ -58,16 +68,32 @@ def render(traj: Trajectory) -> str:
              f"population={traj.population_size} inputs"]  # fmt: skip
     for s in traj.states:
         lines.append(f"\nt = {s.t}")
-        V_text = _show(s.V)
+        value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
+        V = value("V")
+        V_text = _show(V)
         if "<expression" not in V_text and "≈" not in V_text:
             lines.append("V =\n" + sp.pretty(s.V, use_unicode=True))
         else:
-            lines.append("V = " + "\n    ".join(_show(list(s.V.row(i))) for i in range(s.V.rows)))
-        lines.append("w_tok = " + _show(list(s.w_tok)))
-        lines.append("c = " + _show(list(s.c)))
-        lines.append("loss = " + _show(s.loss))
-        lines.append("accuracy = " + _show(s.accuracy))
-        lines.append("mean attention = " + _show(s.mean_attention))
+            lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
+        lines.append("w_tok = " + _show(list(value("w_tok"))))
+        lines.append("c = " + _show(list(value("c"))))
+        lines.append("loss = " + _show(value("loss")))
+        lines.append("accuracy = " + _show(value("accuracy")))
+        lines.append("mean attention = " + _show(value("mean_attention")))
+    return "\n".join(lines)
+
+
+def render_verdicts(traj: Trajectory) -> str:
+    """One line per step and structure predicate: proved, refuted (with the witness) or undecided."""
+    from rwsymbolic import verdict_json
+
+    lines = [f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
+             f"loss={traj.loss.name}"]  # fmt: skip
+    for state in traj.states:
+        lines.append(f"\nt = {state.t}")
+        for name, entry in verdict_json(state).items():
+            witness = f" (witness {entry['witness']})" if entry["outcome"] != "proved" and entry["witness"] else ""
+            lines.append(f"  {name}: {entry['outcome']}{witness}")
     return "\n".join(lines)
 
 
@@ -77,12 +103,20 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.json, "--json")
     steps = parse_int(args.steps, "steps", 0)
     task = task_from_args(args)
-    from rwsymbolic import derive, long_integers, write_oracle
+    from rwsymbolic import derive, derive_estimate, long_integers, write_oracle
 
-    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss)
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    estimate = derive_estimate(task, steps)
+    if estimate > limit:
+        raise ValueError(
+            f"--steps {steps} on {task!r} is estimated at ~{estimate:.3g} s of exact work, above --max-seconds "
+            f"{limit}: use fewer steps, smaller K or N, rwnumeric (rw train) for floating-point trajectories, "
+            "or raise --max-seconds"
+        )
+    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
-        print(render(traj))
+        print(render_verdicts(traj) if args.verdict else render(traj))
     if args.json:
-        path = write_oracle(traj, args.json, per_input=True if args.per_input else None)
+        path = write_oracle(traj, args.json, per_input=True if args.per_input else None, verdict=args.verdict)
         print(f"\nwrote {path}")
     return 0

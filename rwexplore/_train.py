@@ -23,12 +23,8 @@ def reference_accuracies(task: CircleWalk | FiniteTask) -> tuple[sp.Expr, sp.Exp
     >>> reference_accuracies(qa_task1()), reference_accuracies(qa_task2())
     ((1, 1/2), (1, 1/2))
     """
-    pop = task.population()
-    joint: dict[tuple[int, ...], list[sp.Expr]] = {}
-    label_law = [sp.Integer(0)] * pop.K
-    for row, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs()):
-        joint.setdefault(tuple(row), [sp.Integer(0)] * pop.K)[y] += q
-        label_law[y] += q
+    joint = task.population().joint_law()
+    label_law = [sp.Add(*column) for column in zip(*joint.values())]
     values = [q for row in joint.values() for q in row] + label_law
     if not all(is_numeric(v) for v in values):
         raise ValueError("reference accuracies need numeric probabilities (substitute the parameters)")

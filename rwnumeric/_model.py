@@ -3,12 +3,15 @@
 ``ReferenceModel`` is the faithful one: the full W ∈ R^{(K+M)×(K+M)} is a parameter, the matrices X̃
 are built explicitly (in chunks of inputs, to bound memory) and torch autograd differentiates.
 ``FastModel`` uses docs/theory.md#reduction: the logits X̂ᵀ W x̂_N depend on W only through w = W x̂_N, and every
-W-gradient is (∂L/∂w) x̂_Nᵀ. It keeps (V, u = w_tok ∈ R^K, q = Pᵀ w_pos ∈ R^N), differentiates
+W-gradient is (∂L/∂w) x̂_Nᵀ. It keeps (V, w_tok ∈ R^K, q = Pᵀ w_pos ∈ R^N), differentiates
 those with autograd and maps the step back exactly:
-    W ← W - η g x̂_Nᵀ  ⇒  w ← w - η ‖x̂_N‖² g,   u ← u - η ‖x̂_N‖² ∂L/∂u,   q ← q - η ‖x̂_N‖² (PᵀP) ∂L/∂q,
+    W ← W - η g x̂_Nᵀ  ⇒  w ← w - η ‖x̂_N‖² g,   w_tok ← w_tok - η ‖x̂_N‖² ∂L/∂w_tok,   q ← q - η ‖x̂_N‖² (PᵀP) ∂L/∂q,
 since ∂L/∂w_pos = P ∂L/∂q. The accumulated rank-one update D = -η Σ_t ∂L/∂w(t) (D_pos = P r) is kept
 so that W(T) = W(0) + D x̂_Nᵀ can be rebuilt. Here x̂_j = x̃_j/‖x̃_j‖ with ``normalize`` (Fig 6, only
 inside the softmax), else x̂_j = x̃_j. Token ids and positions are 0-based in code.
+The stored q relates to the exact engine's coefficients c (w_pos = Σ_j c_j p_j) by q = Pᵀ w_pos = G c
+with G = PᵀP (= μ I for ideal embeddings, so q = μ c); ``scale`` is the per-position factor 1/‖x̃_j‖
+of x̂_j (ones without ``normalize``), so the logit of position j is scale_j (w_tok[s_j] + q_j).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def _head(h: torch.Tensor, A: torch.Tensor | None) -> torch.Tensor:
 
 
 class FastModel:
-    """Reduced parameters (V, u, q[, A]) with the exact rank-one map back to W (see module doc)."""
+    """Reduced parameters (V, w_tok, q[, A]) with the exact rank-one map back to W (see module doc)."""
 
     def __init__(
         self,
@@ -49,37 +52,37 @@ class FastModel:
         sq = torch.diagonal(self.G)  # (N,) ‖p_j‖²
         if normalize:
             # ‖x̃_j‖² = 1 + ‖p_j‖² (one-hot token) for j < N, ‖x̃_N‖² = ‖p_N‖² (zero query token)
-            self.c = torch.cat([1 / torch.sqrt(1 + sq[:-1]), 1 / torch.sqrt(sq[-1:])])
+            self.scale = torch.cat([1 / torch.sqrt(1 + sq[:-1]), 1 / torch.sqrt(sq[-1:])])
             self.nN = 1.0  # ‖x̂_N‖²
             self.xhat_dot_xtilde = float(torch.sqrt(sq[-1]))  # x̂_Nᵀ x̃_N = ‖x̃_N‖
         else:
-            self.c = torch.ones(N, dtype=P.dtype, device=P.device)
+            self.scale = torch.ones(N, dtype=P.dtype, device=P.device)
             self.nN = float(sq[-1])
             self.xhat_dot_xtilde = float(sq[-1])
         self.V = V0.clone().requires_grad_(True)
         self.A = None if A0 is None else A0.clone().requires_grad_(True)
         self.W0 = W0
-        xhat_N = P[:, -1] * (self.c[-1] if normalize else 1.0)  # (M,) position block of x̂_N
+        xhat_N = P[:, -1] * (self.scale[-1] if normalize else 1.0)  # (M,) position block of x̂_N
         self.xhat_N_pos = xhat_N
         if W0 is None:
-            u0 = torch.zeros(K, dtype=P.dtype, device=P.device)
+            w_tok0 = torch.zeros(K, dtype=P.dtype, device=P.device)
             q0 = torch.zeros(N, dtype=P.dtype, device=P.device)
         else:
             w0 = W0[:, K:] @ xhat_N  # (K+M,) = W(0) x̂_N; the token block of x̂_N is 0
-            u0, q0 = w0[:K], P.T @ w0[K:]
-        self.u = u0.clone().requires_grad_(True)
+            w_tok0, q0 = w0[:K], P.T @ w0[K:]
+        self.w_tok = w_tok0.clone().requires_grad_(True)
         self.q = q0.clone().requires_grad_(True)
         self.D_tok = torch.zeros(K, dtype=P.dtype, device=P.device)  # token block of D
         self.r = torch.zeros(N, dtype=P.dtype, device=P.device)  # D_pos = P r
 
     def parameters(self) -> list[torch.Tensor]:
-        return [t for t in (self.V, self.u, self.q, self.A) if t is not None]
+        return [t for t in (self.V, self.w_tok, self.q, self.A) if t is not None]
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """(n, N) attention logits X̂ᵀ W x̂_N for token ids ``tokens`` (n, N-1)."""
         n = tokens.shape[0]
-        a_tok = (self.u[tokens] + self.q[:-1]) * self.c[:-1]  # (n, N-1) logits x̂_jᵀ w, j < N
-        a_last = (self.q[-1] * self.c[-1]).expand(n, 1)  # (n, 1) logit of the query slot
+        a_tok = (self.w_tok[tokens] + self.q[:-1]) * self.scale[:-1]  # (n, N-1) logits x̂_jᵀ w, j < N
+        a_last = (self.q[-1] * self.scale[-1]).expand(n, 1)  # (n, 1) logit of the query slot
         return torch.cat([a_tok, a_last], dim=1)
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -103,32 +106,32 @@ class FastModel:
 
     @torch.no_grad()
     def project_rotation(self) -> None:
-        """Average the gradients over the K rotations of the circle: V's onto circulant matrices, u's onto constants.
+        """Average the gradients over the K rotations of the circle: V's onto circulant matrices, w_tok's onto constants.
 
         With gradients taken on the walks rooted at node 0 (weights ×K) this gives the exact full-population
-        gradients while V is circulant and u constant (rotation symmetry; ``TrainConfig.rotate``).
+        gradients while V is circulant and w_tok constant (rotation symmetry; ``TrainConfig.rotate``).
         """
         K = self.K
         if not hasattr(self, "_diag_index"):
             idx = torch.arange(K, device=self.V.device)
             self._diag_index = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
         d = self._diag_index
-        g, gu = self.V.grad, self.u.grad
+        g, gu = self.V.grad, self.w_tok.grad
         assert g is not None and gu is not None
         means = torch.zeros(K, dtype=g.dtype, device=g.device).scatter_add(0, d.reshape(-1), g.reshape(-1)) / K
         self.V.grad = means[d]
-        self.u.grad = gu.mean().expand(K).clone()
+        self.w_tok.grad = gu.mean().expand(K).clone()
 
     @torch.no_grad()
     def step(self, eta: float) -> None:
         """One GD step on (V, W[, A]) expressed in the reduced parameters."""
-        gV, gu, gq = self.V.grad, self.u.grad, self.q.grad
+        gV, gu, gq = self.V.grad, self.w_tok.grad, self.q.grad
         assert gV is not None and gu is not None and gq is not None
         self.V -= eta * gV
         if self.A is not None:
             assert self.A.grad is not None
             self.A -= eta * self.A.grad
-        self.u -= eta * self.nN * gu
+        self.w_tok -= eta * self.nN * gu
         self.q -= eta * self.nN * (self.G @ gq)
         self.D_tok -= eta * gu
         self.r -= eta * gq

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-_FORMAT, _VERSION = "rwtoolkit-derive-oracle", 1
+from rwsymbolic._oracle import ORACLE_FORMAT as _FORMAT
+from rwsymbolic._oracle import ORACLE_VERSION as _VERSION
 
 
 def load_oracle(path: str | os.PathLike) -> dict:

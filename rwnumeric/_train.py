@@ -91,10 +91,7 @@ def _task_description(task: CircleWalk | FiniteTask) -> dict:
 
 def _conditional_law(task: FiniteTask) -> dict[tuple[int, ...], np.ndarray]:
     """Exact P(y | X) for every input X of a finite task's population, as float64 rows."""
-    pop = task.population()
-    joint: dict[tuple[int, ...], list[sp.Expr]] = {}
-    for row, y, prob in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs()):
-        joint.setdefault(tuple(row), [sp.Integer(0)] * task.K)[y] += prob
+    joint = task.population().joint_law()
     return {key: np.array([float(v / sp.Add(*vals)) for v in vals]) for key, vals in joint.items()}
 
 

@@ -11,15 +11,16 @@ from rwsymbolic._circle_linear import (
     label_token_sum,
     transition_power,
 )
-from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive
+from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
-from rwsymbolic._json import exact_json, exact_string, long_integers
+from rwsymbolic._json import exact_json, exact_string, long_integers, nearest_double
 from rwsymbolic._oracle import (
     ORACLE_SCHEMA_PATH,
     PER_INPUT_LIMIT,
     load_oracle_schema,
     oracle_dict,
     read_oracle,
+    verdict_json,
     write_oracle,
 )
 from rwsymbolic._signal import (
@@ -36,6 +37,7 @@ from rwsymbolic._signal import (
     write_signal_json,
 )
 from rwsymbolic._structure import (
+    PREDICATES,
     Check,
     explicit_weights,
     has_equal_attention,
@@ -43,6 +45,8 @@ from rwsymbolic._structure import (
     is_lemma_d3_form,
     is_proportional_to_ones,
     is_rank_one,
+    outcome,
+    structure_verdicts,
     w_token_columns_zero,
 )
 
@@ -56,6 +60,7 @@ __all__ = [
     "StepState",
     "Trajectory",
     "derive",
+    "derive_estimate",
     "explicit_weights",
     "has_equal_attention",
     "is_circulant",
@@ -63,16 +68,21 @@ __all__ = [
     "is_proportional_to_ones",
     "is_rank_one",
     "w_token_columns_zero",
+    "outcome",
+    "structure_verdicts",
+    "PREDICATES",
     # exact oracles and the exact-value JSON encoding (_oracle, _json)
     "exact_json",
     "exact_string",
     "long_integers",
+    "nearest_double",
     "ORACLE_SCHEMA_PATH",
     "PER_INPUT_LIMIT",
     "load_oracle_schema",
     "oracle_dict",
     "read_oracle",
     "write_oracle",
+    "verdict_json",
     # token-average signal and circle-walk first moments (_signal, _circle_linear)
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",

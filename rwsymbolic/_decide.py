@@ -14,11 +14,16 @@ zero. If neither succeeds the answer is ``None`` ("undecided") and callers must 
 
 from __future__ import annotations
 
+import math
 from functools import reduce
 from math import lcm
 
 import sympy as sp
+from mpmath import iv
+from mpmath.libmp import to_float
 from sympy.core.function import AppliedUndef
+
+from rwsymbolic._atoms import definition, expand_atoms, free_symbols, has_atoms, has_undefined
 
 # Points used to *prove* non-identities of symbolic expressions (any point where the value is far from
 # zero is a valid witness). p in (0, 1), positive rates, and a smooth stand-in for an abstract loss.
@@ -74,32 +79,43 @@ def proved_zero(expr: sp.Expr) -> bool:
     return sp.count_ops(expr) <= _MAX_SIMPLIFY_OPS and sp.simplify(expr) == 0
 
 
+def _witness_values(expr: sp.Expr) -> dict:
+    """Rationals for the user's free symbols of ``expr``: p inside (0, 1), positive values for the others."""
+    others = [s for s in sorted(free_symbols(expr), key=str) if s.name != "p"]
+    subs = {s: _WITNESS_VALUES[1 + i % (len(_WITNESS_VALUES) - 1)] for i, s in enumerate(others)}
+    subs.update({s: _WITNESS_VALUES[0] for s in free_symbols(expr) if s.name == "p"})
+    return subs
+
+
 def _witness_point(expr: sp.Expr) -> sp.Expr:
     """``expr`` with rationals for its free symbols and a concrete smooth function for abstract ones."""
-    others = [s for s in sorted(expr.free_symbols, key=str) if s.name != "p"]
-    subs = {s: _WITNESS_VALUES[1 + i % (len(_WITNESS_VALUES) - 1)] for i, s in enumerate(others)}
-    subs.update({s: _WITNESS_VALUES[0] for s in expr.free_symbols if s.name == "p"})  # p inside (0, 1)
-    expr = expr.xreplace(subs)
+    expr = expand_atoms(expr).xreplace(_witness_values(expr))
     # An abstract loss derivative/loss: any smooth function is a legitimate instance of "any loss".
     funcs = {type(a) for a in expr.atoms(AppliedUndef)}
     for f in funcs:
         x = sp.Dummy("x")
-        expr = expr.replace(f, sp.Lambda(x, x**2 / 7 - x / 3 + sp.Rational(2, 5)))
+        expr = expr.replace(f, sp.Lambda(x, _smooth_stand_in(x)))
     return expr
 
 
-def evaluate_far_from_zero(expr: sp.Expr) -> sp.Float | None:
-    """A high-precision value of ``expr`` at the witness point when it is far from zero, else None."""
-    point = _witness_point(sp.sympify(expr))
+def evaluate_far_from_zero(expr: sp.Expr) -> bool:
+    """True when ``expr`` is proved nonzero at the witness point (a rigorous interval excluding zero).
+
+    SymPy's adaptive ``evalf`` (a value far from zero) is the fallback for nodes intervals do not cover.
+    """
+    expr = sp.sympify(expr)
+    if interval_sign(expr, _witness_values(expr)) is not None:
+        return True
+    if has_atoms(expr) and not expr.has(sp.Piecewise):
+        return False  # covered by the intervals above; SymPy's evalf would re-walk every nested exp
+    point = _witness_point(expr)
     try:
         value = sp.N(point, 40, maxn=400)
     except (ValueError, TypeError, ZeroDivisionError):  # pragma: no cover - singular witness point
-        return None
+        return False
     if not value.is_number or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or not value.is_real:
-        return None
-    if abs(value) > _NONZERO_FLOOR:
-        return value
-    return None
+        return False
+    return bool(abs(value) > _NONZERO_FLOOR)
 
 
 def is_zero(expr: sp.Expr) -> bool | None:
@@ -113,24 +129,176 @@ def is_zero(expr: sp.Expr) -> bool | None:
     if expr == 0:
         return True
     # A value far from zero at some point settles "nonzero" cheaply; only then try an exact proof.
-    if evaluate_far_from_zero(expr) is not None:
+    if evaluate_far_from_zero(expr):
         return False
-    return True if proved_zero(expr) else None
+    return True if _proved_zero_with_atoms(expr) else None
+
+
+def _proved_zero_with_atoms(expr: sp.Expr) -> bool:
+    """``proved_zero`` with named atoms as independent symbols, then (small cases) with them expanded."""
+    if proved_zero(expr):
+        return True
+    return has_atoms(expr) and sp.count_ops(expr) <= _MAX_SIMPLIFY_OPS and proved_zero(expand_atoms(expr))
 
 
 def sign(expr: sp.Expr) -> int | None:
     """Exact sign of a *number* (no free symbols, no abstract function): -1, 0, 1, or None if undecided.
+
+    A rigorous interval that excludes zero decides -1 or 1; 0 needs an algebraic proof.
 
     >>> import sympy as sp
     >>> sign(sp.exp(sp.Rational(2, 5)) / (1 + 5 * sp.exp(sp.Rational(2, 5))) - sp.Rational(1, 6))
     1
     """
     expr = sp.sympify(expr)
-    if expr.free_symbols or expr.atoms(AppliedUndef):
+    if free_symbols(expr) or has_undefined(expr):
         return None
     if expr.is_Rational:
         return int(sp.sign(expr))
-    value = evaluate_far_from_zero(expr)
-    if value is not None:
+    decided = interval_sign(expr)
+    if decided is not None:
+        return decided
+    if evaluate_far_from_zero(expr):  # nodes the intervals do not cover
+        value = sp.N(_witness_point(expr), 40, maxn=400)
         return 1 if value > 0 else -1
-    return 0 if proved_zero(expr) else None
+    return 0 if _proved_zero_with_atoms(expr) else None
+
+
+# Interval evaluation ------------------------------------------------------------------------------
+#: Working precisions (bits) tried in turn by ``enclose``-based decisions before exact algebra.
+_PRECISIONS = (64, 256, 1024, 4096)
+
+
+class _Unsupported(Exception):
+    """An expression node the interval evaluator does not handle (the caller falls back)."""
+
+
+def _smooth_stand_in(x: object) -> object:
+    """The concrete smooth function substituted for an abstract loss (also used by ``_witness_point``)."""
+    return x**2 / 7 - x / 3 + sp.Rational(2, 5) if isinstance(x, sp.Basic) else x * x / 7 - x / 3 + iv.mpf(2) / 5
+
+
+def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> object:
+    """A rigorous interval (mpmath ``iv``, ``prec`` bits) containing the value of ``expr``.
+
+    Subexpressions shared by identity are evaluated once, so nested exponentials that SymPy's own
+    ``evalf`` re-walks at every occurrence cost one visit each. Named atoms (``rwsymbolic._atoms``) are
+    evaluated as the exponentials they stand for. ``point`` maps free symbols to rationals, and an
+    applied undefined function (the abstract loss) is evaluated as the smooth stand-in of
+    ``_witness_point``. Raises ``_Unsupported`` for anything else (e.g. ``Piecewise``).
+
+    >>> import sympy as sp
+    >>> x = enclose(sp.exp(sp.Rational(1, 2)) - sp.Rational(41, 25), 64)
+    >>> bool(x.a > 0), bool(x.b < 0.01)
+    (True, True)
+    """
+    # Without a point the enclosures are kept across calls (signs of many z share subexpressions).
+    memo: dict[int, object] = _SHARED.setdefault(prec, {}) if not point else {}
+    point = point or {}
+    old = iv.prec
+    iv.prec = prec
+    try:
+        return _enclose(sp.sympify(expr), memo, point)
+    finally:
+        iv.prec = old
+
+
+#: prec -> id(node) -> (node, enclosure): point-free enclosures, shared by every call.
+_SHARED: dict[int, dict[int, object]] = {}
+
+
+def _enclose(node: sp.Basic, memo: dict[int, object], point: dict) -> object:
+    key = id(node)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:  # type: ignore[index]
+        return hit[1]  # type: ignore[index]
+    if node.is_Rational:
+        value = iv.mpf(int(node.p)) / int(node.q) if node.q != 1 else iv.mpf(int(node.p))
+    elif node.is_Add:
+        value = iv.mpf(0)
+        for arg in node.args:
+            value = value + _enclose(arg, memo, point)
+    elif node.is_Mul:
+        value = iv.mpf(1)
+        for arg in node.args:
+            value = value * _enclose(arg, memo, point)
+    elif node.is_Pow:
+        base = _enclose(node.base, memo, point)
+        if node.exp.is_Integer:
+            value = base ** int(node.exp)
+        elif node.exp == sp.S.Half and base.a >= 0:
+            value = iv.sqrt(base)
+        elif node.exp == -sp.S.Half and base.a > 0:
+            value = 1 / iv.sqrt(base)
+        else:
+            raise _Unsupported(node)
+    elif isinstance(node, sp.exp):
+        value = iv.exp(_enclose(node.args[0], memo, point))
+    elif isinstance(node, sp.log):
+        arg = _enclose(node.args[0], memo, point)
+        if not arg.a > 0:
+            raise _Unsupported(node)
+        value = iv.log(arg)
+    elif node.is_Symbol:
+        arg = definition(node)
+        if arg is not None:
+            value = iv.exp(_enclose(arg, memo, point))
+        elif node in point:
+            value = _enclose(point[node], memo, point)
+        else:
+            raise _Unsupported(node)
+    elif isinstance(node, AppliedUndef) and len(node.args) == 1:
+        value = _smooth_stand_in(_enclose(node.args[0], memo, point))
+    elif node is sp.pi:
+        value = iv.pi
+    elif node is sp.E:
+        value = iv.e
+    else:
+        raise _Unsupported(node)
+    if not all(math.isfinite(to_float(end)) for end in value._mpi_):
+        raise _Unsupported(node)  # a division by an interval containing zero
+    memo[key] = (node, value)
+    return value
+
+
+def interval_sign(expr: sp.Expr, point: dict | None = None) -> int | None:
+    """-1 or 1 when a rigorous enclosure of ``expr`` (at ``point``) excludes zero, else None.
+
+    Precision rises through ``_PRECISIONS``; None means every enclosure contained zero (or the
+    expression has nodes the evaluator does not handle): the sign is then for exact algebra to decide.
+
+    >>> import sympy as sp
+    >>> interval_sign(sp.exp(sp.Rational(2, 5)) / (1 + 5 * sp.exp(sp.Rational(2, 5))) - sp.Rational(1, 6))
+    1
+    """
+    for prec in _PRECISIONS:
+        try:
+            value = enclose(expr, prec, point)
+        except _Unsupported:
+            return None
+        if value.a > 0:
+            return 1
+        if value.b < 0:
+            return -1
+    return None
+
+
+def nearest_float(expr: sp.Expr) -> float | None:
+    """The double nearest the exact number ``expr`` (from a rigorous enclosure), or None if unsupported.
+
+    The enclosure is refined until its two ends round to the same double, so the result is the
+    double of every point of it.
+
+    >>> import sympy as sp
+    >>> nearest_float(sp.exp(sp.Rational(1, 2))) == float(sp.N(sp.exp(sp.Rational(1, 2)), 30))
+    True
+    """
+    for prec in _PRECISIONS:
+        try:
+            value = enclose(expr, prec)
+        except _Unsupported:
+            return None
+        lo, hi = (to_float(end, rnd="n") for end in value._mpi_)
+        if lo == hi:
+            return lo
+    return None

@@ -11,13 +11,16 @@ So the trajectory depends on P only through μ, and no M-dimensional object is e
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sympy as sp
+from tqdm import tqdm
 
-from rwsymbolic._decide import sign
-from rwsymbolic._expect import GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
+from rwsymbolic._atoms import expand_atoms, has_atoms
+from rwsymbolic._decide import nearest_float, sign
+from rwsymbolic._expect import MAX_INPUTS, GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
 
 #: The abstract loss of ``loss="any"``: ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -31,13 +34,16 @@ def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
 
         def check(z: sp.Expr) -> None:
             # -log(z+ε) is undefined for z <= -ε: refuse instead of producing nan/complex values.
-            s = sign(z + eps) if (z + eps).is_number else None
+            s = sign(z + eps)  # None when z has symbols: the domain is then the user's to keep
             if s is not None and s <= 0:
-                raise ValueError(f"the log-loss -log(z + eps) is undefined at z = {z} (z + eps <= 0)")
+                value = None if has_atoms(z) or sp.count_ops(z) < 40 else nearest_float(z)
+                shown = f"z ≈ {value:.17g}" if value is not None else f"z = {expand_atoms(z)}"
+                raise ValueError(f"the log-loss -log(z + eps) is undefined at {shown} (z + eps <= 0)")
 
         def value(z: sp.Expr) -> sp.Expr:
             check(z)
-            return -sp.log(z + eps)
+            # SymPy's log would study the sign of a large argument again: it is positive (checked above).
+            return -sp.log(z + eps, evaluate=not has_atoms(z))
 
         def derivative(z: sp.Expr) -> sp.Expr:
             check(z)
@@ -59,49 +65,86 @@ class StepState:
     """θ(t) in reduced coordinates plus everything evaluated at θ(t) (computed on first access).
 
     V (K×K), w_tok (K×1, token part of W(t)x̃_N), c (N×1, w_pos = Σ_j c_j p_j). Per-input lists
-    (``logits``, ``S``, ``f``, ``z``) follow the order of ``task.population()``.
+    (``logits``, ``S``, ``f``, ``z``) follow the order of ``task.population()``. Attributes are plain
+    SymPy expressions; ``atom_form(name)`` gives the same value with nested exponentials as named
+    atoms (``rwsymbolic._atoms``), which is what the engine computes with and what prints and
+    evaluates fast on late steps.
     """
 
     def __init__(
         self, t: int, V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, evaluate: Callable[[], GroupPass]
     ) -> None:
-        self.t, self.V, self.w_tok, self.c = t, V, w_tok, c
+        self.t = t
+        self._raw: dict[str, object] = {"V": V, "w_tok": w_tok, "c": c}
+        self._plain: dict[str, object] = {}
         self._evaluate = evaluate
         self._pass: GroupPass | None = None
         self._inputs: Inputs | None = None
 
     @property
     def evaluated(self) -> GroupPass:
-        """The group-level evaluation at θ(t) (computed once)."""
+        """The group-level evaluation at θ(t) (computed once; values in atom form)."""
         if self._pass is None:
             self._pass = self._evaluate()
         return self._pass
+
+    def atom_form(self, name: str) -> object:
+        """The value of attribute ``name`` with nested exponentials kept as named atoms."""
+        if name not in self._raw:
+            ev = self.evaluated
+            if name in ("loss", "accuracy", "mean_attention", "mean_logits", "mean_f"):
+                self._raw[name] = getattr(ev, name)
+            elif name in ("logits", "S", "f", "z"):
+                self._raw[name] = self._per_input(name)
+            else:
+                raise AttributeError(f"StepState has no value {name!r}")
+        return self._raw[name]
+
+    def _value(self, name: str) -> object:
+        if name not in self._plain:
+            self._plain[name] = _expand(self.atom_form(name))
+        return self._plain[name]
+
+    @property
+    def V(self) -> sp.Matrix:
+        """V(t) (K×K)."""
+        return self._value("V")  # type: ignore[return-value]
+
+    @property
+    def w_tok(self) -> sp.Matrix:
+        """Token part of w(t) = W(t) x̃_N (K×1)."""
+        return self._value("w_tok")  # type: ignore[return-value]
+
+    @property
+    def c(self) -> sp.Matrix:
+        """Positional coefficients of w(t): w_pos = Σ_j c_j p_j (N×1)."""
+        return self._value("c")  # type: ignore[return-value]
 
     # population means -------------------------------------------------------------------------
     @property
     def loss(self) -> sp.Expr:
         """L(θ(t)) = E[ℓ(e_yᵀ f)]."""
-        return self.evaluated.loss
+        return self._value("loss")  # type: ignore[return-value]
 
     @property
     def accuracy(self) -> sp.Expr:
         """P(smallest argmax of f = y): a Rational when every comparison is decided, else a Piecewise sum."""
-        return self.evaluated.accuracy
+        return self._value("accuracy")  # type: ignore[return-value]
 
     @property
     def mean_attention(self) -> list[sp.Expr]:
         """E[S_j], j = 1..N."""
-        return self.evaluated.mean_attention
+        return self._value("mean_attention")  # type: ignore[return-value]
 
     @property
     def mean_logits(self) -> list[sp.Expr]:
         """E[x̃_jᵀ W x̃_N], j = 1..N."""
-        return self.evaluated.mean_logits
+        return self._value("mean_logits")  # type: ignore[return-value]
 
     @property
     def mean_f(self) -> list[sp.Expr]:
         """E[f(X)] (K entries)."""
-        return self.evaluated.mean_f
+        return self._value("mean_f")  # type: ignore[return-value]
 
     # per input ---------------------------------------------------------------------------------
     def _per_input(self, which: str) -> list:
@@ -126,25 +169,34 @@ class StepState:
     @property
     def logits(self) -> list[list[sp.Expr]]:
         """Per input: x̃_jᵀ W x̃_N = x_jᵀ w_tok + μ c_j, j = 1..N."""
-        return self._per_input("logits")
+        return self._value("logits")  # type: ignore[return-value]
 
     @property
     def S(self) -> list[list[sp.Expr]]:
         """Per input: the attention S(X̃ᵀ W x̃_N) over the N positions."""
-        return self._per_input("S")
+        return self._value("S")  # type: ignore[return-value]
 
     @property
     def f(self) -> list[sp.Matrix]:
         """Per input: f(X) = V X S (K×1)."""
-        return self._per_input("f")
+        return self._value("f")  # type: ignore[return-value]
 
     @property
     def z(self) -> list[sp.Expr]:
         """Per input: z = e_yᵀ f(X)."""
-        return self._per_input("z")
+        return self._value("z")  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"StepState(t={self.t}, V={self.V.tolist()}, w_tok={list(self.w_tok)}, c={list(self.c)})"
+
+
+def _expand(value: object) -> object:
+    """``value`` (expression, matrix or nested list) with every named atom expanded."""
+    if isinstance(value, sp.MatrixBase):
+        return value.applyfunc(expand_atoms) if any(has_atoms(v) for v in value) else value
+    if isinstance(value, list):
+        return [_expand(v) for v in value]
+    return expand_atoms(value)
 
 
 @dataclass
@@ -178,6 +230,28 @@ def _positive(value: sp.Expr, name: str) -> sp.Expr:
     return value
 
 
+#: Seconds per (input x (N-1+K) position-token term) of one step at t = 0, and the growth per step:
+#: measured with ``benchmarks/derive_cli.py`` (K=5, N=6: about 1 s at T = 3, 3 s at T = 4 on two cores),
+#: rounded up so that the estimate errs on the slow side.
+_SECONDS_PER_TERM, _GROWTH_PER_STEP = 1e-4, 4.0
+
+
+def derive_estimate(task: CircleWalk | FiniteTask, steps: int, rotate: bool = True) -> float:
+    """A rough upper estimate of ``derive``'s seconds for ``steps`` steps (the cost grows ~4x per step).
+
+    Exact expressions nest one exponential deeper per step, so the work is roughly the number of inputs
+    the engine sums over, times the N-1+K terms of each, times a factor 4 per step.
+
+    >>> from rwtasks import CircleWalk
+    >>> derive_estimate(CircleWalk(5, 6, "3/10"), 4) < 30 < derive_estimate(CircleWalk(5, 6, "3/10"), 6)
+    True
+    """
+    if isinstance(task, CircleWalk) and rotate and 2 ** (task.N - 1) > MAX_INPUTS:
+        rooted_walks(task)  # refuses with the enumeration limit, which comes before any time estimate
+    n = 2 ** (task.N - 1) if isinstance(task, CircleWalk) and rotate else task.population().size
+    return _SECONDS_PER_TERM * n * (task.N - 1 + task.K) * _GROWTH_PER_STEP**steps
+
+
 def derive(
     task: CircleWalk | FiniteTask,
     steps: int,
@@ -186,12 +260,14 @@ def derive(
     mu: object = "mu",
     loss: str | Callable[[sp.Expr], sp.Expr] = "log",
     rotate: bool = True,
+    progress: bool = False,
 ) -> Trajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtasks.exact``: numbers, "7/10", or symbol names.
     ``loss`` is "log" (ℓ = -log(z+ε)), "any" (ℓ, ℓ' the undefined functions ``ell``, ``dell``) or a
     callable z -> SymPy expression. For circle walks ``rotate`` uses the rotation symmetry (exact).
+    ``progress`` shows a bar over the steps when stderr is a terminal.
 
     Examples
     --------
@@ -223,6 +299,7 @@ def derive(
         return lambda: group_pass(inputs, V, list(w_tok), list(c), mu, lossfn, gradients)
 
     V, w_tok, c = sp.zeros(K, K), sp.zeros(K, 1), sp.zeros(N, 1)
+    bar = tqdm(total=steps, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
     for t in range(steps + 1):
         state = StepState(t, V, w_tok, c, evaluator(V, w_tok, c, gradients=t < steps))
         state._inputs = inputs
@@ -234,4 +311,6 @@ def derive(
         V = V - eta * ev.grad_V
         w_tok = sp.Matrix([w_tok[k] - eta * mu * ev.grad_tok[k] for k in range(K)])
         c = sp.Matrix([c[j] - eta * mu * ev.grad_c[j] for j in range(N)])
+        bar.update(1)
+    bar.close()
     return traj

@@ -23,6 +23,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.functions.elementary.piecewise import ExprCondPair
 
+from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._decide import sign
 from rwtasks import CircleWalk, Population
 
@@ -216,7 +217,7 @@ def group_pass(
             counts[pair] = counts.get(pair, 0) + 1
         logits = {pr: w_tok[pr[1]] + mu * class_rep[pr[0]] for pr in counts}
         # S_j = exp(l_j - l_N) / (1 + Σ_k exp(l_k - l_N)): exact, and exactly 1/N when logits agree.
-        e = {pr: sp.exp(lg - logit_query) for pr, lg in logits.items()}
+        e = {pr: exp_atom(lg - logit_query) for pr, lg in logits.items()}
         denom = 1 + exact_sum([cnt * e[pr] for pr, cnt in counts.items()])
         S = {pr: e[pr] / denom for pr in counts}
         sq = 1 / denom
@@ -298,7 +299,7 @@ def argmax_set(f: list[sp.Expr]) -> list[int] | None:
     """Indices of the maximal entries of f, decided exactly; None if some comparison is undecided."""
     if all(v == f[0] for v in f):
         return list(range(len(f)))  # identical expressions: an exact tie, whatever the symbols are
-    if any(v.free_symbols or v.atoms(AppliedUndef) for v in f):
+    if any(free_symbols(v) or has_undefined(v) for v in f):
         return None  # comparisons of expressions in symbols are not numbers: no exact ranking
     best = [0]
     for k in range(1, len(f)):

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
-from sympy.printing.str import StrPrinter
 
-# order="none" prints terms as stored: the default ordering costs minutes on large expressions.
-_PRINTER = StrPrinter({"order": "none"})
+from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_undefined
+from rwsymbolic._decide import nearest_float
 
 
 @contextlib.contextmanager
@@ -32,15 +31,22 @@ def long_integers() -> Iterator[None]:
 
 
 def exact_string(expr: object) -> str:
-    """``expr`` as a string that ``sympy.sympify`` parses back to the same value."""
-    return _PRINTER.doprint(sp.sympify(expr))
+    """``expr`` as a string that ``sympy.sympify`` parses back to the same value (named atoms as exp)."""
+    return AtomPrinter().doprint(sp.sympify(expr))
 
 
-def _float(expr: sp.Expr) -> float | None:
+def nearest_double(expr: object) -> float | None:
+    """The double nearest an exact number; None when it has symbols, an abstract loss or a Piecewise.
+
+    >>> nearest_double(sp.Rational(1, 3)), nearest_double(sp.Symbol('p'))
+    (0.3333333333333333, None)
+    """
     expr = sp.sympify(expr)
-    if expr.free_symbols or expr.atoms(AppliedUndef) or expr.has(sp.Piecewise):
+    if free_symbols(expr) or has_undefined(expr):
         return None
-    value = float(sp.N(expr, 30))
+    value = nearest_float(expr)
+    if value is None:  # nodes the rigorous intervals do not cover: SymPy's adaptive evalf
+        value = float(sp.N(expand_atoms(expr), 30))
     if not math.isfinite(value):
         raise ValueError(f"value {expr} is not finite; refusing to write NaN/inf")
     return value
@@ -58,4 +64,4 @@ def exact_json(obj: object) -> dict:
         parts = [exact_json(o) for o in obj]
         floats = [p["float"] for p in parts]
         return {"exact": [p["exact"] for p in parts], "float": None if None in floats else floats}
-    return {"exact": exact_string(obj), "float": _float(obj)}
+    return {"exact": exact_string(obj), "float": nearest_double(obj)}

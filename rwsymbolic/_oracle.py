@@ -45,30 +45,49 @@ def _config(traj: Trajectory, per_input: bool) -> dict:
     return config
 
 
-def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
-    """The oracle as a JSON-ready dict; per-input values when the population is small or on request."""
+def verdict_json(state: StepState) -> dict:
+    """{predicate: {"outcome": proved|refuted|undecided, "detail": str, "witness": str or null}}."""
+    from rwsymbolic._structure import outcome, structure_verdicts  # _structure builds on this module's peers
+
+    out = {}
+    for name, check in structure_verdicts(state).items():
+        witness = None
+        if check.witness is not None:
+            witness = ", ".join(f"{k}: {exact_string(v) if isinstance(v, sp.Basic) else v}" for k, v in check.witness.items())
+        out[name] = {"outcome": outcome(check), "detail": check.detail, "witness": witness}
+    return out
+
+
+def oracle_dict(traj: Trajectory, per_input: bool | None = None, verdict: bool = False) -> dict:
+    """The oracle as a JSON-ready dict; per-input values when the population is small or on request.
+
+    With ``verdict`` every step also carries the structure predicates' outcomes (``verdict_json``).
+    """
     if per_input is None:
         per_input = traj.population_size <= PER_INPUT_LIMIT
     steps = []
     with long_integers():
         for state in traj.states:
+            value = state.atom_form  # exact values with named atoms: printed as exp(...), evaluated fast
             entry = {
                 "t": state.t,
-                "V": exact_json(state.V),
-                "w_tok": exact_json(list(state.w_tok)),
-                "c": exact_json(list(state.c)),
-                "loss": exact_json(state.loss),
-                "accuracy": exact_json(state.accuracy),
-                "mean_attention": exact_json(state.mean_attention),
-                "mean_logits": exact_json(state.mean_logits),
-                "mean_f": exact_json(state.mean_f),
+                "V": exact_json(value("V")),
+                "w_tok": exact_json(list(value("w_tok"))),  # type: ignore[call-overload]
+                "c": exact_json(list(value("c"))),  # type: ignore[call-overload]
+                "loss": exact_json(value("loss")),
+                "accuracy": exact_json(value("accuracy")),
+                "mean_attention": exact_json(value("mean_attention")),
+                "mean_logits": exact_json(value("mean_logits")),
+                "mean_f": exact_json(value("mean_f")),
             }
             if per_input:
                 entry["per_input"] = {
-                    "logits": exact_json(state.logits),
-                    "S": exact_json(state.S),
-                    "f": exact_json([list(f) for f in state.f]),
+                    "logits": exact_json(value("logits")),
+                    "S": exact_json(value("S")),
+                    "f": exact_json([list(f) for f in value("f")]),  # type: ignore[attr-defined]
                 }
+            if verdict:
+                entry["verdict"] = verdict_json(state)
             steps.append(entry)
     return {
         "format": ORACLE_FORMAT,
@@ -85,10 +104,12 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None) -> dict:
     }
 
 
-def write_oracle(traj: Trajectory, path: str | os.PathLike, per_input: bool | None = None) -> Path:
+def write_oracle(
+    traj: Trajectory, path: str | os.PathLike, per_input: bool | None = None, verdict: bool = False
+) -> Path:
     """Write the trajectory's oracle JSON atomically to ``path``; returns the path."""
     path = Path(path)
-    data = oracle_dict(traj, per_input)
+    data = oracle_dict(traj, per_input, verdict)
     text = json.dumps(data, indent=1, allow_nan=False)
     return write_text_atomic(text + "\n", path)
 
@@ -124,6 +145,9 @@ def read_oracle(path: str | os.PathLike) -> dict:
             out: dict[str, object] = {"t": entry["t"]}
             for key, value in entry.items():
                 if key == "t":
+                    continue
+                if key == "verdict":
+                    out[key] = value
                     continue
                 if key == "per_input":
                     out[key] = {k: _parse(v["exact"], names) for k, v in value.items()}

@@ -12,8 +12,13 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from rwsymbolic._atoms import expand_atoms
 from rwsymbolic._decide import is_zero
 from rwsymbolic._derive import StepState
+from rwsymbolic._json import exact_string
+
+#: Witness differences up to this many operations are shown as plain SymPy expressions.
+_MAX_EXPANDED_OPS = 400
 
 
 @dataclass(frozen=True)
@@ -41,18 +46,23 @@ def _equal_pairs(pairs: Sequence[tuple[object, object, sp.Expr, sp.Expr]], what:
         diff = a - b
         verdict = is_zero(diff)
         if verdict is False:
-            return Check(False, {"entries": (la, lb), "difference": diff}, f"{what}: {la} != {lb}")
+            return Check(False, {"entries": (la, lb), "difference": _shown(diff)}, f"{what}: {la} != {lb}")
         if verdict is None and undecided is None:
             undecided = (la, lb, diff)
     if undecided is not None:
         la, lb, diff = undecided
-        return Check(False, {"entries": (la, lb), "difference": diff},
+        return Check(False, {"entries": (la, lb), "difference": _shown(diff)},
                      f"{what}: could not decide whether {la} == {lb}", decided=False)  # fmt: skip
     return Check(True, None, f"{what}: holds exactly")
 
 
+def _shown(diff: sp.Expr) -> sp.Expr:
+    """A witness difference as a plain expression; a large one with named atoms stays in atom form."""
+    return expand_atoms(diff) if sp.count_ops(diff) <= _MAX_EXPANDED_OPS else diff
+
+
 def _matrix(obj: sp.Matrix | StepState) -> sp.Matrix:
-    return obj.V if isinstance(obj, StepState) else sp.Matrix(obj)
+    return obj.atom_form("V") if isinstance(obj, StepState) else sp.Matrix(obj)  # type: ignore[return-value]
 
 
 def is_circulant(V: sp.Matrix | StepState) -> Check:
@@ -119,7 +129,8 @@ def is_lemma_d3_form(state: StepState, mu: sp.Expr | None = None) -> Check:
     W22 = (α3 Σ_{i<N} p_i - α4 p_N) p_Nᵀ read: V ∝ 1_{K×K}, w_tok ∝ 1_K (α2 = w_tok/μ), and
     c_1 = … = c_{N-1} (α3 = c_1/μ, α4 = -c_N/μ). ``detail`` reports α1..α4 (μ as given, else "mu").
     """
-    V, w, c = state.V, list(state.w_tok), list(state.c)
+    V, w, c = (state.atom_form(name) for name in ("V", "w_tok", "c"))
+    w, c = list(w), list(c)  # type: ignore[call-overload]
     for check in (
         is_proportional_to_ones(V),
         _equal_pairs([(("w_tok", k), ("w_tok", 0), w[k], w[0]) for k in range(1, len(w))], "W12 = a2 1 p_N^T"),
@@ -129,7 +140,7 @@ def is_lemma_d3_form(state: StepState, mu: sp.Expr | None = None) -> Check:
             return check
     m = sp.Symbol("mu", real=True) if mu is None else mu
     alphas = (V[0, 0], w[0] / m, c[0] / m, -c[-1] / m)
-    return Check(True, None, "Lemma D.3 form holds: (a1, a2, a3, a4) = " + str(tuple(alphas)))
+    return Check(True, None, "Lemma D.3 form holds: (a1, a2, a3, a4) = " + exact_string(tuple(alphas)))
 
 
 def explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
@@ -147,12 +158,19 @@ def explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
     ...
     ValueError: P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = Matrix([[1, 0], [0, 4]])
     """
-    K, N = state.V.rows, state.c.rows
+    W = _explicit_weights(state, P)
+    return W.applyfunc(expand_atoms)
+
+
+def _explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
+    """``explicit_weights`` with named atoms kept (fast to compare on late steps)."""
+    V, w_tok, c = (state.atom_form(name) for name in ("V", "w_tok", "c"))
+    K, N = V.rows, c.rows  # type: ignore[attr-defined]
     gram = P.T * P
     mu = gram[0, 0]
     if gram != mu * sp.eye(N):
         raise ValueError(f"P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = {gram}")
-    w = sp.Matrix.vstack(state.w_tok, P * state.c)
+    w = sp.Matrix.vstack(w_tok, P * c)
     x_query = sp.Matrix.vstack(sp.zeros(K, 1), P[:, N - 1])
     return w * x_query.T / mu
 
@@ -165,13 +183,49 @@ def w_token_columns_zero(obj: StepState | sp.Matrix, K: int | None = None) -> Ch
     P = √μ·I_N and checks its first K columns entry by entry; for an explicit matrix W give K.
     """
     if isinstance(obj, StepState):
-        N = obj.c.rows
+        N = obj.atom_form("c").rows  # type: ignore[attr-defined]
         mu = sp.Symbol("mu", positive=True)
-        W = explicit_weights(obj, sp.sqrt(mu) * sp.eye(N))
-        K = obj.V.rows
+        W = _explicit_weights(obj, sp.sqrt(mu) * sp.eye(N))
+        K = obj.atom_form("V").rows  # type: ignore[attr-defined]
     else:
         if K is None:
             raise ValueError("give K (the vocabulary size) to check an explicit W")
         W = sp.Matrix(obj)
     pairs = [((i, j), "0", W[i, j], sp.S.Zero) for i in range(W.rows) for j in range(K)]
     return _equal_pairs(pairs, "W11 = W21 = 0")
+
+
+#: The predicates ``structure_verdicts`` evaluates on every state, by name (Lemmas B.1, C.2, D.3, Theorem 4.1).
+PREDICATES = {
+    "w_token_columns_zero": w_token_columns_zero,
+    "is_circulant": is_circulant,
+    "is_proportional_to_ones": is_proportional_to_ones,
+    "is_rank_one": is_rank_one,
+    "has_equal_attention": has_equal_attention,
+    "is_lemma_d3_form": is_lemma_d3_form,
+}
+
+
+def outcome(check: Check) -> str:
+    """"proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass)."""
+    if check.holds:
+        return "proved"
+    return "refuted" if check.decided else "undecided"
+
+
+def structure_verdicts(state: StepState) -> dict[str, Check]:
+    """Every predicate of ``PREDICATES`` on one state: the exact structure a symmetry argument needs.
+
+    Theorem 4.1 (p = 1, N = rK + 1, any loss) says V(t) stays proportional to 1_{K×K} and the attention
+    on positions 1..N-1 stays equal; these verdicts decide that at each step instead of printing the
+    expressions.
+
+    Examples
+    --------
+    >>> from rwtasks import CircleWalk
+    >>> from rwsymbolic import derive
+    >>> state = derive(CircleWalk(3, 4, 1), steps=2, loss="any", mu=1).states[2]
+    >>> {name: outcome(check) for name, check in structure_verdicts(state).items()}["is_proportional_to_ones"]
+    'proved'
+    """
+    return {name: predicate(state) for name, predicate in PREDICATES.items()}

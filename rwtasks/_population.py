@@ -39,6 +39,21 @@ class Population:
         """The probability of each input as an exact SymPy expression."""
         return [self.prob_values[i] for i in self.prob_index]
 
+    def joint_law(self) -> dict[tuple[int, ...], list[sp.Expr]]:
+        """Exact P(X, y) per distinct input X (token tuple): K entries, one per label y.
+
+        The conditional law of y given X is each row divided by its sum; the label law is the column sums.
+
+        >>> from rwtasks import qa_task1
+        >>> law = qa_task1().population().joint_law()
+        >>> sum(sum(row) for row in law.values())
+        1
+        """
+        joint: dict[tuple[int, ...], list[sp.Expr]] = {}
+        for row, y, prob in zip(self.tokens.tolist(), self.labels.tolist(), self.exact_probs()):
+            joint.setdefault(tuple(row), [sp.Integer(0)] * self.K)[y] += prob
+        return joint
+
     def float_probs(self) -> np.ndarray:
         """The probability of each input as float64; requires every probability to be numeric."""
         symbolic = [v for v in self.prob_values if not is_numeric(v)]

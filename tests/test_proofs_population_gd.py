@@ -10,7 +10,7 @@ from proofs._theorem31 import run_gd
 
 def _state(t: int, net) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(V, u = w_tok, q = μc) of the fast path at step t."""
-    return tuple(x.detach().numpy().copy() for x in (net.V, net.u, net.q))
+    return tuple(x.detach().numpy().copy() for x in (net.V, net.w_tok, net.q))
 
 
 def test_rotation_reduced_run_matches_exact_symbolic_trajectory() -> None:
