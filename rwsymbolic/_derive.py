@@ -20,7 +20,15 @@ from tqdm import tqdm
 
 from rwsymbolic._atoms import expand_atoms, has_atoms
 from rwsymbolic._decide import nearest_float, sign
-from rwsymbolic._expect import MAX_INPUTS, GroupPass, Inputs, Loss, group_pass, population_inputs, rooted_walks
+from rwsymbolic._expect import (
+    MAX_INPUTS,
+    GroupPass,
+    Inputs,
+    Loss,
+    group_pass,
+    population_inputs,
+    rooted_walks,
+)
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
 
 #: The abstract loss of ``loss="any"``: ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.

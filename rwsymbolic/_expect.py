@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
-from sympy.core.function import AppliedUndef
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 
 import sympy as sp
-from sympy.core.function import AppliedUndef
 
 from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_undefined
 from rwsymbolic._decide import nearest_float
