@@ -13,7 +13,7 @@ from rwcheck._config import CheckConfig
 from rwcheck._protocol import LABELS, QUANTITIES, Factory, Readouts, finite_or_text, run
 from rwcheck.strategies import symbolic_loss
 from rwnumeric import DEFAULT_TIE_RTOL
-from rwsymbolic import Trajectory, derive
+from rwsymbolic import Trajectory, decimal_value, derive
 
 #: Digits of the exact values when they are turned into floats (far beyond float64's 16).
 DIGITS = 40
@@ -116,7 +116,10 @@ class _Floats:
     def __call__(self, expr: object) -> sp.Float:
         expr = sp.sympify(expr)
         if expr not in self.memo:
-            self.memo[expr] = sp.N(expr, DIGITS)
+            value = decimal_value(expr, DIGITS)
+            if value is None:
+                raise ValueError(f"the exact value {expr} is not a number (symbols or an abstract loss)")
+            self.memo[expr] = value
         return self.memo[expr]
 
     def array(self, rows: Iterable[Iterable[object]]) -> np.ndarray:
@@ -125,16 +128,16 @@ class _Floats:
 
 def expected_values(traj: Trajectory, config: CheckConfig, t: int, floats: _Floats) -> dict[str, np.ndarray]:
     """The exact read-outs at step t as float64 arrays, in the kit's layout (W_xN = [w_tok; P c])."""
-    state = traj.states[t]
-    w_tok = np.array([float(floats(v)) for v in state.w_tok])
-    c = np.array([float(floats(v)) for v in state.c])
+    value = traj.states[t].atom_form  # named exponentials: evaluated once each, fast on late steps
+    w_tok = np.array([float(floats(v)) for v in value("w_tok")])
+    c = np.array([float(floats(v)) for v in value("c")])
     return {
-        "V": floats.array(state.V.tolist()),
+        "V": floats.array(value("V").tolist()),
         "W_xN": np.concatenate([w_tok, config.P @ c]),
-        "S": floats.array(state.S),
-        "f": floats.array([list(fi) for fi in state.f]),
-        "loss": np.array(float(floats(state.loss))),
-        "accuracy": np.array(float(state.accuracy)),
+        "S": floats.array(value("S")),
+        "f": floats.array([list(fi) for fi in value("f")]),
+        "loss": np.array(float(floats(value("loss")))),
+        "accuracy": np.array(float(floats(value("accuracy")))),
     }
 
 
@@ -179,7 +182,7 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
                 continue
             got = values[t]
             if q == "accuracy":
-                if _near_tie(traj.states[t].f, floats, DEFAULT_TIE_RTOL[config.dtype]):
+                if _near_tie(traj.states[t].atom_form("f"), floats, DEFAULT_TIE_RTOL[config.dtype]):
                     notes.append(f"accuracy at t={t} not compared: an exact near-tie in f")
                     continue
                 error, index = abs(float(got) - float(expected[q])), ()

@@ -14,7 +14,7 @@ from rwcheck._testcase import PLUGIN_OPTIONS
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rwcheck", "conformance checks of one-layer transformer implementations")
     group.addoption(
-        "--rwcheck-steps", type=int, default=None, help="GD steps T checked (t = 0..T; default 2, at most 3)"
+        "--rwcheck-steps", type=int, default=None, help="GD steps T checked (t = 0..T; default 2, at most 4)"
     )
     group.addoption(
         "--rwcheck-examples", type=int, default=None, help="hypothesis examples per property (default 10)"

@@ -10,7 +10,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw check``; numbers are read as strings so that bad values give one-line errors."""
     parser.add_argument("target", metavar="MODULE:FACTORY",
                         help="the factory config -> implementation, as module:name or path/to/file.py:name")  # fmt: skip
-    parser.add_argument("--steps", default="2", help="GD steps T checked, t = 0..T (0..3, default 2)")
+    parser.add_argument("--steps", default="2", help="GD steps T checked, t = 0..T (0..4, default 2)")
     parser.add_argument(
         "--examples", default="10", help="hypothesis examples per property (>= 1, default 10)"
     )

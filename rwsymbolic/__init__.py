@@ -13,7 +13,7 @@ from rwsymbolic._circle_linear import (
 )
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
-from rwsymbolic._json import exact_json, exact_string, long_integers, nearest_double
+from rwsymbolic._json import decimal_value, exact_json, exact_string, long_integers, nearest_double
 from rwsymbolic._oracle import (
     ORACLE_SCHEMA_PATH,
     PER_INPUT_LIMIT,
@@ -76,6 +76,7 @@ __all__ = [
     "exact_string",
     "long_integers",
     "nearest_double",
+    "decimal_value",
     "ORACLE_SCHEMA_PATH",
     "PER_INPUT_LIMIT",
     "load_oracle_schema",

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 
 import sympy as sp
 
-from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_undefined
-from rwsymbolic._decide import nearest_float
+import mpmath
+
+from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_atoms, has_undefined
+from rwsymbolic._decide import _Unsupported, enclose, nearest_float
 
 
 @contextlib.contextmanager
@@ -49,6 +51,35 @@ def nearest_double(expr: object) -> float | None:
     if not math.isfinite(value):
         raise ValueError(f"value {expr} is not finite; refusing to write NaN/inf")
     return value
+
+
+def decimal_value(expr: object, digits: int = 30) -> sp.Float | None:
+    """``expr`` as a SymPy Float with ``digits`` correct significant digits; None when it has symbols or an
+    abstract loss.
+
+    Values with named exponentials (late steps of ``derive``) are evaluated through a rigorous interval
+    enclosure that visits each shared subexpression once, refined until its width is below
+    10^-digits of its size, instead of SymPy's ``evalf``, which re-walks the nested exponentials.
+
+    >>> decimal_value(sp.exp(sp.Rational(1, 3)) / 7, 20)
+    0.19937320358372707552
+    """
+    expr = sp.sympify(expr)
+    if free_symbols(expr) or has_undefined(expr):
+        return None
+    if has_atoms(expr):
+        bits = int(digits * 3.33) + 16
+        for prec in (bits, 2 * bits, 4 * bits):
+            try:
+                box = enclose(expr, prec)
+            except _Unsupported:  # a node the intervals do not cover (e.g. Piecewise): SymPy's evalf below
+                break
+            with mpmath.workprec(prec):  # the ends converted at the enclosure's precision, not mpmath's 53 bits
+                lo, hi = (mpmath.mpf(end) for end in box._mpi_)
+                if hi - lo <= abs(lo + hi) / 2 * mpmath.mpf(10) ** (-digits - 1):
+                    return sp.Float((lo + hi) / 2, digits)
+        expr = expand_atoms(expr)
+    return sp.N(expr, digits)
 
 
 def exact_json(obj: object) -> dict:

@@ -117,3 +117,20 @@ def test_readme_example_passes(tmp_path) -> None:
     assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, (
         report.render()
     )
+
+
+def test_plain_implementation_matches_the_exact_trajectory_at_step_4() -> None:
+    # The largest case the exact engine must reach in seconds: K=5, N=6, p=3/10, t = 0..4. A trajectory
+    # this long goes through the named-exponential (atom) form of the exact values.
+    from rwcheck import CheckConfig, assert_matches_exact
+    from rwtasks import CircleWalk
+
+    factory = load_factory(f"{EXAMPLES}/plain_torch.py:model")
+    cfg = CheckConfig.build(CircleWalk(5, 6, "3/10"), mu=1, eta=1, eps="1/10")
+    readouts = assert_matches_exact(factory, cfg, 4)
+    assert len(readouts.values["V"]) == 5
+
+
+def test_a_bug_is_still_caught_at_step_4() -> None:
+    report = check(load_factory(f"{EXAMPLES}/bugs.py:eta_twice_on_W"), CheckOptions(steps=4, examples=3))
+    assert [q for q, _ in _trajectory_failures(report)] == [FIRST_WRONG["eta_twice_on_W"]], report.render()

@@ -184,7 +184,7 @@ def test_scaled_error_treats_nan_as_the_worst_and_equal_infinities_as_equal() ->
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"steps": 4}, r"^steps=4 is out of range"), ({"examples": 0}, r"^examples=0 is out of range"),
+    [({"steps": 5}, r"^steps=5 is out of range"), ({"examples": 0}, r"^examples=0 is out of range"),
      ({"dtype": "float16"}, r"^dtype='float16' is not one of"), ({"task": "qa"}, r"^task='qa' is not one of")],
     ids=["steps", "examples", "dtype", "task"],
 )  # fmt: skip

@@ -96,3 +96,21 @@ def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
     data = json.loads(out.read_text())
     jsonschema.validate(data, load_oracle_schema())
     assert data["config"]["p"] == "7/10" and len(data["steps"]) == 3
+
+
+def test_decimal_value_of_atom_form_values_equals_sympy_evalf_of_the_expanded_value() -> None:
+    # Independent evaluation: SymPy's evalf on the plain (expanded) expression, at step 3 where the
+    # exact values hold nested exponentials.
+    import sympy as sp
+
+    from rwsymbolic import decimal_value, derive
+    from rwsymbolic._atoms import expand_atoms, has_atoms
+    from rwtasks import CircleWalk
+
+    state = derive(CircleWalk(3, 4, "3/10"), 3, eta=1, eps="1/10", mu=1).states[3]
+    values = list(state.atom_form("V")) + list(state.atom_form("c"))
+    assert any(has_atoms(v) for v in values)
+    for v in values:
+        got, want = decimal_value(v, 25), sp.N(expand_atoms(v), 40)
+        assert abs(got - want) <= sp.Float("1e-24", 40) * max(1, abs(want)), (got, want)
+    assert decimal_value(sp.Symbol("p")) is None
