@@ -370,7 +370,17 @@ def _train_call(
     return lambda: train(task, ModelConfig(**model), TrainConfig(**cfg), progress=False)
 
 
-def _derive_call(steps: int = 1, loss: str = "log", **numbers: object) -> Callable[[], object]:
+class _DeriveNumbers(TypedDict, total=False):
+    """The exact numbers of ``derive`` (read by ``rwtasks.exact``: numbers, "7/10" or symbol names)."""
+
+    eta: object
+    eps: object
+    mu: object
+
+
+def _derive_call(
+    steps: int = 1, loss: str = "log", **numbers: Unpack[_DeriveNumbers]
+) -> Callable[[], object]:
     """``derive`` on a circle walk with ``steps``, ``loss`` or the exact numbers (eta, eps, mu) given; loss and
     rotate default to derive's own ("log", True), spelled out so that every argument is typed."""
     from rwsymbolic import derive  # imported late: only the invalid-input property needs it

@@ -51,7 +51,7 @@ def exp_atom(arg: sp.Expr) -> sp.Expr:
 
 def definition(atom: sp.Basic) -> sp.Expr | None:
     """The exponent a of a named atom exp(a), or None for any other object."""
-    return _DEFINITION.get(atom)  # type: ignore[call-overload]
+    return _DEFINITION.get(atom)
 
 
 #: id(node) -> (node, symbols that are not atoms, atoms, contains exp or an atom, contains an

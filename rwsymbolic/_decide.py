@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from functools import reduce
 from math import lcm
+from typing import TYPE_CHECKING
 
 import sympy as sp
 from mpmath import iv
@@ -24,6 +25,9 @@ from mpmath.libmp import to_float
 from sympy.core.function import AppliedUndef
 
 from rwsymbolic._atoms import definition, expand_atoms, free_symbols, has_atoms, has_undefined
+
+if TYPE_CHECKING:
+    from mpmath.ctx_iv import ivmpf  # the interval type of ``iv``: every enclosure is one
 
 # Points used to *prove* non-identities of symbolic expressions (any point where the value is far from
 # zero is a valid witness). p in (0, 1), positive rates, and a smooth stand-in for an abstract loss.
@@ -173,12 +177,12 @@ class _Unsupported(Exception):
     """An expression node the interval evaluator does not handle (the caller falls back)."""
 
 
-def _smooth_stand_in(x: object) -> object:
+def _smooth_stand_in(x: sp.Expr | ivmpf) -> sp.Expr | ivmpf:
     """The concrete smooth function substituted for an abstract loss (also used by ``_witness_point``)."""
     return x**2 / 7 - x / 3 + sp.Rational(2, 5) if isinstance(x, sp.Basic) else x * x / 7 - x / 3 + iv.mpf(2) / 5
 
 
-def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> object:
+def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> ivmpf:
     """A rigorous interval (mpmath ``iv``, ``prec`` bits) containing the value of ``expr``.
 
     Subexpressions shared by identity are evaluated once, so nested exponentials that SymPy's own
@@ -193,7 +197,7 @@ def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> object:
     (True, True)
     """
     # Without a point the enclosures are kept across calls (signs of many z share subexpressions).
-    memo: dict[int, object] = _SHARED.setdefault(prec, {}) if not point else {}
+    memo: dict[int, tuple[sp.Basic, ivmpf]] = _SHARED.setdefault(prec, {}) if not point else {}
     point = point or {}
     old = iv.prec
     iv.prec = prec
@@ -204,14 +208,14 @@ def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> object:
 
 
 #: prec -> id(node) -> (node, enclosure): point-free enclosures, shared by every call.
-_SHARED: dict[int, dict[int, object]] = {}
+_SHARED: dict[int, dict[int, tuple[sp.Basic, ivmpf]]] = {}
 
 
-def _enclose(node: sp.Basic, memo: dict[int, object], point: dict) -> object:
+def _enclose(node: sp.Basic, memo: dict[int, tuple[sp.Basic, ivmpf]], point: dict) -> ivmpf:
     key = id(node)
     hit = memo.get(key)
-    if hit is not None and hit[0] is node:  # type: ignore[index]
-        return hit[1]  # type: ignore[index]
+    if hit is not None and hit[0] is node:
+        return hit[1]
     if node.is_Rational:
         value = iv.mpf(int(node.p)) / int(node.q) if node.q != 1 else iv.mpf(int(node.p))
     elif node.is_Add:

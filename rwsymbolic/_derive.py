@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import sympy as sp
 from tqdm import tqdm
@@ -96,6 +97,18 @@ class StepState:
             self._pass = self._evaluate()
         return self._pass
 
+    @overload
+    def atom_form(self, name: Literal["V", "w_tok", "c"]) -> sp.Matrix: ...
+    @overload
+    def atom_form(self, name: Literal["loss", "accuracy"]) -> sp.Expr: ...
+    @overload
+    def atom_form(self, name: Literal["mean_attention", "mean_logits", "mean_f", "z"]) -> list[sp.Expr]: ...
+    @overload
+    def atom_form(self, name: Literal["logits", "S"]) -> list[list[sp.Expr]]: ...
+    @overload
+    def atom_form(self, name: Literal["f"]) -> list[sp.Matrix]: ...
+    @overload
+    def atom_form(self, name: str) -> object: ...
     def atom_form(self, name: str) -> object:
         """The value of attribute ``name`` with nested exponentials kept as named atoms."""
         if name not in self._raw:
@@ -108,6 +121,17 @@ class StepState:
                 raise AttributeError(f"StepState has no value {name!r}")
         return self._raw[name]
 
+    # The same value types as ``atom_form``, with every named atom expanded.
+    @overload
+    def _value(self, name: Literal["V", "w_tok", "c"]) -> sp.Matrix: ...
+    @overload
+    def _value(self, name: Literal["loss", "accuracy"]) -> sp.Expr: ...
+    @overload
+    def _value(self, name: Literal["mean_attention", "mean_logits", "mean_f", "z"]) -> list[sp.Expr]: ...
+    @overload
+    def _value(self, name: Literal["logits", "S"]) -> list[list[sp.Expr]]: ...
+    @overload
+    def _value(self, name: Literal["f"]) -> list[sp.Matrix]: ...
     def _value(self, name: str) -> object:
         if name not in self._plain:
             self._plain[name] = _expand(self.atom_form(name))
@@ -116,43 +140,43 @@ class StepState:
     @property
     def V(self) -> sp.Matrix:
         """V(t) (K×K)."""
-        return self._value("V")  # type: ignore[return-value]
+        return self._value("V")
 
     @property
     def w_tok(self) -> sp.Matrix:
         """Token part of w(t) = W(t) x̃_N (K×1)."""
-        return self._value("w_tok")  # type: ignore[return-value]
+        return self._value("w_tok")
 
     @property
     def c(self) -> sp.Matrix:
         """Positional coefficients of w(t): w_pos = Σ_j c_j p_j (N×1)."""
-        return self._value("c")  # type: ignore[return-value]
+        return self._value("c")
 
     # population means -------------------------------------------------------------------------
     @property
     def loss(self) -> sp.Expr:
         """L(θ(t)) = E[ℓ(e_yᵀ f)]."""
-        return self._value("loss")  # type: ignore[return-value]
+        return self._value("loss")
 
     @property
     def accuracy(self) -> sp.Expr:
         """P(smallest argmax of f = y): a Rational when every comparison is decided, else a Piecewise sum."""
-        return self._value("accuracy")  # type: ignore[return-value]
+        return self._value("accuracy")
 
     @property
     def mean_attention(self) -> list[sp.Expr]:
         """E[S_j], j = 1..N."""
-        return self._value("mean_attention")  # type: ignore[return-value]
+        return self._value("mean_attention")
 
     @property
     def mean_logits(self) -> list[sp.Expr]:
         """E[x̃_jᵀ W x̃_N], j = 1..N."""
-        return self._value("mean_logits")  # type: ignore[return-value]
+        return self._value("mean_logits")
 
     @property
     def mean_f(self) -> list[sp.Expr]:
         """E[f(X)] (K entries)."""
-        return self._value("mean_f")  # type: ignore[return-value]
+        return self._value("mean_f")
 
     # per input ---------------------------------------------------------------------------------
     def _per_input(self, which: str) -> list:
@@ -177,22 +201,22 @@ class StepState:
     @property
     def logits(self) -> list[list[sp.Expr]]:
         """Per input: x̃_jᵀ W x̃_N = x_jᵀ w_tok + μ c_j, j = 1..N."""
-        return self._value("logits")  # type: ignore[return-value]
+        return self._value("logits")
 
     @property
     def S(self) -> list[list[sp.Expr]]:
         """Per input: the attention S(X̃ᵀ W x̃_N) over the N positions."""
-        return self._value("S")  # type: ignore[return-value]
+        return self._value("S")
 
     @property
     def f(self) -> list[sp.Matrix]:
         """Per input: f(X) = V X S (K×1)."""
-        return self._value("f")  # type: ignore[return-value]
+        return self._value("f")
 
     @property
     def z(self) -> list[sp.Expr]:
         """Per input: z = e_yᵀ f(X)."""
-        return self._value("z")  # type: ignore[return-value]
+        return self._value("z")
 
     def __repr__(self) -> str:
         return f"StepState(t={self.t}, V={self.V.tolist()}, w_tok={list(self.w_tok)}, c={list(self.c)})"

@@ -72,8 +72,8 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None, verdict: bool =
             entry = {
                 "t": state.t,
                 "V": exact_json(value("V")),
-                "w_tok": exact_json(list(value("w_tok"))),  # type: ignore[call-overload]
-                "c": exact_json(list(value("c"))),  # type: ignore[call-overload]
+                "w_tok": exact_json(list(value("w_tok"))),
+                "c": exact_json(list(value("c"))),
                 "loss": exact_json(value("loss")),
                 "accuracy": exact_json(value("accuracy")),
                 "mean_attention": exact_json(value("mean_attention")),
@@ -84,7 +84,7 @@ def oracle_dict(traj: Trajectory, per_input: bool | None = None, verdict: bool =
                 entry["per_input"] = {
                     "logits": exact_json(value("logits")),
                     "S": exact_json(value("S")),
-                    "f": exact_json([list(f) for f in value("f")]),  # type: ignore[attr-defined]
+                    "f": exact_json([list(f) for f in value("f")]),
                 }
             if verdict:
                 entry["verdict"] = verdict_json(state)

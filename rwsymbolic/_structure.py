@@ -7,7 +7,7 @@ If neither can be shown, the result is ``Check(holds=False, decided=False, ...)`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import sympy as sp
@@ -29,7 +29,7 @@ class Check:
     """
 
     holds: bool
-    witness: object | None
+    witness: dict[str, object] | None
     detail: str
     decided: bool = True
 
@@ -62,7 +62,7 @@ def _shown(diff: sp.Expr) -> sp.Expr:
 
 
 def _matrix(obj: sp.Matrix | StepState) -> sp.Matrix:
-    return obj.atom_form("V") if isinstance(obj, StepState) else sp.Matrix(obj)  # type: ignore[return-value]
+    return obj.atom_form("V") if isinstance(obj, StepState) else sp.Matrix(obj)
 
 
 def is_circulant(V: sp.Matrix | StepState) -> Check:
@@ -129,8 +129,7 @@ def is_lemma_d3_form(state: StepState, mu: sp.Expr | None = None) -> Check:
     W22 = (α3 Σ_{i<N} p_i - α4 p_N) p_Nᵀ read: V ∝ 1_{K×K}, w_tok ∝ 1_K (α2 = w_tok/μ), and
     c_1 = … = c_{N-1} (α3 = c_1/μ, α4 = -c_N/μ). ``detail`` reports α1..α4 (μ as given, else "mu").
     """
-    V, w, c = (state.atom_form(name) for name in ("V", "w_tok", "c"))
-    w, c = list(w), list(c)  # type: ignore[call-overload]
+    V, w, c = state.atom_form("V"), list(state.atom_form("w_tok")), list(state.atom_form("c"))
     for check in (
         is_proportional_to_ones(V),
         _equal_pairs([(("w_tok", k), ("w_tok", 0), w[k], w[0]) for k in range(1, len(w))], "W12 = a2 1 p_N^T"),
@@ -164,8 +163,8 @@ def explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
 
 def _explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
     """``explicit_weights`` with named atoms kept (fast to compare on late steps)."""
-    V, w_tok, c = (state.atom_form(name) for name in ("V", "w_tok", "c"))
-    K, N = V.rows, c.rows  # type: ignore[attr-defined]
+    V, w_tok, c = state.atom_form("V"), state.atom_form("w_tok"), state.atom_form("c")
+    K, N = V.rows, c.rows
     gram = P.T * P
     mu = gram[0, 0]
     if gram != mu * sp.eye(N):
@@ -183,10 +182,10 @@ def w_token_columns_zero(obj: StepState | sp.Matrix, K: int | None = None) -> Ch
     P = √μ·I_N and checks its first K columns entry by entry; for an explicit matrix W give K.
     """
     if isinstance(obj, StepState):
-        N = obj.atom_form("c").rows  # type: ignore[attr-defined]
+        N = obj.atom_form("c").rows
         mu = sp.Symbol("mu", positive=True)
         W = _explicit_weights(obj, sp.sqrt(mu) * sp.eye(N))
-        K = obj.atom_form("V").rows  # type: ignore[attr-defined]
+        K = obj.atom_form("V").rows
     else:
         if K is None:
             raise ValueError("give K (the vocabulary size) to check an explicit W")
@@ -196,7 +195,7 @@ def w_token_columns_zero(obj: StepState | sp.Matrix, K: int | None = None) -> Ch
 
 
 #: The predicates ``structure_verdicts`` evaluates on every state, by name (Lemmas B.1, C.2, D.3, Theorem 4.1).
-PREDICATES = {
+PREDICATES: dict[str, Callable[[StepState], Check]] = {
     "w_token_columns_zero": w_token_columns_zero,
     "is_circulant": is_circulant,
     "is_proportional_to_ones": is_proportional_to_ones,
