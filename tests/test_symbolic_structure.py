@@ -83,10 +83,19 @@ def test_abstract_loss_comparisons_are_refuted_with_a_concrete_loss_and_have_no_
 
 
 def test_undecidable_comparisons_say_so():
-    # exp(-100) ≈ 3.7e-44 is neither proved zero by algebra nor far from zero (below the 1e-25 floor):
-    # the comparison 1 + exp(-100) == 1 is undecided, which is reported as not holding and not decided.
+    # Li_3(1/2) = 7/8 ζ(3) - π² log 2 / 12 + log³ 2 / 6 (Euler's identity) makes this difference exactly 0,
+    # but neither algebra nor the rigorous intervals (which do not cover polylog and zeta) can show it:
+    # the comparison is undecided, which is reported as not holding and not decided.
+    zero = sp.polylog(3, sp.Rational(1, 2)) - sp.Rational(7, 8) * sp.zeta(3) + sp.pi**2 * sp.log(2) / 12 - sp.log(2) ** 3 / 6
+    check = is_proportional_to_ones(sp.Matrix([[1, 1 + zero], [1, 1]]))
+    assert not check and not check.decided
+    assert "could not decide" in check.detail and check.witness["difference"] == zero
+    assert sign(zero) is None
+
+
+def test_a_tiny_positive_difference_is_decided_by_intervals():
+    # exp(-100) ≈ 3.7e-44: the rigorous enclosure excludes 0, so 1 + exp(-100) == 1 is refused, decided.
     tiny = sp.exp(-100)
     check = is_proportional_to_ones(sp.Matrix([[1, 1 + tiny], [1, 1]]))
-    assert not check and not check.decided
-    assert "could not decide" in check.detail and check.witness["difference"] == tiny
-    assert sign(tiny) is None
+    assert not check and check.decided
+    assert sign(tiny) == 1
