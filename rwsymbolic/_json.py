@@ -12,9 +12,8 @@ import math
 import sys
 from collections.abc import Iterator
 
-import sympy as sp
-
 import mpmath
+import sympy as sp
 
 from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_atoms, has_undefined
 from rwsymbolic._decide import _Unsupported, enclose, nearest_float
