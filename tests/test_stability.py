@@ -13,6 +13,7 @@ import pytest
 import sympy as sp
 
 from rwstability import exact_jacobians, linearise, measure_escape, predict_escape, schema, verdict
+from rwsymbolic._atoms import expand_atoms
 from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import group_pass, population_inputs
 from rwtasks import CircleWalk
@@ -22,7 +23,11 @@ ETA, MU, EPS = sp.Integer(1), sp.Integer(1), sp.Rational(1, 10)
 
 
 def exact_gd_map(task: CircleWalk, theta: list[sp.Expr]) -> sp.Matrix:
-    """One step of rwsymbolic's exact population GD from an arbitrary θ (no rotation symmetry assumed)."""
+    """One step of rwsymbolic's exact population GD from an arbitrary θ (no rotation symmetry assumed).
+
+    The engine names each exponential it creates (``rwsymbolic._atoms``); the map is returned with those
+    names expanded back into exp(·), so that SymPy differentiates through them.
+    """
     K, N = task.K, task.N
     V = sp.Matrix(K, K, theta[: K * K])
     w, c = theta[K * K : K * K + K], theta[K * K + K :]
@@ -30,7 +35,7 @@ def exact_gd_map(task: CircleWalk, theta: list[sp.Expr]) -> sp.Matrix:
     V1 = V - ETA * ev.grad_V
     w1 = [w[k] - ETA * MU * ev.grad_tok[k] for k in range(K)]
     c1 = [c[j] - ETA * MU * ev.grad_c[j] for j in range(N)]
-    return sp.Matrix(list(V1) + w1 + c1)
+    return sp.Matrix(list(V1) + w1 + c1).applyfunc(expand_atoms)
 
 
 def direction(dim: int) -> sp.Matrix:
