@@ -235,7 +235,8 @@ def _failure(error: BaseException) -> tuple[dict, str]:
     if isinstance(error, Mismatch):
         d = error.divergence
         return {**d.to_json(), "text": d.describe()}, d.quantity
-    assert isinstance(error, ImplementationCrash)
+    if not isinstance(error, ImplementationCrash):
+        raise TypeError(f"a property failed with {type(error).__name__}, neither a Mismatch nor an ImplementationCrash")
     return {"step": None, "quantity": None, "index": [], "expected": None, "got": None, "error": None, "rtol": None,
             "config": error.config.to_json(), "config_text": error.config.describe(), "text": str(error)}, ""  # fmt: skip
 

@@ -351,8 +351,10 @@ class InvalidCase:
             self.call()
         except ValueError as err:
             message = str(err)
-            assert re.search(self.pattern, message), f"{self.what}: message {message!r} does not match {self.pattern!r}"
-            assert "\n" not in message.strip(), f"{self.what}: the message is not one line: {message!r}"
+            if not re.search(self.pattern, message):  # raised, not asserted: python -O keeps the check
+                raise AssertionError(f"{self.what}: message {message!r} does not match {self.pattern!r}") from err
+            if "\n" in message.strip():
+                raise AssertionError(f"{self.what}: the message is not one line: {message!r}") from err
             return message
         raise AssertionError(f"{self.what}: no ValueError was raised")
 

@@ -54,14 +54,17 @@ def validator() -> jsonschema.Draft202012Validator:
             "--dtype",
             "float32",
         ],
+        ["--record-params", "--record-steps", "0,1,3"],
+        ["--record-params", "--init", "gaussian", "--relu-width", "2"],
     ],
-    ids=["snapshots", "relu-population-reference", "record-steps-float32"],
+    ids=["snapshots", "relu-population-reference", "record-steps-float32", "record-params", "record-params-relu"],
 )
 def test_rw_train_output_validates_against_the_metrics_schema(tmp_path, validator, extra):
     assert main(["train", *SMALL, *extra, "--out", str(tmp_path / "run")]) == 0
     data = json.loads((tmp_path / "run" / "metrics.json").read_text())
     validator.validate(data)
     assert data["config"]["history_keys"] == list(HISTORY_KEYS)  # the schema's const is the code's key list
+    assert ("params" in data) == ("--record-params" in extra)
 
 
 def test_finite_task_and_user_embedding_runs_validate(validator):

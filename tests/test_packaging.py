@@ -12,9 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGES = CONFIG["tool"]["setuptools"]["packages"]
 #: Imported under another name than the distribution's, or pulled in by a declared dependency.
-IMPORT_TO_DIST = {"mpmath": "sympy"}  # mpmath is a dependency of sympy, imported for its precision control
-#: Declared although no package in this list imports it yet: the public testing package does.
-IMPORTED_ELSEWHERE = {"hypothesis"}
+IMPORT_TO_DIST = {
+    "mpmath": "sympy",  # a dependency of sympy, imported for its precision control
+    "flint": "python-flint",
+}
+#: Declared although no package in this list imports it: none today (the public testing package imports
+#: hypothesis itself, so it is checked like the rest).
+IMPORTED_ELSEWHERE: set[str] = set()
+#: Modules that only a host program loads, which brings the import with it: the pytest plugin runs
+#: inside pytest, so pytest is not a runtime dependency of the toolkit.
+HOSTED = {Path("rwcheck/pytest_plugin.py"): {"pytest"}}
 
 
 def _name(requirement: str) -> str:
@@ -25,11 +32,13 @@ def _third_party_imports() -> set[str]:
     found = set()
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
+            names: set[str] = set()
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):
-                    found |= {a.name.split(".")[0] for a in node.names}
+                    names |= {a.name.split(".")[0] for a in node.names}
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    found.add(node.module.split(".")[0])
+                    names.add(node.module.split(".")[0])
+            found |= names - HOSTED.get(path.relative_to(ROOT), set())
     return {m for m in found if m not in sys.stdlib_module_names and m not in PACKAGES and m != "__future__"}
 
 
