@@ -23,8 +23,8 @@ from rwsymbolic._decide import nearest_float, sign
 from rwsymbolic._expect import (
     MAX_INPUTS,
     GroupPass,
-    Inputs,
     Loss,
+    SummedPopulation,
     group_pass,
     population_inputs,
     rooted_walks,
@@ -97,7 +97,7 @@ class StepState:
         self._plain: dict[str, object] = {}
         self._evaluate = evaluate
         self._pass: GroupPass | None = None
-        self._inputs: Inputs | None = None
+        self._inputs: SummedPopulation | None = None
 
     @property
     def evaluated(self) -> GroupPass:
@@ -226,7 +226,7 @@ class Trajectory:
     eps: sp.Expr
     mu: sp.Expr
     loss: Loss
-    inputs: Inputs
+    inputs: SummedPopulation
     states: list[StepState] = field(default_factory=list)
 
     @property
