@@ -9,10 +9,10 @@ import numpy as np
 import torch
 
 from rwnumeric import exp_loss, log_loss, positional_embeddings, squared_loss
-from rwtasks import CircleWalk, FiniteTask
+from rwtasks import CircleWalk, FiniteTask, check_loss
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-#: The built-in losses ℓ(z, ε) on torch tensors (rwnumeric's; ε is used by the log-loss only).
+#: The built-in losses ℓ(z, ε) on torch tensors: rwnumeric's implementation of each name of ``rwtasks.LOSSES``.
 LOSSES = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 
@@ -54,8 +54,7 @@ class CheckConfig:
         for name, value in (("mu", mu), ("eta", eta), ("eps", eps)):
             if value <= 0:
                 raise ValueError(f"{name}={value} must be > 0")
-        if loss not in LOSSES:
-            raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSSES)}")
+        check_loss(loss, callables=False)
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype!r} is not one of {', '.join(DTYPES)}")
         M = task.N + 1 if M is None else M

@@ -37,13 +37,14 @@ from hypothesis import strategies as st
 
 from rwcheck._config import CheckConfig
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwtasks import LOSSES as BUILTIN_LOSSES
 from rwtasks import CircleWalk, FiniteTask
 
 #: Default ranges for circle walks and embedding widths.
 K_MIN, K_MAX = 3, 7
 N_MIN, N_MAX = 2, 9
 M_MAX = 64
-LOSSES = ("log", "squared", "exp")
+LOSSES = tuple(BUILTIN_LOSSES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,22 +246,11 @@ def losses() -> st.SearchStrategy[str]:
     return st.sampled_from(LOSSES)
 
 
-def _squared(z: sp.Expr) -> sp.Expr:
-    return (1 - z) ** 2
-
-
-def _exponential(z: sp.Expr) -> sp.Expr:
-    return sp.exp(-z)
-
-
 def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
-    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name`` (written from its formula)."""
-    by_name: dict[str, str | Callable[[sp.Expr], sp.Expr]] = {
-        "log": "log",
-        "squared": _squared,
-        "exp": _exponential,
-    }
-    return by_name[name]
+    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name``: the same name (one table, ``rwtasks.LOSSES``)."""
+    if name not in BUILTIN_LOSSES:
+        raise ValueError(f"loss={name!r} is not one of {', '.join(BUILTIN_LOSSES)}")
+    return name
 
 
 @dataclass(frozen=True)
@@ -462,8 +452,8 @@ def _invalid_case(draw, which: str) -> InvalidCase:
         steps = draw(st.integers(-9, -1))
         return InvalidCase(f"derive(steps={steps})", _derive_call(steps=steps), rf"^steps={steps} is out of range: steps must be >= 0")
     if which == "derive_loss":
-        name = draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda s: s not in ("log", "any")))
-        return InvalidCase(f"derive(loss={name!r})", _derive_call(loss=name), rf"^loss='{name}' must be 'log', 'any' or a callable")
+        name = draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda s: s not in (*BUILTIN_LOSSES, "any")))
+        return InvalidCase(f"derive(loss={name!r})", _derive_call(loss=name), rf"^loss='{name}' is not one of log, squared, exp, any \(or a callable\)")
     spec = draw(finite_tasks(K=(2, 4), N=(2, 4), inputs=(2, 4), zero_probabilities=False))
     seqs, labels, probs = [list(s) for s in spec.sequences], list(spec.labels), list(spec.probs)
     if which == "finite_sum":

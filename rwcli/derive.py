@@ -24,8 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pos-norm", default="mu", dest="pos_norm",
                         help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu)")  # fmt: skip
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
-    parser.add_argument("--loss", default="log", choices=("log", "any"),
-                        help="log: -log(z+ε); any: ℓ left abstract (ell, its derivative dell)")  # fmt: skip
+    parser.add_argument("--loss", default="log", choices=("log", "squared", "exp", "any"),  # rwtasks.LOSSES + "any"
+                        help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its "
+                        "derivative dell)")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)")
     parser.add_argument("--verdict", action="store_true",
                         help="print, per step, which structure predicates are proved / refuted (with witness) / "

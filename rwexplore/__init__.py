@@ -6,7 +6,7 @@
 (True, 'stuck')
 """
 
-from rwexplore._explore import GENERIC_VALUES, VERDICTS, Check, ExploreResult, Point, explore
+from rwexplore._explore import GENERIC_VALUES, VERDICTS, ExploreResult, Point, PointCheck, explore
 from rwexplore._report import EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION, explore_json, write_report
 from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
 from rwexplore._stuck import Manifold, OneStep, manifold_check, mean_label, one_step_check
@@ -17,11 +17,11 @@ __all__ = [
     "EXPLORE_FORMAT_VERSION",
     "GENERIC_VALUES",
     "VERDICTS",
-    "Check",
     "ExploreResult",
     "Manifold",
     "OneStep",
     "Point",
+    "PointCheck",
     "SignalSummary",
     "TrainRun",
     "explore",

@@ -44,8 +44,8 @@ VERDICTS = ("informative", "stuck", "escapes", "undecided")
 
 
 @dataclass
-class Check:
-    """The exact GD checks (and optional training) for one numeric task."""
+class PointCheck:
+    """The exact GD checks (and optional training) at one point of the explored grid (one numeric task)."""
 
     values: dict[str, sp.Expr]  # the symbol values substituted ({} when the point had no symbol)
     task: CircleWalk | FiniteTask
@@ -120,7 +120,7 @@ class Point:
     params: dict[str, Any]
     task: CircleWalk | FiniteTask
     signal: SignalSummary
-    checks: list[Check] = field(default_factory=list)
+    checks: list[PointCheck] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # vanishing points not checked, and why
 
 
@@ -169,7 +169,7 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
         if task_symbols(task):  # every parameter was substituted above; a leftover symbol is a bug
             raise RuntimeError(f"task still has free parameters {sorted(map(str, task_symbols(task)))}")
         bayes, constant = reference_accuracies(task)
-        check = Check(
+        check = PointCheck(
             values=values,
             task=task,
             signal_is_zero=signal_summary(task).is_zero,

@@ -13,7 +13,7 @@ from typing import Any
 
 import sympy as sp
 
-from rwexplore._explore import STUCK_CONTRADICTION_NOTE, Check, ExploreResult, Point
+from rwexplore._explore import STUCK_CONTRADICTION_NOTE, ExploreResult, Point, PointCheck
 from rwio import save_figure_atomic, write_text_atomic
 from rwsymbolic import exact_json
 from rwtasks import CircleWalk, FiniteTask, is_numeric
@@ -40,7 +40,7 @@ def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
     return info
 
 
-def _check_json(check: Check) -> dict[str, Any]:
+def _check_json(check: PointCheck) -> dict[str, Any]:
     out: dict[str, Any] = {
         "values": {k: sp.sstr(v) for k, v in check.values.items()},
         "task": _task_info(check.task),
@@ -81,7 +81,7 @@ def _check_json(check: Check) -> dict[str, Any]:
     return out
 
 
-def _contradiction_json(check: Check) -> dict[str, Any] | None:
+def _contradiction_json(check: PointCheck) -> dict[str, Any] | None:
     """None, or the runs that learn although the verdict is "stuck", the tolerance used and why it can happen."""
     runs = check.contradicting_runs
     if not runs:
@@ -228,7 +228,7 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
     return "\n".join(lines)
 
 
-def _plot(check: Check, title: str, path: Path) -> Any:
+def _plot(check: PointCheck, title: str, path: Path) -> Any:
     """Accuracy curves of the check's runs with the Bayes and constant-prediction levels; returns the Figure."""
     from matplotlib.figure import Figure
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rwtasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, is_numeric
+from rwtasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss, is_numeric
 
-LOSS_NAMES = ("log", "squared", "exp")
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
@@ -180,10 +179,7 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     if not callable(cfg.eta):
         _positive(cfg.eta, "eta")
     _positive(cfg.eps, "eps")
-    if isinstance(cfg.loss, str) and cfg.loss not in LOSS_NAMES:
-        raise ValueError(f"loss={cfg.loss!r} is not one of {', '.join(LOSS_NAMES)} or a callable")
-    if not isinstance(cfg.loss, str) and not callable(cfg.loss):
-        raise ValueError(f"loss={cfg.loss!r} must be one of {', '.join(LOSS_NAMES)} or a callable")
+    check_loss(cfg.loss)
     if cfg.init not in INIT_NAMES:
         raise ValueError(f"init={cfg.init!r} is not one of {', '.join(INIT_NAMES)}")
     if cfg.init == "gaussian":

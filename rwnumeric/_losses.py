@@ -1,10 +1,15 @@
-"""Per-sample losses ℓ(z) of z = e_yᵀ f (docs/theory.md#model), with a domain check that never lets NaN through."""
+"""Per-sample losses ℓ(z) of z = e_yᵀ f (docs/theory.md#model), with a domain check that never lets NaN through.
+
+The names and formulas are ``rwtasks.LOSSES`` (shared with ``rwsymbolic``); this module implements them on tensors.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
+
+from rwtasks import check_loss
 
 
 def log_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
@@ -22,6 +27,7 @@ def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.exp(-z)
 
 
+#: One torch implementation per name of ``rwtasks.LOSSES``.
 _BUILTIN = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 
@@ -29,6 +35,7 @@ class Loss:
     """ℓ applied per sample, checked: the log-loss domain z+ε > 0 first, then finiteness of ℓ(z)."""
 
     def __init__(self, loss: str | Callable, eps: float) -> None:
+        check_loss(loss)
         self.name = loss if isinstance(loss, str) else getattr(loss, "__name__", "callable")
         self.is_log = loss == "log"
         self.eps = float(eps)

@@ -88,16 +88,30 @@ def v_direction_error(V: np.ndarray, Pi: np.ndarray) -> float | None:
     return float(np.linalg.norm(V / nv - Pi.T / np.linalg.norm(Pi)))
 
 
+def circulant_projection(V: torch.Tensor) -> torch.Tensor:
+    """C(V): the orthogonal projection onto circulant matrices, each entry the mean of its wrapped diagonal i-j ≡ d mod K.
+
+    It is also the average of R^r V R^-r over the K rotations R of the circle. (The exact engine's
+    counterpart, the rotation sum K·C(G), is ``rwsymbolic._expect._symmetrise_matrix``.)
+
+    >>> circulant_projection(torch.tensor([[1.0, 2.0], [4.0, 3.0]], dtype=torch.float64))
+    tensor([[2., 3.],
+            [3., 2.]], dtype=torch.float64)
+    """
+    K = V.shape[0]
+    idx = torch.arange(K, device=V.device)
+    d = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
+    means = torch.zeros(K, dtype=V.dtype, device=V.device).scatter_add(0, d.reshape(-1), V.reshape(-1)) / K
+    return means[d]
+
+
 def circulant_residual(V: np.ndarray) -> float:
-    """‖V - C(V)‖_F / ‖V‖_F, C = projection onto circulant matrices (mean along i-j ≡ d mod K); 0 if V = 0.
+    """‖V - C(V)‖_F / ‖V‖_F, C = ``circulant_projection``; 0 if V = 0.
 
     >>> circulant_residual(np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0]]))
     0.0
     """
-    K = V.shape[0]
-    d = (np.arange(K)[:, None] - np.arange(K)[None, :]) % K  # (K, K) wrapped diagonal index
-    means = np.bincount(d.ravel(), weights=V.ravel(), minlength=K) / K
-    return _relative(V - means[d], V)
+    return _relative(V - circulant_projection(torch.from_numpy(np.ascontiguousarray(V))).numpy(), V)
 
 
 def ones_residual(V: np.ndarray) -> float:

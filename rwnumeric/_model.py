@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from rwnumeric._losses import Loss
+from rwnumeric._metrics import circulant_projection
 
 #: Bytes of X̃ the reference path materialises at once (n_chunk · (K+M) · N entries).
 REFERENCE_CHUNK_BYTES = 32 * 2**20
@@ -111,16 +112,10 @@ class FastModel:
         With gradients taken on the walks rooted at node 0 (weights ×K) this gives the exact full-population
         gradients while V is circulant and w_tok constant (rotation symmetry; ``TrainConfig.rotate``).
         """
-        K = self.K
-        if not hasattr(self, "_diag_index"):
-            idx = torch.arange(K, device=self.V.device)
-            self._diag_index = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
-        d = self._diag_index
         g, gu = self.V.grad, self.w_tok.grad
         assert g is not None and gu is not None
-        means = torch.zeros(K, dtype=g.dtype, device=g.device).scatter_add(0, d.reshape(-1), g.reshape(-1)) / K
-        self.V.grad = means[d]
-        self.w_tok.grad = gu.mean().expand(K).clone()
+        self.V.grad = circulant_projection(g)
+        self.w_tok.grad = gu.mean().expand(self.K).clone()
 
     @torch.no_grad()
     def step(self, eta: float) -> None:

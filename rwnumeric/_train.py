@@ -98,7 +98,7 @@ def _conditional_law(task: FiniteTask) -> dict[tuple[int, ...], np.ndarray]:
 def _true_law(task: CircleWalk | FiniteTask, tokens: np.ndarray) -> np.ndarray:
     """(n, K) law of y given each input: row s_{N-1} of Π for circles, the population's conditional law otherwise."""
     if isinstance(task, CircleWalk):
-        return task.transition_matrix_float()[tokens[:, -1]]
+        return task.bayes_scores(tokens)
     law = _conditional_law(task)
     return np.stack([law[tuple(row)] for row in tokens.tolist()])
 

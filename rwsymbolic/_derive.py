@@ -24,21 +24,26 @@ from rwsymbolic._decide import nearest_float, sign
 from rwsymbolic._expect import (
     MAX_INPUTS,
     GroupPass,
-    Inputs,
     Loss,
+    SummedPopulation,
     group_pass,
     population_inputs,
     rooted_walks,
 )
-from rwtasks import CircleWalk, FiniteTask, check_int, exact
+from rwtasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, check_int, check_loss, exact
 
-#: The abstract loss of ``loss="any"``: ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
+#: The abstract loss of ``loss="any"`` (``rwtasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
 ELL = sp.Function("ell")
 DELL = sp.Function("dell")
 
 
 def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
-    """The loss ℓ and its derivative: "log" (-log(z+ε)), "any" (abstract ell/dell), or a callable of z."""
+    """The loss ℓ and its derivative: a name of ``rwtasks.LOSSES``, "any" (abstract ell/dell), or a callable of z.
+
+    >>> make_loss("squared", sp.Rational(1, 10)).derivative(sp.Rational(1, 3))
+    -4/3
+    """
+    check_loss(loss, abstract=True)
     if loss == "log":
 
         def check(z: sp.Expr) -> None:
@@ -59,15 +64,20 @@ def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
             return -1 / (z + eps)
 
         return Loss("log", value, derivative)
-    if loss == "any":
-        return Loss("any", ELL, DELL)
-    if callable(loss):
-        zs = sp.Dummy("z")
-        expr = sp.sympify(loss(zs))
-        dexpr = sp.diff(expr, zs)
-        name = getattr(loss, "__name__", "custom")
-        return Loss(name, lambda z: expr.xreplace({zs: z}), lambda z: dexpr.xreplace({zs: z}))
-    raise ValueError(f"loss={loss!r} must be 'log', 'any' or a callable taking a SymPy expression z")
+    if loss == ABSTRACT_LOSS:
+        return Loss(ABSTRACT_LOSS, ELL, DELL)
+    if isinstance(loss, str):  # "squared", "exp": the formula of rwtasks.LOSSES, differentiated by SymPy
+        zs = sp.Symbol("z")
+        expr = sp.sympify(LOSSES[loss], locals={"z": zs})
+        return Loss(loss, *_as_functions(expr, zs))
+    zs = sp.Dummy("z")
+    return Loss(getattr(loss, "__name__", "custom"), *_as_functions(sp.sympify(loss(zs)), zs))
+
+
+def _as_functions(expr: sp.Expr, z: sp.Symbol) -> tuple[Callable[[sp.Expr], sp.Expr], Callable[[sp.Expr], sp.Expr]]:
+    """ℓ and ℓ' as functions of z, from the expression ``expr`` of the symbol ``z``."""
+    dexpr = sp.diff(expr, z)
+    return (lambda v: expr.xreplace({z: v})), (lambda v: dexpr.xreplace({z: v}))
 
 
 class StepState:
@@ -88,7 +98,7 @@ class StepState:
         self._plain: dict[str, object] = {}
         self._evaluate = evaluate
         self._pass: GroupPass | None = None
-        self._inputs: Inputs | None = None
+        self._inputs: SummedPopulation | None = None
 
     @property
     def evaluated(self) -> GroupPass:
@@ -240,7 +250,7 @@ class Trajectory:
     eps: sp.Expr
     mu: sp.Expr
     loss: Loss
-    inputs: Inputs
+    inputs: SummedPopulation
     states: list[StepState] = field(default_factory=list)
 
     @property
@@ -297,8 +307,8 @@ def derive(
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtasks.exact``: numbers, "7/10", or symbol names.
-    ``loss`` is "log" (ℓ = -log(z+ε)), "any" (ℓ, ℓ' the undefined functions ``ell``, ``dell``) or a
-    callable z -> SymPy expression. For circle walks ``rotate`` uses the rotation symmetry (exact).
+    ``loss`` is a name of ``rwtasks.LOSSES`` ("log": ℓ = -log(z+ε), "squared", "exp"), "any" (ℓ, ℓ' the
+    undefined functions ``ell``, ``dell``) or a callable z -> SymPy expression. For circle walks ``rotate`` uses the rotation symmetry (exact).
     ``progress`` shows a bar over the steps when stderr is a terminal.
 
     Examples

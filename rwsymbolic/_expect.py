@@ -1,6 +1,6 @@
 """Exact population expectations of one gradient-descent step, grouped by sufficient statistics.
 
-The engine sums over an ``Inputs`` set: either a task's whole population, or, for circle walks, only
+The engine sums over a ``SummedPopulation``: either a task's whole population, or, for circle walks, only
 the walks that start at node 0 (``rotation=True``). The second is exact because the population and
 zero initialisation are invariant under the rotation s -> s+1 (mod K), so every iterate is too:
 V(t) is circulant and the token part of w(t) is a multiple of 1_K. The full-population gradient is
@@ -33,27 +33,45 @@ MAX_WORK = 4_000_000
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """The finite set the engine averages over: token ids (n, N-1), labels, exact probabilities.
+class SummedPopulation:
+    """The inputs the engine sums over: a ``rwtasks.Population`` and whether sums are rotation-averaged.
 
-    With ``rotation`` the set is the circle walks rooted at node 0 and their probabilities sum to 1/K:
-    the full population is their K rotations (input i rotated by r is full-population input r*n + i).
+    A view, not a second copy of the data: tokens, labels and exact probabilities are the population's.
+    With ``rotation`` the population is the circle walks rooted at node 0 (``CircleWalk.rooted_population``,
+    probabilities summing to 1/K) and the full population is their K rotations (input i rotated by r is
+    full-population input r*n + i); without it, it is the task's whole population.
     """
 
-    tokens: np.ndarray  # (n, N-1) int64
-    labels: np.ndarray  # (n,) int64
-    prob_index: np.ndarray  # (n,) int64
-    prob_values: tuple[sp.Expr, ...]
-    K: int
+    population: Population
     rotation: bool
 
     @property
+    def tokens(self) -> np.ndarray:
+        return self.population.tokens
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.population.labels
+
+    @property
+    def prob_index(self) -> np.ndarray:
+        return self.population.prob_index
+
+    @property
+    def prob_values(self) -> tuple[sp.Expr, ...]:
+        return self.population.prob_values
+
+    @property
+    def K(self) -> int:
+        return self.population.K
+
+    @property
     def size(self) -> int:
-        return int(self.tokens.shape[0])
+        return self.population.size
 
     @property
     def N(self) -> int:
-        return int(self.tokens.shape[1]) + 1
+        return self.population.N
 
     @property
     def population_size(self) -> int:
@@ -61,7 +79,7 @@ class Inputs:
         return self.size * (self.K if self.rotation else 1)
 
 
-def rooted_walks(task: CircleWalk) -> Inputs:
+def rooted_walks(task: CircleWalk) -> SummedPopulation:
     """The circle walks starting at node 0, in the order of ``task.population()``'s first block."""
     steps = task.N - 1
     if 2**steps > MAX_INPUTS:
@@ -70,16 +88,12 @@ def rooted_walks(task: CircleWalk) -> Inputs:
             f"{float(2**steps):.3g} rooted walks, above the limit {MAX_INPUTS}; use N <= "
             f"{MAX_INPUTS.bit_length()} or rwnumeric for sampled training"
         )
-    rooted = task.rooted_population(limit=MAX_INPUTS)
-    return Inputs(rooted.tokens, rooted.labels, rooted.prob_index, rooted.prob_values, task.K, rotation=True)
+    return SummedPopulation(task.rooted_population(limit=MAX_INPUTS), rotation=True)
 
 
-def population_inputs(population: Population) -> Inputs:
+def population_inputs(population: Population) -> SummedPopulation:
     """A whole population as the engine's input set (no symmetry used)."""
-    return Inputs(
-        population.tokens, population.labels, population.prob_index, population.prob_values,
-        population.K, rotation=False,
-    )  # fmt: skip
+    return SummedPopulation(population, rotation=False)
 
 
 @dataclass(frozen=True)
@@ -170,7 +184,7 @@ def _weights(index: np.ndarray, prob_index: np.ndarray, n_keys: int, values: tup
 
 
 def group_pass(
-    inputs: Inputs,
+    inputs: SummedPopulation,
     V: sp.Matrix,
     w_tok: list[sp.Expr],
     c: list[sp.Expr],

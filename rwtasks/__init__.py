@@ -30,6 +30,7 @@ from rwtasks._graph import (
     undirected_graph_walk,
     walk_task,
 )
+from rwtasks._losses import ABSTRACT_LOSS, LOSSES, check_loss
 from rwtasks._population import Population
 from rwtasks._qa import QA_VOCAB, qa_task1, qa_task2
 from rwtasks._spec import (
@@ -72,6 +73,10 @@ __all__ = [
     "task_spec_schema",
     "undirected_graph_walk",
     "walk_task",
+    # the built-in losses (names shared by rwnumeric and rwsymbolic)
+    "ABSTRACT_LOSS",
+    "LOSSES",
+    "check_loss",
     # tasks
     "MAX_EXACT_WALKS",
     "QA_VOCAB",

@@ -23,6 +23,24 @@ def check_int(value: object, name: str, low: int) -> int:
     return int(value)
 
 
+def circle_transition_matrix(K: int, p: sp.Expr) -> sp.Matrix:
+    """Π of the K-cycle walk, π_ij = p·1{j ≡ i+1} + (1-p)·1{j ≡ i-1} (row = current state), for any exact p.
+
+    The one construction of Π: ``CircleWalk.transition_matrix`` and ``lazy_circle_walk`` use it.
+
+    >>> circle_transition_matrix(3, sp.Symbol("p"))
+    Matrix([
+    [    0,     p, 1 - p],
+    [1 - p,     0,     p],
+    [    p, 1 - p,     0]])
+    """
+    Pi = sp.zeros(K, K)
+    for i in range(K):
+        Pi[i, (i + 1) % K] += p
+        Pi[i, (i - 1) % K] += 1 - p
+    return Pi
+
+
 class CircleWalk:
     """Walks s_1..s_N on the K-cycle: s_1 uniform, each step +1 w.p. p and -1 w.p. 1-p.
 
@@ -48,12 +66,7 @@ class CircleWalk:
 
     def transition_matrix(self) -> sp.Matrix:
         """Π with π_ij = p·1{j ≡ i+1} + (1-p)·1{j ≡ i-1} (row = current state), exact."""
-        K, p = self.K, self.p
-        Pi = sp.zeros(K, K)
-        for i in range(K):
-            Pi[i, (i + 1) % K] += p
-            Pi[i, (i - 1) % K] += 1 - p
-        return Pi
+        return circle_transition_matrix(self.K, self.p)
 
     def transition_matrix_float(self) -> np.ndarray:
         """Π as a float64 array (requires numeric p)."""

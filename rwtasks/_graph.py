@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import sympy as sp
 
-from rwtasks._circle import check_int
+from rwtasks._circle import check_int, circle_transition_matrix
 from rwtasks._exact import check_in_unit_interval, exact, is_numeric, symbol
 from rwtasks._finite import FiniteTask
 
@@ -393,11 +393,7 @@ def lazy_circle_walk(K: int, N: int, p: object, q: object) -> FiniteTask:
     K = check_int(K, "K", 3)
     p = exact_expr(p, "p")
     _check_probability(p, "p")
-    P = sp.zeros(K, K)
-    for i in range(K):
-        P[i, (i + 1) % K] += p
-        P[i, (i - 1) % K] += 1 - p
-    task = walk_task(_lazy(P, q), N, name="lazy_circle")
+    task = walk_task(_lazy(circle_transition_matrix(K, p), q), N, name="lazy_circle")
     return task
 
 

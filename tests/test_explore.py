@@ -282,11 +282,11 @@ def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_pl
 
 def test_stuck_verdict_kept_by_training_is_not_flagged():
     from rwexplore import Manifold, OneStep, TrainRun
-    from rwexplore._explore import Check
+    from rwexplore._explore import PointCheck
 
     def check(accuracies):
         run = TrainRun("zero", "zero", None, accuracies, [0.0] * len(accuracies), [0.0] * len(accuracies))
-        return Check({}, CircleWalk(4, 5, "1/2"), True, OneStep(True, True, [], ""), Manifold(2, [True] * 3, ""),
+        return PointCheck({}, CircleWalk(4, 5, "1/2"), True, OneStep(True, True, [], ""), Manifold(2, [True] * 3, ""),
                      sp.Rational(1, 2), sp.Rational(1, 4), runs=[run])  # fmt: skip
 
     assert check([0.25] * 10).contradicting_runs == [] and check([0.25] * 10).contradiction == ""

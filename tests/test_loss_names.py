@@ -1,0 +1,53 @@
+"""One table of built-in losses (rwtasks.LOSSES): both engines implement every name, with the same ℓ and ℓ'."""
+
+import math
+
+import pytest
+import sympy as sp
+import torch
+
+from rwnumeric._losses import Loss as NumericLoss
+from rwsymbolic._derive import make_loss
+from rwtasks import LOSSES
+
+# ℓ(z), ℓ'(z) at z = 1/3, ε = 1/10, written by hand from each formula.
+HAND = {
+    "log": (-math.log(1 / 3 + 1 / 10), -1 / (1 / 3 + 1 / 10)),
+    "squared": ((1 - 1 / 3) ** 2, -2 * (1 - 1 / 3)),
+    "exp": (math.exp(-1 / 3), -math.exp(-1 / 3)),
+}
+
+
+def test_table_lists_exactly_the_hand_checked_losses():
+    assert set(LOSSES) == set(HAND)
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_both_engines_implement_the_same_loss(name):
+    value, derivative = HAND[name]
+    exact = make_loss(name, sp.Rational(1, 10))
+    z = sp.Rational(1, 3)
+    assert float(exact.value(z)) == pytest.approx(value, rel=1e-15)
+    assert float(exact.derivative(z)) == pytest.approx(derivative, rel=1e-15)
+    numeric = NumericLoss(name, 0.1)(torch.tensor([1 / 3], dtype=torch.float64), step=0)
+    assert float(numeric[0]) == pytest.approx(value, rel=1e-15)
+
+
+@pytest.mark.parametrize("engine", ["numeric", "exact"])
+def test_both_engines_name_the_same_losses_when_refusing(engine):
+    with pytest.raises(ValueError, match=r"^loss='hinge' is not one of log, squared, exp"):
+        if engine == "numeric":
+            NumericLoss("hinge", 0.1)
+        else:
+            make_loss("hinge", sp.Rational(1, 10))
+
+
+@pytest.mark.parametrize(("command", "extra"), [("derive", ("any",)), ("train", ())])
+def test_cli_loss_choices_are_the_table(command, extra):
+    import argparse
+    import importlib
+
+    parser = argparse.ArgumentParser()
+    importlib.import_module(f"rwcli.{command}").add_arguments(parser)
+    (action,) = [a for a in parser._actions if a.dest == "loss"]
+    assert tuple(action.choices) == (*LOSSES, *extra)
