@@ -26,8 +26,26 @@ from rwio import write_text_atomic
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "certify.md"
 START, END = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
-COMMON = ["--K", "6", "--N", "97", "--M", "1000", "--train-size", "1000", "--test-size", "1000", "--seed", "0",
-          "--steps", "50", "--eta", "1", "--eps", "1/10"]  # fmt: skip
+COMMON = [
+    "--K",
+    "6",
+    "--N",
+    "97",
+    "--M",
+    "1000",
+    "--train-size",
+    "1000",
+    "--test-size",
+    "1000",
+    "--seed",
+    "0",
+    "--steps",
+    "50",
+    "--eta",
+    "1",
+    "--eps",
+    "1/10",
+]
 #: (name, p, CPU-seconds target)
 SETTINGS = [("Fig 5 (p = 1)", "1", 60.0), ("Fig 4 (p = 1/2)", "1/2", 180.0)]
 

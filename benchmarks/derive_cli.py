@@ -38,8 +38,11 @@ def main() -> None:
         seconds = _seconds(K, N, p, args.steps)
         met = seconds < target
         failed |= not met
-        print(f"| rw derive --K {K} --N {N} --p {p} --steps {args.steps} --pos-norm 1 | {seconds:.1f} | {target:.0f} "
-              f"| {'yes' if met else 'no'} |", flush=True)
+        print(
+            f"| rw derive --K {K} --N {N} --p {p} --steps {args.steps} --pos-norm 1 | {seconds:.1f} | {target:.0f} "
+            f"| {'yes' if met else 'no'} |",
+            flush=True,
+        )
     sys.exit(1 if failed else 0)
 
 

@@ -48,7 +48,12 @@ def _fig4_seconds(repeats: int, threads: int) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        train(CircleWalk(K, N, "1/2"), ModelConfig(K=K, N=N, M=M), TrainConfig(steps=50, threads=threads), progress=False)
+        train(
+            CircleWalk(K, N, "1/2"),
+            ModelConfig(K=K, N=N, M=M),
+            TrainConfig(steps=50, threads=threads),
+            progress=False,
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -71,7 +76,9 @@ def main() -> None:
             print(f"| {name} | {threads} | {fast * 1e3:.2f} | {ref * 1e3:.0f} | {ref / fast:.0f}x |")
     for threads in args.threads:
         seconds = _fig4_seconds(args.fig4_repeats, threads)
-        print(f"50-step Fig 4 run (train(), float64, metrics every step, {threads} thread(s)): {seconds:.2f} s")
+        print(
+            f"50-step Fig 4 run (train(), float64, metrics every step, {threads} thread(s)): {seconds:.2f} s"
+        )
 
 
 if __name__ == "__main__":

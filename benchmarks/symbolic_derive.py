@@ -46,7 +46,13 @@ def main() -> None:
         rows.append((f"V(2), w(2), K=6, N=16, p=7/10, mu={mu} (target 60 s)", _v2_w2(big, mu, True), base))
     small = CircleWalk(5, 6, "p")
     base = None if args.skip_baseline else _whole_step2(small, rotate=False)
-    rows.append(("whole step-2 trajectory, K=5, N=6, symbolic p and mu (target 120 s)", _whole_step2(small, True), base))
+    rows.append(
+        (
+            "whole step-2 trajectory, K=5, N=6, symbolic p and mu (target 120 s)",
+            _whole_step2(small, True),
+            base,
+        )
+    )
     print("| benchmark | rotation + grouping (s) | full population (s) |")
     print("| --- | --- | --- |")
     for name, fast, slow in rows:

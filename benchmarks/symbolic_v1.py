@@ -50,14 +50,18 @@ def main() -> None:
     # Sanity (exact): every column of Σ_{m<N} (Πᵀ)^m sums to N-1 because Π is stochastic.
     column = sp.expand(sum(V1[:, 0]) * eps * N * K / eta)
     assert column == N - 1, column
-    print(f"V(1), symbolic p (and η, ε), K={K}, N={N}: {seconds:.3f} s (target < 10 s); "
-          f"entry degree {sp.Poly(V1[1, 0] * eps / eta, symbol('p')).degree()} in p")  # fmt: skip
+    print(
+        f"V(1), symbolic p (and η, ε), K={K}, N={N}: {seconds:.3f} s (target < 10 s); "
+        f"entry degree {sp.Poly(V1[1, 0] * eps / eta, symbol('p')).degree()} in p"
+    )
 
     _clear_caches()
     start = time.perf_counter()
     report = signal_report(CircleWalk(K, N, "p"))
-    print(f"signal report (C, factored entries, vanishing set), K={K}, N={N}: "
-          f"{time.perf_counter() - start:.2f} s; vanishing set: {report.vanishing}")  # fmt: skip
+    print(
+        f"signal report (C, factored entries, vanishing set), K={K}, N={N}: "
+        f"{time.perf_counter() - start:.2f} s; vanishing set: {report.vanishing}"
+    )
     start = time.perf_counter()
     vs = vanishing_set((K, 65))
     print(f"vanishing set alone, K={K}, N=65: {time.perf_counter() - start:.2f} s -> {vs}")
@@ -69,16 +73,20 @@ def main() -> None:
         t_struct, V1n = structured_v1(K, n)
         same = (V1n * symbol("eps") * n / symbol("eta") - total).applyfunc(sp.expand) == sp.zeros(K, K)
         rows.append((n, t_enum))
-        print(f"  N={n:3d}: {K * 2 ** (n - 1):8d} walks, enumeration {t_enum:7.2f} s, "
-              f"structured {t_struct:.4f} s, equal exactly: {same}")  # fmt: skip
+        print(
+            f"  N={n:3d}: {K * 2 ** (n - 1):8d} walks, enumeration {t_enum:7.2f} s, "
+            f"structured {t_struct:.4f} s, equal exactly: {same}"
+        )
     n1, t1 = rows[-1]
     # Enumeration work is linear in the walk count K·2^(N-1) (fixed SymPy overhead aside), so the
     # largest measured size is scaled by 2^(N - n1); memory grows the same way (N int64 per walk).
     extrapolated = t1 * 2.0 ** (N - n1)
-    print(f"enumeration extrapolated to N={N} (time ∝ walks): {extrapolated:.3g} s ≈ "
-          f"{extrapolated / 3.15e7:.3g} years, and {K * 2 ** (N - 1):.3g} walks "
-          f"(~{K * 2 ** (N - 1) * N * 8 / 2**60:.3g} EiB of tokens), far above "
-          "rwtasks.MAX_EXACT_WALKS = 2^20")  # fmt: skip
+    print(
+        f"enumeration extrapolated to N={N} (time ∝ walks): {extrapolated:.3g} s ≈ "
+        f"{extrapolated / 3.15e7:.3g} years, and {K * 2 ** (N - 1):.3g} walks "
+        f"(~{K * 2 ** (N - 1) * N * 8 / 2**60:.3g} EiB of tokens), far above "
+        "rwtasks.MAX_EXACT_WALKS = 2^20"
+    )
     assert math.isfinite(extrapolated)
 
 

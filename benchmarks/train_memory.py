@@ -43,12 +43,18 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     below = []
     for label, K, N, M, n, steps in CONFIGS:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([K, N, M, n, steps])],
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, json.dumps([K, N, M, n, steps])],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         ratio = r["estimate"] / max(r["measured"], 1)
-        print(f"| {label} | {K} | {N} | {M} | {n} | {format_bytes(r['estimate'])} | "
-              f"{format_bytes(r['measured'])} | {ratio:.2f} |")  # fmt: skip
+        print(
+            f"| {label} | {K} | {N} | {M} | {n} | {format_bytes(r['estimate'])} | "
+            f"{format_bytes(r['measured'])} | {ratio:.2f} |"
+        )
         if r["estimate"] < r["measured"]:
             below.append(label)
     if below:

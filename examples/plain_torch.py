@@ -56,8 +56,14 @@ def model(config) -> OneLayerTransformer:
     return OneLayerTransformer(config.K, config.M, config.torch_dtype)
 
 
-def training(config, P: torch.Tensor | None = None, loss=log_loss, reduce: str = "mean", w_updates: int = 1,
-             net: nn.Module | None = None):  # fmt: skip
+def training(
+    config,
+    P: torch.Tensor | None = None,
+    loss=log_loss,
+    reduce: str = "mean",
+    w_updates: int = 1,
+    net: nn.Module | None = None,
+):
     """Protocol (b): full-batch GD on the population, yielding V, W, loss, f and S at t = 0, 1, ...
 
     The keyword arguments exist so that examples/bugs.py can plant one mistake at a time.
@@ -74,8 +80,13 @@ def training(config, P: torch.Tensor | None = None, loss=log_loss, reduce: str =
         z = f[torch.arange(len(y)), y]  # (n,) label scores
         per_input = loss(z, eps)
         L = (pi * per_input).sum() if reduce == "mean" else per_input.sum()
-        yield {"V": net.V.detach().clone(), "W": net.W.detach().clone(), "loss": float(L.detach()),
-               "f": f.detach(), "S": net.attention(Xt).detach()}  # fmt: skip
+        yield {
+            "V": net.V.detach().clone(),
+            "W": net.W.detach().clone(),
+            "loss": float(L.detach()),
+            "f": f.detach(),
+            "S": net.attention(Xt).detach(),
+        }
         net.zero_grad()
         L.backward()
         with torch.no_grad():

@@ -30,7 +30,9 @@ class StepResult:
     grad_W: sp.Matrix
 
 
-def embed(pop: Population, n: int, sqrt_mu: sp.Expr, P: sp.Matrix | None = None) -> tuple[sp.Matrix, sp.Matrix]:
+def embed(
+    pop: Population, n: int, sqrt_mu: sp.Expr, P: sp.Matrix | None = None
+) -> tuple[sp.Matrix, sp.Matrix]:
     """X (K×N, last column 0) and X̃ = [X; P] of input n, P = √μ I_N unless given (M×N)."""
     K, N = pop.K, pop.N
     X = sp.zeros(K, N)

@@ -102,8 +102,6 @@ def render_markdown(certs: list[Certificate], quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-
-
 def write_report(certs: list[Certificate], out_dir: str | os.PathLike, quick: bool) -> tuple[Path, Path]:
     """Write ``out_dir/PROOFS.md`` and ``out_dir/proofs.json`` (each atomically)."""
     out = Path(out_dir)

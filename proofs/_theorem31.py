@@ -32,7 +32,9 @@ def settings(quick: bool) -> dict:
 def record_steps(T: int) -> list[int]:
     """Every step up to 100, then about 12 log-spaced steps per decade up to T."""
     dense = list(range(min(T, 100) + 1))
-    sparse = np.unique(np.round(np.logspace(2, np.log10(T), 1 + int(12 * np.log10(max(T, 100) / 100))))).astype(int)
+    sparse = np.unique(
+        np.round(np.logspace(2, np.log10(T), 1 + int(12 * np.log10(max(T, 100) / 100))))
+    ).astype(int)
     return sorted(set(dense) | {int(s) for s in sparse if s <= T} | {T})
 
 
@@ -67,8 +69,16 @@ def _lse(x: np.ndarray) -> np.ndarray:
     return m + np.log(np.exp(x - m[:, None]).sum(axis=1))
 
 
-def run_gd(K: int, N: int, p: str, steps: int, record: list[int], mu: float = 500.0, eta: float = 1.0,
-           eps: float = 0.1) -> Run:
+def run_gd(
+    K: int,
+    N: int,
+    p: str,
+    steps: int,
+    record: list[int],
+    mu: float = 500.0,
+    eta: float = 1.0,
+    eps: float = 0.1,
+) -> Run:
     """``rwnumeric.train`` from zero init on the exact population of CircleWalk(K, N, p), log-loss, float64.
 
     ``rotate=True`` (exact by the rotation symmetry) and metrics only at the ``record`` steps, on the
@@ -105,9 +115,15 @@ def run_gd(K: int, N: int, p: str, steps: int, record: list[int], mu: float = 50
             out |= dict.fromkeys(("v_err_pi", "v_err_sqrt", "f_err_pi", "f_err_sqrt"), float("nan"))
         return out
 
-    result = train(task, ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu),
-                   TrainConfig(steps=steps, eta=eta, eps=eps, population=True, rotate=True, record_steps=record,
-                               threads=1), progress=False, observe=observe)
+    result = train(
+        task,
+        ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu),
+        TrainConfig(
+            steps=steps, eta=eta, eps=eps, population=True, rotate=True, record_steps=record, threads=1
+        ),
+        progress=False,
+        observe=observe,
+    )
     out = Run(K, N, float(task.p), mu)
     for h in result.history:
         out.steps.append(h["step"])
@@ -122,8 +138,11 @@ def run_gd(K: int, N: int, p: str, steps: int, record: list[int], mu: float = 50
 def runs(quick: bool) -> dict[tuple[int, str], Run]:
     """GD from zero init (η = 1, ε = 1/10, log-loss, μ = 500) for every (K, p) of the grid."""
     cfg = settings(quick)
-    return {(K, p): run_gd(K, cfg["N"], p, cfg["T"], record_steps(cfg["T"]), mu=cfg["mu"])
-            for K in cfg["Ks"] for p in cfg["ps"]}
+    return {
+        (K, p): run_gd(K, cfg["N"], p, cfg["T"], record_steps(cfg["T"]), mu=cfg["mu"])
+        for K in cfg["Ks"]
+        for p in cfg["ps"]
+    }
 
 
 def tail_slope(steps: list[int], values: list[float], start: int) -> float:
@@ -154,7 +173,11 @@ def _linear_fit(x: list[int], y: list[float]) -> dict[str, float]:
     b, a = np.polyfit(x, y, 1)
     pred = a + b * np.array(x, float)
     ss = float(((np.array(y) - np.mean(y)) ** 2).sum())
-    return {"a": float(a), "b": float(b), "r2": 1 - float(((np.array(y) - pred) ** 2).sum()) / ss if ss else 1.0}
+    return {
+        "a": float(a),
+        "b": float(b),
+        "r2": 1 - float(((np.array(y) - pred) ** 2).sum()) / ss if ss else 1.0,
+    }
 
 
 @lru_cache(maxsize=4)
@@ -180,8 +203,18 @@ def margin_runs(quick: bool, steps: int, n_max: int, with_fixed: bool) -> dict:
                 c5 = run_gd(K, N, p, steps, [steps], mu=PAPER_MU).q
                 assert c5 is not None
                 fixed.append(float(c5[N - 2] - np.delete(c5, N - 2).max()))
-        fits = {name: _linear_fit([n for n in Ns if n % 2 == parity], [m for n, m in zip(Ns, margins) if n % 2 == parity])
-                for name, parity in (("even N", 0), ("odd N", 1))}
+        fits = {
+            name: _linear_fit(
+                [n for n in Ns if n % 2 == parity], [m for n, m in zip(Ns, margins) if n % 2 == parity]
+            )
+            for name, parity in (("even N", 0), ("odd N", 1))
+        }
         fits["all N"] = _linear_fit(Ns, margins)
-        out[(K, p)] = {"N": Ns, "margin": margins, "log10(1-att)": log10_gap, "fits": fits, "margin_mu500": fixed}
+        out[(K, p)] = {
+            "N": Ns,
+            "margin": margins,
+            "log10(1-att)": log10_gap,
+            "fits": fits,
+            "margin_mu500": fixed,
+        }
     return out

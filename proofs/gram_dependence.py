@@ -18,7 +18,9 @@ from proofs._exact_gd import gd_step
 from rwtasks import CircleWalk
 
 ID = "Gram"
-STATEMENT = "from zero init V(t), S(t) depend on P only through PᵀP: all P with orthogonal columns of norm² μ agree"
+STATEMENT = (
+    "from zero init V(t), S(t) depend on P only through PᵀP: all P with orthogonal columns of norm² μ agree"
+)
 
 SQRT_MU = sp.Symbol("sqrt_mu", positive=True)
 
@@ -77,9 +79,13 @@ def certify(quick: bool = False) -> Certificate:
     return Certificate(
         id=ID,
         statement=STATEMENT,
-        scope=(f"(K, N, p) ∈ {cases}, V(0..{steps + 1}) and S(0..{steps}), μ symbolic, M = N + 1 rational orthogonal Q vs M = N identity "
-               "(argument for all sizes and T in the docstring)"),
+        scope=(
+            f"(K, N, p) ∈ {cases}, V(0..{steps + 1}) and S(0..{steps}), μ symbolic, M = N + 1 rational orthogonal Q vs M = N identity "
+            "(argument for all sizes and T in the docstring)"
+        ),
         method="exact verification over a finite range",
         verdict="fails" if failures or not control else "holds",
-        witness=failures[0] if failures else {"orthogonal but unequal norms (1, 3/2, 2)·√μ": f"differs at {control}"},
+        witness=failures[0]
+        if failures
+        else {"orthogonal but unequal norms (1, 3/2, 2)·√μ": f"differs at {control}"},
     )

@@ -62,7 +62,9 @@ def certify(quick: bool = False) -> Certificate:
     steps = 2  # the exact exp-expressions grow quickly: T = 3 from a rational init takes minutes
     failures: list[dict] = []
     for K, M, N in sizes:
-        failures += [{"K": K, "M": M, "N": N, "nonzero derivative at W": e} for e in symbolic_zero_columns(K, M, N)]
+        failures += [
+            {"K": K, "M": M, "N": N, "nonzero derivative at W": e} for e in symbolic_zero_columns(K, M, N)
+        ]
     for init_w in (False, True):
         failures += trajectory_columns(3, 3, "1/3", steps, init_w)
     if not quick:

@@ -19,7 +19,9 @@ from proofs._exact_gd import embed, gd_step
 from rwtasks import CircleWalk, symbol
 
 ID = "C.1"
-STATEMENT = "S(0) uniform, W(1) = 0, V(1) = −ηℓ'(0)E[e_y(X1/N)ᵀ]; log-loss: V(1) = (η/(εNK)) Σ_{i=1}^{N−1} (Πᵀ)^{N−i}"
+STATEMENT = (
+    "S(0) uniform, W(1) = 0, V(1) = −ηℓ'(0)E[e_y(X1/N)ᵀ]; log-loss: V(1) = (η/(εNK)) Σ_{i=1}^{N−1} (Πᵀ)^{N−i}"
+)
 
 ETA, EPS = sp.Symbol("eta", positive=True), sp.Symbol("eps", positive=True)
 DELL = sp.Function("dell")
@@ -67,8 +69,10 @@ def check(K: int, N: int, use_derive: bool = True) -> list[dict]:
             st = derive(CircleWalk(K, N, p), steps=1, eta="eta", eps="eps", loss=loss).states[1]
             got = st.V.subs({symbol("eta"): ETA, symbol("eps"): EPS})
             if loss == "any":
-                got = got.replace(lambda e: isinstance(e, sp.core.function.AppliedUndef) and e.func.__name__ == "dell",
-                                  lambda e: DELL(*e.args))
+                got = got.replace(
+                    lambda e: isinstance(e, sp.core.function.AppliedUndef) and e.func.__name__ == "dell",
+                    lambda e: DELL(*e.args),
+                )
             if (got - want).applyfunc(lambda e: sp.simplify(e)) != sp.zeros(K, K):
                 bad.append({"K": K, "N": N, "part": f"rwsymbolic.derive V(1), loss={loss}"})
             if any(v != 0 for v in list(st.w_tok) + list(st.c)):

@@ -32,12 +32,18 @@ def first_value_step(K: int, N: int, p: sp.Expr) -> sp.Matrix:
     return step.V.expand()
 
 
-def violations(V: sp.Matrix, rule: Callable[[int, int, int, int, int], bool]) -> list[tuple[int, int, int, int]]:
+def violations(
+    V: sp.Matrix, rule: Callable[[int, int, int, int, int], bool]
+) -> list[tuple[int, int, int, int]]:
     """Index pairs ((i1, j1), (i2, j2)) related by ``rule`` where the entries differ."""
     K = V.shape[0]
     idx = [(i, j) for i in range(K) for j in range(K)]
-    return [(a, b, c, d) for (a, b) in idx for (c, d) in idx
-            if rule(a, b, c, d, K) and sp.expand(V[a, b] - V[c, d]) != 0]
+    return [
+        (a, b, c, d)
+        for (a, b) in idx
+        for (c, d) in idx
+        if rule(a, b, c, d, K) and sp.expand(V[a, b] - V[c, d]) != 0
+    ]
 
 
 def circulant_rule(i1: int, j1: int, i2: int, j2: int, K: int) -> bool:
@@ -69,7 +75,9 @@ def certify(quick: bool = False) -> Certificate:
     i1, j1, i2, j2 = violations(V, hankel_rule)[0]
     hankel = {
         "reading": "i1 + j1 ≡ i2 + j2 (mod K)",
-        "K": 3, "N": 3, "p": "1/2",
+        "K": 3,
+        "N": 3,
+        "p": "1/2",
         f"[V]_{i1 + 1},{j1 + 1}": str(V[i1, j1]),
         f"[V]_{i2 + 1},{j2 + 1}": str(V[i2, j2]),
     }

@@ -43,8 +43,9 @@ def certify(quick: bool = False) -> Certificate:
                 d = G[1] - G[e]
                 ok, where = nonnegative_on(d, half, one)
                 if not ok:
-                    failures.append({"K": K, "N": N, "offset i-j": e, "p": str(where),
-                                     "G(1) - G(e)": str(d.eval(where))})
+                    failures.append(
+                        {"K": K, "N": N, "offset i-j": e, "p": str(where), "G(1) - G(e)": str(d.eval(where))}
+                    )
                     continue
                 if d.is_zero:
                     ties.append({"K": K, "N": N, "offset": e, "tie": "all p"})
@@ -55,8 +56,11 @@ def certify(quick: bool = False) -> Certificate:
                     ties.append({"K": K, "N": N, "offset": e, "tie inside (1/2,1)": inside})
                 elif d.eval(half) == 0 and e != K - 1:
                     ties.append({"K": K, "N": N, "offset": e, "tie at p=1/2": True})
-    unexpected = [t for t in ties if not (t.get("tie") == "all p" and (t["K"], t["N"]) == (3, 3))
-                  and "tie at p=1/2" not in t]
+    unexpected = [
+        t
+        for t in ties
+        if not (t.get("tie") == "all p" and (t["K"], t["N"]) == (3, 3)) and "tie at p=1/2" not in t
+    ]
     failures += [{"unexpected tie": t} for t in unexpected]
     return Certificate(
         id=ID,
@@ -64,7 +68,9 @@ def certify(quick: bool = False) -> Certificate:
         scope=f"p symbolic on [1/2, 1]; K = 3..{k_max}, N = 2..{n_max}; all offsets",
         method="exact verification over a finite range",
         verdict="fails" if failures else "holds",
-        witness=failures[0] if failures else {
+        witness=failures[0]
+        if failures
+        else {
             "ties for all p": [t for t in ties if t.get("tie") == "all p"],
             "extra ties at p=1/2 (besides i-j≡-1)": sum("tie at p=1/2" in t for t in ties),
             "example": "K=4, N=3, p=1/2: G(0) = G(±1) = 1/2",

@@ -28,12 +28,23 @@ def certify(quick: bool = False) -> Certificate:
     for (K, p), d in data.items():
         a, b = d["fits"]["all N"]["a"], d["fits"]["all N"]["b"]
         # first N beyond the data where the fitted bound (N−1)·exp(−(a + bN)) drops below 1/2
-        n_star = next((n for n in range(d["N"][-1] + 1, 10**5) if math.log(n - 1) - (a + b * n) < math.log(0.5)), None) if b > 0 else None
+        n_star = (
+            next(
+                (n for n in range(d["N"][-1] + 1, 10**5) if math.log(n - 1) - (a + b * n) < math.log(0.5)),
+                None,
+            )
+            if b > 0
+            else None
+        )
         summary[f"K={K},p={p}"] = {
-            "fits (margin = a + bN)": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in d["fits"].items()},
+            "fits (margin = a + bN)": {
+                k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in d["fits"].items()
+            },
             "margin at N": dict(zip(d["N"], [round(m, 3) for m in d["margin"]])),
             "log10(1-S_parent) at N": dict(zip(d["N"], [round(v, 3) for v in d["log10(1-att)"]])),
-            "margin with mu=500 at N (falls ~N^-2)": dict(zip(d["N"], [round(m, 1) for m in d["margin_mu500"]])),
+            "margin with mu=500 at N (falls ~N^-2)": dict(
+                zip(d["N"], [round(m, 1) for m in d["margin_mu500"]])
+            ),
             "extrapolated N where (N-1)exp(-margin) < 1/2": n_star,
         }
         for name in ("even N", "odd N"):
@@ -44,9 +55,11 @@ def certify(quick: bool = False) -> Certificate:
     return Certificate(
         id=ID,
         statement=STATEMENT,
-        scope=(f"numeric: exact populations, float64, N = {N[0]}..{N[-1]}, (K, p) ∈ {list(data)}, η = 1, ε = 1/10, "
-               "μ = ⌈N^{3/2}⌉/2; evidence = margin increasing linearly in N (even and odd N fitted separately, "
-               "slope > 0, R² ≥ 0.8); fixed μ = 500 recorded for contrast"),
+        scope=(
+            f"numeric: exact populations, float64, N = {N[0]}..{N[-1]}, (K, p) ∈ {list(data)}, η = 1, ε = 1/10, "
+            "μ = ⌈N^{3/2}⌉/2; evidence = margin increasing linearly in N (even and odd N fitted separately, "
+            "slope > 0, R² ≥ 0.8); fixed μ = 500 recorded for contrast"
+        ),
         method="numeric evidence",
         verdict="fails" if failures else "holds",
         witness=failures[0] if failures else None,

@@ -37,18 +37,26 @@ def certify(quick: bool = False) -> Certificate:
         rem_pi, rem_sqrt = relative_remainder(r.v_err_pi), relative_remainder(r.v_err_sqrt)
         limit = relative_remainder([plateau(K, p)[0]])[0]
         slope = tail_slope(r.steps, rem_sqrt, T // 10)
-        table[f"K={K},p={p}"] = {"remainder vs Pi^T at T": round(rem_pi[-1], 5), "limit": round(limit, 5),
-                                 "remainder vs sqrt at T": round(rem_sqrt[-1], 5), "slope vs sqrt": round(slope, 3)}
+        table[f"K={K},p={p}"] = {
+            "remainder vs Pi^T at T": round(rem_pi[-1], 5),
+            "limit": round(limit, 5),
+            "remainder vs sqrt at T": round(rem_sqrt[-1], 5),
+            "slope vs sqrt": round(slope, 3),
+        }
         if limit > 0.05 and rem_pi[-1] > limit / 2:
-            printed_fails.append({"K": K, "p": p, "T": T, "relative remainder vs Pi^T": rem_pi[-1], "limit": limit})
+            printed_fails.append(
+                {"K": K, "p": p, "T": T, "relative remainder vs Pi^T": rem_pi[-1], "limit": limit}
+            )
         if not -0.6 <= slope <= -0.4:
             bad.append({"K": K, "p": p, "slope vs sqrt": slope})
     verdict = "fails" if bad else ("corrected" if printed_fails else "holds")
     return Certificate(
         id=ID,
         statement=STATEMENT,
-        scope=(f"numeric: K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {T}, η = 1, ε = 1/10, log-loss, "
-               "μ = 500; slopes fitted over T/10 ≤ t ≤ T"),
+        scope=(
+            f"numeric: K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {T}, η = 1, ε = 1/10, log-loss, "
+            "μ = 500; slopes fitted over T/10 ≤ t ≤ T"
+        ),
         method="numeric evidence",
         verdict=verdict,
         witness=bad[0] if bad else ({"printed form fails": printed_fails[0]} if printed_fails else None),

@@ -52,7 +52,9 @@ def certify(quick: bool = False) -> Certificate:
             "Pi0^K = I": np.array_equal(powers[-1], np.eye(K, dtype=np.int64)),
             "Pi0 Pi0^T = I": np.array_equal(S @ S.T, np.eye(K, dtype=np.int64)),
             "sum_k Pi0^k = ones": np.array_equal(sum(powers), np.ones((K, K), dtype=np.int64)),
-            "Pi = p Pi0^T + (1-p) Pi0": (CircleWalk(K, 3, p).transition_matrix() - (p * Sm.T + (1 - p) * Sm)).expand()
+            "Pi = p Pi0^T + (1-p) Pi0": (
+                CircleWalk(K, 3, p).transition_matrix() - (p * Sm.T + (1 - p) * Sm)
+            ).expand()
             == sp.zeros(K, K),
         }
         failures += [{"K": K, "identity": name} for name, ok in checks.items() if not ok]

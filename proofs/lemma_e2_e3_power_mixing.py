@@ -53,8 +53,18 @@ def _rows(K: int, p: Fraction, r_max: int):
 def certify(quick: bool = False) -> Certificate:
     """Parity with symbolic p; the ρ^R bound for a grid of rational p."""
     k_max, r_max = (8, 40) if quick else (16, 150)
-    grid = [Fraction(1, 3), Fraction(1, 2), Fraction(9, 10)] if quick else [
-        Fraction(1, 10), Fraction(1, 3), Fraction(1, 2), Fraction(7, 10), Fraction(9, 10), Fraction(99, 100)]
+    grid = (
+        [Fraction(1, 3), Fraction(1, 2), Fraction(9, 10)]
+        if quick
+        else [
+            Fraction(1, 10),
+            Fraction(1, 3),
+            Fraction(1, 2),
+            Fraction(7, 10),
+            Fraction(9, 10),
+            Fraction(99, 100),
+        ]
+    )
     failures: list[dict] = []
     # 1. the closed form against the matrix power (symbolic p), small sizes
     for K in range(3, 7):
@@ -79,12 +89,18 @@ def certify(quick: bool = False) -> Certificate:
         for p in grid:
             rho = rate(K, p)
             for R, row in enumerate(_rows(K, p, r_max)):
-                limit = [Fraction(1, K)] * K if K % 2 else [Fraction(2, K) if (e + R) % 2 == 0 else Fraction(0) for e in range(K)]
+                limit = (
+                    [Fraction(1, K)] * K
+                    if K % 2
+                    else [Fraction(2, K) if (e + R) % 2 == 0 else Fraction(0) for e in range(K)]
+                )
                 dev = max(abs(a - b) for a, b in zip(row, limit))
                 with mpmath.workdps(50):
                     bound = rho**R
                     if mpmath.mpf(dev.numerator) / dev.denominator > bound * (1 + mpmath.mpf(10) ** -40):
-                        failures.append({"K": K, "p": str(p), "R": R, "deviation": float(dev), "rho^R": float(bound)})
+                        failures.append(
+                            {"K": K, "p": str(p), "R": R, "deviation": float(dev), "rho^R": float(bound)}
+                        )
                     elif R > 0 and bound > 0:
                         worst_ratio = max(worst_ratio, (mpmath.mpf(dev.numerator) / dev.denominator) / bound)
     return Certificate(

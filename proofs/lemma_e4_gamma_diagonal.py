@@ -18,9 +18,7 @@ from proofs._certificate import Certificate
 from proofs._walks import P, bernstein_row, nonnegative_on, sum_of_powers_row
 
 ID = "E.4"
-STATEMENT = (
-    "Γ(N) = Σ_{i=0}^{N−2} Π^i: [Γ]_ii > [Γ]_ij (i≠j) for every p ∈ (0,1); ≥ with ties at p ∈ {0,1}"
-)
+STATEMENT = "Γ(N) = Σ_{i=0}^{N−2} Π^i: [Γ]_ii > [Γ]_ij (i≠j) for every p ∈ (0,1); ≥ with ties at p ∈ {0,1}"
 
 
 def _basis_poly(coeffs: list[int]) -> sp.Poly:
@@ -38,8 +36,11 @@ def certify(quick: bool = False) -> Certificate:
     for K in range(3, 6):
         for N in range(3, 9):
             rows, direct = bernstein_row(K, 0, N - 2), sum_of_powers_row(K, 0, N - 2)
-            failures += [{"basis coefficients differ": {"K": K, "N": N, "offset": e}}
-                         for e in range(K) if _basis_poly(rows[e]) != direct[e]]
+            failures += [
+                {"basis coefficients differ": {"K": K, "N": N, "offset": e}}
+                for e in range(K)
+                if _basis_poly(rows[e]) != direct[e]
+            ]
     for K in range(3, k_max + 1):
         for N in range(3, n_max + 1):
             row = bernstein_row(K, 0, N - 2)
@@ -55,7 +56,9 @@ def certify(quick: bool = False) -> Certificate:
                 if not ok:
                     failures.append({"K": K, "N": N, "offset": e, "p": str(where)})
                     continue
-                zeros = [r for r in poly.sqf_part().real_roots() if 0 < r < 1] if not poly.is_zero else ["all p"]
+                zeros = (
+                    [r for r in poly.sqf_part().real_roots() if 0 < r < 1] if not poly.is_zero else ["all p"]
+                )
                 if zeros:
                     failures.append({"K": K, "N": N, "offset": e, "tie inside (0,1) at p": str(zeros[0])})
     return Certificate(

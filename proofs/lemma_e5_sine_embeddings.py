@@ -42,8 +42,13 @@ def _symbolic_steps() -> dict[str, bool]:
     w = sp.exp(sp.I * t)
     return {
         "sin a sin b = (cos(a-b) - cos(a+b))/2": sp.simplify(
-            sp.expand_trig(sp.sin(a) * sp.sin(b) - (sp.cos(a - b) - sp.cos(a + b)) / 2)) == 0,
-        "sum_{m=1}^M z^m = (z - z^(M+1))/(1-z) for z != 1": sp.simplify(generic - (z - z ** (M + 1)) / (1 - z)) == 0,
+            sp.expand_trig(sp.sin(a) * sp.sin(b) - (sp.cos(a - b) - sp.cos(a + b)) / 2)
+        )
+        == 0,
+        "sum_{m=1}^M z^m = (z - z^(M+1))/(1-z) for z != 1": sp.simplify(
+            generic - (z - z ** (M + 1)) / (1 - z)
+        )
+        == 0,
         "z^M = 1 (k even) gives 0": sp.simplify(reduced.subs(s, 1)) == 0,
         "z^M = -1 (k odd) gives 2z/(1-z)": sp.simplify(reduced.subs(s, -1) - 2 * z / (1 - z)) == 0,
         "Re(2z/(1-z)) = -1 on the unit circle": sp.simplify(sp.re(sp.expand_complex(2 * w / (1 - w)))) == -1,
@@ -70,6 +75,8 @@ def certify(quick: bool = False) -> Certificate:
         scope=f"all M ≥ 2 and 1 ≤ i, j ≤ M−1 (symbolic M); float64 Gram cross-check for M = 2..{m_max}",
         method="symbolic proof",
         verdict="holds" if ok else "fails",
-        witness=failures[0] if failures else {"counterexample without M > N": "i = M: p_M = 0 exactly, ||p_M||^2 = 0 != M/2"},
+        witness=failures[0]
+        if failures
+        else {"counterexample without M > N": "i = M: p_M = 0 exactly, ||p_M||^2 = 0 != M/2"},
         details={"symbolic_steps": steps, "max |Gram − (M/2)I| / M": worst},
     )

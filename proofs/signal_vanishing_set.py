@@ -63,8 +63,14 @@ def _symbolic_steps() -> dict[str, bool]:
     target = p**2 + (1 - p) ** 2 + 2 * p * (1 - p) * sp.cos(2 * th)
     return {
         "|lambda|^2 = p^2 + (1-p)^2 + 2p(1-p)cos(2 theta)": sp.simplify(sp.expand_trig(mod2 - target)) == 0,
-        "1 - |lambda|^2 = 2p(1-p)(1 - cos 2theta)": sp.expand(1 - target - 2 * p * (1 - p) * (1 - sp.cos(2 * th))) == 0,
-        "|lambda|^2 - (2p-1)^2 = 2p(1-p)(1 + cos 2theta)": sp.expand(target - (2 * p - 1) ** 2 - 2 * p * (1 - p) * (1 + sp.cos(2 * th))) == 0,
+        "1 - |lambda|^2 = 2p(1-p)(1 - cos 2theta)": sp.expand(
+            1 - target - 2 * p * (1 - p) * (1 - sp.cos(2 * th))
+        )
+        == 0,
+        "|lambda|^2 - (2p-1)^2 = 2p(1-p)(1 + cos 2theta)": sp.expand(
+            target - (2 * p - 1) ** 2 - 2 * p * (1 - p) * (1 + sp.cos(2 * th))
+        )
+        == 0,
         "K = 4, p = 1/2: lambda_1 = 0": sp.simplify(lam.subs({p: sp.Rational(1, 2), th: 2 * sp.pi / 4})) == 0,
         "mode K/2 (even K): lambda = -1 for all p": sp.simplify(lam.subs(th, sp.pi)) == -1,
     }
@@ -101,6 +107,8 @@ def certify(quick: bool = False) -> Certificate:
         ),
         method="symbolic proof",
         verdict="holds" if ok else "fails",
-        witness=failures[0] if failures else {"K=4, N=3, p=1/2": "C = 0 (Π + Π² = 1 1ᵀ/2): uninformative average with 0<p<1"},
+        witness=failures[0]
+        if failures
+        else {"K=4, N=3, p=1/2": "C = 0 (Π + Π² = 1 1ᵀ/2): uninformative average with 0<p<1"},
         details={"symbolic_steps": steps, "nonempty_sets": nonempty},
     )

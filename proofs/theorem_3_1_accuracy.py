@@ -32,8 +32,10 @@ def certify(quick: bool = False) -> Certificate:
     return Certificate(
         id=ID,
         statement=STATEMENT,
-        scope=(f"numeric: K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {cfg['T']}, η = 1, ε = 1/10, μ = 500; "
-               "every step ≤ 100, log-spaced after"),
+        scope=(
+            f"numeric: K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {cfg['T']}, η = 1, ε = 1/10, μ = 500; "
+            "every step ≤ 100, log-spaced after"
+        ),
         method="numeric evidence",
         verdict="fails" if failures else "holds",
         witness=failures[0] if failures else None,

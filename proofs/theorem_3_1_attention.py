@@ -27,8 +27,11 @@ def certify(quick: bool = False) -> Certificate:
         if not r.log10_one_minus_parent[-1] < -6:
             failures.append({"K": K, "p": p, "log10(1 - S_parent(T))": r.log10_one_minus_parent[-1]})
     for (K, p), d in margin_runs(quick, t_m, n_max, False).items():
-        fits[f"K={K},p={p}"] = {"N": d["N"], "margin": [round(m, 3) for m in d["margin"]],
-                                "fits": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in d["fits"].items()}}
+        fits[f"K={K},p={p}"] = {
+            "N": d["N"],
+            "margin": [round(m, 3) for m in d["margin"]],
+            "fits": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in d["fits"].items()},
+        }
         for name in ("even N", "odd N"):
             fit = d["fits"][name]
             if not (fit["b"] > 0 and fit["r2"] >= 0.8):
@@ -36,8 +39,10 @@ def certify(quick: bool = False) -> Certificate:
     return Certificate(
         id=ID,
         statement=STATEMENT,
-        scope=(f"numeric: (a) K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {cfg['T']}, μ = 500; "
-               f"(b) margin after {t_m} steps, μ = ⌈N^{{3/2}}⌉/2, N = 4..{n_max}"),
+        scope=(
+            f"numeric: (a) K ∈ {cfg['Ks']}, p ∈ {cfg['ps']}, N = {cfg['N']}, T = {cfg['T']}, μ = 500; "
+            f"(b) margin after {t_m} steps, μ = ⌈N^{{3/2}}⌉/2, N = 4..{n_max}"
+        ),
         method="numeric evidence",
         verdict="fails" if failures else "holds",
         witness=failures[0] if failures else None,

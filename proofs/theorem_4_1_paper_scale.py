@@ -34,8 +34,17 @@ def certify(quick: bool = False) -> Certificate:
     from rwcertify import certify as certify_trajectory
 
     steps = 10 if quick else 50
-    cert = certify_trajectory(CircleWalk(6, 97, 1), M=1000, eta=1, eps="1/10", steps=steps, train_size=1000,
-                              test_size=1000, seed=0, record_steps={steps})  # fmt: skip
+    cert = certify_trajectory(
+        CircleWalk(6, 97, 1),
+        M=1000,
+        eta=1,
+        eps="1/10",
+        steps=steps,
+        train_size=1000,
+        test_size=1000,
+        seed=0,
+        record_steps={steps},
+    )
     chosen = {s.name: s for s in cert.statements if s.name in ("equal_attention", "chance")}
     outcomes = {name: s.outcome for name, s in chosen.items()}
     if all(o is Outcome.VERIFIED for o in outcomes.values()):

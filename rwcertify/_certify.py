@@ -92,7 +92,9 @@ def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, 
         weights = []
         for w in pop.exact_probs():
             if not sp.sympify(w).is_Rational:
-                raise ValueError(f"the population's probabilities must be exact rationals (got {w}): give a numeric p")
+                raise ValueError(
+                    f"the population's probabilities must be exact rationals (got {w}): give a numeric p"
+                )
             weights.append(Fraction(int(w.p), int(w.q)))
         _check_size(len(weights), task, "population size")
         ws = WalkSet.build(pop.tokens, pop.labels, weights, task.K)
@@ -143,7 +145,9 @@ def certify(
         raise ValueError(f"p={task.p} must be a number in [0, 1] (the certified engine has no symbolic p)")
     M = _check_int(M, "M", 2)
     if pos not in CERTIFIED_POS:
-        raise ValueError(f"pos={pos!r} is not one of {', '.join(CERTIFIED_POS)} (embeddings the engine encloses)")
+        raise ValueError(
+            f"pos={pos!r} is not one of {', '.join(CERTIFIED_POS)} (embeddings the engine encloses)"
+        )
     steps = _check_int(steps, "steps", 0)
     eta_q, eps_q = _fraction(eta, "eta"), _fraction(eps, "eps")
     threshold = _fraction(parent_threshold, "parent_threshold")
@@ -200,7 +204,9 @@ def certify(
     return cert
 
 
-def _accuracy_bounds(preds: list[int | None], labels: np.ndarray, weights: list[Fraction]) -> tuple[Fraction, Fraction]:
+def _accuracy_bounds(
+    preds: list[int | None], labels: np.ndarray, weights: list[Fraction]
+) -> tuple[Fraction, Fraction]:
     lo = sum((w for p, y, w in zip(preds, labels, weights) if p is not None and p == y), Fraction(0))
     undecided = sum((w for p, w in zip(preds, weights) if p is None), Fraction(0))
     return lo, lo + undecided
@@ -208,7 +214,12 @@ def _accuracy_bounds(preds: list[int | None], labels: np.ndarray, weights: list[
 
 def _names(task: object) -> list[str]:
     circle = isinstance(task, CircleWalk)
-    return ["equal_attention"] + ["chance"] * circle + ["accuracy"] + ["bayes_optimal", "parent_attention"] * circle
+    return (
+        ["equal_attention"]
+        + ["chance"] * circle
+        + ["accuracy"]
+        + ["bayes_optimal", "parent_attention"] * circle
+    )
 
 
 def statements(
@@ -216,14 +227,22 @@ def statements(
 ) -> list[Statement]:
     """The typed statements of a certified trajectory (Theorem 4.1 over all steps, Theorem 3.1 at the last)."""
     if traj.stopped is not None:
-        return [Statement(name, "not reached", Outcome.INCONCLUSIVE, f"the certified run stopped: {traj.stopped}")
-                for name in _names(task)]  # fmt: skip
+        return [
+            Statement(name, "not reached", Outcome.INCONCLUSIVE, f"the certified run stopped: {traj.stopped}")
+            for name in _names(task)
+        ]
     out = []
     K, steps = eval_set.K, traj.records[-1].step
     # Theorem 4.1: equal token attention for every input at every step.
     if all(logits for logits, _ in traj.symmetry):
-        out.append(Statement("equal_attention", f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
-                             Outcome.VERIFIED, "w_tok and c_1..c_(N-1) are exactly constant (balls of radius 0)"))  # fmt: skip
+        out.append(
+            Statement(
+                "equal_attention",
+                f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
+                Outcome.VERIFIED,
+                "w_tok and c_1..c_(N-1) are exactly constant (balls of radius 0)",
+            )
+        )
     else:
         witness = None
         for rec in traj.records:
@@ -231,34 +250,66 @@ def statements(
                 j = next((j for j, x in enumerate(ev.profile_differences) if sign(x) not in (0, None)), None)
                 if j is not None and witness is None:
                     witness = f"step {rec.step}: mean attention on the {name} set at position {j + 1} differs from position 1"
-        out.append(Statement("equal_attention", f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
-                             Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
-                             witness or "the logit differences are not exact zeros and no ball excludes 0"))  # fmt: skip
+        out.append(
+            Statement(
+                "equal_attention",
+                f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
+                Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
+                witness or "the logit differences are not exact zeros and no ball excludes 0",
+            )
+        )
     # Theorem 4.1: chance accuracy (the prediction is the same for every input).
-    claim = f"every input gets the same prediction at every step t ≤ {steps}, so the population accuracy is 1/{K}"
+    claim = (
+        f"every input gets the same prediction at every step t ≤ {steps}, so the population accuracy is 1/{K}"
+    )
     if isinstance(task, CircleWalk):
         if all(rows for _, rows in traj.symmetry):
-            out.append(Statement("chance", claim, Outcome.VERIFIED,
-                                 "V's rows are exactly constant (V[y, k] - V[y, 0] is the exact 0), so f(X) = (1 - S_N(X))·V[:, 0] "
-                                 "with 1 - S_N > 0: the argmax does not depend on X, and a circle walk's label is uniform"))  # fmt: skip
+            out.append(
+                Statement(
+                    "chance",
+                    claim,
+                    Outcome.VERIFIED,
+                    "V's rows are exactly constant (V[y, k] - V[y, 0] is the exact 0), so f(X) = (1 - S_N(X))·V[:, 0] "
+                    "with 1 - S_N > 0: the argmax does not depend on X, and a circle walk's label is uniform",
+                )
+            )
         else:
             witness = None
             for rec in traj.records:
                 decided = {p for p in rec.evaluation.predictions if p is not None}
                 if len(decided) > 1 and witness is None:
                     witness = f"step {rec.step}: evaluation inputs are certified to get different predictions {sorted(decided)}"
-            out.append(Statement("chance", claim, Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
-                                 witness or "V's rows are not exact constants and no two predictions are certified to differ"))  # fmt: skip
+            out.append(
+                Statement(
+                    "chance",
+                    claim,
+                    Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
+                    witness
+                    or "V's rows are not exact constants and no two predictions are certified to differ",
+                )
+            )
     last = traj.records[-1]
     ev = last.evaluation
     lo, hi = _accuracy_bounds(ev.predictions, eval_set.labels, eval_set.weights)
     undecided = sum(p is None for p in ev.predictions)
     if lo == hi:
-        out.append(Statement("accuracy", f"evaluation accuracy at step {steps}", Outcome.VERIFIED,
-                             f"accuracy = {lo} = {float(lo):.6g}: every argmax is decided"))  # fmt: skip
+        out.append(
+            Statement(
+                "accuracy",
+                f"evaluation accuracy at step {steps}",
+                Outcome.VERIFIED,
+                f"accuracy = {lo} = {float(lo):.6g}: every argmax is decided",
+            )
+        )
     else:
-        out.append(Statement("accuracy", f"evaluation accuracy at step {steps}", Outcome.INCONCLUSIVE,
-                             f"{undecided} of {len(ev.predictions)} distinct inputs have an ambiguous argmax: accuracy in [{lo}, {hi}]"))  # fmt: skip
+        out.append(
+            Statement(
+                "accuracy",
+                f"evaluation accuracy at step {steps}",
+                Outcome.INCONCLUSIVE,
+                f"{undecided} of {len(ev.predictions)} distinct inputs have an ambiguous argmax: accuracy in [{lo}, {hi}]",
+            )
+        )
     if isinstance(task, CircleWalk):
         Pi = task.transition_matrix()
         optimal = []
@@ -268,17 +319,29 @@ def statements(
         wrong = [i for i, p in enumerate(ev.predictions) if p is not None and p not in optimal[i]]
         claim = f"at step {steps} every evaluation input's prediction maximises Π[s_(N-1), ·] (Bayes-optimal)"
         if wrong:
-            outcome, detail = Outcome.REFUTED, f"{len(wrong)} distinct inputs are certified to predict outside the argmax of Π"
+            outcome, detail = (
+                Outcome.REFUTED,
+                f"{len(wrong)} distinct inputs are certified to predict outside the argmax of Π",
+            )
         elif undecided:
             outcome, detail = Outcome.INCONCLUSIVE, f"{undecided} distinct inputs have an ambiguous argmax"
         else:
-            outcome, detail = Outcome.VERIFIED, "every argmax is decided and lies in the argmax of Π[s_(N-1), ·]"
+            outcome, detail = (
+                Outcome.VERIFIED,
+                "every argmax is decided and lies in the argmax of Π[s_(N-1), ·]",
+            )
         out.append(Statement("bayes_optimal", claim, outcome, detail))
         parent = ev.attention_profile[-2]
         with precision(traj.prec):
             gap = parent - arb(parent_threshold.numerator) / parent_threshold.denominator
         s = sign(gap)
         outcome = Outcome.VERIFIED if s in (0, 1) else Outcome.REFUTED if s == -1 else Outcome.INCONCLUSIVE
-        out.append(Statement("parent_attention", f"mean attention on position N-1 at step {steps} is ≥ {parent_threshold}",
-                             outcome, f"parent attention ∈ {parent.str(10, radius=True)}"))  # fmt: skip
+        out.append(
+            Statement(
+                "parent_attention",
+                f"mean attention on position N-1 at step {steps} is ≥ {parent_threshold}",
+                outcome,
+                f"parent attention ∈ {parent.str(10, radius=True)}",
+            )
+        )
     return out

@@ -22,7 +22,9 @@ def _excess(x: float, ball: dict) -> float:
     return max(0.0, abs(x - ball["mid"]) - ball["rad"]) / max(1.0, abs(ball["mid"]))
 
 
-def compare_float(cert: Certification, data: dict, gram: str = "computed", float_tol: float = FLOAT_TOL) -> dict:
+def compare_float(
+    cert: Certification, data: dict, gram: str = "computed", float_tol: float = FLOAT_TOL
+) -> dict:
     """Run rwnumeric in float64 on the certified configuration and locate where it leaves the enclosure.
 
     ``data`` is ``to_json(cert)`` (the exported balls). Returns the per-step excess, the first step
@@ -54,17 +56,29 @@ def compare_float(cert: Certification, data: dict, gram: str = "computed", float
     rows, first_outside, first_accuracy = [], None, None
     for h, s in zip(result.history, data["steps"], strict=True):
         if h["step"] != s["step"]:
-            raise RuntimeError(f"the float run recorded step {h['step']} where the enclosure has step {s['step']}")
+            raise RuntimeError(
+                f"the float run recorded step {h['step']} where the enclosure has step {s['step']}"
+            )
         excess = max(
             [_excess(h["train_loss"], s["train_loss"])]
             + [_excess(x, b) for x, b in zip(h["attention_profile"], s["attention_profile"], strict=True)]
         )
-        rows.append({"step": s["step"], "excess": excess, "test_accuracy": h["test_accuracy"],
-                     "attention_spread": h["attention_spread"]})  # fmt: skip
+        rows.append(
+            {
+                "step": s["step"],
+                "excess": excess,
+                "test_accuracy": h["test_accuracy"],
+                "attention_spread": h["attention_spread"],
+            }
+        )
         if first_outside is None and excess > float_tol:
             first_outside = s["step"]
         acc = s["test_accuracy"]
-        if first_accuracy is None and acc["decided"] and abs(h["test_accuracy"] - float(eval_fraction(acc["lower"]))) > 1e-12:
+        if (
+            first_accuracy is None
+            and acc["decided"]
+            and abs(h["test_accuracy"] - float(eval_fraction(acc["lower"]))) > 1e-12
+        ):
             first_accuracy = s["step"]
     summary = (
         f"float64 rwnumeric run with gram = {gram!r}: the first recorded step whose train loss or mean attention "
@@ -74,8 +88,14 @@ def compare_float(cert: Certification, data: dict, gram: str = "computed", float
         + (f"step {first_accuracy}." if first_accuracy is not None else "none.")
         + f" Largest excess: {max(r['excess'] for r in rows):.3g}."
     )
-    return {"gram": gram, "float_tol": float_tol, "first_step_outside": first_outside,
-            "first_accuracy_mismatch": first_accuracy, "summary": summary, "steps": rows}  # fmt: skip
+    return {
+        "gram": gram,
+        "float_tol": float_tol,
+        "first_step_outside": first_outside,
+        "first_accuracy_mismatch": first_accuracy,
+        "summary": summary,
+        "steps": rows,
+    }
 
 
 def eval_fraction(text: str):

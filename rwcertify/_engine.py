@@ -122,7 +122,9 @@ def _forward(ws: WalkSet, st: State, tab: _Tables) -> _Pass:
     for i in range(ws.size):
         sr, s0 = int(ws.tokens[i, r]), int(ws.tokens[i, 0])
         cnt = ws.counts[i]
-        t = [tab.Q[k][sr] * (int(cnt[k]) + Bh[i * K + k]) for k in range(K)]  # Σ_{j: s_j = k} exp(logit_j - logit_r)
+        t = [
+            tab.Q[k][sr] * (int(cnt[k]) + Bh[i * K + k]) for k in range(K)
+        ]  # Σ_{j: s_j = k} exp(logit_j - logit_r)
         T = sum(t[1:], t[0])
         Sr = 1 / (T + tab.EN[sr])
         Srs.append(Sr)
@@ -175,13 +177,19 @@ def _evaluate(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb
     S0bar = sum((w * s for w, s in zip(weights, fw.S0)), arb(0))
     SNbar = sum((w * s for w, s in zip(weights, fw.SN)), arb(0))
     if tab.r == 0:  # Σ_i w_i S_i1 (Qh Fe_j + Fh_j): exactly 0 while the logits are symmetric
-        v = [[weights[i] * fw.S0[i] * tab.Qh[k][int(ws.tokens[i, 0])]] for i in range(ws.size) for k in range(K)]
+        v = [
+            [weights[i] * fw.S0[i] * tab.Qh[k][int(ws.tokens[i, 0])]]
+            for i in range(ws.size)
+            for k in range(K)
+        ]
         C = (ws.AT * arb_mat(v)).entries()  # (L,)
         diffs = [arb(0)] + [tab.Fe[j] * C[j] + tab.Fh[j] * S0bar for j in range(1, L)]
         profile = [S0bar + dj for dj in diffs] + [SNbar]
     else:  # Σ_i w_i S_ij = Fe_j Σ_i w_i S_ir Q[s_ij, s_ir]
         r = tab.r
-        v = [[weights[i] * fw.Sr[i] * tab.Q[k][int(ws.tokens[i, r])]] for i in range(ws.size) for k in range(K)]
+        v = [
+            [weights[i] * fw.Sr[i] * tab.Q[k][int(ws.tokens[i, r])]] for i in range(ws.size) for k in range(K)
+        ]
         C = (ws.AT * arb_mat(v)).entries()
         profile = [tab.Fe[j] * C[j] for j in range(L)] + [SNbar]
         diffs = [arb(0)] + [profile[j] - profile[0] for j in range(1, L)]
@@ -203,8 +211,12 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
         z = _scores(st, y, XS, fw.mass[i])
         if not z + eps > 0:
             if z + eps <= 0:
-                raise ValueError(f"the log-loss -log(z + eps) is undefined: z + eps = {z + eps} <= 0 for input {i}")
-            raise _Undecided(f"the balls no longer show z + eps > 0 (input {i}: z + eps = {(z + eps).str(5)})")
+                raise ValueError(
+                    f"the log-loss -log(z + eps) is undefined: z + eps = {z + eps} <= 0 for input {i}"
+                )
+            raise _Undecided(
+                f"the balls no longer show z + eps > 0 (input {i}: z + eps = {(z + eps).str(5)})"
+            )
         loss -= weights[i] * (z + eps).log()
         g = -weights[i] / (z + eps)  # w_i ℓ'(z_i)
         Vby, Vdy = st.Vb[y], st.Vd[y]
@@ -313,8 +325,12 @@ def run_trajectory(
         w_eval = w_train if same else [exact_ball(w) for w in eval_set.weights]
         st = State.zero(train_set.K, train_set.tokens.shape[1])
         traj = Trajectory(prec, mu)
-        bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc=f"rw certify ({prec} bits)",
-                   unit="step")  # fmt: skip
+        bar = tqdm(
+            total=steps,
+            disable=not (progress and sys.stderr.isatty()),
+            desc=f"rw certify ({prec} bits)",
+            unit="step",
+        )
         for t in range(steps + 1):
             traj.symmetry.append(st.symmetric())
             tab = _Tables.build(st, mu_b)

@@ -23,7 +23,9 @@ FORMAT, VERSION = "rw-certify", 1
 
 def schema() -> dict:
     """The JSON schema of ``to_json``'s output."""
-    return json.loads(resources.files("rwcertify").joinpath("certify.schema.json").read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files("rwcertify").joinpath("certify.schema.json").read_text(encoding="utf-8")
+    )
 
 
 def _spread(rec: StepRecord) -> arb:
@@ -115,9 +117,12 @@ def to_markdown(data: dict) -> str:
         "",
         f"Exact model: log-loss -log(z + {cfg['eps']}), η = {cfg['eta']}, {cfg['steps']} full-batch GD steps from zero "
         f"init, {cfg['pos']} embeddings with M = {cfg['M']} (μ = {cfg['mu']}), "
-        + ("the exact population." if cfg["population"] else
-           f"{cfg['train_size']} training and {cfg['test_size']} test walks (seed {cfg['seed']}, "
-           f"{cfg['distinct_train_inputs']} and {cfg['distinct_eval_inputs']} distinct)."),  # fmt: skip
+        + (
+            "the exact population."
+            if cfg["population"]
+            else f"{cfg['train_size']} training and {cfg['test_size']} test walks (seed {cfg['seed']}, "
+            f"{cfg['distinct_train_inputs']} and {cfg['distinct_eval_inputs']} distinct)."
+        ),
         "",
         f"Gram matrix PᵀP enclosed entry by entry: every ball contains μ·I (widest off-diagonal radius "
         f"{data['gram']['max_offdiag_rad']:.2g}). Precision {prec['prec']} bits (attempts: {attempts}; "

@@ -70,7 +70,9 @@ def enclose_gram(pos: str, M: int, N: int) -> GramEnclosure:
             raise ValueError(f"pos='onehot' needs M = N, got M={M}, N={N}")
         return GramEnclosure(pos, M, N, Fraction(1), 0.0, 0.0)
     if pos != "sine":
-        raise ValueError(f"pos={pos!r} is not one of {', '.join(CERTIFIED_POS)} (embeddings the engine encloses)")
+        raise ValueError(
+            f"pos={pos!r} is not one of {', '.join(CERTIFIED_POS)} (embeddings the engine encloses)"
+        )
     if M <= N:
         raise ValueError(f"pos='sine' needs M > N (sin(π·i·m/M) vanishes at i = M), got M={M}, N={N}")
     P = sine_embeddings(M, N)

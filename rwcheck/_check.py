@@ -35,8 +35,14 @@ class PropertyResult:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"id": self.id, "statement": self.statement, "status": self.status, "reason": self.reason,
-                "failure": self.failure, "notes": sorted(set(self.notes))}  # fmt: skip
+        return {
+            "id": self.id,
+            "statement": self.statement,
+            "status": self.status,
+            "reason": self.reason,
+            "failure": self.failure,
+            "notes": sorted(set(self.notes)),
+        }
 
 
 @dataclass
@@ -66,7 +72,7 @@ class Report:
                 "dtype": o.dtype,
                 "task": o.task,
                 "losses": list(o.losses),
-            },  # fmt: skip
+            },
             "tolerance": tolerance_rule(o.dtype),
             "properties": [r.to_json() for r in self.results],
             "counts": self.counts(),
@@ -75,9 +81,12 @@ class Report:
 
     def render(self) -> str:
         o = self.options
-        lines = [f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
-                 f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}",  # fmt: skip
-                 f"tolerance: {tolerance_rule(o.dtype)}", ""]  # fmt: skip
+        lines = [
+            f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
+            f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}",
+            f"tolerance: {tolerance_rule(o.dtype)}",
+            "",
+        ]
         width = max(len(s) for s in STATUSES)
         for r in self.results:
             lines.append(f"{r.status.upper():<{width}}  {r.id}: {r.statement}")
@@ -96,10 +105,12 @@ class Report:
 def tolerance_rule(dtype: str) -> str:
     """The tolerance rule printed in every report, with the dtype's unit roundoff."""
     unit = float(torch.finfo(torch.float64 if dtype == "float64" else torch.float32).eps) / 2
-    return (f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
-            "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
-            "|l| ≤ 1 + μ²ηT; the bugs this suite targets move some value by 1e-3 or more. Accuracies are "
-            "compared exactly (1e-12 for float sums), except at steps with an exact near-tie in f.")  # fmt: skip
+    return (
+        f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
+        "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
+        "|l| ≤ 1 + μ²ηT; the bugs this suite targets move some value by 1e-3 or more. Accuracies are "
+        "compared exactly (1e-12 for float sums), except at steps with an exact near-tie in f."
+    )
 
 
 def load_factory(target: str) -> Factory:
@@ -139,8 +150,9 @@ def load_factory(target: str) -> Factory:
     return factory
 
 
-def hypothesis_test(prop: Property, factory: Factory, options: CheckOptions, quiet: bool,
-                    sink: list[str] | None = None) -> Callable[[], None]:  # fmt: skip
+def hypothesis_test(
+    prop: Property, factory: Factory, options: CheckOptions, quiet: bool, sink: list[str] | None = None
+) -> Callable[[], None]:
     """The property as a hypothesis test (``st.data()`` drawn inside): calling it runs the search.
 
     ``quiet``: derandomized, no example database, nothing printed (the CLI); otherwise hypothesis'
@@ -168,8 +180,12 @@ def hypothesis_test(prop: Property, factory: Factory, options: CheckOptions, qui
     return test
 
 
-def check(factory: Factory, options: CheckOptions | None = None, name: str = "implementation",
-          progress: Callable[[str], None] | None = None) -> Report:  # fmt: skip
+def check(
+    factory: Factory,
+    options: CheckOptions | None = None,
+    name: str = "implementation",
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Check ``factory``'s implementation against every property; the report says pass / fail / not checked.
 
     Raises ``ImplementationError`` (one line) when the implementation does not follow the protocol.
@@ -212,8 +228,11 @@ def _check(
         error = _search(prop, factory, options, notes)
         result = _row(prop.id, prop.statement, error, notes)
         if prop.id == "theorem_4_1_symmetry":
-            result.notes += [f"{LABELS[q]} part not checked: {readouts.missing_reason(q)}"
-                             for q in ("S", "accuracy") if not readouts.provided(q)]  # fmt: skip
+            result.notes += [
+                f"{LABELS[q]} part not checked: {readouts.missing_reason(q)}"
+                for q in ("S", "accuracy")
+                if not readouts.provided(q)
+            ]
         results.append(result)
     return Report(name, readouts.protocol, options, results)
 
@@ -236,9 +255,21 @@ def _failure(error: BaseException) -> tuple[dict, str]:
         d = error.divergence
         return {**d.to_json(), "text": d.describe()}, d.quantity
     if not isinstance(error, ImplementationCrash):
-        raise TypeError(f"a property failed with {type(error).__name__}, neither a Mismatch nor an ImplementationCrash")
-    return {"step": None, "quantity": None, "index": [], "expected": None, "got": None, "error": None, "rtol": None,
-            "config": error.config.to_json(), "config_text": error.config.describe(), "text": str(error)}, ""  # fmt: skip
+        raise TypeError(
+            f"a property failed with {type(error).__name__}, neither a Mismatch nor an ImplementationCrash"
+        )
+    return {
+        "step": None,
+        "quantity": None,
+        "index": [],
+        "expected": None,
+        "got": None,
+        "error": None,
+        "rtol": None,
+        "config": error.config.to_json(),
+        "config_text": error.config.describe(),
+        "text": str(error),
+    }, ""
 
 
 def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]) -> PropertyResult:
@@ -264,8 +295,14 @@ def _trajectory_rows(
         elif q == quantity or (not quantity and not rows):
             rows.append(PropertyResult(q, statement, "fail", failure=failure))
         else:
-            rows.append(PropertyResult(q, statement, "not checked",
-                                       f"the trajectory diverged first at {failure['text'].split(':')[0]}"))  # fmt: skip
+            rows.append(
+                PropertyResult(
+                    q,
+                    statement,
+                    "not checked",
+                    f"the trajectory diverged first at {failure['text'].split(':')[0]}",
+                )
+            )
     return rows
 
 

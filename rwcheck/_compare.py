@@ -46,9 +46,11 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
     unit = float(torch.finfo(config.torch_dtype).eps) / 2
     scale = 1 + float(config.mu) ** 2 * float(config.eta) * steps
     rtol = MARGIN * unit * scale
-    reason = (f"{config.dtype} unit roundoff u = {unit:.2g}; rtol = {MARGIN}·u·(1 + μ²ηT) = {MARGIN}·u·{scale:.4g}: "
-              f"a step is a few hundred roundings and exp of a logit l adds u·|l| with |l| ≤ 1 + μ²ηT; "
-              f"each bug of interest moves a compared value by 1e-3 or more")  # fmt: skip
+    reason = (
+        f"{config.dtype} unit roundoff u = {unit:.2g}; rtol = {MARGIN}·u·(1 + μ²ηT) = {MARGIN}·u·{scale:.4g}: "
+        f"a step is a few hundred roundings and exp of a logit l adds u·|l| with |l| ≤ 1 + μ²ηT; "
+        f"each bug of interest moves a compared value by 1e-3 or more"
+    )
     return Tolerance(rtol, reason)
 
 
@@ -61,8 +63,9 @@ def exact_trajectory(config: CheckConfig, steps: int) -> Trajectory:
     if key not in _EXACT:
         if len(_EXACT) > 256:
             _EXACT.clear()
-        _EXACT[key] = derive(config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu,
-                             loss=symbolic_loss(config.loss))  # fmt: skip
+        _EXACT[key] = derive(
+            config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=symbolic_loss(config.loss)
+        )
     return _EXACT[key]
 
 
@@ -89,14 +92,23 @@ class Divergence:
 
     def describe(self) -> str:
         where = f"[{', '.join(map(str, self.index))}]" if self.index else ""
-        return (f"{LABELS[self.quantity]}{where} at t={self.step}: expected {self.expected:.17g}, got {self.got:.17g} "
-                f"(scaled error {self.error:.3g} > rtol {self.rtol:.3g})")  # fmt: skip
+        return (
+            f"{LABELS[self.quantity]}{where} at t={self.step}: expected {self.expected:.17g}, got {self.got:.17g} "
+            f"(scaled error {self.error:.3g} > rtol {self.rtol:.3g})"
+        )
 
     def to_json(self) -> dict:
-        return {"step": self.step, "quantity": self.quantity, "index": list(self.index),
-                "expected": finite_or_text(self.expected), "got": finite_or_text(self.got),
-                "error": finite_or_text(self.error), "rtol": self.rtol, "config": self.config_json,
-                "config_text": self.config}  # fmt: skip
+        return {
+            "step": self.step,
+            "quantity": self.quantity,
+            "index": list(self.index),
+            "expected": finite_or_text(self.expected),
+            "got": finite_or_text(self.got),
+            "error": finite_or_text(self.error),
+            "rtol": self.rtol,
+            "config": self.config_json,
+            "config_text": self.config,
+        }
 
 
 class Mismatch(AssertionError):
@@ -192,8 +204,19 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
                 error, index = scaled_error(got, expected[q])
                 limit = limit_values
             if not error <= limit:
-                raise Mismatch(Divergence(t, q, index, float(expected[q][index]), float(got[index]), error, limit,
-                                          config.describe(), config.to_json()))  # fmt: skip
+                raise Mismatch(
+                    Divergence(
+                        t,
+                        q,
+                        index,
+                        float(expected[q][index]),
+                        float(got[index]),
+                        error,
+                        limit,
+                        config.describe(),
+                        config.to_json(),
+                    )
+                )
     return notes
 
 

@@ -47,8 +47,18 @@ class CheckConfig:
     dtype: str = "float64"
 
     @classmethod
-    def build(cls, task: CircleWalk | FiniteTask, mu: object, eta: object, eps: object, embedding: str = "sine",
-              M: int | None = None, seed: int = 0, loss: str = "log", dtype: str = "float64") -> CheckConfig:  # fmt: skip
+    def build(
+        cls,
+        task: CircleWalk | FiniteTask,
+        mu: object,
+        eta: object,
+        eps: object,
+        embedding: str = "sine",
+        M: int | None = None,
+        seed: int = 0,
+        loss: str = "log",
+        dtype: str = "float64",
+    ) -> CheckConfig:
         """A config whose P is ``rwnumeric.positional_embeddings(embedding, M, N, μ, seed)``."""
         mu, eta, eps = Fraction(str(mu)), Fraction(str(eta)), Fraction(str(eps))
         for name, value in (("mu", mu), ("eta", eta), ("eps", eps)):
@@ -121,20 +131,38 @@ class CheckConfig:
     def describe(self) -> str:
         """One line naming every value the trajectory depends on."""
         task = self.task
-        name = f"CircleWalk(K={task.K}, N={task.N}, p={task.p})" if isinstance(task, CircleWalk) else (
-            f"FiniteTask(K={task.K}, N={task.N}, {len(task.labels)} inputs)")  # fmt: skip
-        return (f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
-                f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}")  # fmt: skip
+        name = (
+            f"CircleWalk(K={task.K}, N={task.N}, p={task.p})"
+            if isinstance(task, CircleWalk)
+            else (f"FiniteTask(K={task.K}, N={task.N}, {len(task.labels)} inputs)")
+        )
+        return (
+            f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
+            f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}"
+        )
 
     def to_json(self) -> dict:
         """JSON-able description (exact values as strings such as "3/10")."""
         task = self.task
-        out: dict = {"K": self.K, "N": self.N, "M": self.M, "embedding": self.embedding, "seed": self.seed,
-                     "mu": str(self.mu), "eta": str(self.eta), "eps": str(self.eps), "loss": self.loss,
-                     "dtype": self.dtype}  # fmt: skip
+        out: dict = {
+            "K": self.K,
+            "N": self.N,
+            "M": self.M,
+            "embedding": self.embedding,
+            "seed": self.seed,
+            "mu": str(self.mu),
+            "eta": str(self.eta),
+            "eps": str(self.eps),
+            "loss": self.loss,
+            "dtype": self.dtype,
+        }
         if isinstance(task, CircleWalk):
             out["task"] = {"name": "circle", "p": str(task.p)}
         else:
-            out["task"] = {"name": "finite", "tokens": task.tokens.tolist(), "labels": task.labels.tolist(),
-                           "probs": [str(q) for q in task.prob_values]}  # fmt: skip
+            out["task"] = {
+                "name": "finite",
+                "tokens": task.tokens.tolist(),
+                "labels": task.labels.tolist(),
+                "probs": [str(q) for q in task.prob_values],
+            }
         return out

@@ -73,8 +73,9 @@ def _run(factory: Factory, config: CheckConfig, steps: int) -> Readouts:
         raise
     except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise ImplementationCrash(f"the implementation raised {type(err).__name__}: {first} on {config.describe()}",
-                                  config) from err  # fmt: skip
+        raise ImplementationCrash(
+            f"the implementation raised {type(err).__name__}: {first} on {config.describe()}", config
+        ) from err
 
 
 class ImplementationCrash(AssertionError):
@@ -85,13 +86,31 @@ class ImplementationCrash(AssertionError):
         self.config = config
 
 
-def _fail(t: int, quantity: str, got: np.ndarray, expected: np.ndarray, rtol: float, config: CheckConfig,
-          note: str = "") -> None:  # fmt: skip
+def _fail(
+    t: int,
+    quantity: str,
+    got: np.ndarray,
+    expected: np.ndarray,
+    rtol: float,
+    config: CheckConfig,
+    note: str = "",
+) -> None:
     """Raise ``Mismatch`` if ``got`` is farther than ``rtol`` (scaled) from ``expected``."""
     error, index = scaled_error(got, expected)
     if not error <= rtol:
-        raise Mismatch(Divergence(t, quantity, index, float(expected[index]), float(got[index]), error, rtol,
-                                  config.describe() + note, config.to_json()))  # fmt: skip
+        raise Mismatch(
+            Divergence(
+                t,
+                quantity,
+                index,
+                float(expected[index]),
+                float(got[index]),
+                error,
+                rtol,
+                config.describe() + note,
+                config.to_json(),
+            )
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -179,8 +198,12 @@ def theorem_4_1(factory: Factory, data: st.DataObject, options: CheckOptions) ->
 def depends_on_P_only_through_mu(factory: Factory, data: st.DataObject, options: CheckOptions) -> list[str]:
     """Two embeddings P, P' with the same μ = ‖p_i‖² give the same V, W x̃_N (as w_tok, c), S, f, loss, accuracy."""
     first = data.draw(options.configs(), label="config")
-    emb = data.draw(embeddings(first.N, first.mu).filter(
-        lambda e: (e.kind, e.M, e.seed) != (first.embedding, first.M, first.seed)), label="second embedding")  # fmt: skip
+    emb = data.draw(
+        embeddings(first.N, first.mu).filter(
+            lambda e: (e.kind, e.M, e.seed) != (first.embedding, first.M, first.seed)
+        ),
+        label="second embedding",
+    )
     P = positional_embeddings(emb.kind, emb.M, first.N, float(first.mu), emb.seed)
     second = CheckConfig(
         first.task, first.mu, first.eta, first.eps, P, emb.kind, emb.seed, first.loss, first.dtype
@@ -232,15 +255,15 @@ PROPERTIES = (
         "Lemma C.1: V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ]",
         first_value_step,
         min_steps=1,
-    ),  # fmt: skip
+    ),
     Property(
         "theorem_4_1_symmetry",
         "Theorem 4.1 (p ∈ {0, 1}, N = rK+1): V(t) ∝ 1_{K×K}, S_1 = … = S_{N-1}, accuracy 1/K",
         theorem_4_1,
-    ),  # fmt: skip
+    ),
     Property(
         "P_only_through_mu",
         "the trajectory depends on P only through μ = ‖p_i‖²",
         depends_on_P_only_through_mu,
-    ),  # fmt: skip
+    ),
 )

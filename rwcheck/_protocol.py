@@ -31,9 +31,20 @@ from rwnumeric import DEFAULT_TIE_RTOL, predict
 #: Read-outs in the order they are compared at each step.
 QUANTITIES = ("V", "W_xN", "S", "f", "loss", "accuracy")
 #: How each read-out is printed.
-LABELS = {"V": "V", "W_xN": "W x̃_N", "S": "S", "f": "f", "loss": "loss", "accuracy": "accuracy",
-          "W_first_columns": "W[:, :K]", "V1": "V(1)", "V_ones": "V (∝ 1_{K×K})", "S_tokens": "S_1..S_{N-1}",
-          "w_tok": "w_tok", "c": "c (w_pos = Σ_j c_j p_j)"}  # fmt: skip
+LABELS = {
+    "V": "V",
+    "W_xN": "W x̃_N",
+    "S": "S",
+    "f": "f",
+    "loss": "loss",
+    "accuracy": "accuracy",
+    "W_first_columns": "W[:, :K]",
+    "V1": "V(1)",
+    "V_ones": "V (∝ 1_{K×K})",
+    "S_tokens": "S_1..S_{N-1}",
+    "w_tok": "w_tok",
+    "c": "c (w_pos = Σ_j c_j p_j)",
+}
 
 Factory = Callable[[CheckConfig], object]
 
@@ -203,8 +214,10 @@ def _run_loop(loop: Iterator[object], config: CheckConfig, steps: int) -> Readou
                     raise ImplementationError(f"state {t} of the training loop has no 'V' or no 'W' key")
                 extra = sorted(set(state) - {"V", "W", *shapes})
                 if extra:
-                    raise ImplementationError(f"state {t} of the training loop has unknown keys {extra}; "
-                                              f"allowed: V, W, {', '.join(shapes)}")  # fmt: skip
+                    raise ImplementationError(
+                        f"state {t} of the training loop has unknown keys {extra}; "
+                        f"allowed: V, W, {', '.join(shapes)}"
+                    )
             elif isinstance(state, tuple) and len(state) == 2:
                 state = {"V": state[0], "W": state[1]}
             else:
@@ -261,20 +274,23 @@ def probe(factory: Factory, dtype: str = "float64") -> Readouts:
     """
     from rwtasks import CircleWalk
 
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3,
-                               dtype=dtype)  # fmt: skip
+    config = CheckConfig.build(
+        CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype
+    )
     try:
         readouts = run(factory, config, 1)
     except ImplementationError:
         raise
     except Exception as err:  # the user's code failed: one line naming the exception
         message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise ImplementationError(f"the implementation raised {type(err).__name__}: {message} "
-                                  f"(on {config.describe()})") from None  # fmt: skip
+        raise ImplementationError(
+            f"the implementation raised {type(err).__name__}: {message} (on {config.describe()})"
+        ) from None
     bad = first_non_finite(readouts, ("V", "W_xN", "S", "f"), 0)
     if bad is not None:
-        raise ImplementationError(f"the implementation gives non-finite {LABELS[bad]} at t=0 (NaN or inf) "
-                                  f"on {config.describe()}")  # fmt: skip
+        raise ImplementationError(
+            f"the implementation gives non-finite {LABELS[bad]} at t=0 (NaN or inf) on {config.describe()}"
+        )
     return readouts
 
 

@@ -22,8 +22,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--rwcheck-dtype", choices=("float64", "float32"), default=None, help="dtype (default float64)"
     )
-    group.addoption("--rwcheck-task", choices=("circle", "finite", "any"), default=None,
-                    help="configurations drawn: circle walks (default), small finite tasks, or either")  # fmt: skip
+    group.addoption(
+        "--rwcheck-task",
+        choices=("circle", "finite", "any"),
+        default=None,
+        help="configurations drawn: circle walks (default), small finite tasks, or either",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -50,8 +50,9 @@ LOSSES = tuple(BUILTIN_LOSSES)
 # ---------------------------------------------------------------------------------------------
 # numbers
 # ---------------------------------------------------------------------------------------------
-def rationals(low: Fraction | int, high: Fraction | int, max_denominator: int = 12,
-              open_low: bool = False) -> st.SearchStrategy[Fraction]:  # fmt: skip
+def rationals(
+    low: Fraction | int, high: Fraction | int, max_denominator: int = 12, open_low: bool = False
+) -> st.SearchStrategy[Fraction]:
     """Fractions n/d in [low, high] (or (low, high] with ``open_low``), d ≤ ``max_denominator``."""
     low, high = Fraction(low), Fraction(high)
 
@@ -107,8 +108,13 @@ class CircleConfig:
 
 
 @st.composite
-def circle_configs(draw, K: tuple[int, int] = (K_MIN, K_MAX), N: tuple[int, int] = (N_MIN, N_MAX),
-                   p: st.SearchStrategy[Fraction] | None = None, max_rooted_walks: int | None = None) -> CircleConfig:  # fmt: skip
+def circle_configs(
+    draw,
+    K: tuple[int, int] = (K_MIN, K_MAX),
+    N: tuple[int, int] = (N_MIN, N_MAX),
+    p: st.SearchStrategy[Fraction] | None = None,
+    max_rooted_walks: int | None = None,
+) -> CircleConfig:
     """Circle walks with K, N in the given ranges; ``max_rooted_walks`` caps 2^(N-1) for exact work."""
     k = draw(st.integers(*K))
     n_hi = N[1] if max_rooted_walks is None else min(N[1], max_rooted_walks.bit_length())
@@ -140,10 +146,16 @@ class FiniteTaskSpec:
 
     def task(self) -> FiniteTask:
         if self.vocab is None:
-            return FiniteTask([list(s) for s in self.sequences], list(self.labels), list(self.probs), K=self.K)
+            return FiniteTask(
+                [list(s) for s in self.sequences], list(self.labels), list(self.probs), K=self.K
+            )
         words = self.vocab
-        return FiniteTask([[words[i] for i in s] for s in self.sequences], [words[y] for y in self.labels],
-                          list(self.probs), vocab=words)  # fmt: skip
+        return FiniteTask(
+            [[words[i] for i in s] for s in self.sequences],
+            [words[y] for y in self.labels],
+            list(self.probs),
+            vocab=words,
+        )
 
 
 _WORDS = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6)
@@ -155,9 +167,14 @@ def _normalise(weights: Sequence[int]) -> tuple[Fraction, ...]:
 
 
 @st.composite
-def finite_tasks(draw, K: tuple[int, int] = (2, 5), N: tuple[int, int] = (2, 5),
-                 inputs: tuple[int, int] = (1, 6), zero_probabilities: bool = True,
-                 min_positive: int = 1) -> FiniteTaskSpec:  # fmt: skip
+def finite_tasks(
+    draw,
+    K: tuple[int, int] = (2, 5),
+    N: tuple[int, int] = (2, 5),
+    inputs: tuple[int, int] = (1, 6),
+    zero_probabilities: bool = True,
+    min_positive: int = 1,
+) -> FiniteTaskSpec:
     """A random finite task: vocabulary size, length, sequences, labels and rational probabilities.
 
     Half the time the task is built from a random vocabulary of words. With ``zero_probabilities``
@@ -180,8 +197,9 @@ def finite_tasks(draw, K: tuple[int, int] = (2, 5), N: tuple[int, int] = (2, 5),
 
 
 @st.composite
-def zero_signal_finite_tasks(draw, K: tuple[int, int] = (2, 5), N: tuple[int, int] = (2, 5),
-                             bases: tuple[int, int] = (1, 3)) -> FiniteTaskSpec:  # fmt: skip
+def zero_signal_finite_tasks(
+    draw, K: tuple[int, int] = (2, 5), N: tuple[int, int] = (2, 5), bases: tuple[int, int] = (1, 3)
+) -> FiniteTaskSpec:
     """A finite task whose token average x̄ is independent of the label, so the signal C is 0.
 
     Construction: base sequences b with probabilities P(b), a label law q(y) (drawn over a random
@@ -226,13 +244,15 @@ class Embedding:
     seed: int = 0
 
     def model(self, K: int, N: int, **kwargs: Unpack[_ModelOptions]) -> ModelConfig:
-        return ModelConfig(K=K, N=N, M=self.M, pos=self.kind, pos_norm=float(self.mu), pos_seed=self.seed,
-                           **kwargs)  # fmt: skip
+        return ModelConfig(
+            K=K, N=N, M=self.M, pos=self.kind, pos_norm=float(self.mu), pos_seed=self.seed, **kwargs
+        )
 
 
 @st.composite
-def embeddings(draw, N: int, mu: Fraction, kinds: Sequence[str] = ("sine", "onehot", "random"),
-               M_max: int = M_MAX) -> Embedding:  # fmt: skip
+def embeddings(
+    draw, N: int, mu: Fraction, kinds: Sequence[str] = ("sine", "onehot", "random"), M_max: int = M_MAX
+) -> Embedding:
     """sine (N < M ≤ M_max), onehot (M = N) or random orthogonal (N ≤ M ≤ M_max), all with ‖p_i‖² = μ."""
     kind = draw(st.sampled_from(list(kinds)))
     if kind == "onehot":
@@ -342,7 +362,9 @@ class InvalidCase:
         except ValueError as err:
             message = str(err)
             if not re.search(self.pattern, message):  # raised, not asserted: python -O keeps the check
-                raise AssertionError(f"{self.what}: message {message!r} does not match {self.pattern!r}") from err
+                raise AssertionError(
+                    f"{self.what}: message {message!r} does not match {self.pattern!r}"
+                ) from err
             if "\n" in message.strip():
                 raise AssertionError(f"{self.what}: the message is not one line: {message!r}") from err
             return message
@@ -389,10 +411,30 @@ def _not_positive_float(draw) -> float:
 
 #: The kinds of invalid input ``invalid_inputs`` draws (one argument wrong at a time).
 INVALID_KINDS = (
-    "circle_K", "circle_N", "circle_p", "eta", "eps", "pos_norm", "sine_M", "onehot_M", "random_M",
-    "loss", "schedule", "model_K", "steps", "derive_eta", "derive_eps", "derive_mu", "derive_steps",
-    "derive_loss", "finite_sum", "finite_token", "finite_lengths", "finite_word", "finite_negative",
-)  # fmt: skip
+    "circle_K",
+    "circle_N",
+    "circle_p",
+    "eta",
+    "eps",
+    "pos_norm",
+    "sine_M",
+    "onehot_M",
+    "random_M",
+    "loss",
+    "schedule",
+    "model_K",
+    "steps",
+    "derive_eta",
+    "derive_eps",
+    "derive_mu",
+    "derive_steps",
+    "derive_loss",
+    "finite_sum",
+    "finite_token",
+    "finite_lengths",
+    "finite_word",
+    "finite_negative",
+)
 
 
 @st.composite
@@ -406,54 +448,109 @@ def invalid_inputs(draw, kinds: Sequence[str] = INVALID_KINDS) -> InvalidCase:
 def _invalid_case(draw, which: str) -> InvalidCase:
     if which == "circle_K":
         K = draw(st.integers(-5, 2))
-        return InvalidCase(f"CircleWalk(K={K})", lambda: CircleWalk(K, 3, "1/2"), rf"^K={K} is out of range: K must be >= 3")
+        return InvalidCase(
+            f"CircleWalk(K={K})", lambda: CircleWalk(K, 3, "1/2"), rf"^K={K} is out of range: K must be >= 3"
+        )
     if which == "circle_N":
         N = draw(st.integers(-5, 1))
-        return InvalidCase(f"CircleWalk(N={N})", lambda: CircleWalk(3, N, "1/2"), rf"^N={N} is out of range: N must be >= 2")
+        return InvalidCase(
+            f"CircleWalk(N={N})", lambda: CircleWalk(3, N, "1/2"), rf"^N={N} is out of range: N must be >= 2"
+        )
     if which == "circle_p":
-        p = draw(st.one_of(rationals(-3, 0, 6, open_low=False).filter(lambda v: v < 0),
-                           rationals(1, 4, 6).filter(lambda v: v > 1)))  # fmt: skip
-        return InvalidCase(f"CircleWalk(p={p})", lambda: CircleWalk(3, 3, p), rf"^p={sp.Rational(p)} is outside \[0, 1\]")
+        p = draw(
+            st.one_of(
+                rationals(-3, 0, 6, open_low=False).filter(lambda v: v < 0),
+                rationals(1, 4, 6).filter(lambda v: v > 1),
+            )
+        )
+        return InvalidCase(
+            f"CircleWalk(p={p})", lambda: CircleWalk(3, 3, p), rf"^p={sp.Rational(p)} is outside \[0, 1\]"
+        )
     if which in ("eta", "eps"):
         value = _not_positive_float(draw)
-        return InvalidCase(f"TrainConfig({which}={value})", _train_call(cfg_kw={which: value}), rf"^{which}=.* must be a finite number > 0")
+        return InvalidCase(
+            f"TrainConfig({which}={value})",
+            _train_call(cfg_kw={which: value}),
+            rf"^{which}=.* must be a finite number > 0",
+        )
     if which == "pos_norm":
         value = _not_positive_float(draw)
-        return InvalidCase(f"pos_norm={value}", _train_call(model_kw={"pos_norm": value}), r"^pos_norm=.* must be a finite number > 0")
+        return InvalidCase(
+            f"pos_norm={value}",
+            _train_call(model_kw={"pos_norm": value}),
+            r"^pos_norm=.* must be a finite number > 0",
+        )
     if which == "sine_M":
         M = draw(st.integers(1, 3))  # N = 3: M < N fails the shared M check, M = N the sine check
         pattern = r"^pos='sine' needs M > N" if M == 3 else rf"^M={M} is out of range: M must be >= N=3"
         return InvalidCase(f"sine M={M}", _train_call(model_kw={"M": M, "pos": "sine"}), pattern)
     if which == "onehot_M":
         M = draw(st.integers(4, 9))
-        return InvalidCase(f"onehot M={M}", _train_call(model_kw={"M": M, "pos": "onehot"}), r"^pos='onehot' needs M = N")
+        return InvalidCase(
+            f"onehot M={M}", _train_call(model_kw={"M": M, "pos": "onehot"}), r"^pos='onehot' needs M = N"
+        )
     if which == "random_M":
         M = draw(st.integers(1, 2))
-        return InvalidCase(f"random M={M}", _train_call(model_kw={"M": M, "pos": "random"}), rf"^M={M} is out of range: M must be >= N=3")
+        return InvalidCase(
+            f"random M={M}",
+            _train_call(model_kw={"M": M, "pos": "random"}),
+            rf"^M={M} is out of range: M must be >= N=3",
+        )
     if which == "loss":
-        name = draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda s: s not in LOSSES))
-        return InvalidCase(f"loss={name!r}", _train_call(cfg_kw={"loss": name}), rf"^loss='{name}' is not one of log, squared, exp")
+        name = draw(
+            st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda s: s not in LOSSES)
+        )
+        return InvalidCase(
+            f"loss={name!r}",
+            _train_call(cfg_kw={"loss": name}),
+            rf"^loss='{name}' is not one of log, squared, exp",
+        )
     if which == "schedule":
         bad_t = draw(st.integers(0, 3))
         value = _not_positive_float(draw)
-        return InvalidCase(f"eta({bad_t})={value}", _train_call(cfg_kw={"steps": 4, "eta": lambda t: value if t == bad_t else 0.5}),
-                           rf"^eta\({bad_t}\) = .* is out of range: the learning rate must be a finite number > 0")  # fmt: skip
+        return InvalidCase(
+            f"eta({bad_t})={value}",
+            _train_call(cfg_kw={"steps": 4, "eta": lambda t: value if t == bad_t else 0.5}),
+            rf"^eta\({bad_t}\) = .* is out of range: the learning rate must be a finite number > 0",
+        )
     if which == "model_K":
         K = draw(st.integers(1, 9).filter(lambda k: k != 3))
-        return InvalidCase(f"ModelConfig(K={K}) for a K=3 task", _train_call(model_kw={"K": K}), rf"^K={K} differs from the task's vocabulary size K=3")
+        return InvalidCase(
+            f"ModelConfig(K={K}) for a K=3 task",
+            _train_call(model_kw={"K": K}),
+            rf"^K={K} differs from the task's vocabulary size K=3",
+        )
     if which == "steps":
         steps = draw(st.integers(-9, -1))
-        return InvalidCase(f"steps={steps}", _train_call(cfg_kw={"steps": steps}), rf"^steps={steps} must be an integer >= 0")
+        return InvalidCase(
+            f"steps={steps}", _train_call(cfg_kw={"steps": steps}), rf"^steps={steps} must be an integer >= 0"
+        )
     if which in ("derive_eta", "derive_eps", "derive_mu"):
         name = which.split("_")[1]
         value = draw(rationals(-3, 0, 4))
-        return InvalidCase(f"derive({name}={value})", _derive_call(**{name: value}), rf"^{name}={sp.Rational(value)} must be > 0")
+        return InvalidCase(
+            f"derive({name}={value})",
+            _derive_call(**{name: value}),
+            rf"^{name}={sp.Rational(value)} must be > 0",
+        )
     if which == "derive_steps":
         steps = draw(st.integers(-9, -1))
-        return InvalidCase(f"derive(steps={steps})", _derive_call(steps=steps), rf"^steps={steps} is out of range: steps must be >= 0")
+        return InvalidCase(
+            f"derive(steps={steps})",
+            _derive_call(steps=steps),
+            rf"^steps={steps} is out of range: steps must be >= 0",
+        )
     if which == "derive_loss":
-        name = draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda s: s not in (*BUILTIN_LOSSES, "any")))
-        return InvalidCase(f"derive(loss={name!r})", _derive_call(loss=name), rf"^loss='{name}' is not one of log, squared, exp, any \(or a callable\)")
+        name = draw(
+            st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(
+                lambda s: s not in (*BUILTIN_LOSSES, "any")
+            )
+        )
+        return InvalidCase(
+            f"derive(loss={name!r})",
+            _derive_call(loss=name),
+            rf"^loss='{name}' is not one of log, squared, exp, any \(or a callable\)",
+        )
     spec = draw(finite_tasks(K=(2, 4), N=(2, 4), inputs=(2, 4), zero_probabilities=False))
     seqs, labels, probs = [list(s) for s in spec.sequences], list(spec.labels), list(spec.probs)
     if which == "finite_sum":
@@ -461,27 +558,48 @@ def _invalid_case(draw, which: str) -> InvalidCase:
         top = max(probs)
         scale = draw(rationals(0, 1 / top, 6, open_low=True).filter(lambda v: v != 1))
         probs = [q * scale for q in probs]
-        return InvalidCase("probs not summing to 1", lambda: FiniteTask(seqs, labels, probs, K=spec.K),
-                           rf"^probs sum to {sp.Rational(scale)}, not 1")  # fmt: skip
+        return InvalidCase(
+            "probs not summing to 1",
+            lambda: FiniteTask(seqs, labels, probs, K=spec.K),
+            rf"^probs sum to {sp.Rational(scale)}, not 1",
+        )
     if which == "finite_token":
         bad = draw(st.integers(spec.K, spec.K + 5))
         seqs[-1][-1] = bad
-        return InvalidCase(f"token {bad} with K={spec.K}", lambda: FiniteTask(seqs, labels, probs, K=spec.K),
-                           rf"token at sequence {len(seqs) - 1} {bad} is outside the vocabulary \[0, {spec.K}\)")  # fmt: skip
+        return InvalidCase(
+            f"token {bad} with K={spec.K}",
+            lambda: FiniteTask(seqs, labels, probs, K=spec.K),
+            rf"token at sequence {len(seqs) - 1} {bad} is outside the vocabulary \[0, {spec.K}\)",
+        )
     if which == "finite_lengths":
         seqs[-1] = seqs[-1] + [0] * draw(st.integers(1, 3))
-        return InvalidCase("unequal lengths", lambda: FiniteTask(seqs, labels, probs, K=spec.K), r"^sequences must have equal length")
+        return InvalidCase(
+            "unequal lengths",
+            lambda: FiniteTask(seqs, labels, probs, K=spec.K),
+            r"^sequences must have equal length",
+        )
     if which == "finite_word":
         vocab = [f"w{i}" for i in range(spec.K)]
         word = draw(_WORDS)
-        return InvalidCase(f"label word {word!r}", lambda: FiniteTask([[vocab[i] for i in s] for s in seqs], [word] + [vocab[y] for y in labels[1:]],
-                           probs, vocab=vocab), rf"^label 0 '{word}' is not in the vocabulary")  # fmt: skip
+        return InvalidCase(
+            f"label word {word!r}",
+            lambda: FiniteTask(
+                [[vocab[i] for i in s] for s in seqs],
+                [word] + [vocab[y] for y in labels[1:]],
+                probs,
+                vocab=vocab,
+            ),
+            rf"^label 0 '{word}' is not in the vocabulary",
+        )
     # finite_negative: one probability below 0, the others rescaled so that the sum is still 1
     probs[0] = -draw(rationals(0, 1, 6, open_low=True))
     rest = sum(probs[1:])
     probs[1:] = [q * (1 - probs[0]) / rest for q in probs[1:]]
-    return InvalidCase("negative probability", lambda: FiniteTask(seqs, labels, probs, K=spec.K),
-                       rf"^probs\[0\]={sp.Rational(probs[0])} is outside \[0, 1\]")  # fmt: skip
+    return InvalidCase(
+        "negative probability",
+        lambda: FiniteTask(seqs, labels, probs, K=spec.K),
+        rf"^probs\[0\]={sp.Rational(probs[0])} is outside \[0, 1\]",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,9 +609,16 @@ TASK_KINDS = ("circle", "finite", "any")
 
 
 @st.composite
-def check_configs(draw, task: str = "circle", K: tuple[int, int] = (3, 5), N: tuple[int, int] = (2, 5),
-                  dtype: str = "float64", loss_names: Sequence[str] = ("log",),
-                  kinds: Sequence[str] = ("sine", "onehot", "random"), M_max: int = M_MAX) -> CheckConfig:  # fmt: skip
+def check_configs(
+    draw,
+    task: str = "circle",
+    K: tuple[int, int] = (3, 5),
+    N: tuple[int, int] = (2, 5),
+    dtype: str = "float64",
+    loss_names: Sequence[str] = ("log",),
+    kinds: Sequence[str] = ("sine", "onehot", "random"),
+    M_max: int = M_MAX,
+) -> CheckConfig:
     """A ``CheckConfig``: a circle walk (K, N in the ranges) or a small finite task (``task="finite"``,
     K ≤ 4, N ≤ 4, up to 5 inputs; ``"any"``: either), μ, an embedding with ‖p_i‖² = μ, η, ε, a loss."""
     if task not in TASK_KINDS:
@@ -502,21 +627,46 @@ def check_configs(draw, task: str = "circle", K: tuple[int, int] = (3, 5), N: tu
     if kind == "circle":
         the_task = draw(circle_configs(K=K, N=N), label="task").task()
     else:
-        the_task = draw(finite_tasks(K=(2, min(4, K[1])), N=(2, min(4, N[1])), inputs=(1, 5)), label="task").task()
+        the_task = draw(
+            finite_tasks(K=(2, min(4, K[1])), N=(2, min(4, N[1])), inputs=(1, 5)), label="task"
+        ).task()
     mu = draw(mus(), label="mu")
     emb = draw(embeddings(the_task.N, mu, kinds, M_max), label="embedding")
     P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
-    return CheckConfig(the_task, mu, draw(etas(), label="eta"), draw(epsilons(), label="eps"), P, emb.kind,
-                       emb.seed, draw(st.sampled_from(list(loss_names)), label="loss"), dtype)  # fmt: skip
+    return CheckConfig(
+        the_task,
+        mu,
+        draw(etas(), label="eta"),
+        draw(epsilons(), label="eps"),
+        P,
+        emb.kind,
+        emb.seed,
+        draw(st.sampled_from(list(loss_names)), label="loss"),
+        dtype,
+    )
 
 
 @st.composite
-def balanced_check_configs(draw, K: tuple[int, int] = (3, 5), N_max: int = N_MAX, dtype: str = "float64",
-                           loss_names: Sequence[str] = ("log",)) -> CheckConfig:  # fmt: skip
+def balanced_check_configs(
+    draw,
+    K: tuple[int, int] = (3, 5),
+    N_max: int = N_MAX,
+    dtype: str = "float64",
+    loss_names: Sequence[str] = ("log",),
+) -> CheckConfig:
     """A ``CheckConfig`` on a circle walk with p ∈ {0, 1} and N = rK + 1 (the setting of Theorem 4.1)."""
     the_task = draw(balanced_circle_configs(K=K, N_max=N_max), label="task").task()
     mu = draw(mus(), label="mu")
     emb = draw(embeddings(the_task.N, mu), label="embedding")
     P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
-    return CheckConfig(the_task, mu, draw(etas(), label="eta"), draw(epsilons(), label="eps"), P, emb.kind,
-                       emb.seed, draw(st.sampled_from(list(loss_names)), label="loss"), dtype)  # fmt: skip
+    return CheckConfig(
+        the_task,
+        mu,
+        draw(etas(), label="eta"),
+        draw(epsilons(), label="eps"),
+        P,
+        emb.kind,
+        emb.seed,
+        draw(st.sampled_from(list(loss_names)), label="loss"),
+        dtype,
+    )

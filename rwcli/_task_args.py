@@ -15,8 +15,12 @@ if TYPE_CHECKING:
 
 def add_task_arguments(parser: argparse.ArgumentParser, p_help: str) -> None:
     """--task, --K, --N, --p; numbers are read as strings so that bad values give one-line errors."""
-    parser.add_argument("--task", default="circle", choices=("circle", "qa1", "qa2"),
-                        help="circle walk (default) or a question-answering task of the paper's Section 6")  # fmt: skip
+    parser.add_argument(
+        "--task",
+        default="circle",
+        choices=("circle", "qa1", "qa2"),
+        help="circle walk (default) or a question-answering task of the paper's Section 6",
+    )
     parser.add_argument("--K", help="circle: number of nodes, K >= 3 (QA tasks: fixed at 19)")
     parser.add_argument("--N", help="circle: walk length, N >= 2 (QA tasks: fixed at 17 / 19)")
     parser.add_argument("--p", help=p_help)
@@ -40,7 +44,9 @@ def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
     if args.task == "circle":
         if args.K is None or args.N is None:
             raise ValueError("--task circle needs --K (>= 3) and --N (>= 2)")
-        return CircleWalk(parse_int(args.K, "K", 3), parse_int(args.N, "N", 2), "p" if args.p is None else args.p)
+        return CircleWalk(
+            parse_int(args.K, "K", 3), parse_int(args.N, "N", 2), "p" if args.p is None else args.p
+        )
     task = {"qa1": qa_task1, "qa2": qa_task2}[args.task]()
     if args.p is not None:
         raise ValueError(f"--p applies to --task circle only, not to --task {args.task}")

@@ -12,25 +12,56 @@ FLOAT_GRAMS = ("computed", "ideal", "none")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Task and training options as in ``rw train`` (the exact model only), precision and comparison options."""
-    add_task_arguments(parser, "circle: clockwise probability, a number in [0, 1] such as 1/2 or 1 (required)")
+    add_task_arguments(
+        parser, "circle: clockwise probability, a number in [0, 1] such as 1/2 or 1 (required)"
+    )
     a = parser.add_argument
     a("--M", default="1000", help="positional dimension (sine: M > N; onehot: M = N) (default 1000)")
-    a("--pos", choices=("sine", "onehot"), default="sine", help="positional embeddings (default sine, μ = M/2)")
+    a(
+        "--pos",
+        choices=("sine", "onehot"),
+        default="sine",
+        help="positional embeddings (default sine, μ = M/2)",
+    )
     a("--eta", default="1", help="learning rate, an exact positive rational such as 1 or 1/2 (default 1)")
     a("--eps", default="1/10", help="ε of the log-loss -log(z + ε), exact positive rational (default 1/10)")
     a("--steps", default="50", help="GD steps >= 0 (default 50)")
     a("--train-size", default="1000", help="sampled training walks >= 1, each of weight 1/n (default 1000)")
     a("--test-size", default="1000", help="sampled evaluation walks >= 1 (default 1000)")
-    a("--population", action="store_true", help="train and evaluate on the exact population (small tasks only)")
-    a("--seed", default="0", help="sampling seed >= 0, the walks rw train draws with the same seed (default 0)")
+    a(
+        "--population",
+        action="store_true",
+        help="train and evaluate on the exact population (small tasks only)",
+    )
+    a(
+        "--seed",
+        default="0",
+        help="sampling seed >= 0, the walks rw train draws with the same seed (default 0)",
+    )
     a("--record-steps", default=None, help="comma-separated steps to record (default: every step)")
     a("--prec", default="128", help="starting working precision in bits (default 128)")
-    a("--tol", default="1e-20", help="widest relative ball radius accepted before the precision doubles (default 1e-20)")
+    a(
+        "--tol",
+        default="1e-20",
+        help="widest relative ball radius accepted before the precision doubles (default 1e-20)",
+    )
     a("--max-prec", default="2048", help="largest precision tried, bits (default 2048)")
-    a("--parent-threshold", default="1/2", help="the parent-attention statement's threshold in (0, 1] (default 1/2)")
-    a("--float-gram", choices=FLOAT_GRAMS, default="computed",
-      help="compare a float64 rwnumeric run with this Gram matrix against the enclosure (default computed; none: skip)")  # fmt: skip
-    a("--float-tol", default="1e-9", help="relative excess beyond which a float value leaves the enclosure (default 1e-9)")
+    a(
+        "--parent-threshold",
+        default="1/2",
+        help="the parent-attention statement's threshold in (0, 1] (default 1/2)",
+    )
+    a(
+        "--float-gram",
+        choices=FLOAT_GRAMS,
+        default="computed",
+        help="compare a float64 rwnumeric run with this Gram matrix against the enclosure (default computed; none: skip)",
+    )
+    a(
+        "--float-tol",
+        default="1e-9",
+        help="relative excess beyond which a float value leaves the enclosure (default 1e-9)",
+    )
     a("--out", required=True, metavar="DIR", help="output folder for certify.json and CERTIFY.md")
 
 

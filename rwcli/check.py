@@ -8,8 +8,11 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw check``; numbers are read as strings so that bad values give one-line errors."""
-    parser.add_argument("target", metavar="MODULE:FACTORY",
-                        help="the factory config -> implementation, as module:name or path/to/file.py:name")  # fmt: skip
+    parser.add_argument(
+        "target",
+        metavar="MODULE:FACTORY",
+        help="the factory config -> implementation, as module:name or path/to/file.py:name",
+    )
     parser.add_argument("--steps", default="2", help="GD steps T checked, t = 0..T (0..4, default 2)")
     parser.add_argument(
         "--examples", default="10", help="hypothesis examples per property (>= 1, default 10)"
@@ -17,8 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype", default="float64", choices=("float64", "float32"), help="dtype (default float64)"
     )
-    parser.add_argument("--task", default="circle", choices=("circle", "finite", "any"),
-                        help="configurations drawn: circle walks (K 3..5, N 2..5; default), small finite tasks, or either")  # fmt: skip
+    parser.add_argument(
+        "--task",
+        default="circle",
+        choices=("circle", "finite", "any"),
+        help="configurations drawn: circle walks (K 3..5, N 2..5; default), small finite tasks, or either",
+    )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwcheck/report.schema.json)"
     )

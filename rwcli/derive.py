@@ -17,24 +17,48 @@ _SHOW_CHARS = 160
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw derive``; numbers are read as strings so that bad values give one-line errors."""
-    add_task_arguments(parser, "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name "
-                       "(default: the symbol p)")  # fmt: skip
-    parser.add_argument("--eta", default="1", help="learning rate η > 0 (number, 7/10, or symbol name; default 1)")
+    add_task_arguments(
+        parser,
+        "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name (default: the symbol p)",
+    )
+    parser.add_argument(
+        "--eta", default="1", help="learning rate η > 0 (number, 7/10, or symbol name; default 1)"
+    )
     parser.add_argument("--eps", default="1/10", help="ε > 0 of the log-loss -log(z+ε) (default 1/10)")
-    parser.add_argument("--pos-norm", default="mu", dest="pos_norm",
-                        help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu)")  # fmt: skip
+    parser.add_argument(
+        "--pos-norm",
+        default="mu",
+        dest="pos_norm",
+        help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu)",
+    )
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
-    parser.add_argument("--loss", default="log", choices=("log", "squared", "exp", "any"),  # rwtasks.LOSSES + "any"
-                        help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its "
-                        "derivative dell)")  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)")
-    parser.add_argument("--verdict", action="store_true",
-                        help="print, per step, which structure predicates are proved / refuted (with witness) / "
-                        "undecided instead of the values; with --json they are written too")
-    parser.add_argument("--max-seconds", default="600", dest="max_seconds",
-                        help="refuse up front when the estimated exact work exceeds this many seconds (default 600)")
-    parser.add_argument("--per-input", action="store_true", dest="per_input",
-                        help="include per-input logits, S, f in the JSON even above 4096 inputs")  # fmt: skip
+    parser.add_argument(
+        "--loss",
+        default="log",
+        choices=("log", "squared", "exp", "any"),  # rwtasks.LOSSES + "any"
+        help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its derivative dell)",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)"
+    )
+    parser.add_argument(
+        "--verdict",
+        action="store_true",
+        help="print, per step, which structure predicates are proved / refuted (with witness) / "
+        "undecided instead of the values; with --json they are written too",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        default="600",
+        dest="max_seconds",
+        help="refuse up front when the estimated exact work exceeds this many seconds (default 600)",
+    )
+    parser.add_argument(
+        "--per-input",
+        action="store_true",
+        dest="per_input",
+        help="include per-input logits, S, f in the JSON even above 4096 inputs",
+    )
 
 
 def _show(value: object) -> str:
@@ -65,8 +89,10 @@ def render(traj: Trajectory) -> str:
     """Human-readable trajectory: V pretty-printed when short, the other quantities one line each."""
     import sympy as sp
 
-    lines = [f"rw derive: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, "
-             f"population={traj.population_size} inputs"]  # fmt: skip
+    lines = [
+        f"rw derive: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, "
+        f"population={traj.population_size} inputs"
+    ]
     for s in traj.states:
         lines.append(f"\nt = {s.t}")
         value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
@@ -88,12 +114,16 @@ def render_verdicts(traj: Trajectory) -> str:
     """One line per step and structure predicate: proved, refuted (with the witness) or undecided."""
     from rwsymbolic import verdict_json
 
-    lines = [f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
-             f"loss={traj.loss.name}"]  # fmt: skip
+    lines = [
+        f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
+        f"loss={traj.loss.name}"
+    ]
     for state in traj.states:
         lines.append(f"\nt = {state.t}")
         for name, entry in verdict_json(state).items():
-            witness = f" (witness {entry['witness']})" if entry["outcome"] != "proved" and entry["witness"] else ""
+            witness = (
+                f" (witness {entry['witness']})" if entry["outcome"] != "proved" and entry["witness"] else ""
+            )
             lines.append(f"  {name}: {entry['outcome']}{witness}")
     return "\n".join(lines)
 

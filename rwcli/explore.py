@@ -14,13 +14,23 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw explore``; the task and its settings live in the JSON spec file."""
-    parser.add_argument("spec", metavar="SPEC",
-                        help="task specification file (JSON, schema rwtasks/task_spec.schema.json)")  # fmt: skip
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="folder for REPORT.md, explore.json and plots (created if missing)")  # fmt: skip
-    parser.add_argument("--train", action="store_true",
-                        help="also train numerically from zero and from Gaussian init (sigmas in the spec)")  # fmt: skip
-    parser.add_argument("--steps", help="exact GD steps of the stuck-manifold check, 1..8 (overrides the spec)")
+    parser.add_argument(
+        "spec", metavar="SPEC", help="task specification file (JSON, schema rwtasks/task_spec.schema.json)"
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder for REPORT.md, explore.json and plots (created if missing)",
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="also train numerically from zero and from Gaussian init (sigmas in the spec)",
+    )
+    parser.add_argument(
+        "--steps", help="exact GD steps of the stuck-manifold check, 1..8 (overrides the spec)"
+    )
 
 
 def _check_memory(spec: TaskSpec) -> None:
@@ -33,8 +43,12 @@ def _check_memory(spec: TaskSpec) -> None:
         task = spec.task(**point)
         for *_, model, cfg in train_configs(task, spec.train):
             need = max(need, sum(memory_estimate(task, model, cfg).values()))
-    check_memory(need, "rw explore --train", "lower train.train_size / train.test_size or train.M in the spec, "
-                 "or set train.population to false for a sampled training set")  # fmt: skip
+    check_memory(
+        need,
+        "rw explore --train",
+        "lower train.train_size / train.test_size or train.M in the spec, "
+        "or set train.population to false for a sampled training set",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

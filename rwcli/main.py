@@ -16,14 +16,42 @@ import sys
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: list[tuple[str, str, str]] = [
     ("train", "rwcli.train", "train the one-layer transformer numerically (rwnumeric)"),
-    ("derive", "rwcli.derive", "the exact population GD trajectory from zero init (rwsymbolic), --json oracle"),
+    (
+        "derive",
+        "rwcli.derive",
+        "the exact population GD trajectory from zero init (rwsymbolic), --json oracle",
+    ),
     ("signal", "rwcli.signal", "the token-average signal C, its factorisation and exact vanishing set"),
-    ("proofs", "rwcli.proofs", "run the executable certificates of the paper's lemmas (PROOFS.md, proofs.json)"),
-    ("reproduce", "rwcli.reproduce", "reproduce the paper's figures, REPORT.md and the p = 1 sensitivity study"),
-    ("explore", "rwcli.explore", "is a task's token average informative, and does GD stay stuck? (JSON spec)"),
-    ("check", "rwcli.check", "check your own implementation against the exact trajectory (pass / fail / not checked)"),
-    ("certify", "rwcli.certify", "certified ball-arithmetic trajectory of the exact model (certify.json, CERTIFY.md)"),
-    ("stability", "rwcli.stability", "does the Theorem 4.1 manifold attract or repel; predicted vs measured escape"),
+    (
+        "proofs",
+        "rwcli.proofs",
+        "run the executable certificates of the paper's lemmas (PROOFS.md, proofs.json)",
+    ),
+    (
+        "reproduce",
+        "rwcli.reproduce",
+        "reproduce the paper's figures, REPORT.md and the p = 1 sensitivity study",
+    ),
+    (
+        "explore",
+        "rwcli.explore",
+        "is a task's token average informative, and does GD stay stuck? (JSON spec)",
+    ),
+    (
+        "check",
+        "rwcli.check",
+        "check your own implementation against the exact trajectory (pass / fail / not checked)",
+    ),
+    (
+        "certify",
+        "rwcli.certify",
+        "certified ball-arithmetic trajectory of the exact model (certify.json, CERTIFY.md)",
+    ),
+    (
+        "stability",
+        "rwcli.stability",
+        "does the Theorem 4.1 manifold attract or repel; predicted vs measured escape",
+    ),
 ]
 
 

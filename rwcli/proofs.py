@@ -10,9 +10,15 @@ from rwio import check_output_dir
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--quick, --only ID (repeatable), --out DIR."""
-    parser.add_argument("--quick", action="store_true", help="shrink every range (CI); every certificate still runs")
-    parser.add_argument("--only", action="append", metavar="ID", help="run only this statement id (repeatable), e.g. C.1")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder for PROOFS.md and proofs.json")
+    parser.add_argument(
+        "--quick", action="store_true", help="shrink every range (CI); every certificate still runs"
+    )
+    parser.add_argument(
+        "--only", action="append", metavar="ID", help="run only this statement id (repeatable), e.g. C.1"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder for PROOFS.md and proofs.json"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(names):
         nonlocal bar
-        bar = tqdm(names, desc="certificates", unit="cert", disable=not sys.stderr.isatty())  # a bar only on a terminal
+        bar = tqdm(
+            names, desc="certificates", unit="cert", disable=not sys.stderr.isatty()
+        )  # a bar only on a terminal
         for name in bar:
             bar.set_postfix_str(name.rsplit(".", 1)[-1])
             yield name

@@ -9,7 +9,9 @@ from rwio import check_memory, check_output_dir
 
 #: What FIG accepts, for the help text (checked against ``rwrepro.TARGETS`` by the tests; the names are
 #: validated by ``rwrepro.expand_targets`` when the command runs, so torch is not loaded for --help).
-FIG_HELP = "one or more of: fig2, fig4, ..., fig13, sensitivity, all (all = every figure and the sensitivity study)"
+FIG_HELP = (
+    "one or more of: fig2, fig4, ..., fig13, sensitivity, all (all = every figure and the sensitivity study)"
+)
 
 
 def max_jobs() -> int:
@@ -22,11 +24,19 @@ def max_jobs() -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """FIG names, the output folder, --quick and --jobs."""
     parser.add_argument("figures", nargs="+", metavar="FIG", help=FIG_HELP)
-    parser.add_argument("--out", required=True, help="output folder (created): DIR/<fig>/*.png, *.json, DIR/REPORT.md")
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller data sets and fewer options (CI); keeps each figure's qualitative result")  # fmt: skip
-    parser.add_argument("--jobs", default=None,
-                        help=f"worker processes, 1..{max_jobs()} (4 per core; default: one per core, at most 2)")  # fmt: skip
+    parser.add_argument(
+        "--out", required=True, help="output folder (created): DIR/<fig>/*.png, *.json, DIR/REPORT.md"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller data sets and fewer options (CI); keeps each figure's qualitative result",
+    )
+    parser.add_argument(
+        "--jobs",
+        default=None,
+        help=f"worker processes, 1..{max_jobs()} (4 per core; default: one per core, at most 2)",
+    )
 
 
 def parse_jobs(text: str | None) -> int | None:
@@ -43,7 +53,9 @@ def parse_jobs(text: str | None) -> int | None:
     except ValueError:
         raise ValueError(f"--jobs={text!r} is not an integer: must be in 1..{max_jobs()}") from None
     if not 1 <= jobs <= max_jobs():
-        raise ValueError(f"--jobs={jobs} is out of range: must be in 1..{max_jobs()} (4 worker processes per core)")
+        raise ValueError(
+            f"--jobs={jobs} is out of range: must be in 1..{max_jobs()} (4 worker processes per core)"
+        )
     return jobs
 
 
@@ -63,8 +75,11 @@ def _check_memory(figures: list[str], quick: bool, jobs: int | None) -> None:
             planned += [(run, opt) for opt in specs[name].all_options() for run in specs[name].runs]
     sizes = sorted((sum(memory_estimate(*run.build(opt)).values()) for run, opt in planned), reverse=True)
     workers = min(default_jobs() if jobs is None else jobs, len(sizes))
-    check_memory(sum(sizes[:workers]), f"rw reproduce with {workers} worker process(es)",
-                 "use fewer workers (--jobs 1) or --quick")  # fmt: skip
+    check_memory(
+        sum(sizes[:workers]),
+        f"rw reproduce with {workers} worker process(es)",
+        "use fewer workers (--jobs 1) or --quick",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,10 +10,14 @@ from rwio import check_output_file
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw signal``; numbers are read as strings so that bad values give one-line errors."""
-    add_task_arguments(parser, "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name; "
-                       "omitted = the symbol p (factorised entries and vanishing set in p)")  # fmt: skip
-    parser.add_argument("--json", metavar="FILE",
-                        help="also write the result as JSON (rwsymbolic/signal.schema.json)")  # fmt: skip
+    add_task_arguments(
+        parser,
+        "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name; "
+        "omitted = the symbol p (factorised entries and vanishing set in p)",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the result as JSON (rwsymbolic/signal.schema.json)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

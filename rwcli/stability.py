@@ -28,11 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eta", default="1", help="learning rate > 0 (default 1)")
     parser.add_argument("--mu", default="1", help="mu = |p_i|^2 > 0 (default 1)")
     parser.add_argument("--eps", default="0.1", help="log-loss epsilon > 0 (default 0.1)")
-    parser.add_argument("--sigmas", default="1e-2,1e-4,1e-6,1e-8",
-                        help="comma-separated Gaussian init scales in (0, 1) (default 1e-2,1e-4,1e-6,1e-8)")  # fmt: skip
+    parser.add_argument(
+        "--sigmas",
+        default="1e-2,1e-4,1e-6,1e-8",
+        help="comma-separated Gaussian init scales in (0, 1) (default 1e-2,1e-4,1e-6,1e-8)",
+    )
     parser.add_argument("--seeds", default="2", help="training seeds per init scale (1..20, default 2)")
-    parser.add_argument("--threshold", default="1e-3",
-                        help="escape threshold on V's relative distance from the manifold, in (0, 1)")  # fmt: skip
+    parser.add_argument(
+        "--threshold",
+        default="1e-3",
+        help="escape threshold on V's relative distance from the manifold, in (0, 1)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the report (rwstability/stability.schema.json)")
     parser.add_argument(
         "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma)"

@@ -17,20 +17,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
     a("--N", type=int, default=None, help="circle: walk length incl. the label, >= 2 (default 97; QA: 17/19)")
     a("--p", default=None, help="circle: clockwise probability in [0, 1], e.g. 1/2 or 0.7 (default 1/2)")
-    a("--M", type=int, default=1000, help="positional dimension, >= N (> N for sine; = N for onehot) (default 1000)")
-    a("--pos", choices=("sine", "onehot", "random"), default="sine", help="positional embeddings (default sine)")
+    a(
+        "--M",
+        type=int,
+        default=1000,
+        help="positional dimension, >= N (> N for sine; = N for onehot) (default 1000)",
+    )
+    a(
+        "--pos",
+        choices=("sine", "onehot", "random"),
+        default="sine",
+        help="positional embeddings (default sine)",
+    )
     a("--pos-norm", type=float, default=None, help="mu = ||p_i||^2 > 0 (default: M/2 sine, 1 onehot/random)")
     a("--pos-seed", type=int, default=0, help="seed of the random embeddings (default 0)")
-    a("--gram", choices=("ideal", "computed"), default="ideal",
-      help="fast path: P^T P = mu*I exactly (ideal, default) or the float Gram matrix of P (computed)")
+    a(
+        "--gram",
+        choices=("ideal", "computed"),
+        default="ideal",
+        help="fast path: P^T P = mu*I exactly (ideal, default) or the float Gram matrix of P (computed)",
+    )
     a("--init", choices=("zero", "gaussian"), default="zero", help="initialisation (default zero)")
     a("--sigma", type=float, default=0.01, help="std of the Gaussian init, > 0 (default 0.01)")
-    a("--normalize-attention", action="store_true", help="unit-normalise each x~_i inside the softmax (Fig 6)")
+    a(
+        "--normalize-attention",
+        action="store_true",
+        help="unit-normalise each x~_i inside the softmax (Fig 6)",
+    )
     a("--relu-width", type=int, default=None, help="use f = A ReLU(V X S) with hidden width m >= 1 (Fig 10)")
     a("--loss", choices=("log", "squared", "exp"), default="log", help="loss of e_y^T f (default log)")
     a("--eta", type=float, default=1.0, help="learning rate > 0 (default 1)")
-    a("--eps", type=float, default=0.1,
-      help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1); train_loss is negative once z+eps > 1")
+    a(
+        "--eps",
+        type=float,
+        default=0.1,
+        help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1); train_loss is negative once z+eps > 1",
+    )
     a("--steps", type=int, default=50, help="GD steps >= 0 (default 50)")
     a("--train-size", type=int, default=1000, help="sampled training inputs >= 1 (default 1000)")
     a("--test-size", type=int, default=1000, help="sampled test inputs >= 1 (default 1000)")
@@ -38,19 +60,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--seed", type=int, default=0, help="seed of sampling and init, >= 0 (default 0)")
     a("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
     a("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
-    a("--tie-rtol", type=float, default=None, help="accuracy tie tolerance (default 1e-9 float64, 1e-5 float32)")
-    a("--kl-norm", choices=("softmax", "shift"), default="softmax", help="output normalisation of the kl metric")
-    a("--reference", action="store_true", help="train with autograd on the full W instead of the fast path (slow)")
+    a(
+        "--tie-rtol",
+        type=float,
+        default=None,
+        help="accuracy tie tolerance (default 1e-9 float64, 1e-5 float32)",
+    )
+    a(
+        "--kl-norm",
+        choices=("softmax", "shift"),
+        default="softmax",
+        help="output normalisation of the kl metric",
+    )
+    a(
+        "--reference",
+        action="store_true",
+        help="train with autograd on the full W instead of the fast path (slow)",
+    )
     a("--snapshots", default="", help="comma-separated steps at which to keep V, attention and X S")
-    a("--record-steps", default=None,
-      help="comma-separated steps whose metrics go into history (default: every step), e.g. 0,100,2000")
-    a("--rotate", action="store_true",
-      help="circle populations from zero init: exact rotation reduction (K times fewer training walks)")
-    a("--record-params", action="store_true",
-      help="keep V, w = W x~_N (and A with --relu-width) at every recorded step in metrics.json under \"params\"")
-    a("--threads", type=int, default=1,
-      help=f"torch threads, 1..{os.cpu_count() or 1} (the cores here; default 1: the tensors are small and "
-           "extra threads mostly add overhead)")
+    a(
+        "--record-steps",
+        default=None,
+        help="comma-separated steps whose metrics go into history (default: every step), e.g. 0,100,2000",
+    )
+    a(
+        "--rotate",
+        action="store_true",
+        help="circle populations from zero init: exact rotation reduction (K times fewer training walks)",
+    )
+    a(
+        "--record-params",
+        action="store_true",
+        help='keep V, w = W x~_N (and A with --relu-width) at every recorded step in metrics.json under "params"',
+    )
+    a(
+        "--threads",
+        type=int,
+        default=1,
+        help=f"torch threads, 1..{os.cpu_count() or 1} (the cores here; default 1: the tensors are small and "
+        "extra threads mostly add overhead)",
+    )
     a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
 
 
@@ -86,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
     -log(z + eps) it is negative once the predicted probabilities z of the labels plus eps exceed 1.
     """
     if not 1 <= args.threads <= (os.cpu_count() or 1):
-        raise ValueError(f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)")
+        raise ValueError(
+            f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
+        )
     path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
     from rwnumeric import (  # torch loads here, not for --help
         ModelConfig,
@@ -111,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--p applies only to --task circle, not --task {args.task}")
         for flag, given, fixed in (("--K", args.K, task.K), ("--N", args.N, task.N)):
             if given is not None and given != fixed:
-                raise ValueError(f"{flag}={given} does not match --task {args.task}, whose {flag[2:]} is {fixed}")
+                raise ValueError(
+                    f"{flag}={given} does not match --task {args.task}, whose {flag[2:]} is {fixed}"
+                )
     model = ModelConfig(
         K=task.K,
         N=task.N,

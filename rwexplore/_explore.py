@@ -36,7 +36,7 @@ STUCK_CONTRADICTION_NOTE = (
     "constant-prediction accuracy); float rounding (zero init) or a non-zero init puts the numeric run "
     "slightly off the manifold, and when the manifold is not attracting the run leaves it and learns. "
     "Whether the manifold attracts is a stability question that rw explore does not analyse (stability "
-    "analysis is not implemented), so \"stuck\" holds for exact GD from zero only"
+    'analysis is not implemented), so "stuck" holds for exact GD from zero only'
 )
 #: Generic parameter values tried, in order, for the "away from the vanishing set" check.
 GENERIC_VALUES = tuple(sp.Rational(a, b) for a, b in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4)))
@@ -56,7 +56,9 @@ class PointCheck:
     constant_accuracy: sp.Expr
     runs: list[TrainRun] | None = None
     train_note: str = ""  # why training was skipped, when it was
-    accuracy_tol: float = POPULATION_ACCURACY_TOL  # of the runs' test accuracies (sampled test sets: binomial)
+    accuracy_tol: float = (
+        POPULATION_ACCURACY_TOL  # of the runs' test accuracies (sampled test sets: binomial)
+    )
 
     @property
     def contradicting_runs(self) -> list[tuple[str, int, float]]:
@@ -79,9 +81,13 @@ class PointCheck:
         runs = self.contradicting_runs
         if not runs:
             return ""
-        which = "; ".join(f"run {label}: from step {first}, final {final:.4f}" for label, first, final in runs)
-        return (f"training rises above the constant-prediction accuracy {self.constant_accuracy} ({which}); "
-                f"why: {STUCK_CONTRADICTION_NOTE}")  # fmt: skip
+        which = "; ".join(
+            f"run {label}: from step {first}, final {final:.4f}" for label, first, final in runs
+        )
+        return (
+            f"training rises above the constant-prediction accuracy {self.constant_accuracy} ({which}); "
+            f"why: {STUCK_CONTRADICTION_NOTE}"
+        )
 
     @property
     def verdict(self) -> str:
@@ -98,7 +104,11 @@ class PointCheck:
     def reason(self) -> str:
         """One line explaining the verdict."""
         C = "C = 0" if self.signal_is_zero else "C ≠ 0"
-        one = "every f(X) ∝ E[e_y] after step 1" if self.one_step.shared else "f(X) not all ∝ E[e_y] after step 1"
+        one = (
+            "every f(X) ∝ E[e_y] after step 1"
+            if self.one_step.shared
+            else "f(X) not all ∝ E[e_y] after step 1"
+        )
         steps = self.manifold.steps
         if self.manifold.invariant is True:
             many = f"one shared score vector at every step t ≤ {steps} (any loss)"
@@ -174,8 +184,9 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
             task=task,
             signal_is_zero=signal_summary(task).is_zero,
             one_step=one_step_check(task, eta=settings["eta"], mu=settings["mu"]),
-            manifold=manifold_check(task, int(settings["steps"]), eta=settings["eta"], eps=settings["eps"],
-                                    mu=settings["mu"]),
+            manifold=manifold_check(
+                task, int(settings["steps"]), eta=settings["eta"], eps=settings["eps"], mu=settings["mu"]
+            ),
             bayes_accuracy=bayes,
             constant_accuracy=constant,
         )

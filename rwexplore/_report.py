@@ -28,8 +28,6 @@ CONTRADICTION_GID = "stuck-contradicted-by-training"
 MAX_LISTED_ENTRIES = 24
 
 
-
-
 def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
     info: dict[str, Any] = {"name": task.name, "K": task.K, "N": task.N}
     if isinstance(task, CircleWalk):
@@ -87,7 +85,10 @@ def _contradiction_json(check: PointCheck) -> dict[str, Any] | None:
     if not runs:
         return None
     return {
-        "runs": [{"label": label, "first_step": first, "final_test_accuracy": final} for label, first, final in runs],
+        "runs": [
+            {"label": label, "first_step": first, "final_test_accuracy": final}
+            for label, first, final in runs
+        ],
         "constant_accuracy": exact_json(check.constant_accuracy),
         "tolerance": check.accuracy_tol,
         "explanation": STUCK_CONTRADICTION_NOTE,
@@ -110,7 +111,9 @@ def _point_json(point: Point) -> dict[str, Any]:
         "task": _task_info(point.task),
         "signal": {
             "is_zero": sig.is_zero,
-            "matrix": [[sp.sstr(sig.matrix[a, b]) for b in range(sig.matrix.cols)] for a in range(sig.matrix.rows)],
+            "matrix": [
+                [sp.sstr(sig.matrix[a, b]) for b in range(sig.matrix.cols)] for a in range(sig.matrix.rows)
+            ],
             "symbol": None if sig.symbol is None else str(sig.symbol),
             "vanishing_set": vanishing,
         },
@@ -127,8 +130,10 @@ def explore_json(result: ExploreResult) -> dict[str, Any]:
         "version": EXPLORE_FORMAT_VERSION,
         "name": spec.name,
         "spec": spec.raw,
-        "settings": {"explore": {k: str(v) if not isinstance(v, int) else v for k, v in spec.explore.items()},
-                     "train": spec.train if result.trained else None},
+        "settings": {
+            "explore": {k: str(v) if not isinstance(v, int) else v for k, v in spec.explore.items()},
+            "train": spec.train if result.trained else None,
+        },
         "points": [_point_json(p) for p in result.points],
     }
 
@@ -165,11 +170,17 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         sig = point.signal
         task = point.task
         lines += [f"## Point {i}: {task.name} {_fmt_params(point.params)}", ""]
-        lines += [f"K = {task.K}, N = {task.N}"
-                  + (f", {len(task.labels)} inputs" if isinstance(task, FiniteTask) else f", p = {task.p}"), ""]
+        lines += [
+            f"K = {task.K}, N = {task.N}"
+            + (f", {len(task.labels)} inputs" if isinstance(task, FiniteTask) else f", p = {task.p}"),
+            "",
+        ]
         lines += ["### Token-average signal C = E[e_y x̄ᵀ] − E[e_y] E[x̄]ᵀ", ""]
         if sig.is_zero:
-            lines += ["C = 0 exactly" + (" (identically in " + str(sig.symbol) + ")" if sig.symbol else "") + ".", ""]
+            lines += [
+                "C = 0 exactly" + (" (identically in " + str(sig.symbol) + ")" if sig.symbol else "") + ".",
+                "",
+            ]
         else:
             entries = sig.nonzero_entries
             lines += [f"{len(entries)} nonzero entries C[label, token] (exact):", ""]
@@ -184,10 +195,13 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         for note in point.skipped:
             lines += [f"Not checked: {note}", ""]
         if point.checks:
-            lines += ["### Gradient-descent checks", "",
-                      "| values | C = 0 | step 1: all f ∝ E[e_y] | shared f at t = 0.. | verdict | Bayes acc. "
-                      "| constant acc. |",
-                      "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+            lines += [
+                "### Gradient-descent checks",
+                "",
+                "| values | C = 0 | step 1: all f ∝ E[e_y] | shared f at t = 0.. | verdict | Bayes acc. "
+                "| constant acc. |",
+                "| --- | --- | --- | --- | --- | --- | --- |",
+            ]
             for check in point.checks:
                 marks = " ".join({True: "✓", False: "✗", None: "?"}[s] for s in check.manifold.shared)
                 lines.append(
@@ -200,31 +214,50 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
             lines.append("")
             for check in point.checks:
                 details = [w for w in (check.one_step.witness, check.manifold.witness) if w]
-                lines.append(f"- {_fmt_params({k: str(v) for k, v in check.values.items()})}: {check.reason}"
-                             + (f" (witness: {'; '.join(details)})" if details else ""))
+                lines.append(
+                    f"- {_fmt_params({k: str(v) for k, v in check.values.items()})}: {check.reason}"
+                    + (f" (witness: {'; '.join(details)})" if details else "")
+                )
             lines.append("")
         for j, check in enumerate(point.checks):
             if check.train_note:
-                lines += [f"Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})}): "
-                          f"{check.train_note}.", ""]
+                lines += [
+                    f"Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})}): "
+                    f"{check.train_note}.",
+                    "",
+                ]
             if check.runs is None:
                 continue
-            lines += [f"### Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})})", "",
-                      "| init | final test accuracy | best test accuracy |", "| --- | --- | --- |"]
+            lines += [
+                f"### Numeric training ({_fmt_params({k: str(v) for k, v in check.values.items()})})",
+                "",
+                "| init | final test accuracy | best test accuracy |",
+                "| --- | --- | --- |",
+            ]
             for run in check.runs:
                 lines.append(f"| {run.label} | {run.test_accuracy[-1]:.4f} | {max(run.test_accuracy):.4f} |")
             lines += [""]
             if check.contradiction:
-                lines += [f"**Warning: the exact verdict \"stuck\" is contradicted by training:** {check.contradiction}.", ""]
+                lines += [
+                    f'**Warning: the exact verdict "stuck" is contradicted by training:** {check.contradiction}.',
+                    "",
+                ]
             lines += [f"![accuracy curves]({plots[(i, j)]})", ""]
     if result.trained:
         tr = spec.train
-        lines += ["## Training settings", "",
-                  f"rwnumeric, float64, full-batch GD: {tr['steps']} steps, η = {tr['eta']}, ε = {tr['eps']}, "
-                  f"M = {tr['M']} (sine embeddings, μ = M/2), "
-                  + ("exact population" if tr["population"] else
-                     f"{tr['train_size']} train / {tr['test_size']} test samples")
-                  + f", seed {tr['seed']}; Gaussian init σ ∈ {tr['sigmas']}.", ""]
+        lines += [
+            "## Training settings",
+            "",
+            f"rwnumeric, float64, full-batch GD: {tr['steps']} steps, η = {tr['eta']}, ε = {tr['eps']}, "
+            f"M = {tr['M']} (sine embeddings, μ = M/2), "
+            + (
+                "exact population"
+                if tr["population"]
+                else f"{tr['train_size']} train / {tr['test_size']} test samples"
+            )
+            + f", seed {tr['seed']}; Gaussian init σ ∈ {tr['sigmas']}.",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -257,7 +290,9 @@ def _plot(check: PointCheck, title: str, path: Path) -> Any:
     return fig
 
 
-def plot_title(name: str, task: CircleWalk | FiniteTask, params: dict[str, Any], values: dict[str, Any]) -> str:
+def plot_title(
+    name: str, task: CircleWalk | FiniteTask, params: dict[str, Any], values: dict[str, Any]
+) -> str:
     """Title of an accuracy plot: the spec name, the task and its parameters (sweep point, then the value
     of the free symbol), each said once.
 

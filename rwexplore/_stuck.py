@@ -67,7 +67,9 @@ def one_step_check(task: CircleWalk | FiniteTask, eta: object = 1, mu: object = 
             for b in range(a + 1, K):
                 if sp.expand(f[a] * m[b] - f[b] * m[a]) != 0:
                     parallel = False
-                    witness = f"input {n}: f[{a}]·m[{b}] - f[{b}]·m[{a}] = {sp.factor(f[a] * m[b] - f[b] * m[a])}"
+                    witness = (
+                        f"input {n}: f[{a}]·m[{b}] - f[{b}]·m[{a}] = {sp.factor(f[a] * m[b] - f[b] * m[a])}"
+                    )
                     break
             if not parallel:
                 break
@@ -148,8 +150,10 @@ def manifold_check(
                 k, gap = gaps[0]
                 verdict = False
                 if not witness:
-                    witness = (f"step {state.t}: inputs 0 and {n} differ in f[{k}] by {float(gap):.3g} "
-                               f"for ℓ = -log(z+{eps_value}), μ = 1")
+                    witness = (
+                        f"step {state.t}: inputs 0 and {n} differ in f[{k}] by {float(gap):.3g} "
+                        f"for ℓ = -log(z+{eps_value}), μ = 1"
+                    )
                 break
             verdict = None
         shared.append(verdict)

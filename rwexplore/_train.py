@@ -77,7 +77,9 @@ def train_configs(
     return configs
 
 
-def train_runs(task: CircleWalk | FiniteTask, settings: dict[str, Any], progress: bool = False) -> list[TrainRun]:
+def train_runs(
+    task: CircleWalk | FiniteTask, settings: dict[str, Any], progress: bool = False
+) -> list[TrainRun]:
     """Train from zero and from N(0, σ²) init for each σ in ``settings["sigmas"]`` (rwnumeric, float64).
 
     ``settings`` holds steps, M, eta, eps, sigmas, population, train_size, test_size, seed

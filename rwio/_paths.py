@@ -75,7 +75,9 @@ def check_output_dir(path: str | os.PathLike, option: str | None = None, files: 
     _check_creatable_folder(folder, label)
     for name in files:
         if (folder / name).is_dir():
-            raise OutputPathError(f"{label}: {folder / name} is a folder, but the file {name} is written there")
+            raise OutputPathError(
+                f"{label}: {folder / name} is a folder, but the file {name} is written there"
+            )
     return folder
 
 

@@ -126,7 +126,9 @@ class TrainConfig:
             "snapshots": sorted(int(s) for s in self.snapshots),
             "kl_norm": self.kl_norm,
             "threads": self.threads,
-            "record_steps": None if self.record_steps is None else sorted({int(s) for s in self.record_steps}),
+            "record_steps": None
+            if self.record_steps is None
+            else sorted({int(s) for s in self.record_steps}),
             "rotate": bool(self.rotate),
             "record_params": bool(self.record_params),
         }
@@ -202,7 +204,9 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
             raise ValueError(f"tie_rtol={cfg.tie_rtol!r} is out of range: must be in [0, 1)")
     for s in cfg.snapshots:
         if not _is_int(s) or not 0 <= s <= cfg.steps:
-            raise ValueError(f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]")
+            raise ValueError(
+                f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
+            )
     if cfg.record_steps is not None:
         if isinstance(cfg.record_steps, (str, bytes)) or not hasattr(cfg.record_steps, "__iter__"):
             raise ValueError(
@@ -290,8 +294,13 @@ def memory_estimate(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: Trai
     recorded = cfg.steps + 1 if cfg.record_steps is None else len(set(cfg.record_steps)) + 1
     per_step = N + 12 + (m * K + K + M + K * m if cfg.record_params else 0)
     history = _PY_FLOAT_BYTES * (recorded * per_step + len(set(cfg.snapshots)) * (m * K + N + K))
-    return {"inputs": inputs, "activations": activations, "embeddings": embeddings, "history": 2 * history,
-            "overhead": _OVERHEAD_BYTES}  # fmt: skip
+    return {
+        "inputs": inputs,
+        "activations": activations,
+        "embeddings": embeddings,
+        "history": 2 * history,
+        "overhead": _OVERHEAD_BYTES,
+    }
 
 
 def _population_size(task: CircleWalk | FiniteTask) -> int:

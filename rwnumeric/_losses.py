@@ -52,8 +52,12 @@ class Loss:
                 )
         values = self._fn(z, self.eps)
         if not isinstance(values, torch.Tensor) or values.shape != z.shape:
-            raise ValueError(f"loss {self.name!r} must map a tensor of shape {tuple(z.shape)} to one of the same shape")
+            raise ValueError(
+                f"loss {self.name!r} must map a tensor of shape {tuple(z.shape)} to one of the same shape"
+            )
         bad = int((~torch.isfinite(values)).sum())
         if bad:
-            raise ValueError(f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples")
+            raise ValueError(
+                f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples"
+            )
         return values

@@ -90,7 +90,9 @@ class FastModel:
         """(f (n, K), S (n, N), X S (n, K)) for token ids ``tokens`` (n, N-1)."""
         n = tokens.shape[0]
         S = torch.softmax(self.logits(tokens), dim=1)  # (n, N) attention
-        XS = torch.zeros(n, self.K, dtype=S.dtype, device=S.device).scatter_add(1, tokens, S[:, :-1])  # (n, K)
+        XS = torch.zeros(n, self.K, dtype=S.dtype, device=S.device).scatter_add(
+            1, tokens, S[:, :-1]
+        )  # (n, K)
         return _head(XS @ self.V.T, self.A), S, XS
 
     def loss_and_grad(

@@ -86,7 +86,12 @@ class TrainResult:
 def _task_description(task: CircleWalk | FiniteTask) -> dict:
     if isinstance(task, CircleWalk):
         return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
-    return {"name": getattr(task, "name", type(task).__name__), "K": task.K, "N": task.N, "inputs": len(task.labels)}
+    return {
+        "name": getattr(task, "name", type(task).__name__),
+        "K": task.K,
+        "N": task.N,
+        "inputs": len(task.labels),
+    }
 
 
 def _conditional_law(task: FiniteTask) -> dict[tuple[int, ...], np.ndarray]:
@@ -160,8 +165,11 @@ def train(
     validate(task, model, cfg)
     parts = memory_estimate(task, model, cfg)
     largest = max(parts, key=parts.__getitem__)
-    check_memory(sum(parts.values()), f"training K={model.K}, N={model.N}, M={model.M} (largest part: {largest})",
-                 _MEMORY_ALTERNATIVES[largest])  # fmt: skip
+    check_memory(
+        sum(parts.values()),
+        f"training K={model.K}, N={model.N}, M={model.M} (largest part: {largest})",
+        _MEMORY_ALTERNATIVES[largest],
+    )
     previous_threads = torch.get_num_threads()
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
@@ -181,9 +189,13 @@ _MEMORY_ALTERNATIVES = {
 }
 
 
-def _train(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, progress: bool, observe) -> TrainResult:
+def _train(
+    task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, progress: bool, observe
+) -> TrainResult:
     if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'")
+        raise ValueError(
+            "device='cuda' was requested but torch.cuda.is_available() is False; use device='cpu'"
+        )
     dt = torch.float64 if cfg.dtype == "float64" else torch.float32
     dev = torch.device(cfg.device)
     K, N = model.K, model.N
@@ -201,7 +213,13 @@ def _train(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, 
     P = tensor(P_np)
     cls = FastModel if cfg.fast else ReferenceModel
     net = cls(
-        P, K, model.normalize_attention, tensor(V0), tensor(W0), tensor(A0), mu if model.gram == "ideal" else None
+        P,
+        K,
+        model.normalize_attention,
+        tensor(V0),
+        tensor(W0),
+        tensor(A0),
+        mu if model.gram == "ideal" else None,
     )
     loss = Loss(cfg.loss, cfg.eps)
     rtol = cfg.effective_tie_rtol
@@ -264,9 +282,14 @@ def _train(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, 
     bar.close()
     final = {"attention_profile": record["attention_profile"], **_parameters(net, V)}
     return TrainResult(
-        config=config, history=history, final=final, snapshots=snapshots, model=net, observations=observations,
+        config=config,
+        history=history,
+        final=final,
+        snapshots=snapshots,
+        model=net,
+        observations=observations,
         params=params,
-    )  # fmt: skip
+    )
 
 
 def _parameters(net, V: np.ndarray) -> dict:

@@ -134,8 +134,10 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     opt = None if p is None else float(max(p, 1 - p))  # OPT = max{p, 1-p}: 0.5 in Figs 4 and 8
     c_acc = f"|acc(T) - OPT| ≤ {Z_TOL:g}·sqrt(OPT(1-OPT)/n_test) (binomial noise of the test set)"
     c_few = f"accuracy within that tolerance of OPT from some step ≤ {FEW_STEPS} on"
-    c_v = (f"‖V/‖V‖_F - Πᵀ/‖Πᵀ‖_F‖_F < {V_DIRECTION_MAX:g} and each column's largest entries on Πᵀ's "
-           "nonzero pattern")  # fmt: skip
+    c_v = (
+        f"‖V/‖V‖_F - Πᵀ/‖Πᵀ‖_F‖_F < {V_DIRECTION_MAX:g} and each column's largest entries on Πᵀ's "
+        "nonzero pattern"
+    )
     c_att = f"mean attention on x_(N-1) at T ≥ {PARENT_MIN:g}"
     specs = [
         ("final test accuracy ≈ OPT", "≈ OPT = max(p, 1-p)" if opt is None else f"≈ OPT = {opt:g}", c_acc),
@@ -149,18 +151,41 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     s = out["series"]
     tol = accuracy_tolerance(opt, _n_test(out))
     acc = s["test_accuracy"]
-    rows.append(Row(figure, specs[0][0], specs[0][1], f"{acc[-1]:.3f} (T={len(acc) - 1}, tolerance ±{tol:.3f})",
-                    abs(acc[-1] - opt) <= tol, c_acc))  # fmt: skip
+    rows.append(
+        Row(
+            figure,
+            specs[0][0],
+            specs[0][1],
+            f"{acc[-1]:.3f} (T={len(acc) - 1}, tolerance ±{tol:.3f})",
+            abs(acc[-1] - opt) <= tol,
+            c_acc,
+        )
+    )
     if few_steps:
         t = first_step_staying(acc, lambda a: abs(a - opt) <= tol)
-        rows.append(Row(figure, specs[1][0], specs[1][1], f"from iteration {t}" if t is not None else "never",
-                        t is not None and t <= FEW_STEPS, c_few))  # fmt: skip
+        rows.append(
+            Row(
+                figure,
+                specs[1][0],
+                specs[1][1],
+                f"from iteration {t}" if t is not None else "never",
+                t is not None and t <= FEW_STEPS,
+                c_few,
+            )
+        )
     V = np.array(out["final"]["V"])
     err = s["v_direction_error"][-1]
     support = support_matches(V, _pi(out))
-    rows.append(Row(figure, "V(T) ≈ Πᵀ in direction", "V looks like Πᵀ",
-                    f"direction error {_fmt(err)}, largest entries on Πᵀ's pattern: {'yes' if support else 'no'}",
-                    err is not None and err < V_DIRECTION_MAX and support, c_v))  # fmt: skip
+    rows.append(
+        Row(
+            figure,
+            "V(T) ≈ Πᵀ in direction",
+            "V looks like Πᵀ",
+            f"direction error {_fmt(err)}, largest entries on Πᵀ's pattern: {'yes' if support else 'no'}",
+            err is not None and err < V_DIRECTION_MAX and support,
+            c_v,
+        )
+    )
     par = s["parent_attention"][-1]
     rows.append(Row(figure, specs[-1][0], specs[-1][1], f"{par:.4f}", par >= PARENT_MIN, c_att))
     return rows
@@ -185,19 +210,40 @@ def failure_claims(figure: str, out: dict) -> list[Row]:
     acc = s["test_accuracy"]
     worst = max(abs(a - q) for a in acc)
     paper_acc = f"≈ 1/K = {q:.3f}"
-    rows = [Row(figure, specs[0][0], paper_acc,
-                f"final {acc[-1]:.3f}, max |acc - 1/K| = {worst:.3f} (tolerance {tol:.3f})", worst <= tol, c_acc)]  # fmt: skip
+    rows = [
+        Row(
+            figure,
+            specs[0][0],
+            paper_acc,
+            f"final {acc[-1]:.3f}, max |acc - 1/K| = {worst:.3f} (tolerance {tol:.3f})",
+            worst <= tol,
+            c_acc,
+        )
+    ]
     ones = s["ones_residual"][-1]
-    rows.append(Row(figure, specs[1][0], specs[1][1], f"residual {_fmt(ones)}", ones is not None and ones <= ONES_MAX, c_v))
+    rows.append(
+        Row(
+            figure,
+            specs[1][0],
+            specs[1][1],
+            f"residual {_fmt(ones)}",
+            ones is not None and ones <= ONES_MAX,
+            c_v,
+        )
+    )
     spread = max(s["attention_spread"])
-    rows.append(Row(figure, specs[2][0], specs[2][1], f"max spread {spread:.2g}", spread <= SPREAD_MAX, c_att))
+    rows.append(
+        Row(figure, specs[2][0], specs[2][1], f"max spread {spread:.2g}", spread <= SPREAD_MAX, c_att)
+    )
     return rows
 
 
 def fig6_claims(figure: str, half: dict, one: dict) -> list[Row]:
     """Fig 6 (random init, normalised x̃, η = 0.01): timing of p = 1/2, p = 1 below 100 %, KL curves."""
-    c_t = (f"first iteration with acc ≥ OPT - {Z_TOL:g}·sqrt(OPT(1-OPT)/n_test) lies in "
-           f"[{FIG6_WINDOW[0]}, {FIG6_WINDOW[1]}] (within a factor 2 of 400)")  # fmt: skip
+    c_t = (
+        f"first iteration with acc ≥ OPT - {Z_TOL:g}·sqrt(OPT(1-OPT)/n_test) lies in "
+        f"[{FIG6_WINDOW[0]}, {FIG6_WINDOW[1]}] (within a factor 2 of 400)"
+    )
     c_one = "test accuracy at the last iteration < 1"
     c_kl = "KL at the last iteration: p = 1/2 below p = 1 (our reading of the panels' ordering)"
     c_dec = "KL at the last iteration below KL at iteration 0, for both p"
@@ -213,27 +259,56 @@ def fig6_claims(figure: str, half: dict, one: dict) -> list[Row]:
     acc = half["series"]["test_accuracy"]
     tol = accuracy_tolerance(0.5, _n_test(half))
     t = first_step(acc, lambda a: a >= 0.5 - tol)
-    rows = [Row(figure, specs[0][0], specs[0][1],
-                f"iteration {t} (final acc {acc[-1]:.3f})" if t is not None else f"never (final acc {acc[-1]:.3f})",
-                t is not None and FIG6_WINDOW[0] <= t <= FIG6_WINDOW[1], c_t)]  # fmt: skip
+    rows = [
+        Row(
+            figure,
+            specs[0][0],
+            specs[0][1],
+            f"iteration {t} (final acc {acc[-1]:.3f})"
+            if t is not None
+            else f"never (final acc {acc[-1]:.3f})",
+            t is not None and FIG6_WINDOW[0] <= t <= FIG6_WINDOW[1],
+            c_t,
+        )
+    ]
     acc1 = one["series"]["test_accuracy"]
     T = len(acc1) - 1
     rows.append(Row(figure, specs[1][0], specs[1][1], f"acc({T}) = {acc1[-1]:.3f}", acc1[-1] < 1, c_one))
     kh, ko = half["series"]["kl"], one["series"]["kl"]
-    rows.append(Row(figure, specs[2][0], specs[2][1], f"KL(T): p=1/2 {kh[-1]:.3g}, p=1 {ko[-1]:.3g}", kh[-1] < ko[-1], c_kl))
-    rows.append(Row(figure, specs[3][0], specs[3][1],
-                    f"p=1/2 {kh[0]:.3g} → {kh[-1]:.3g}; p=1 {ko[0]:.3g} → {ko[-1]:.3g}",
-                    kh[-1] < kh[0] and ko[-1] < ko[0], c_dec))  # fmt: skip
+    rows.append(
+        Row(
+            figure,
+            specs[2][0],
+            specs[2][1],
+            f"KL(T): p=1/2 {kh[-1]:.3g}, p=1 {ko[-1]:.3g}",
+            kh[-1] < ko[-1],
+            c_kl,
+        )
+    )
+    rows.append(
+        Row(
+            figure,
+            specs[3][0],
+            specs[3][1],
+            f"p=1/2 {kh[0]:.3g} → {kh[-1]:.3g}; p=1 {ko[0]:.3g} → {ko[-1]:.3g}",
+            kh[-1] < kh[0] and ko[-1] < ko[0],
+            c_dec,
+        )
+    )
     return rows
 
 
 def qa_claims(figure: str, task1: dict, task2: dict) -> list[Row]:
     """Figs 7/10: Task 1 reaches 100 % within 100 iterations, Task 2 stays ≈ 50 %."""
     c1 = "test accuracy = 1 (every test input right) from some iteration ≤ 100 on, to the end of the run"
-    c2 = (f"never above chance: acc(t) ≤ 1/2 + {Z_TOL:g}·sqrt(1/4/n_test) at every iteration t, and "
-          "|acc(T) - 1/2| within the same tolerance")  # fmt: skip
-    specs = [("Task 1 reaches 100 % within 100 iterations", "100 % within 100", c1),
-             ("Task 2 stays ≈ 50 %", "≈ 50 %", c2)]  # fmt: skip
+    c2 = (
+        f"never above chance: acc(t) ≤ 1/2 + {Z_TOL:g}·sqrt(1/4/n_test) at every iteration t, and "
+        "|acc(T) - 1/2| within the same tolerance"
+    )
+    specs = [
+        ("Task 1 reaches 100 % within 100 iterations", "100 % within 100", c1),
+        ("Task 2 stays ≈ 50 %", "≈ 50 %", c2),
+    ]
     rows = []
     if task1["ok"]:
         acc = task1["series"]["test_accuracy"]
@@ -252,9 +327,16 @@ def qa_claims(figure: str, task1: dict, task2: dict) -> list[Row]:
         acc = task2["series"]["test_accuracy"]
         tol = accuracy_tolerance(0.5, _n_test(task2))
         best = max(acc)
-        rows.append(Row(figure, specs[1][0], specs[1][1],
-                        f"final {acc[-1]:.3f}, max over iterations {best:.3f} (tolerance {tol:.3f})",
-                        best <= 0.5 + tol and abs(acc[-1] - 0.5) <= tol, c2))  # fmt: skip
+        rows.append(
+            Row(
+                figure,
+                specs[1][0],
+                specs[1][1],
+                f"final {acc[-1]:.3f}, max over iterations {best:.3f} (tolerance {tol:.3f})",
+                best <= 0.5 + tol and abs(acc[-1] - 0.5) <= tol,
+                c2,
+            )
+        )
     else:
         rows.append(_failed(figure, *specs[1], task2))
     return rows
@@ -262,13 +344,23 @@ def qa_claims(figure: str, task1: dict, task2: dict) -> list[Row]:
 
 def vis_claims(figure: str, half: dict) -> list[Row]:
     """Figs 11/12 (the Fig 6 run at p = 1/2, last iteration): V ≈ Πᵀ, attention on the parent (Theorem 3.1)."""
-    c_v = (f"at the last iteration: ‖V/‖V‖_F - Πᵀ/‖Πᵀ‖_F‖_F < {V_DIRECTION_MAX:g} and each column's largest "
-           "entries on Πᵀ's pattern")  # fmt: skip
+    c_v = (
+        f"at the last iteration: ‖V/‖V‖_F - Πᵀ/‖Πᵀ‖_F‖_F < {V_DIRECTION_MAX:g} and each column's largest "
+        "entries on Πᵀ's pattern"
+    )
     c_att = f"mean attention on x_(N-1) at the last iteration ≥ {PARENT_MIN:g}"
     if figure == "fig11":
-        claim, paper, crit = "p = 1/2: V approaches Πᵀ (one-step transition)", "V ≈ Πᵀ (Thm 3.1 mechanism)", c_v
+        claim, paper, crit = (
+            "p = 1/2: V approaches Πᵀ (one-step transition)",
+            "V ≈ Πᵀ (Thm 3.1 mechanism)",
+            c_v,
+        )
     else:
-        claim, paper, crit = "p = 1/2: attention selects the parent x_(N-1)", "attention on x_(N-1) (Thm 3.1)", c_att
+        claim, paper, crit = (
+            "p = 1/2: attention selects the parent x_(N-1)",
+            "attention on x_(N-1) (Thm 3.1)",
+            c_att,
+        )
     if not half["ok"]:
         return [_failed(figure, claim, paper, crit, half)]
     s = half["series"]
@@ -287,13 +379,27 @@ def vis_claims(figure: str, half: dict) -> list[Row]:
 
 def sensitivity_claim(table: list[dict], main_key: str, steps: int) -> Row:
     """Theorem 4.1 in floating point: does the main option keep the p = 1 symmetry for all iterations run?"""
-    crit = (f"in the sensitivity run with the main figures' option, attention spread ≤ {SPREAD_MAX:g} and "
-            f"‖V - a·1ᵀ‖_F/‖V‖_F ≤ {V_COLUMN_MAX:g} at every iteration up to {steps}")  # fmt: skip
+    crit = (
+        f"in the sensitivity run with the main figures' option, attention spread ≤ {SPREAD_MAX:g} and "
+        f"‖V - a·1ᵀ‖_F/‖V‖_F ≤ {V_COLUMN_MAX:g} at every iteration up to {steps}"
+    )
     entry = next((e for e in table if e["choices"] == main_key), None)
     if entry is None:
-        return Row("sensitivity", "the p = 1 symmetry persists (main option)", "for every T (exact arithmetic)",
-                   "main option not in the grid", False, crit)  # fmt: skip
+        return Row(
+            "sensitivity",
+            "the p = 1 symmetry persists (main option)",
+            "for every T (exact arithmetic)",
+            "main option not in the grid",
+            False,
+            crit,
+        )
     br = entry["break_step"]
     ours = f"no break up to {steps}" if br is None else f"breaks at iteration {br}"
-    return Row("sensitivity", "Theorem 4.1: the p = 1 symmetry persists (main option)",
-               "for every T (exact arithmetic)", ours, entry["ok"] and br is None, crit)  # fmt: skip
+    return Row(
+        "sensitivity",
+        "Theorem 4.1: the p = 1 symmetry persists (main option)",
+        "for every T (exact arithmetic)",
+        ours,
+        entry["ok"] and br is None,
+        crit,
+    )

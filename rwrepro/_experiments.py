@@ -77,7 +77,9 @@ class Choices:
         if self.dtype != main.dtype:
             diffs.append(self.dtype)
         if self.reduction != main.reduction:
-            diffs.append(f"{self.reduction} loss (η × train size)" if self.reduction == "sum" else "mean loss")
+            diffs.append(
+                f"{self.reduction} loss (η × train size)" if self.reduction == "sum" else "mean loss"
+            )
         if self.gram != main.gram:
             diffs.append(f"{self.gram} Gram")
         if self.normalize != main.normalize:
@@ -203,15 +205,26 @@ def figure_specs(quick: bool = False) -> dict[str, FigureSpec]:
     main = Choices()  # μ = M/2 (the sine construction's own), float64, mean loss, ideal Gram
 
     def circle_pair(K: int, N: int, p: str) -> RunSpec:
-        return RunSpec(name=f"p={p}", task="circle", K=K, N=N, p=p, steps=zero_steps,
-                       train_size=walks, test_size=walks, snapshots=(1,))  # fmt: skip
+        return RunSpec(
+            name=f"p={p}",
+            task="circle",
+            K=K,
+            N=N,
+            p=p,
+            steps=zero_steps,
+            train_size=walks,
+            test_size=walks,
+            snapshots=(1,),
+        )
 
     specs: dict[str, FigureSpec] = {}
     specs["fig2"] = FigureSpec(
         name="fig2",
         title="The task: transition matrix Π, example walks and the first value step V(1)",
         runs=(
-            RunSpec(name="p=1/2", task="circle", K=6, N=97, p="1/2", steps=1, train_size=walks, test_size=walks),
+            RunSpec(
+                name="p=1/2", task="circle", K=6, N=97, p="1/2", steps=1, train_size=walks, test_size=walks
+            ),
             RunSpec(name="p=1", task="circle", K=6, N=97, p="1", steps=1, train_size=walks, test_size=walks),
         ),
         main=main,
@@ -231,17 +244,41 @@ def figure_specs(quick: bool = False) -> dict[str, FigureSpec]:
             options=_circle_options(main),
         )
     f6_steps = 1000  # the claims are about iterations 400 and 1000: --quick keeps them
-    f6_test = 250 if quick else 1000  # --quick shrinks only the test set (the sum option's η × n needs n = 1000)
+    f6_test = (
+        250 if quick else 1000
+    )  # --quick shrinks only the test set (the sum option's η × n needs n = 1000)
     snaps = tuple(s for s in VIS_STEPS if s <= f6_steps)
     f6_runs = tuple(
-        RunSpec(name=f"p={p}", task="circle", K=6, N=97, p=p, steps=f6_steps, eta=0.01, init="gaussian",
-                sigma=0.01, normalize=True, train_size=1000, test_size=f6_test, snapshots=snaps, probe=True)  # fmt: skip
+        RunSpec(
+            name=f"p={p}",
+            task="circle",
+            K=6,
+            N=97,
+            p=p,
+            steps=f6_steps,
+            eta=0.01,
+            init="gaussian",
+            sigma=0.01,
+            normalize=True,
+            train_size=1000,
+            test_size=f6_test,
+            snapshots=snaps,
+            probe=True,
+        )
         for p in ("1/2", "1")
     )
     # With the mean loss nothing moves in 1000 iterations at η = 0.01, so μ and precision are varied on the sum loss.
     f6_sum = replace(main, reduction="sum")
-    f6_options = (main, f6_sum, replace(f6_sum, kl_norm="shift"), replace(f6_sum, mu="1"), replace(f6_sum, mu="sqrtM"),
-                  replace(f6_sum, dtype="float32"), replace(f6_sum, seed=1), replace(f6_sum, seed=2))  # fmt: skip
+    f6_options = (
+        main,
+        f6_sum,
+        replace(f6_sum, kl_norm="shift"),
+        replace(f6_sum, mu="1"),
+        replace(f6_sum, mu="sqrtM"),
+        replace(f6_sum, dtype="float32"),
+        replace(f6_sum, seed=1),
+        replace(f6_sum, seed=2),
+    )
     specs["fig6"] = FigureSpec(
         name="fig6",
         title="Random init N(0, 0.01²), η=0.01, x̃ normalised in the softmax, 1000 iterations",
@@ -254,8 +291,19 @@ def figure_specs(quick: bool = False) -> dict[str, FigureSpec]:
     relu_walks = 300 if quick else 1024
     for name, relu, n in (("fig7", None, qa_walks), ("fig10", 19, relu_walks)):
         runs = tuple(
-            RunSpec(name=label, task=task, K=19, N=N, steps=qa_steps, eta=0.1, init="gaussian", sigma=0.01,
-                    relu_width=relu, train_size=n, test_size=n)  # fmt: skip
+            RunSpec(
+                name=label,
+                task=task,
+                K=19,
+                N=N,
+                steps=qa_steps,
+                eta=0.1,
+                init="gaussian",
+                sigma=0.01,
+                relu_width=relu,
+                train_size=n,
+                test_size=n,
+            )
             for label, task, N in (("task 1", "qa1", 17), ("task 2", "qa2", 19))
         )
         qa_main = replace(main, normalize=False)
@@ -269,22 +317,31 @@ def figure_specs(quick: bool = False) -> dict[str, FigureSpec]:
         )
         specs[name] = FigureSpec(
             name=name,
-            title=("QA tasks, one-layer transformer" if relu is None else "QA tasks, with a ReLU layer (m=19)")
+            title=(
+                "QA tasks, one-layer transformer" if relu is None else "QA tasks, with a ReLU layer (m=19)"
+            )
             + ", N(0, 0.01²) init, η=0.1",
             runs=runs,
             main=qa_main,
             options=options if not quick else options[:2],
         )
-    for name, what in (("fig11", "the value matrix V"), ("fig12", "the attention S"), ("fig13", "the attended token X·S")):
+    for name, what in (
+        ("fig11", "the value matrix V"),
+        ("fig12", "the attention S"),
+        ("fig13", "the attended token X·S"),
+    ):
         specs[name] = FigureSpec(
             notes="No claim row: what Fig 13 illustrates (X·S picks the parent token) is checked by the Fig 12 row."
-            if name == "fig13" else "",
+            if name == "fig13"
+            else "",
             name=name,
             title=f"Fig 6 runs: {what} at iterations {', '.join(map(str, snaps))}",
             runs=f6_runs,
             main=main,
             # all trained for Fig 6 already: the sum loss is the one that learns, and seeds differ in what
-            options=(main, f6_sum, replace(f6_sum, seed=1), replace(f6_sum, seed=2)) if not quick else (main, f6_sum),
+            options=(main, f6_sum, replace(f6_sum, seed=1), replace(f6_sum, seed=2))
+            if not quick
+            else (main, f6_sum),
             source="fig6",
         )
     return specs
@@ -294,8 +351,17 @@ def sensitivity_runs(quick: bool = False) -> tuple[RunSpec, tuple[Choices, ...]]
     """The Fig 5 setting (p=1, K=6, N=97, M=1000) up to 1000 iterations and the μ × precision × Gram grid."""
     steps = 1000 if not quick else 300
     walks = 1000 if not quick else 200
-    run = RunSpec(name="p=1", task="circle", K=6, N=97, p="1", steps=steps, train_size=walks, test_size=walks,
-                  v_every_step=True)  # fmt: skip
+    run = RunSpec(
+        name="p=1",
+        task="circle",
+        K=6,
+        N=97,
+        p="1",
+        steps=steps,
+        train_size=walks,
+        test_size=walks,
+        v_every_step=True,
+    )
     grid = tuple(
         Choices(mu=mu, dtype=dtype, gram=gram)
         for gram in ("computed", "ideal")

@@ -73,9 +73,16 @@ def relative_spread(M: np.ndarray) -> float:
     return 0.0 if top == 0 else float(M.max() - M.min()) / top
 
 
-def heatmap(fig: Figure, ax: Axes, M: np.ndarray, title: str, xlabel: str = "column j (node)",
-            ylabel: str = "row i (node)", limits: tuple[float, float] | None = None,
-            colourbar: bool = True) -> AxesImage:  # fmt: skip
+def heatmap(
+    fig: Figure,
+    ax: Axes,
+    M: np.ndarray,
+    title: str,
+    xlabel: str = "column j (node)",
+    ylabel: str = "row i (node)",
+    limits: tuple[float, float] | None = None,
+    colourbar: bool = True,
+) -> AxesImage:
     """A matrix as an image (1-based tick labels); returns the image.
 
     ``limits``: the colour limits (default ``colour_limits(M)``; pass shared ones to compare panels).
@@ -107,8 +114,13 @@ def legend_outside(ax: Axes, where: str = "right", ncol: int = 1) -> None:
     if where == "right":
         ax.legend(fontsize=LEGEND_FONTSIZE, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     else:
-        ax.legend(fontsize=LEGEND_FONTSIZE, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol,
-                  borderaxespad=0)  # fmt: skip
+        ax.legend(
+            fontsize=LEGEND_FONTSIZE,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
+            ncol=ncol,
+            borderaxespad=0,
+        )
 
 
 def reference_line(ax: Axes, value: float, kind: str, label: str) -> None:
@@ -116,9 +128,16 @@ def reference_line(ax: Axes, value: float, kind: str, label: str) -> None:
     ax.axhline(value, label=label, zorder=1, **REFERENCE_STYLES[kind])
 
 
-def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title: str, ylabel: str,
-           log: bool = False, refs: Sequence[tuple[float, str, str]] = (), legend: str | None = "right",
-           colours: Sequence[str] | None = None) -> None:  # fmt: skip
+def curves(
+    ax: Axes,
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    title: str,
+    ylabel: str,
+    log: bool = False,
+    refs: Sequence[tuple[float, str, str]] = (),
+    legend: str | None = "right",
+    colours: Sequence[str] | None = None,
+) -> None:
     """Metric curves against the iteration; the first series is the main option (thick line).
 
     ``refs``: (value, kind, label) reference lines; ``legend``: "right", "below" or None (the caller
@@ -130,8 +149,17 @@ def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title
         if log:
             clipped = clipped or bool(np.any(y <= LOG_FLOOR))
             y = np.maximum(y, LOG_FLOOR)
-        style: dict[str, Any] = {"lw": 2.4, "zorder": 3} if i == 0 else {
-            "lw": 1.2, "marker": "os^vDP*X"[i % 8], "ms": 3.5, "markevery": max(1, len(y) // 8), "zorder": 2}  # fmt: skip
+        style: dict[str, Any] = (
+            {"lw": 2.4, "zorder": 3}
+            if i == 0
+            else {
+                "lw": 1.2,
+                "marker": "os^vDP*X"[i % 8],
+                "ms": 3.5,
+                "markevery": max(1, len(y) // 8),
+                "zorder": 2,
+            }
+        )
         if colours is not None:
             style["color"] = colours[i]
         ax.plot(np.arange(len(y)), y, label=label, ls="-", **style)
@@ -152,14 +180,23 @@ def curves(ax: Axes, series: Sequence[tuple[str, Sequence[float | None]]], title
 def rounding_band(ax: Axes) -> None:
     """Shade y ≤ LOG_FLOOR on a log axis and say that values there are float64 rounding (or exact 0)."""
     ax.axhspan(LOG_FLOOR / 10, LOG_FLOOR * 1.3, color="0.9", zorder=0)
-    ax.text(0.01, LOG_FLOOR / 3.5, f"≤ {LOG_FLOOR:g}: float64 rounding level (exact 0 drawn at {LOG_FLOOR:g})",
-            transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=7, color="0.3")  # fmt: skip
+    ax.text(
+        0.01,
+        LOG_FLOOR / 3.5,
+        f"≤ {LOG_FLOOR:g}: float64 rounding level (exact 0 drawn at {LOG_FLOOR:g})",
+        transform=ax.get_yaxis_transform(),
+        ha="left",
+        va="center",
+        fontsize=7,
+        color="0.3",
+    )
     top = ax.get_ylim()[1]
     ax.set_ylim(LOG_FLOOR / 10, max(top, LOG_FLOOR * 100))
 
 
-def attention_profile(ax: Axes, profiles: Sequence[tuple[str, Sequence[float]]], title: str,
-                      legend: str | None = "right") -> None:  # fmt: skip
+def attention_profile(
+    ax: Axes, profiles: Sequence[tuple[str, Sequence[float]]], title: str, legend: str | None = "right"
+) -> None:
     """Mean attention S_i over test inputs against the position i = 1..N (N = the query slot).
 
     The y-axis starts at 0, so that per-position noise around the uniform 1/(N-1) is not magnified.
@@ -187,8 +224,9 @@ def mark_disagreement(ax: Axes, claims: Sequence[str]) -> None:
     ax.title.set_gid(DISAGREE_GID)
 
 
-def new_figure(rows: int, cols: int, suptitle: str, width: float = 4.6, height: float = 3.7,
-               quick: bool = False) -> tuple[Figure, np.ndarray]:  # fmt: skip
+def new_figure(
+    rows: int, cols: int, suptitle: str, width: float = 4.6, height: float = 3.7, quick: bool = False
+) -> tuple[Figure, np.ndarray]:
     """A Figure of rows × cols axes (always a 2-D array) with a title naming the setting.
 
     ``quick``: the figure comes from reduced sizes; a second title line says so.

@@ -17,10 +17,10 @@ REPORT_KEYS = ("figure", "claim", "paper", "ours", "agrees", "criterion")
 
 CRITERIA_HISTORY = (
     "The thresholds were fixed before any run. Two QA criteria were reworded after the first --quick "
-    "run, and both changes are stated here: Task 2's \"stays ≈ 50 %\" first required |acc - 1/2| within "
+    'run, and both changes are stated here: Task 2\'s "stays ≈ 50 %" first required |acc - 1/2| within '
     "tolerance at every iteration, which the random initial model (0 % at iteration 0, both questions "
     "answered wrongly) fails without any learning, so it now means never above chance; Task 1's "
-    "\"100 % within 100 iterations\" first counted a single iteration at 100 %, and now requires 100 % to "
+    '"100 % within 100 iterations" first counted a single iteration at 100 %, and now requires 100 % to '
     "be kept to the end, because the ReLU runs touch 100 % and fall back to 50 %."
 )
 
@@ -41,8 +41,6 @@ before any run, and every other option is shown below:
 - **seed 0** for the sampled walks and the random init; the random-init figures (6, 7, 10) are also
   run with seeds 1 and 2 under the options that learn, so that an outcome is not one draw's accident.
 """
-
-
 
 
 def load_records(out: Path) -> tuple[list[dict], dict | None]:
@@ -72,14 +70,19 @@ def _cell(text: object) -> str:
 def _options_table(f: dict) -> list[str]:
     """Markdown: one line per option with the claims it agrees with."""
     claims = [r["claim"] for r in f["options"][0]["rows"]]
-    head = "| option (change from main) | " + " | ".join(_cell(c) for c in claims) + " | reproduces the paper |"
+    head = (
+        "| option (change from main) | " + " | ".join(_cell(c) for c in claims) + " | reproduces the paper |"
+    )
     lines = [head, "|" + " --- |" * (len(claims) + 2)]
     for opt in f["options"]:
         marks = []
         for r in opt["rows"]:
             marks.append(("✔ " if r["agrees"] else "✘ ") + _cell(r["ours"]))
-        lines.append(f"| {_cell(opt['differs_from_main'])} | " + " | ".join(marks)
-                     + f" | {'**yes**' if opt['reproduces_paper'] else 'no'} |")  # fmt: skip
+        lines.append(
+            f"| {_cell(opt['differs_from_main'])} | "
+            + " | ".join(marks)
+            + f" | {'**yes**' if opt['reproduces_paper'] else 'no'} |"
+        )
     return lines
 
 
@@ -92,12 +95,20 @@ def _sensitivity_table(sens: dict) -> list[str]:
     ]
     for e in sens["table"]:
         if not e["ok"]:
-            lines.append(f"| {MU_LABELS[e['mu']]} | {e['dtype']} | {e['gram']} | run failed: {_cell(e['error'])} "
-                         "| | | | | |")  # fmt: skip
+            lines.append(
+                f"| {MU_LABELS[e['mu']]} | {e['dtype']} | {e['gram']} | run failed: {_cell(e['error'])} "
+                "| | | | | |"
+            )
             continue
-        it = [_never(e[k], sens["steps"]) for k in ("break_step", "spread_break", "v_break", "ones_break", "accuracy_leaves")]
-        lines.append(f"| {MU_LABELS[e['mu']]} ({e['mu_value']:.4g}) | {e['dtype']} | {e['gram']} | **{it[0]}** | "
-                     + " | ".join(it[1:]) + f" | {e['final_accuracy']:.3f} |")  # fmt: skip
+        it = [
+            _never(e[k], sens["steps"])
+            for k in ("break_step", "spread_break", "v_break", "ones_break", "accuracy_leaves")
+        ]
+        lines.append(
+            f"| {MU_LABELS[e['mu']]} ({e['mu_value']:.4g}) | {e['dtype']} | {e['gram']} | **{it[0]}** | "
+            + " | ".join(it[1:])
+            + f" | {e['final_accuracy']:.3f} |"
+        )
     return lines
 
 
@@ -114,10 +125,17 @@ def _sensitivity_text(sens: dict) -> list[str]:
     main = next((e for e in ok if e["choices"] == sens["main"]), None)
     L = []
     if main is not None:
-        L.append(f"- Main option ({name[main['choices']]}): "
-                 + ("the symmetry holds for all " f"{sens['steps']} iterations." if main["break_step"] is None
-                    else f"the symmetry breaks at iteration {main['break_step']}."))  # fmt: skip
-    L.append(f"- Symmetry kept for all {sens['steps']} iterations: {'; '.join(kept) if kept else 'no option'}.")
+        L.append(
+            f"- Main option ({name[main['choices']]}): "
+            + (
+                f"the symmetry holds for all {sens['steps']} iterations."
+                if main["break_step"] is None
+                else f"the symmetry breaks at iteration {main['break_step']}."
+            )
+        )
+    L.append(
+        f"- Symmetry kept for all {sens['steps']} iterations: {'; '.join(kept) if kept else 'no option'}."
+    )
     if broken:
         L.append("- Broken, earliest first: " + "; ".join(f"{n} at {t}" for t, n in broken) + ".")
     return L
@@ -144,7 +162,7 @@ def _reproducing_list(reproducing: dict[str, list[dict]]) -> list[str]:
 
 
 def figure_modes(figures: list[dict], sens: dict | None) -> dict[str, str]:
-    """"quick" or "full" for every record found, by figure name (a folder may mix the two).
+    """ "quick" or "full" for every record found, by figure name (a folder may mix the two).
 
     >>> figure_modes([{"figure": "fig4", "quick": True}], {"quick": False})
     {'fig4': 'quick', 'sensitivity': 'full'}
@@ -169,15 +187,23 @@ def build_report(out: Path) -> dict:
     mode = labels.get(tuple(modes), "mixed (some records from --quick)")
     options = {
         f["figure"]: [
-            {"choices": o["choices"], "differs_from_main": o["differs_from_main"],
-             "reproduces_paper": o["reproduces_paper"], "agrees": [r["agrees"] for r in o["rows"]]}  # fmt: skip
+            {
+                "choices": o["choices"],
+                "differs_from_main": o["differs_from_main"],
+                "reproduces_paper": o["reproduces_paper"],
+                "agrees": [r["agrees"] for r in o["rows"]],
+            }
             for o in f["options"]
         ]
         for f in figures
         if f["rows"] and len(f["options"]) > 1
     }
     reproducing = {
-        fig: [{"choices": o["choices"], "differs_from_main": o["differs_from_main"]} for o in opts if o["reproduces_paper"]]
+        fig: [
+            {"choices": o["choices"], "differs_from_main": o["differs_from_main"]}
+            for o in opts
+            if o["reproduces_paper"]
+        ]
         for fig, opts in options.items()
     }
     modes_by_figure = figure_modes(figures, sens)
@@ -208,15 +234,24 @@ def _figures_table(figures: list[dict], sens: dict | None, modes: dict[str, str]
     return lines
 
 
-def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproducing: dict, mode: str,
-              modes: dict[str, str]) -> str:  # fmt: skip
+def _markdown(
+    figures: list[dict],
+    sens: dict | None,
+    rows: list[dict],
+    reproducing: dict,
+    mode: str,
+    modes: dict[str, str],
+) -> str:
     agree = sum(r["agrees"] for r in rows)
     mixed = len(set(modes.values())) > 1
     L = [
         "# Reproduction report: *Towards Understanding Transformers in Learning Random Walks*",
         "",
-        ("Produced by `rw reproduce` from records of both sizes (the quick ones are marked quick in the tables below). "
-         if mixed else f"Produced by `rw reproduce` ({mode} sizes). ")
+        (
+            "Produced by `rw reproduce` from records of both sizes (the quick ones are marked quick in the tables below). "
+            if mixed
+            else f"Produced by `rw reproduce` ({mode} sizes). "
+        )
         + f"{len(rows)} claims checked, {agree} agree, "
         f"{len(rows) - agree} disagree. Each row's `agrees` is decided by the criterion in its last column "
         "(thresholds in `rwrepro/_claims.py`, listed again under *Criteria*). "
@@ -233,12 +268,17 @@ def _markdown(figures: list[dict], sens: dict | None, rows: list[dict], reproduc
     ]
     for r in rows:
         fig = f"{r['figure']} (quick)" if mixed and modes.get(r["figure"]) == "quick" else r["figure"]
-        L.append(f"| {fig} | {_cell(r['claim'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
-                 f"{'yes' if r['agrees'] else '**no**'} | {_cell(r['criterion'])} |")  # fmt: skip
+        L.append(
+            f"| {fig} | {_cell(r['claim'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
+            f"{'yes' if r['agrees'] else '**no**'} | {_cell(r['criterion'])} |"
+        )
     L += ["", "## The unstated choices: which option the main figures use and why", "", MAIN_CHOICE_TEXT]
     if reproducing:
-        L += ["Options under which every claim of a figure agrees with the paper (one option per line; an "
-              "option is named by what it changes from the main option):", ""]  # fmt: skip
+        L += [
+            "Options under which every claim of a figure agrees with the paper (one option per line; an "
+            "option is named by what it changes from the main option):",
+            "",
+        ]
         L += _reproducing_list(reproducing) + [""]
     for f in figures:
         if f["rows"] and len(f["options"]) > 1:

@@ -33,7 +33,11 @@ def expand_targets(targets: Sequence[str]) -> list[str]:
 
 
 def reproduce(
-    targets: Sequence[str], out: str | Path, quick: bool = False, jobs: int | None = None, progress: bool = True
+    targets: Sequence[str],
+    out: str | Path,
+    quick: bool = False,
+    jobs: int | None = None,
+    progress: bool = True,
 ) -> dict:
     """Build ``targets`` under ``out`` (PNG + JSON per figure), then DIR/REPORT.md and DIR/report.json.
 

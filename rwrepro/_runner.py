@@ -66,7 +66,9 @@ def run_one(job: tuple[RunSpec, Choices]) -> dict:
     series = {k: [h[k] for h in result.history] for k in SERIES_KEYS}
     snapshots = result.snapshots
     if spec.v_every_step:
-        series["v_column_residual"] = [column_residual(np.array(snapshots[t]["V"])) for t in range(spec.steps + 1)]
+        series["v_column_residual"] = [
+            column_residual(np.array(snapshots[t]["V"])) for t in range(spec.steps + 1)
+        ]
         snapshots = {t: snapshots[t] for t in spec.snapshots}
     record = {
         "ok": True,
@@ -99,7 +101,9 @@ class Runner:
         self._pool: ProcessPoolExecutor | None = None
 
     def run(
-        self, jobs: Iterable[tuple[RunSpec, Choices]], on_done: Callable[[tuple[RunSpec, Choices]], None] | None = None
+        self,
+        jobs: Iterable[tuple[RunSpec, Choices]],
+        on_done: Callable[[tuple[RunSpec, Choices]], None] | None = None,
     ) -> dict[tuple[RunSpec, Choices], dict]:
         """Outcomes of ``jobs`` (cached ones reused); ``on_done(job)`` is called as each one finishes."""
         jobs = list(dict.fromkeys(jobs))

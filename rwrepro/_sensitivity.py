@@ -44,38 +44,64 @@ def break_steps(series: dict, K: int, n_test: int) -> dict:
     tol = C.accuracy_tolerance(1 / K, n_test)
     leaves = C.first_step(series["test_accuracy"], lambda a: abs(a - 1 / K) > tol)
     both = [t for t in (spread, column) if t is not None]
-    return {"spread_break": spread, "v_break": column, "break_step": min(both) if both else None,
-            "ones_break": ones, "accuracy_leaves": leaves}  # fmt: skip
+    return {
+        "spread_break": spread,
+        "v_break": column,
+        "break_step": min(both) if both else None,
+        "ones_break": ones,
+        "accuracy_leaves": leaves,
+    }
 
 
 def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = True) -> dict:
     """Train the grid, write DIR/sensitivity/sensitivity.json and sensitivity.png; returns the record."""
     run, grid = sensitivity_runs(quick)
     jobs = [(run, c) for c in grid]
-    bar = tqdm(total=len(jobs), desc=f"sensitivity ({len(jobs)} runs)", unit="run",
-               disable=not (progress and sys.stderr.isatty()))  # fmt: skip
+    bar = tqdm(
+        total=len(jobs),
+        desc=f"sensitivity ({len(jobs)} runs)",
+        unit="run",
+        disable=not (progress and sys.stderr.isatty()),
+    )
     results = runner.run(jobs, on_done=lambda job: bar.update(1))
     bar.close()
     table = []
     for c in grid:
         o = results[(run, c)]
-        entry = {"choices": c.key(), "mu": c.mu, "mu_value": None, "dtype": c.dtype, "gram": c.gram, "ok": o["ok"],
-                 "error": o["error"]}  # fmt: skip
+        entry = {
+            "choices": c.key(),
+            "mu": c.mu,
+            "mu_value": None,
+            "dtype": c.dtype,
+            "gram": c.gram,
+            "ok": o["ok"],
+            "error": o["error"],
+        }
         if o["ok"]:
             s = o["series"]
             entry["mu_value"] = o["config"]["mu"]
             entry.update(break_steps(s, run.K, run.test_size))
-            entry.update(final_accuracy=s["test_accuracy"][-1], final_spread=s["attention_spread"][-1],
-                         final_ones_residual=s["ones_residual"][-1], max_spread=max(s["attention_spread"]))  # fmt: skip
+            entry.update(
+                final_accuracy=s["test_accuracy"][-1],
+                final_spread=s["attention_spread"][-1],
+                final_ones_residual=s["ones_residual"][-1],
+                max_spread=max(s["attention_spread"]),
+            )
         else:
-            entry.update(spread_break=None, v_break=None, break_step=None, ones_break=None, accuracy_leaves=None)
+            entry.update(
+                spread_break=None, v_break=None, break_step=None, ones_break=None, accuracy_leaves=None
+            )
         table.append(entry)
     main = Choices()
     record = {
         "setting": run.describe(),
         "steps": run.steps,
         "quick": quick,
-        "thresholds": {"attention_spread": C.SPREAD_MAX, "v_column_residual": C.V_COLUMN_MAX, "ones_residual": C.ONES_MAX},
+        "thresholds": {
+            "attention_spread": C.SPREAD_MAX,
+            "v_column_residual": C.V_COLUMN_MAX,
+            "ones_residual": C.ONES_MAX,
+        },
         "main": main.key(),
         "table": table,
         "row": C.sensitivity_claim(table, main.key(), run.steps).to_dict(),
@@ -98,26 +124,43 @@ def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> 
     Values at or below ``LOG_FLOOR`` (float64 rounding, or exact 0) are drawn on it, in a shaded band,
     so that values alternating between 0 and 1e-16 do not look like a signal.
     """
-    fig, ax = new_figure(2, 3, f"Sensitivity of the p=1 symmetry (Theorem 4.1): {record['setting']}, up to {steps} "
-                         "iterations", width=4.8, height=3.6, quick=record["quick"])  # fmt: skip
+    fig, ax = new_figure(
+        2,
+        3,
+        f"Sensitivity of the p=1 symmetry (Theorem 4.1): {record['setting']}, up to {steps} iterations",
+        width=4.8,
+        height=3.6,
+        quick=record["quick"],
+    )
     colours = {"1": "tab:blue", "sqrtM": "tab:orange", "M/2": "tab:green"}
     for row, gram in enumerate(("computed", "ideal")):
         for c in (c for c in grid if c.gram == gram):
             s = record["series"].get(c.key())
             if s is None:
                 continue
-            style = {"color": colours[c.mu], "lw": 1.8 if c.dtype == "float64" else 1.0,
-                     "marker": "o" if c.dtype == "float64" else "^", "ms": 3.5, "markevery": max(1, steps // 8)}  # fmt: skip
+            style = {
+                "color": colours[c.mu],
+                "lw": 1.8 if c.dtype == "float64" else 1.0,
+                "marker": "o" if c.dtype == "float64" else "^",
+                "ms": 3.5,
+                "markevery": max(1, steps // 8),
+            }
             label = f"{MU_LABELS[c.mu]}, {c.dtype}"
             t = np.arange(len(s["attention_spread"]))
-            ax[row, 0].plot(t, np.maximum(np.array(s["attention_spread"], float), LOG_FLOOR), label=label, **style)
-            ax[row, 1].plot(t, np.maximum(np.array(s["v_column_residual"], float), LOG_FLOOR), label=label, **style)
+            ax[row, 0].plot(
+                t, np.maximum(np.array(s["attention_spread"], float), LOG_FLOOR), label=label, **style
+            )
+            ax[row, 1].plot(
+                t, np.maximum(np.array(s["v_column_residual"], float), LOG_FLOOR), label=label, **style
+            )
             ax[row, 2].plot(t, s["test_accuracy"], label=label, **style)
-        for col, (title, ylabel, thr) in enumerate((
-            ("attention spread", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
-            ("V's distance from the form a·1ᵀ", "‖V - a·1ᵀ‖_F / ‖V‖_F (a = row means)", C.V_COLUMN_MAX),
-            ("test accuracy", "accuracy", None),
-        )):  # fmt: skip
+        for col, (title, ylabel, thr) in enumerate(
+            (
+                ("attention spread", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
+                ("V's distance from the form a·1ᵀ", "‖V - a·1ᵀ‖_F / ‖V‖_F (a = row means)", C.V_COLUMN_MAX),
+                ("test accuracy", "accuracy", None),
+            )
+        ):
             a = ax[row, col]
             if thr is not None:
                 a.set_yscale("log")

@@ -118,9 +118,16 @@ def measure_escape(
     else:
         raise ValueError(f"gram={gram!r} is not one of ideal, computed")
     cfg = TrainConfig(
-        steps=steps, eta=lin.eta, eps=lin.eps, init="zero" if sigma is None else "gaussian",
-        sigma=0.01 if sigma is None else sigma, seed=seed, population=True, dtype=dtype, threads=1,
-    )  # fmt: skip
+        steps=steps,
+        eta=lin.eta,
+        eps=lin.eps,
+        init="zero" if sigma is None else "gaussian",
+        sigma=0.01 if sigma is None else sigma,
+        seed=seed,
+        population=True,
+        dtype=dtype,
+        threads=1,
+    )
     result = train(deterministic_walks(task), model, cfg, progress=False)
     rho = [float(h["ones_residual"]) for h in result.history]
     return Escape(_first_above(rho, threshold), rho)

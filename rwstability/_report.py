@@ -68,23 +68,39 @@ def stability_report(
     sig_phi = lin.log_sigma_Phi
     per_step = [
         {
-            "t": t, "sigma_J": lin.sigma_J[t], "sigma_C": lin.sigma_C[t], "radius_C": lin.radius_C[t],
-            "log_sigma_Phi": sig_phi[t], "growth": lin.growth[t],
+            "t": t,
+            "sigma_J": lin.sigma_J[t],
+            "sigma_C": lin.sigma_C[t],
+            "radius_C": lin.radius_C[t],
+            "log_sigma_Phi": sig_phi[t],
+            "growth": lin.growth[t],
         }
         for t in range(steps)
-    ]  # fmt: skip
+    ]
     gaussian = []
     for s in sigmas:
         measured = [measure_escape(lin, sigma=s, seed=k, threshold=threshold).step for k in range(seeds)]
-        gaussian.append({"sigma": s, "predicted": predict_escape(lin, sigma=s, threshold=threshold).step,
-                         "measured": measured})  # fmt: skip
+        gaussian.append(
+            {
+                "sigma": s,
+                "predicted": predict_escape(lin, sigma=s, threshold=threshold).step,
+                "measured": measured,
+            }
+        )
     rounding = []
     for dtype in ("float32", "float64"):
         predicted = predict_escape(lin, dtype=dtype, threshold=threshold).step
         for gram in ("ideal", "computed"):
             m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram)
-            rounding.append({"dtype": dtype, "gram": gram, "predicted": predicted, "measured": m.step,
-                             "measured_final_rho": m.rho[-1]})  # fmt: skip
+            rounding.append(
+                {
+                    "dtype": dtype,
+                    "gram": gram,
+                    "predicted": predicted,
+                    "measured": m.step,
+                    "measured_final_rho": m.rho[-1],
+                }
+            )
     return {
         "task": {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)},
         "config": {"steps": steps, "eta": eta, "mu": mu, "eps": eps, "seeds": seeds, "threshold": threshold},
@@ -124,8 +140,12 @@ def plot_report(report: dict, path: str) -> None:
     a.legend(fontsize=8)
     rows = report["escape"]["gaussian"]
     xs = [r["sigma"] for r in rows]
-    b.semilogx(xs, [r["predicted"] if r["predicted"] is not None else float("nan") for r in rows], "o-",
-               label="predicted (linear)")  # fmt: skip
+    b.semilogx(
+        xs,
+        [r["predicted"] if r["predicted"] is not None else float("nan") for r in rows],
+        "o-",
+        label="predicted (linear)",
+    )
     for k in range(report["config"]["seeds"]):
         ys = [r["measured"][k] if r["measured"][k] is not None else float("nan") for r in rows]
         b.semilogx(xs, ys, "x", color="C1", label="measured (rw train)" if k == 0 else None)

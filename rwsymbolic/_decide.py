@@ -179,7 +179,9 @@ class _Unsupported(Exception):
 
 def _smooth_stand_in(x: sp.Expr | ivmpf) -> sp.Expr | ivmpf:
     """The concrete smooth function substituted for an abstract loss (also used by ``_witness_point``)."""
-    return x**2 / 7 - x / 3 + sp.Rational(2, 5) if isinstance(x, sp.Basic) else x * x / 7 - x / 3 + iv.mpf(2) / 5
+    return (
+        x**2 / 7 - x / 3 + sp.Rational(2, 5) if isinstance(x, sp.Basic) else x * x / 7 - x / 3 + iv.mpf(2) / 5
+    )
 
 
 def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> ivmpf:

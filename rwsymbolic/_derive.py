@@ -74,7 +74,9 @@ def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
     return Loss(getattr(loss, "__name__", "custom"), *_as_functions(sp.sympify(loss(zs)), zs))
 
 
-def _as_functions(expr: sp.Expr, z: sp.Symbol) -> tuple[Callable[[sp.Expr], sp.Expr], Callable[[sp.Expr], sp.Expr]]:
+def _as_functions(
+    expr: sp.Expr, z: sp.Symbol
+) -> tuple[Callable[[sp.Expr], sp.Expr], Callable[[sp.Expr], sp.Expr]]:
     """ℓ and ℓ' as functions of z, from the expression ``expr`` of the symbol ``z``."""
     dexpr = sp.diff(expr, z)
     return (lambda v: expr.xreplace({z: v})), (lambda v: dexpr.xreplace({z: v}))

@@ -134,7 +134,9 @@ class GroupPass:
         """E[ℓ(z)] over the full population (computed on first use)."""
         if "loss" not in self._cache:
             rot = len(self.f[0]) if self.rotation else 1
-            self._cache["loss"] = rot * exact_sum([w * self.loss_fn.value(z) for w, z in zip(self.weight, self.z)])
+            self._cache["loss"] = rot * exact_sum(
+                [w * self.loss_fn.value(z) for w, z in zip(self.weight, self.z)]
+            )
         return self._cache["loss"]
 
     @property
@@ -142,7 +144,10 @@ class GroupPass:
         """P(smallest argmax of f = y) over the full population (computed on first use)."""
         if "accuracy" not in self._cache:
             K = len(self.f[0])
-            terms = [w * _correct_fraction(f, y, K, self.rotation) for w, f, y in zip(self.weight, self.f, self.labels)]
+            terms = [
+                w * _correct_fraction(f, y, K, self.rotation)
+                for w, f, y in zip(self.weight, self.f, self.labels)
+            ]
             self._cache["accuracy"] = exact_sum(terms)
         return self._cache["accuracy"]
 
@@ -212,7 +217,9 @@ def group_pass(
     weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)
     # (group, position, token) -> exact weight: the position-token marginal of each group.
     pos_keys = (inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens
-    pos_weight = _weights(pos_keys.reshape(-1), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values)
+    pos_weight = _weights(
+        pos_keys.reshape(-1), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values
+    )
 
     logit_query = mu * c[N - 1]
     class_rep = {int(k): c[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
@@ -278,14 +285,24 @@ def group_pass(
 
     rot = K if inputs.rotation else 1
     out = GroupPass(
-        inverse=inverse, cls=cls, labels=labels, logit_of=logit_of, logit_query=logit_query, S_of=S_of,
-        S_query=S_query, f=fs, z=zs, weight=weights,
-        rotation=inputs.rotation, loss_fn=loss,
+        inverse=inverse,
+        cls=cls,
+        labels=labels,
+        logit_of=logit_of,
+        logit_query=logit_query,
+        S_of=S_of,
+        S_query=S_query,
+        f=fs,
+        z=zs,
+        weight=weights,
+        rotation=inputs.rotation,
+        loss_fn=loss,
         mean_attention=[rot * exact_sum(t) for t in mean_att_terms],
         mean_logits=[rot * exact_sum(t) for t in mean_logit_terms[:-1]] + [logit_query],
-        mean_f=_symmetrise_vector([exact_sum(t) for t in mean_f_terms]) if inputs.rotation
+        mean_f=_symmetrise_vector([exact_sum(t) for t in mean_f_terms])
+        if inputs.rotation
         else [exact_sum(t) for t in mean_f_terms],
-    )  # fmt: skip
+    )
     if gradients:
         G = sp.Matrix(K, K, lambda a, b: exact_sum(gV[a][b]))
         tok = [exact_sum(t) for t in g_tok]
@@ -358,5 +375,8 @@ def _indicator(conds: list[sp.Basic]) -> sp.Expr:
     nothing, so the objects are assembled directly (they print and parse back as usual).
     """
     both = sp.Basic.__new__(sp.And, *conds) if len(conds) > 1 else conds[0]
-    pairs = (sp.Basic.__new__(ExprCondPair, sp.S.One, both), sp.Basic.__new__(ExprCondPair, sp.S.Zero, sp.true))
+    pairs = (
+        sp.Basic.__new__(ExprCondPair, sp.S.One, both),
+        sp.Basic.__new__(ExprCondPair, sp.S.Zero, sp.true),
+    )
     return sp.Basic.__new__(sp.Piecewise, *pairs)

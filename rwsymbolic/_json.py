@@ -73,7 +73,9 @@ def decimal_value(expr: object, digits: int = 30) -> sp.Float | None:
                 box = enclose(expr, prec)
             except _Unsupported:  # a node the intervals do not cover (e.g. Piecewise): SymPy's evalf below
                 break
-            with mpmath.workprec(prec):  # the ends converted at the enclosure's precision, not mpmath's 53 bits
+            with mpmath.workprec(
+                prec
+            ):  # the ends converted at the enclosure's precision, not mpmath's 53 bits
                 lo, hi = (mpmath.mpf(end) for end in box._mpi_)
                 if hi - lo <= abs(lo + hi) / 2 * mpmath.mpf(10) ** (-digits - 1):
                     return sp.Float((lo + hi) / 2, digits)

@@ -25,6 +25,7 @@ ORACLE_SCHEMA_PATH = Path(__file__).with_name("oracle.schema.json")
 #: Per-input values (logits, S, f) are written by default up to this population size.
 PER_INPUT_LIMIT = 4096
 
+
 def _config(traj: Trajectory, per_input: bool) -> dict:
     task = traj.task
     config = {
@@ -53,7 +54,9 @@ def verdict_json(state: StepState) -> dict:
     for name, check in structure_verdicts(state).items():
         witness = None
         if check.witness is not None:
-            witness = ", ".join(f"{k}: {exact_string(v) if isinstance(v, sp.Basic) else v}" for k, v in check.witness.items())
+            witness = ", ".join(
+                f"{k}: {exact_string(v) if isinstance(v, sp.Basic) else v}" for k, v in check.witness.items()
+            )
         out[name] = {"outcome": outcome(check), "detail": check.detail, "witness": witness}
     return out
 
@@ -161,7 +164,12 @@ def read_oracle(path: str | os.PathLike) -> dict:
 def state_values(state: StepState) -> dict:
     """The exact values of one state as ``read_oracle`` returns them (for comparisons in tests)."""
     return {
-        "V": state.V, "w_tok": list(state.w_tok), "c": list(state.c), "loss": state.loss,
-        "accuracy": state.accuracy, "mean_attention": state.mean_attention,
-        "mean_logits": state.mean_logits, "mean_f": state.mean_f,
-    }  # fmt: skip
+        "V": state.V,
+        "w_tok": list(state.w_tok),
+        "c": list(state.c),
+        "loss": state.loss,
+        "accuracy": state.accuracy,
+        "mean_attention": state.mean_attention,
+        "mean_logits": state.mean_logits,
+        "mean_f": state.mean_f,
+    }

@@ -248,8 +248,12 @@ class SignalReport:
         elif self.offsets is not None and not narrow:
             names = sp.symbols(f"c0:{self.K}")
             shown = sp.Matrix(self.K, self.K, lambda a, b: names[(a - b) % self.K])
-            lines += ["C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):", "",
-                      sp.pretty(shown, wrap_line=False), ""]  # fmt: skip
+            lines += [
+                "C is circulant, C[a, b] = c_{(a-b) mod K} (0-based indices):",
+                "",
+                sp.pretty(shown, wrap_line=False),
+                "",
+            ]
             if symbolic:
                 lines += ["factored:"] + [f"  c{d} = {c}" for d, c in enumerate(self.factored_offsets or ())]
             else:
@@ -258,12 +262,18 @@ class SignalReport:
             lines += [sp.pretty(self.matrix, wrap_line=False)]
             if symbolic:
                 lines += ["", "factored nonzero entries:"]
-                lines += [f"  C[{a}, {b}] = {self.factored[a, b]}" for a in range(self.K)
-                          for b in range(self.K) if self.matrix[a, b] != 0]  # fmt: skip
+                lines += [
+                    f"  C[{a}, {b}] = {self.factored[a, b]}"
+                    for a in range(self.K)
+                    for b in range(self.K)
+                    if self.matrix[a, b] != 0
+                ]
         lines += ["", f"C is exactly zero: {'yes' if self.vanishes else 'no'}"]
         if self.task == "circle" and self.vanishing is None:
-            lines += [f"vanishing set of C over p: not computed for N > {MAX_SYMBOLIC_N} (degree N-1 "
-                      "polynomials in p); the README states the rule for all K and N"]  # fmt: skip
+            lines += [
+                f"vanishing set of C over p: not computed for N > {MAX_SYMBOLIC_N} (degree N-1 "
+                "polynomials in p); the README states the rule for all K and N"
+            ]
         elif self.task == "circle":
             lines += [f"vanishing set of C over p in [0, 1] for K={self.K}, N={self.N}: {self.vanishing}"]
         else:
@@ -291,17 +301,22 @@ def _labelled_lines(matrix: sp.Matrix, vocab: tuple[str, ...]) -> list[str]:
     K = matrix.rows
     nonzero = [(a, b) for a in range(K) for b in range(K) if matrix[a, b] != 0]
     if not nonzero:
-        return [f"C = 0: all {K} × {K} entries C[label, token] are exactly 0 (labels and tokens: {', '.join(vocab)})."]
+        return [
+            f"C = 0: all {K} × {K} entries C[label, token] are exactly 0 (labels and tokens: {', '.join(vocab)})."
+        ]
     rows = sorted({a for a, _ in nonzero})
     cols = sorted({b for _, b in nonzero})
     corner = "label \\ token"
     first = max(len(corner), *(len(vocab[a]) for a in rows))
     widths = [max(len(vocab[b]), *(len(str(matrix[a, b])) for a in rows)) for b in cols]
     table = [f"{corner:<{first}}  " + "  ".join(f"{vocab[b]:>{w}}" for b, w in zip(cols, widths))]
-    table += [f"{vocab[a]:<{first}}  " + "  ".join(f"{matrix[a, b]!s:>{w}}" for b, w in zip(cols, widths))
-              for a in rows]  # fmt: skip
+    table += [
+        f"{vocab[a]:<{first}}  " + "  ".join(f"{matrix[a, b]!s:>{w}}" for b, w in zip(cols, widths))
+        for a in rows
+    ]
     head = "rows = label y, columns = token" + (
-        "; the rows and columns not shown are all 0:" if len(rows) < K or len(cols) < K else ":")
+        "; the rows and columns not shown are all 0:" if len(rows) < K or len(cols) < K else ":"
+    )
     lines = [head, ""] + [t.rstrip() for t in table]
     lines += ["", f"nonzero entries ({len(nonzero)} of {K * K}), C[label, token]:"]
     lines += [f"  C[{vocab[a]}, {vocab[b]}] = {matrix[a, b]}" for a, b in nonzero]
@@ -341,10 +356,17 @@ def signal_report(task: CircleWalk | FiniteTask) -> SignalReport:
     else:
         raise ValueError(f"signal_report needs a CircleWalk or FiniteTask, got {type(task).__name__}")
     return SignalReport(
-        task=task.name, K=task.K, N=task.N, p=p, matrix=matrix, factored=matrix.applyfunc(factor),
-        offsets=offsets, factored_offsets=factored_offsets, vanishing=vanishing,
+        task=task.name,
+        K=task.K,
+        N=task.N,
+        p=p,
+        matrix=matrix,
+        factored=matrix.applyfunc(factor),
+        offsets=offsets,
+        factored_offsets=factored_offsets,
+        vanishing=vanishing,
         vocab=getattr(task, "vocab", None),
-    )  # fmt: skip
+    )
 
 
 def signal_json(report: SignalReport) -> dict[str, object]:
@@ -396,4 +418,3 @@ def write_signal_json(report: SignalReport, path: str | os.PathLike[str]) -> Pat
 def load_signal_schema() -> dict[str, object]:
     """The JSON Schema of signal files (``rwsymbolic/signal.schema.json``)."""
     return json.loads(SIGNAL_SCHEMA_PATH.read_text(encoding="utf-8"))
-

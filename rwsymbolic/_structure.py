@@ -51,8 +51,12 @@ def _equal_pairs(pairs: Sequence[tuple[object, object, sp.Expr, sp.Expr]], what:
             undecided = (la, lb, diff)
     if undecided is not None:
         la, lb, diff = undecided
-        return Check(False, {"entries": (la, lb), "difference": _shown(diff)},
-                     f"{what}: could not decide whether {la} == {lb}", decided=False)  # fmt: skip
+        return Check(
+            False,
+            {"entries": (la, lb), "difference": _shown(diff)},
+            f"{what}: could not decide whether {la} == {lb}",
+            decided=False,
+        )
     return Check(True, None, f"{what}: holds exactly")
 
 
@@ -101,8 +105,12 @@ def is_rank_one(V: sp.Matrix | StepState) -> Check:
     if pivot is None:
         return Check(False, {"rank": "0 or undecided"}, "rank one: no entry is provably nonzero")
     a, b = pivot
-    pairs = [((i, j), pivot, V[i, j] * V[a, b], V[i, b] * V[a, j])
-             for i in range(V.rows) for j in range(V.cols) if i != a and j != b]  # fmt: skip
+    pairs = [
+        ((i, j), pivot, V[i, j] * V[a, b], V[i, b] * V[a, j])
+        for i in range(V.rows)
+        for j in range(V.cols)
+        if i != a and j != b
+    ]
     check = _equal_pairs(pairs, f"rank one (minors through pivot {pivot})")
     return check
 
@@ -132,9 +140,14 @@ def is_lemma_d3_form(state: StepState, mu: sp.Expr | None = None) -> Check:
     V, w, c = state.atom_form("V"), list(state.atom_form("w_tok")), list(state.atom_form("c"))
     for check in (
         is_proportional_to_ones(V),
-        _equal_pairs([(("w_tok", k), ("w_tok", 0), w[k], w[0]) for k in range(1, len(w))], "W12 = a2 1 p_N^T"),
-        _equal_pairs([(("c", j + 1), ("c", 1), c[j], c[0]) for j in range(1, len(c) - 1)], "W22 form (c_1..c_{N-1} equal)"),
-    ):  # fmt: skip
+        _equal_pairs(
+            [(("w_tok", k), ("w_tok", 0), w[k], w[0]) for k in range(1, len(w))], "W12 = a2 1 p_N^T"
+        ),
+        _equal_pairs(
+            [(("c", j + 1), ("c", 1), c[j], c[0]) for j in range(1, len(c) - 1)],
+            "W22 form (c_1..c_{N-1} equal)",
+        ),
+    ):
         if not check:
             return check
     m = sp.Symbol("mu", real=True) if mu is None else mu
@@ -168,7 +181,9 @@ def _explicit_weights(state: StepState, P: sp.Matrix) -> sp.Matrix:
     gram = P.T * P
     mu = gram[0, 0]
     if gram != mu * sp.eye(N):
-        raise ValueError(f"P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = {gram}")
+        raise ValueError(
+            f"P must have orthogonal columns of equal squared norm (P^T P = mu*I); got P^T P = {gram}"
+        )
     w = sp.Matrix.vstack(w_tok, P * c)
     x_query = sp.Matrix.vstack(sp.zeros(K, 1), P[:, N - 1])
     return w * x_query.T / mu
@@ -206,7 +221,7 @@ PREDICATES: dict[str, Callable[[StepState], Check]] = {
 
 
 def outcome(check: Check) -> str:
-    """"proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass)."""
+    """ "proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass)."""
     if check.holds:
         return "proved"
     return "refuted" if check.decided else "undecided"

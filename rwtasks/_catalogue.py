@@ -158,24 +158,49 @@ FAMILIES: dict[str, Family] = {
     for f in (
         Family("circle", CircleWalk, "random walk on the K-cycle, +1 w.p. p (docs/theory.md#task)", ("p",)),
         Family("lazy_circle", lazy_circle_walk, "circle walk that stays put w.p. q", ("p", "q")),
-        Family("graph", graph_walk, "random walk on a graph given by [from, to, probability] edges",
-               ("laziness",)),
-        Family("undirected_graph", undirected_graph_walk, "random walk to a uniform (or weighted) neighbour "
-               "on an undirected graph given by [a, b] or [a, b, weight] edges", ("laziness",)),
-        Family("adjacency_graph", adjacency_walk, "random walk to a uniform (or weighted) neighbour given "
-               "by neighbour lists {node: [neighbours]} or {node: {neighbour: weight}}", ("laziness",)),
-        Family("named_graph", named_graph_walk, "simple random walk on a cycle, complete, complete_bipartite, "
-               "hypercube or grid graph of a given size", ("laziness",)),
-        Family("cayley", cayley_walk, "random walk on the Cayley graph of a cyclic, dihedral or "
-               "symmetric group", ("laziness",)),
-        Family("qa1", qa_task1, "QA Task 1: the more frequent fruit in a list of five (docs/theory.md#qa-tasks)"),
+        Family(
+            "graph",
+            graph_walk,
+            "random walk on a graph given by [from, to, probability] edges",
+            ("laziness",),
+        ),
+        Family(
+            "undirected_graph",
+            undirected_graph_walk,
+            "random walk to a uniform (or weighted) neighbour "
+            "on an undirected graph given by [a, b] or [a, b, weight] edges",
+            ("laziness",),
+        ),
+        Family(
+            "adjacency_graph",
+            adjacency_walk,
+            "random walk to a uniform (or weighted) neighbour given "
+            "by neighbour lists {node: [neighbours]} or {node: {neighbour: weight}}",
+            ("laziness",),
+        ),
+        Family(
+            "named_graph",
+            named_graph_walk,
+            "simple random walk on a cycle, complete, complete_bipartite, "
+            "hypercube or grid graph of a given size",
+            ("laziness",),
+        ),
+        Family(
+            "cayley",
+            cayley_walk,
+            "random walk on the Cayley graph of a cyclic, dihedral or symmetric group",
+            ("laziness",),
+        ),
+        Family(
+            "qa1", qa_task1, "QA Task 1: the more frequent fruit in a list of five (docs/theory.md#qa-tasks)"
+        ),
         Family("qa2", qa_task2, "QA Task 2: 'I prefer an A to an B' (docs/theory.md#qa-tasks)"),
         Family("majority", majority_task, "the more frequent of two tokens in L i.i.d. tokens", ("q",)),
         Family("count", count_task, "how many of L i.i.d. tokens are a", ("q",)),
         Family("permutation", permutation_task, "all orders of m tokens, label = token at a position"),
         Family("first_of_two", first_of_two_task, "which of a, b comes first among L positions", ("r",)),
     )
-}  # fmt: skip
+}
 
 
 def make_task(family: str, params: Mapping[str, object], where: str = "params") -> CircleWalk | FiniteTask:
@@ -197,7 +222,9 @@ def make_task(family: str, params: Mapping[str, object], where: str = "params") 
             raise ValueError(f"{where}.{key}: unknown parameter of family {family!r} (parameters: {listing})")
     for key, param in allowed.items():
         if param.default is inspect.Parameter.empty and key not in params:
-            raise ValueError(f"{where}: missing parameter {key!r} of family {family!r} (parameters: {listing})")
+            raise ValueError(
+                f"{where}: missing parameter {key!r} of family {family!r} (parameters: {listing})"
+            )
     try:
         return fam.build(**params)
     except (ValueError, TypeError) as err:  # TypeError: a value of the wrong kind (e.g. edges=3)

@@ -128,7 +128,9 @@ class CircleWalk:
             keep = n_cw == (steps if self.p == 1 else 0)
             clockwise, n_cw = clockwise[keep], n_cw[keep]
         moves = 2 * clockwise - 1
-        walks = np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1) % self.K
+        walks = (
+            np.concatenate([np.zeros((len(moves), 1), np.int64), np.cumsum(moves, axis=1)], axis=1) % self.K
+        )
         p, K = self.p, self.K
         values = tuple(p**a * (1 - p) ** (steps - a) / K for a in range(steps + 1))
         return Population(

@@ -62,8 +62,12 @@ def exact_expr(value: object, name: str) -> sp.Expr:
         expr = parse_expr(
             text,
             local_dict=local,
-            global_dict={"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational,
-                         "Symbol": sp.Symbol},
+            global_dict={
+                "Integer": sp.Integer,
+                "Float": sp.Float,
+                "Rational": sp.Rational,
+                "Symbol": sp.Symbol,
+            },
             transformations=standard_transformations + (convert_xor, rationalize),
         )
     except Exception:  # SymPy raises SyntaxError, TokenError, TypeError... for malformed text
@@ -107,8 +111,7 @@ def walk_task(
         row = sp.simplify(sum(P.row(i)) - 1)
         if row != 0:
             raise ValueError(
-                f"transition probabilities out of node {label(i)!r} sum to "
-                f"{sp.simplify(row + 1)}, not 1"
+                f"transition probabilities out of node {label(i)!r} sum to {sp.simplify(row + 1)}, not 1"
             )
     if start is None:
         start_p = [sp.Rational(1, K)] * K
@@ -231,7 +234,9 @@ def _weight(value: object, where: str) -> sp.Expr:
     ``graph`` family's [from, to, probability] edges take symbolic probabilities)."""
     w = exact_expr(value, where)
     if not is_numeric(w):
-        raise ValueError(f"{where}={value!r} must be a number > 0 (symbolic probabilities: use [from, to, probability] edges)")
+        raise ValueError(
+            f"{where}={value!r} must be a number > 0 (symbolic probabilities: use [from, to, probability] edges)"
+        )
     if not w > 0:
         raise ValueError(f"{where}={w} is out of range: a weight must be > 0")
     return w
@@ -304,7 +309,9 @@ def adjacency_walk(
         elif isinstance(neighbours, (list, tuple)):
             items = [(j, sp.Integer(1)) for j in neighbours]
         else:
-            raise ValueError(f"{where}={neighbours!r} must be a list of neighbours or a mapping {{neighbour: weight}}")
+            raise ValueError(
+                f"{where}={neighbours!r} must be a list of neighbours or a mapping {{neighbour: weight}}"
+            )
         row: dict[int, sp.Expr] = {}
         for j, w in items:
             k = _node(index, names, j, where)
@@ -372,11 +379,15 @@ def named_graph_walk(
     build, params, lows = NAMED_GRAPHS[graph]
     sizes = list(size) if isinstance(size, (list, tuple)) else [size]
     if len(sizes) != len(params):
-        raise ValueError(f"size={size!r}: the {graph} graph takes {len(params)} size(s), [{', '.join(params)}]")
+        raise ValueError(
+            f"size={size!r}: the {graph} graph takes {len(params)} size(s), [{', '.join(params)}]"
+        )
     sizes = [check_int(v, f"size ({p})", low) for v, p, low in zip(sizes, params, lows)]
     count = 2 ** sizes[0] if graph == "hypercube" else int(sp.prod(sizes)) if graph == "grid" else sum(sizes)
     if count > MAX_GRAPH_NODES:
-        raise ValueError(f"size={size!r}: the {graph} graph has {count} nodes, above the limit of {MAX_GRAPH_NODES}")
+        raise ValueError(
+            f"size={size!r}: the {graph} graph has {count} nodes, above the limit of {MAX_GRAPH_NODES}"
+        )
     names, pairs = build(*sizes)  # type: ignore[operator]
     if len(names) < 2:
         raise ValueError(f"size={size!r}: the {graph} graph needs at least 2 nodes")

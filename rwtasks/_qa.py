@@ -10,9 +10,26 @@ from rwtasks._finite import FiniteTask
 
 #: The 19-word vocabulary, in the spec's order (token id = position in this tuple).
 QA_VOCAB: tuple[str, ...] = (
-    "apple", "orange", "Based", "on", "the", "which", "type", "of", "fruit", "list",
-    "appears", "most", "frequently", "sentence", "I", "prefer", "an", "to", "do",
-)  # fmt: skip
+    "apple",
+    "orange",
+    "Based",
+    "on",
+    "the",
+    "which",
+    "type",
+    "of",
+    "fruit",
+    "list",
+    "appears",
+    "most",
+    "frequently",
+    "sentence",
+    "I",
+    "prefer",
+    "an",
+    "to",
+    "do",
+)
 
 
 def qa_task1() -> FiniteTask:
@@ -20,8 +37,20 @@ def qa_task1() -> FiniteTask:
     sequences, labels = [], []
     for words in itertools.product(("apple", "orange"), repeat=5):
         sequences.append(
-            ["Based", "on", "the", "list", *words, "which", "type", "of", "fruit", "appears",
-             "most", "frequently"]  # fmt: skip
+            [
+                "Based",
+                "on",
+                "the",
+                "list",
+                *words,
+                "which",
+                "type",
+                "of",
+                "fruit",
+                "appears",
+                "most",
+                "frequently",
+            ]
         )
         labels.append("apple" if words.count("apple") >= 3 else "orange")
     return FiniteTask(sequences, labels, [sp.Rational(1, 32)] * 32, vocab=QA_VOCAB, name="qa1")
@@ -32,8 +61,26 @@ def qa_task2() -> FiniteTask:
     sequences, labels = [], []
     for a, b in (("apple", "orange"), ("orange", "apple")):
         sequences.append(
-            ["Based", "on", "the", "sentence", "I", "prefer", "an", a, "to", "an", b, "which",
-             "type", "of", "fruit", "do", "I", "prefer"]  # fmt: skip
+            [
+                "Based",
+                "on",
+                "the",
+                "sentence",
+                "I",
+                "prefer",
+                "an",
+                a,
+                "to",
+                "an",
+                b,
+                "which",
+                "type",
+                "of",
+                "fruit",
+                "do",
+                "I",
+                "prefer",
+            ]
         )
         labels.append(a)
     return FiniteTask(sequences, labels, [sp.Rational(1, 2)] * 2, vocab=QA_VOCAB, name="qa2")

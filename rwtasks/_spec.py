@@ -24,9 +24,16 @@ from rwtasks._graph import exact_expr
 EXPLORE_DEFAULTS: dict[str, Any] = {"steps": 3, "eta": 1, "eps": "1/10", "mu": "mu"}
 #: Numeric training settings used by ``--train`` when the spec leaves them out (small and fast).
 TRAIN_DEFAULTS: dict[str, Any] = {
-    "steps": 200, "M": 64, "eta": 0.1, "eps": 0.1, "sigmas": [1e-2, 1e-4], "population": True,
-    "train_size": 1000, "test_size": 1000, "seed": 0,
-}  # fmt: skip
+    "steps": 200,
+    "M": 64,
+    "eta": 0.1,
+    "eps": 0.1,
+    "sigmas": [1e-2, 1e-4],
+    "population": True,
+    "train_size": 1000,
+    "test_size": 1000,
+    "seed": 0,
+}
 
 
 class SpecError(ValueError):
@@ -69,7 +76,9 @@ class TaskSpec:
         """The task at the spec's parameters, with ``overrides`` (a sweep point) replacing some."""
         if self.explicit is not None:
             if overrides:
-                raise SpecError(f"spec.sweep: an explicit task has no parameters to set ({sorted(overrides)})")
+                raise SpecError(
+                    f"spec.sweep: an explicit task has no parameters to set ({sorted(overrides)})"
+                )
             return self.explicit
         assert self.family is not None
         try:
@@ -104,9 +113,7 @@ def parse_task_spec(data: Any) -> TaskSpec:
             ).iter_errors(error.instance)
             inner = jsonschema.exceptions.best_match(sub)
             if inner is not None:
-                raise SpecError(
-                    f"{_path([*error.absolute_path, *inner.absolute_path])}: {inner.message}"
-                )
+                raise SpecError(f"{_path([*error.absolute_path, *inner.absolute_path])}: {inner.message}")
         raise SpecError(f"{_path(error.absolute_path)}: {error.message}")
     task_data = data["task"]
     family = task_data.get("family")
@@ -200,6 +207,7 @@ def load_task_spec(path: str | Path) -> TaskSpec:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise SpecError(f"spec file {str(path)!r} is not valid JSON: {err.msg} at line {err.lineno}, "
-                        f"column {err.colno}") from None
+        raise SpecError(
+            f"spec file {str(path)!r} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from None
     return parse_task_spec(data)

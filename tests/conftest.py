@@ -17,8 +17,14 @@ from hypothesis import HealthCheck, settings
 from rwcheck import CheckConfig
 from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
 
-settings.register_profile("ci", derandomize=True, deadline=None, max_examples=10, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=10,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("dev", deadline=None, max_examples=10)
 settings.register_profile("thorough", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
@@ -33,13 +39,20 @@ def scaled(n_ci: int) -> int:
     return max(1, n_ci * settings.default.max_examples // 10)
 
 
-def numeric_run(task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str,
-                **kwargs: object) -> TrainResult:  # fmt: skip
+def numeric_run(
+    task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str, **kwargs: object
+) -> TrainResult:
     """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
     # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
     kwargs = {"threads": 1, **kwargs}
-    cfg = TrainConfig(steps=steps, eta=eta if callable(eta) else float(eta), eps=float(eps), loss=loss,
-                      population=True, **kwargs)  # fmt: skip
+    cfg = TrainConfig(
+        steps=steps,
+        eta=eta if callable(eta) else float(eta),
+        eps=float(eps),
+        loss=loss,
+        population=True,
+        **kwargs,
+    )
     return train(task, model, cfg, progress=False)
 
 
@@ -94,15 +107,35 @@ def rwnumeric_training(config: CheckConfig, fast: bool = True):
     """
     import torch
 
-    model = ModelConfig(K=config.K, N=config.N, M=config.M, pos=config.embedding, pos_norm=float(config.mu),
-                        pos_seed=config.seed)  # fmt: skip
+    model = ModelConfig(
+        K=config.K,
+        N=config.N,
+        M=config.M,
+        pos=config.embedding,
+        pos_norm=float(config.mu),
+        pos_seed=config.seed,
+    )
     tokens = torch.as_tensor(config.tokens)
     t = 0
     while True:
-        cfg = TrainConfig(steps=t, eta=float(config.eta), eps=float(config.eps), loss=config.loss, population=True,
-                          dtype=config.dtype, fast=fast, threads=1)  # fmt: skip
+        cfg = TrainConfig(
+            steps=t,
+            eta=float(config.eta),
+            eps=float(config.eps),
+            loss=config.loss,
+            population=True,
+            dtype=config.dtype,
+            fast=fast,
+            threads=1,
+        )
         run = train(config.task, model, cfg, progress=False)
         f, S, _ = run.model.evaluate(tokens)
-        yield {"V": run.final["V"], "W": run.W(), "S": S, "f": f, "loss": run.history[t]["train_loss"],
-               "accuracy": run.history[t]["test_accuracy"]}  # fmt: skip
+        yield {
+            "V": run.final["V"],
+            "W": run.W(),
+            "S": S,
+            "f": f,
+            "loss": run.history[t]["train_loss"],
+            "accuracy": run.history[t]["test_accuracy"],
+        }
         t += 1

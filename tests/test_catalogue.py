@@ -30,13 +30,20 @@ p, q, r = symbol("p"), symbol("q"), symbol("r")
 INSTANCES = {
     "circle": lambda: make_task("circle", {"K": 4, "N": 4, "p": "p"}),
     "lazy_circle": lambda: lazy_circle_walk(3, 4, "p", "q"),
-    "graph": lambda: graph_walk(["a", "b", "c"], [["a", "b", "p"], ["a", "c", "1-p"], ["b", "a", 1],
-                                                  ["c", "c", "1/2"], ["c", "a", "1/2"]], N=4),  # fmt: skip
-    "undirected_graph": lambda: make_task("undirected_graph", {"nodes": 3, "edges": [[0, 1, 2], [1, 2]], "N": 4,
-                                                                 "laziness": "q"}),
-    "adjacency_graph": lambda: make_task("adjacency_graph", {"adjacency": {"a": ["b"], "b": {"a": "1/3", "b": 2}},
-                                                             "N": 4}),  # fmt: skip
-    "named_graph": lambda: make_task("named_graph", {"graph": "grid", "size": [2, 3], "N": 3, "laziness": "q"}),
+    "graph": lambda: graph_walk(
+        ["a", "b", "c"],
+        [["a", "b", "p"], ["a", "c", "1-p"], ["b", "a", 1], ["c", "c", "1/2"], ["c", "a", "1/2"]],
+        N=4,
+    ),
+    "undirected_graph": lambda: make_task(
+        "undirected_graph", {"nodes": 3, "edges": [[0, 1, 2], [1, 2]], "N": 4, "laziness": "q"}
+    ),
+    "adjacency_graph": lambda: make_task(
+        "adjacency_graph", {"adjacency": {"a": ["b"], "b": {"a": "1/3", "b": 2}}, "N": 4}
+    ),
+    "named_graph": lambda: make_task(
+        "named_graph", {"graph": "grid", "size": [2, 3], "N": 3, "laziness": "q"}
+    ),
     "cayley_cyclic": lambda: cayley_walk("cyclic", 5, {"1": "p", "-1": "1-p"}, N=4),
     "cayley_dihedral": lambda: cayley_walk("dihedral", 3, {"r": "1/3", "s": "2/3"}, N=3, laziness="q"),
     "cayley_symmetric": lambda: cayley_walk("symmetric", 3, {"102": "p", "021": "1-p"}, N=3),
@@ -60,13 +67,29 @@ def test_every_catalogue_population_sums_to_one_exactly(name):
 def test_catalogue_covers_every_family_and_the_schema_lists_the_same_names():
     schema_names = set(task_spec_schema()["$defs"]["family_task"]["properties"]["family"]["enum"])
     assert schema_names == set(FAMILIES)
-    assert {"circle", "lazy_circle", "graph", "undirected_graph", "adjacency_graph", "named_graph", "cayley", "qa1",
-            "qa2", "majority", "count", "permutation", "first_of_two"} == set(FAMILIES)  # fmt: skip
+    assert {
+        "circle",
+        "lazy_circle",
+        "graph",
+        "undirected_graph",
+        "adjacency_graph",
+        "named_graph",
+        "cayley",
+        "qa1",
+        "qa2",
+        "majority",
+        "count",
+        "permutation",
+        "first_of_two",
+    } == set(FAMILIES)
 
 
 def _law(task):
     pop = task.population()
-    return {(tuple(s), int(y)): sp.expand(v) for s, y, v in zip(pop.tokens.tolist(), pop.labels, pop.exact_probs(), strict=True)}
+    return {
+        (tuple(s), int(y)): sp.expand(v)
+        for s, y, v in zip(pop.tokens.tolist(), pop.labels, pop.exact_probs(), strict=True)
+    }
 
 
 @pytest.mark.parametrize("K,N", [(3, 4), (4, 5), (5, 3)])
@@ -97,8 +120,13 @@ def test_graph_walk_path_probabilities_by_hand():
 
     Paths by hand: from a: a-b-a, a-c-c, a-c-a (3); from b: b-a-b, b-a-c (2); from c: c-c-c,
     c-c-a, c-a-b, c-a-c (4): 9 paths. P(a, c, c) = (1/3)(1-p)(1/2); P(b, a, b) = (1/3)(1)(p)."""
-    law = _law(graph_walk(["a", "b", "c"], [["a", "b", "p"], ["a", "c", "1-p"], ["b", "a", 1],
-                                             ["c", "c", "1/2"], ["c", "a", "1/2"]], N=3))  # fmt: skip
+    law = _law(
+        graph_walk(
+            ["a", "b", "c"],
+            [["a", "b", "p"], ["a", "c", "1-p"], ["b", "a", 1], ["c", "c", "1/2"], ["c", "a", "1/2"]],
+            N=3,
+        )
+    )
     a, b, c = 0, 1, 2
     assert len(law) == 9
     assert law[((a, c), c)] == sp.expand((1 - p) / 6)

@@ -44,8 +44,12 @@ def test_explicit_task_parses_exactly():
 
 
 def test_family_spec_with_sweep_gives_every_combination():
-    spec = parse_task_spec({"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}},
-                            "sweep": {"N": [4, 7], "p": [0, "1/2"]}})  # fmt: skip
+    spec = parse_task_spec(
+        {
+            "task": {"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}},
+            "sweep": {"N": [4, 7], "p": [0, "1/2"]},
+        }
+    )
     points = spec.points()
     assert points == [{"N": 4, "p": 0}, {"N": 4, "p": "1/2"}, {"N": 7, "p": 0}, {"N": 7, "p": "1/2"}]
     walk = spec.task(**points[3])
@@ -56,45 +60,94 @@ def test_family_spec_with_sweep_gives_every_combination():
 BAD_SPECS = [
     pytest.param({"task": EXPLICIT, "colour": 1}, "spec: Additional properties", id="unknown-top-field"),
     pytest.param({}, "spec: 'task' is a required property", id="missing-task"),
-    pytest.param({"task": {"family": "torus"}}, "spec.task.family: 'torus' is not one of", id="unknown-family"),
-    pytest.param({"task": {"family": "circle", "params": {"K": 3, "N": 4}}},
-                 "spec.task.params: missing parameter 'p'", id="missing-param"),
-    pytest.param({"task": {"family": "circle", "params": {"K": "three", "N": 4, "p": 1}}},
-                 "spec.task.params.K: K='three' must be an integer", id="param-type"),
-    pytest.param({"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1, "r": 2}}},
-                 "spec.task.params.r: unknown parameter", id="unknown-param"),
-    pytest.param(_with(["task", "sequences", 1, "prob"], "one half"), "spec.task.sequences[1].prob:",
-                 id="bad-prob"),
-    pytest.param(_with(["task", "sequences", 1, "prob"], "1/4"), "spec.task.sequences: probs sum to 3/4",
-                 id="probs-sum"),
-    pytest.param(_with(["task", "sequences", 0, "tokens", 1], "z"), "spec.task.sequences[0].tokens[1]: 'z'",
-                 id="token-not-in-vocab"),
-    pytest.param(_with(["task", "sequences", 0, "label"], "c"), "spec.task.sequences[0].label: 'c' is not one "
-                 "of labels", id="label-not-allowed"),
-    pytest.param(_with(["task", "sequences", 1, "tokens"], ["a"]), "spec.task.sequences[1].tokens: has 1 tokens, "
-                 "sequences[0] has 2",
-                 id="ragged"),
-    pytest.param(_with(["task", "sequences", 0, "tokens", 0], 7), "spec.task.sequences[0].tokens[0]: token id 7",
-                 id="token-id-range"),
-    pytest.param(_with(["task", "sequences", 0, "weight"], 1), "spec.task.sequences[0]: Additional properties",
-                 id="unknown-sequence-field"),
-    pytest.param(_with(["task", "labels"], ["a", "q"]), "spec.task.labels[1]: 'q' is not in vocab",
-                 id="label-set"),
-    pytest.param({"task": EXPLICIT, "sweep": {"p": [1]}}, "spec.sweep: only a catalogue family",
-                 id="sweep-explicit"),
-    pytest.param({"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}}, "sweep": {"p": [0, 2]}},
-                 "spec.sweep (point 1: p=2): spec.task.params.p: p=2 is outside [0, 1]", id="sweep-point"),
-    pytest.param({"task": {"family": "qa1"}, "sweep": {"p": []}}, "spec.sweep.p: [] should be non-empty",
-                 id="empty-sweep"),
-    pytest.param({"task": {"family": "qa1"}, "explore": {"steps": 9}}, "spec.explore.steps: 9 is greater",
-                 id="steps-range"),
+    pytest.param(
+        {"task": {"family": "torus"}}, "spec.task.family: 'torus' is not one of", id="unknown-family"
+    ),
+    pytest.param(
+        {"task": {"family": "circle", "params": {"K": 3, "N": 4}}},
+        "spec.task.params: missing parameter 'p'",
+        id="missing-param",
+    ),
+    pytest.param(
+        {"task": {"family": "circle", "params": {"K": "three", "N": 4, "p": 1}}},
+        "spec.task.params.K: K='three' must be an integer",
+        id="param-type",
+    ),
+    pytest.param(
+        {"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1, "r": 2}}},
+        "spec.task.params.r: unknown parameter",
+        id="unknown-param",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 1, "prob"], "one half"), "spec.task.sequences[1].prob:", id="bad-prob"
+    ),
+    pytest.param(
+        _with(["task", "sequences", 1, "prob"], "1/4"),
+        "spec.task.sequences: probs sum to 3/4",
+        id="probs-sum",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 0, "tokens", 1], "z"),
+        "spec.task.sequences[0].tokens[1]: 'z'",
+        id="token-not-in-vocab",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 0, "label"], "c"),
+        "spec.task.sequences[0].label: 'c' is not one of labels",
+        id="label-not-allowed",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 1, "tokens"], ["a"]),
+        "spec.task.sequences[1].tokens: has 1 tokens, sequences[0] has 2",
+        id="ragged",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 0, "tokens", 0], 7),
+        "spec.task.sequences[0].tokens[0]: token id 7",
+        id="token-id-range",
+    ),
+    pytest.param(
+        _with(["task", "sequences", 0, "weight"], 1),
+        "spec.task.sequences[0]: Additional properties",
+        id="unknown-sequence-field",
+    ),
+    pytest.param(
+        _with(["task", "labels"], ["a", "q"]), "spec.task.labels[1]: 'q' is not in vocab", id="label-set"
+    ),
+    pytest.param(
+        {"task": EXPLICIT, "sweep": {"p": [1]}}, "spec.sweep: only a catalogue family", id="sweep-explicit"
+    ),
+    pytest.param(
+        {"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}}, "sweep": {"p": [0, 2]}},
+        "spec.sweep (point 1: p=2): spec.task.params.p: p=2 is outside [0, 1]",
+        id="sweep-point",
+    ),
+    pytest.param(
+        {"task": {"family": "qa1"}, "sweep": {"p": []}},
+        "spec.sweep.p: [] should be non-empty",
+        id="empty-sweep",
+    ),
+    pytest.param(
+        {"task": {"family": "qa1"}, "explore": {"steps": 9}},
+        "spec.explore.steps: 9 is greater",
+        id="steps-range",
+    ),
     pytest.param({"task": {"family": "qa1"}, "explore": {"eps": "x y"}}, "spec.explore.eps:", id="eps-value"),
-    pytest.param({"task": {"family": "qa1"}, "explore": {"eta": 0}}, "spec.explore.eta: eta=0 must be > 0",
-                 id="eta-positive"),
-    pytest.param({"task": {"family": "qa1"}, "train": {"sigmas": [0]}}, "spec.train.sigmas[0]: 0 is less than "
-                 "or equal to the minimum", id="sigma-range"),
-    pytest.param({"task": {"family": "qa1"}, "train": {"M": 10.5}}, "spec.train.M: 10.5 is not of type 'integer'",
-                 id="M-type"),
+    pytest.param(
+        {"task": {"family": "qa1"}, "explore": {"eta": 0}},
+        "spec.explore.eta: eta=0 must be > 0",
+        id="eta-positive",
+    ),
+    pytest.param(
+        {"task": {"family": "qa1"}, "train": {"sigmas": [0]}},
+        "spec.train.sigmas[0]: 0 is less than or equal to the minimum",
+        id="sigma-range",
+    ),
+    pytest.param(
+        {"task": {"family": "qa1"}, "train": {"M": 10.5}},
+        "spec.train.M: 10.5 is not of type 'integer'",
+        id="M-type",
+    ),
 ]
 
 

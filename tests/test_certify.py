@@ -50,7 +50,9 @@ def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
         assert all(_contains(rec.w_tok[k], st.w_tok[k]) for k in range(K)), rec.step
         assert all(_contains(rec.c[j], st.c[j]) for j in range(N)), rec.step
         assert _contains(rec.train_loss, st.loss), rec.step
-        assert all(_contains(a, b) for a, b in zip(rec.evaluation.attention_profile, st.mean_attention, strict=True)), rec.step
+        assert all(
+            _contains(a, b) for a, b in zip(rec.evaluation.attention_profile, st.mean_attention, strict=True)
+        ), rec.step
 
 
 def test_decided_accuracy_equals_the_exact_accuracy():
@@ -96,7 +98,9 @@ def test_low_precision_is_inconclusive_never_a_wrong_verdict():
     assert Outcome.INCONCLUSIVE not in high.values()
     seen = set()
     for bits in (16, 32, 40):
-        low = {s.name: s.outcome for s in certify(task, prec=bits, max_prec=bits, tol=0.5, **kwargs).statements}
+        low = {
+            s.name: s.outcome for s in certify(task, prec=bits, max_prec=bits, tol=0.5, **kwargs).statements
+        }
         for name, outcome in low.items():
             assert outcome in (high[name], Outcome.INCONCLUSIVE), (bits, name)
         seen |= {(name, o) for name, o in low.items()}
@@ -136,7 +140,9 @@ def test_gram_check_rejects_a_matrix_that_is_not_mu_identity():
 
 
 def test_walk_set_merges_duplicates_and_keeps_exact_weights():
-    ws = WalkSet.build(np.array([[0, 1, 0], [0, 1, 0], [1, 2, 1]]), np.array([1, 1, 2]), [Fraction(1, 3)] * 3, K=3)
+    ws = WalkSet.build(
+        np.array([[0, 1, 0], [0, 1, 0], [1, 2, 1]]), np.array([1, 1, 2]), [Fraction(1, 3)] * 3, K=3
+    )
     assert ws.size == 2 and sorted(ws.weights) == [Fraction(1, 3), Fraction(2, 3)]
     assert ws.counts.tolist() == [[2, 1, 0], [0, 2, 1]]
     with pytest.raises(ValueError, match="sum to"):
@@ -160,15 +166,34 @@ BAD = [
 @pytest.mark.parametrize("extra,needle", BAD, ids=[b[1] for b in BAD])
 def test_bad_input_gives_one_line_and_exit_2_before_any_output(tmp_path, capsys, extra, needle):
     out = tmp_path / "o"
-    code = main(["certify", "--K", "3", "--N", "7", "--steps", "2", "--float-gram", "none", "--out", str(out), *extra])
+    code = main(
+        ["certify", "--K", "3", "--N", "7", "--steps", "2", "--float-gram", "none", "--out", str(out), *extra]
+    )
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1
     assert not out.exists()
 
 
 def test_rw_certify_writes_schema_valid_json_and_report_with_the_same_bytes_twice(tmp_path):
-    args = ["certify", "--K", "3", "--N", "7", "--p", "1", "--M", "12", "--steps", "3", "--train-size", "30",
-            "--test-size", "20", "--float-gram", "none"]  # fmt: skip
+    args = [
+        "certify",
+        "--K",
+        "3",
+        "--N",
+        "7",
+        "--p",
+        "1",
+        "--M",
+        "12",
+        "--steps",
+        "3",
+        "--train-size",
+        "30",
+        "--test-size",
+        "20",
+        "--float-gram",
+        "none",
+    ]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     data = json.loads((tmp_path / "a" / "certify.json").read_text())
@@ -178,8 +203,25 @@ def test_rw_certify_writes_schema_valid_json_and_report_with_the_same_bytes_twic
 
 
 def test_rw_certify_runs_as_a_console_command_with_the_float_comparison(tmp_path):
-    cmd = [sys.executable, "-m", "rwcli.main", "certify", "--K", "3", "--N", "4", "--p", "1/3", "--M", "8",
-           "--steps", "2", "--population", "--out", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rwcli.main",
+        "certify",
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--p",
+        "1/3",
+        "--M",
+        "8",
+        "--steps",
+        "2",
+        "--population",
+        "--out",
+        str(tmp_path),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     data = json.loads((tmp_path / "certify.json").read_text())

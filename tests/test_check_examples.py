@@ -48,8 +48,13 @@ def test_each_bug_fails_at_its_first_wrong_quantity(bug) -> None:
 
 def test_rw_check_console_passes_and_writes_a_valid_report(tmp_path) -> None:
     out = tmp_path / "report.json"
-    proc = subprocess.run([*RW, "check", "examples/plain_torch.py:model", "--examples", "1", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [*RW, "check", "examples/plain_torch.py:model", "--examples", "1", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 pass, 0 fail, 0 not checked" in proc.stdout
     data = json.loads(out.read_text())
@@ -77,15 +82,35 @@ def test_rw_check_console_fails_with_exit_1_naming_the_quantity_without_pytest(t
 def test_same_implementation_same_report_bytes(tmp_path) -> None:
     """Derandomized search: the same implementation and options write the same bytes."""
     factory = load_factory(f"{EXAMPLES}/bugs.py:summed_loss")
-    paths = [write_report(check(factory, CheckOptions(steps=1, examples=2), "bugs.py:summed_loss"), tmp_path / name)
-             for name in ("a.json", "b.json")]  # fmt: skip
+    paths = [
+        write_report(
+            check(factory, CheckOptions(steps=1, examples=2), "bugs.py:summed_loss"), tmp_path / name
+        )
+        for name in ("a.json", "b.json")
+    ]
     assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
 def test_user_test_file_runs_under_plain_pytest() -> None:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/test_user_model.py",
-                           "--rwcheck-examples", "1", "--rwcheck-steps", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "examples/test_user_model.py",
+            "--rwcheck-examples",
+            "1",
+            "--rwcheck-steps",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 passed" in proc.stdout
 
@@ -100,9 +125,26 @@ def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
         "    steps = 1\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file),
-                           "--rwcheck-examples", "1", "-k", "trajectory"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(test_file),
+            "--rwcheck-examples",
+            "1",
+            "-k",
+            "trajectory",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Mismatch: V[" in proc.stdout and "at t=1" in proc.stdout
 

@@ -151,8 +151,9 @@ def test_finite_task_closed_form_by_hand() -> None:
 def test_plain_example_error_is_far_inside_the_tolerance() -> None:
     """Measured error of examples/plain_torch.py, both dtypes, large logits: below 1/16 of the kit's rtol."""
     for dtype in ("float64", "float32"):
-        config = CheckConfig.build(CircleWalk(4, 5, "3/10"), mu=10, eta=2, eps="1/10", embedding="random", M=9,
-                                   dtype=dtype)  # fmt: skip
+        config = CheckConfig.build(
+            CircleWalk(4, 5, "3/10"), mu=10, eta=2, eps="1/10", embedding="random", M=9, dtype=dtype
+        )
         traj, floats = exact_trajectory(config, 2), _Floats()
         rtol = tolerance(config, 2).rtol
         for factory in (model, training):
@@ -184,10 +185,14 @@ def test_scaled_error_treats_nan_as_the_worst_and_equal_infinities_as_equal() ->
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"steps": 5}, r"^steps=5 is out of range"), ({"examples": 0}, r"^examples=0 is out of range"),
-     ({"dtype": "float16"}, r"^dtype='float16' is not one of"), ({"task": "qa"}, r"^task='qa' is not one of")],
+    [
+        ({"steps": 5}, r"^steps=5 is out of range"),
+        ({"examples": 0}, r"^examples=0 is out of range"),
+        ({"dtype": "float16"}, r"^dtype='float16' is not one of"),
+        ({"task": "qa"}, r"^task='qa' is not one of"),
+    ],
     ids=["steps", "examples", "dtype", "task"],
-)  # fmt: skip
+)
 def test_check_options_are_validated(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         CheckOptions(**kwargs)
@@ -209,11 +214,14 @@ def test_check_config_build_is_validated() -> None:
         (["examples/plain_torch.py"], "is not MODULE:FACTORY"),
         (["examples/plain_torch.py:model", "--steps", "9"], "steps=9 is out of range"),
         (["examples/plain_torch.py:model", "--examples", "x"], "--examples='x' is not an integer"),
-        (["examples/plain_torch.py:model", "--json", "pyproject.toml/r.json"], "pyproject.toml is a file, not a folder"),
+        (
+            ["examples/plain_torch.py:model", "--json", "pyproject.toml/r.json"],
+            "pyproject.toml is a file, not a folder",
+        ),
         (["examples/plain_torch.py:OneLayerTransformer"], "OneLayerTransformer.__init__() missing"),
     ],
     ids=["module", "attribute", "file", "no-colon", "steps", "examples", "json-folder", "wrong-signature"],
-)  # fmt: skip
+)
 def test_rw_check_bad_usage_is_one_line_and_exit_2(args, message, capsys, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     assert main(["check", *args]) == 2

@@ -40,7 +40,11 @@ SPEC = {"task": {"family": "circle", "params": {"K": 3, "N": 3, "p": "1/2"}}}
 def _run(argv: list[str]) -> tuple[dict, str]:
     """(report, stderr) of ``main(argv)`` in a fresh interpreter."""
     proc = subprocess.run(
-        [sys.executable, "-c", _HARNESS, json.dumps(argv)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", _HARNESS, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.stdout.strip(), proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
@@ -55,9 +59,15 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
         "proofs": (["proofs", "--quick", "--out", str(out)], "dir"),
         "reproduce": (["reproduce", "fig4", "--quick", "--out", str(out)], "dir"),
         "explore": (["explore", str(spec), "--out", str(out)], "dir"),
-        "stability": (["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "2", "--json", str(out)], "file"),
+        "stability": (
+            ["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "2", "--json", str(out)],
+            "file",
+        ),
         "check": (["check", "examples/plain_torch.py:model", "--steps", "1", "--json", str(out)], "file"),
-        "certify": (["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)], "dir"),
+        "certify": (
+            ["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)],
+            "dir",
+        ),
     }
 
 
@@ -161,7 +171,10 @@ def test_a_folder_without_write_permission_is_refused_before_any_work(command, r
     "argv,where",
     [
         (["train", "--N", "100000", "--M", "200000"], "use a smaller M or N"),
-        (["train", "--train-size", "1000000000"], "use a smaller train_size/test_size (--train-size, --test-size)"),
+        (
+            ["train", "--train-size", "1000000000"],
+            "use a smaller train_size/test_size (--train-size, --test-size)",
+        ),
     ],
     ids=["N-and-M", "train-size"],
 )
@@ -194,7 +207,13 @@ def test_bad_values_get_one_line_naming_the_option(argv, message, tmp_path):
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], *([c, "--help"] for c in COMMANDS), ["train", "--K", "x", "--out", "o"], ["derive"], ["nonsense"]],
+    [
+        ["--help"],
+        *([c, "--help"] for c in COMMANDS),
+        ["train", "--K", "x", "--out", "o"],
+        ["derive"],
+        ["nonsense"],
+    ],
     ids=lambda argv: " ".join(argv),
 )
 def test_help_and_argument_errors_load_neither_torch_nor_sympy(argv):
@@ -228,7 +247,22 @@ def test_a_write_that_fails_after_the_check_leaves_no_file_and_prints_one_line(t
 
 def test_a_negative_log_loss_is_explained_where_it_is_printed(tmp_path, capsys):
     # p = 1: the walk is deterministic, so GD drives z = e_y^T f towards 1 and -log(z + 0.1) below 0.
-    argv = ["train", "--K", "3", "--N", "4", "--M", "8", "--p", "1", "--population", "--steps", "40", "--eta", "5"]
+    argv = [
+        "train",
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--M",
+        "8",
+        "--p",
+        "1",
+        "--population",
+        "--steps",
+        "40",
+        "--eta",
+        "5",
+    ]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     loss = json.loads((tmp_path / "metrics.json").read_text())["history"][-1]["train_loss"]
     out = capsys.readouterr().out
@@ -267,8 +301,13 @@ def test_memory_estimate_grows_with_each_size_it_counts():
     from rwtasks import CircleWalk
 
     def total(N=10, M=20, n=100, **cfg):
-        return sum(memory_estimate(CircleWalk(3, N, "1/2"), ModelConfig(K=3, N=N, M=M),
-                                   TrainConfig(train_size=n, test_size=n, **cfg)).values())  # fmt: skip
+        return sum(
+            memory_estimate(
+                CircleWalk(3, N, "1/2"),
+                ModelConfig(K=3, N=N, M=M),
+                TrainConfig(train_size=n, test_size=n, **cfg),
+            ).values()
+        )
 
     base = total()
     # P is M x N float64 in NumPy and torch: doubling M adds at least those 2 x 8 x 20 x 10 bytes.
@@ -289,5 +328,7 @@ def test_explore_train_refuses_up_front_when_its_largest_run_cannot_fit(monkeypa
     monkeypatch.setattr("rwexplore.explore", no_run)
     assert main(["explore", str(spec), "--train", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "rw explore --train needs about" in err and "lower train.train_size" in err and err.count("\n") == 1, err
+    assert (
+        "rw explore --train needs about" in err and "lower train.train_size" in err and err.count("\n") == 1
+    ), err
     assert not (tmp_path / "out").exists()

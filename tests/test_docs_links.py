@@ -127,9 +127,16 @@ def test_benchmark_results_render_with_machine_and_date(tmp_path):
         "date": "2026-01-02 03:04 UTC",
         "seconds": 12.5,
         "output": "| a | b |\n| --- | --- |\n| 1 | 2 |\n",
-        "machine": {"cpus": 2, "platform": "Linux-x", "processor": "x86_64", "python": "3.11.7",
-                    "torch": "2.13.0", "sympy": "1.14", "load_average": [0.5, 0.4, 0.3]},
-    }  # fmt: skip
+        "machine": {
+            "cpus": 2,
+            "platform": "Linux-x",
+            "processor": "x86_64",
+            "python": "3.11.7",
+            "torch": "2.13.0",
+            "sympy": "1.14",
+            "load_average": [0.5, 0.4, 0.3],
+        },
+    }
     (tmp_path / "gd_step.json").write_text(json.dumps(record))
     page = hooks.benchmarks_markdown(tmp_path)
     assert "2026-01-02 03:04 UTC" in page and "2 CPU(s)" in page and "| 1 | 2 |" in page

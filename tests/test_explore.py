@@ -69,7 +69,10 @@ def test_circle_walk_with_N_equal_rK_plus_1_is_stuck_only_at_p_0_and_1():
     assert sp.expand(point.signal.matrix[0, 0] + p * (1 - p) / 9) == 0
     assert list(point.signal.vanishing.points) == [0, 1]
     assert _verdicts(_explore({"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}})) == {
-        "p=0": "stuck", "p=1/2": "informative", "p=1": "stuck"}  # fmt: skip
+        "p=0": "stuck",
+        "p=1/2": "informative",
+        "p=1": "stuck",
+    }
 
 
 def test_circle_K4_N5_vanishes_at_p_one_half_too():
@@ -117,7 +120,11 @@ def test_permutation_task_is_stuck():
     """All 3! orders of t0, t1, t2: every input has x̄ = (1/3, 1/3, 1/3), so C = 0 and f(X) after step
     one is the same vector for all inputs; relabelling the tokens by any permutation maps the task
     onto itself, so GD keeps the scores shared."""
-    check = _explore({"family": "permutation", "params": {"m": 3, "label_position": 1}}, steps=3).points[0].checks[0]
+    check = (
+        _explore({"family": "permutation", "params": {"m": 3, "label_position": 1}}, steps=3)
+        .points[0]
+        .checks[0]
+    )
     assert check.signal_is_zero and check.manifold.shared == [True] * 4
     assert check.verdict == "stuck"
 
@@ -127,8 +134,9 @@ def test_first_of_two_signal_is_zero_for_every_r_and_gd_stays_stuck():
     constant and C = 0 for every r. At r = 7/10 the labels are unbalanced, so ℓ'(e_yᵀf) differs between
     labels; still, given either label the pair of positions holding {a, b} is uniform, so the attention
     treats a and b alike and the inputs keep one shared score vector."""
-    result = _explore({"family": "first_of_two", "params": {"L": 4, "r": "r"}}, steps=2,
-                      sweep={"r": ["r", "7/10"]})  # fmt: skip
+    result = _explore(
+        {"family": "first_of_two", "params": {"L": 4, "r": "r"}}, steps=2, sweep={"r": ["r", "7/10"]}
+    )
     assert result.points[0].signal.vanishing.all_p
     assert _verdicts(result) == {"r=1/2": "stuck", "r=7/10": "stuck"}  # r symbolic -> generic r = 1/2
 
@@ -137,10 +145,13 @@ def test_cayley_walk_on_a_disconnected_coset_graph_is_informative():
     """D_3 with the single generator r: a walk never leaves its coset {e, r, r²} or {s, rs, r²s}, so with
     N = 4 it visits its whole coset once: x̄ = (1/3) on the coset, and the label is in that coset.
     C[a, b] = P(y=a)·(1/3)1{b ~ a} - (1/6)(1/6) = 1/18·1{same coset} - 1/36 = ±1/36 ≠ 0."""
-    point = _explore({"family": "cayley", "params": {"group": "dihedral", "n": 3, "generators": {"r": 1},
-                                                       "N": 4}}).points[0]  # fmt: skip
+    point = _explore(
+        {"family": "cayley", "params": {"group": "dihedral", "n": 3, "generators": {"r": 1}, "N": 4}}
+    ).points[0]
     assert set(point.signal.matrix) == {sp.Rational(1, 36), -sp.Rational(1, 36)}
-    assert point.signal.matrix[0, 1] == sp.Rational(1, 36) and point.signal.matrix[0, 3] == -sp.Rational(1, 36)
+    assert point.signal.matrix[0, 1] == sp.Rational(1, 36) and point.signal.matrix[0, 3] == -sp.Rational(
+        1, 36
+    )
     assert point.checks[0].verdict == "informative"
 
 
@@ -168,8 +179,15 @@ def test_lazy_walk_breaks_the_balanced_visits():
 
 def test_rw_explore_writes_report_json_and_is_reproducible(tmp_path, capsys):
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"name": "qa2", "task": {"family": "qa2"},
-                                "train": {"steps": 4, "M": 24, "eta": 0.1, "sigmas": [0.01]}}))  # fmt: skip
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "qa2",
+                "task": {"family": "qa2"},
+                "train": {"steps": 4, "M": 24, "eta": 0.1, "sigmas": [0.01]},
+            }
+        )
+    )
     outs = []
     for k in range(2):
         out = tmp_path / f"out{k}"
@@ -229,8 +247,9 @@ def test_irrational_zeros_are_listed_as_not_checked_and_a_generic_value_is_used(
 
     p = symbol("p")
     gcd = sp.expand((2 * p - 1) * (2 * p**2 - 1))
-    summary = rwexplore.SignalSummary(sp.Matrix([[gcd]]), False, p,
-                                      VanishingSet(p, False, (sp.Rational(1, 2), sp.sqrt(2) / 2), gcd))  # fmt: skip
+    summary = rwexplore.SignalSummary(
+        sp.Matrix([[gcd]]), False, p, VanishingSet(p, False, (sp.Rational(1, 2), sp.sqrt(2) / 2), gcd)
+    )
     values, skipped = _evaluation_values(summary)
     assert values == [sp.Rational(1, 3), sp.Rational(1, 2)]
     assert len(skipped) == 1 and "sqrt(2)/2" in skipped[0] and "irrational" in skipped[0]
@@ -241,13 +260,31 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
     import sys
 
     spec = tmp_path / "perm.json"
-    spec.write_text(json.dumps({"task": {"family": "permutation", "params": {"m": 2}}, "explore": {"steps": 1}}))
-    done = subprocess.run([sys.executable, "-m", "rwcli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    spec.write_text(
+        json.dumps({"task": {"family": "permutation", "params": {"m": 2}}, "explore": {"steps": 1}})
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "rwcli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "stuck" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "rwcli.main", "explore", str(tmp_path / "nope.json"),
-                              "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rwcli.main",
+            "explore",
+            str(tmp_path / "nope.json"),
+            "--out",
+            str(tmp_path / "o2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert missing.returncode == 2 and "cannot be read" in missing.stderr
     assert "Traceback" not in missing.stderr
 
@@ -255,8 +292,14 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
 def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_plot(tmp_path):
     # K = 4, N = 5, p = 1/2: C = 0 and exact GD keeps one shared score vector, yet float64 training from
     # zero leaves the manifold (rounding grows) and reaches the Bayes accuracy 1/2 (notebook (c), part 2).
-    spec = parse_task_spec({"name": "fair walk", "task": {"family": "circle", "params": {"K": 4, "N": 5, "p": "1/2"}},
-                            "explore": {"steps": 2}, "train": {"steps": 100, "eta": 1.0, "M": 16, "sigmas": [0.01]}})  # fmt: skip
+    spec = parse_task_spec(
+        {
+            "name": "fair walk",
+            "task": {"family": "circle", "params": {"K": 4, "N": 5, "p": "1/2"}},
+            "explore": {"steps": 2},
+            "train": {"steps": 100, "eta": 1.0, "M": 16, "sigmas": [0.01]},
+        }
+    )
     result = explore(spec, train=True)
     check = result.points[0].checks[0]
     assert check.verdict == "stuck"
@@ -264,7 +307,9 @@ def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_pl
     (label, first, final), gaussian = check.contradicting_runs
     assert label == "zero" and final == 0.5 and 20 < first < 100  # the notebook: accuracy 1/4 for 20 steps
     assert gaussian[0] == "gaussian sigma=0.01" and gaussian[2] == 0.5  # a non-zero init leaves it too
-    assert "CONTRADICTED BY TRAINING" in check.reason and "stability analysis is not implemented" in check.reason
+    assert (
+        "CONTRADICTED BY TRAINING" in check.reason and "stability analysis is not implemented" in check.reason
+    )
     written = write_report(result, tmp_path)
     data = json.loads(written["explore.json"].read_text())
     assert data["version"] == 2
@@ -286,8 +331,16 @@ def test_stuck_verdict_kept_by_training_is_not_flagged():
 
     def check(accuracies):
         run = TrainRun("zero", "zero", None, accuracies, [0.0] * len(accuracies), [0.0] * len(accuracies))
-        return PointCheck({}, CircleWalk(4, 5, "1/2"), True, OneStep(True, True, [], ""), Manifold(2, [True] * 3, ""),
-                     sp.Rational(1, 2), sp.Rational(1, 4), runs=[run])  # fmt: skip
+        return PointCheck(
+            {},
+            CircleWalk(4, 5, "1/2"),
+            True,
+            OneStep(True, True, [], ""),
+            Manifold(2, [True] * 3, ""),
+            sp.Rational(1, 2),
+            sp.Rational(1, 4),
+            runs=[run],
+        )
 
     assert check([0.25] * 10).contradicting_runs == [] and check([0.25] * 10).contradiction == ""
     assert check([0.25] * 10 + [0.25 + 1e-12]).contradiction == ""  # within the float tolerance 1e-9

@@ -22,15 +22,31 @@ THIRD, HALF = sp.Rational(1, 3), sp.Rational(1, 2)
 # The 3-cube written out by hand: every directed edge (24) with probability 1/3. Vertices are the
 # bit strings; 000's neighbours differ from it in one bit: 001, 010, 100, and so on.
 CUBE_EDGES = [
-    ["000", "001", "1/3"], ["000", "010", "1/3"], ["000", "100", "1/3"],
-    ["001", "000", "1/3"], ["001", "011", "1/3"], ["001", "101", "1/3"],
-    ["010", "011", "1/3"], ["010", "000", "1/3"], ["010", "110", "1/3"],
-    ["011", "010", "1/3"], ["011", "001", "1/3"], ["011", "111", "1/3"],
-    ["100", "101", "1/3"], ["100", "110", "1/3"], ["100", "000", "1/3"],
-    ["101", "100", "1/3"], ["101", "111", "1/3"], ["101", "001", "1/3"],
-    ["110", "111", "1/3"], ["110", "100", "1/3"], ["110", "010", "1/3"],
-    ["111", "110", "1/3"], ["111", "101", "1/3"], ["111", "011", "1/3"],
-]  # fmt: skip
+    ["000", "001", "1/3"],
+    ["000", "010", "1/3"],
+    ["000", "100", "1/3"],
+    ["001", "000", "1/3"],
+    ["001", "011", "1/3"],
+    ["001", "101", "1/3"],
+    ["010", "011", "1/3"],
+    ["010", "000", "1/3"],
+    ["010", "110", "1/3"],
+    ["011", "010", "1/3"],
+    ["011", "001", "1/3"],
+    ["011", "111", "1/3"],
+    ["100", "101", "1/3"],
+    ["100", "110", "1/3"],
+    ["100", "000", "1/3"],
+    ["101", "100", "1/3"],
+    ["101", "111", "1/3"],
+    ["101", "001", "1/3"],
+    ["110", "111", "1/3"],
+    ["110", "100", "1/3"],
+    ["110", "010", "1/3"],
+    ["111", "110", "1/3"],
+    ["111", "101", "1/3"],
+    ["111", "011", "1/3"],
+]
 CUBE_NODES = ["000", "001", "010", "011", "100", "101", "110", "111"]
 
 
@@ -66,10 +82,22 @@ def test_the_3_cube_from_undirected_edges_and_from_adjacency_lists_equals_the_ha
 
 
 def test_the_3_cube_from_a_spec_file_equals_the_hand_written_spec_file():
-    shorthand = parse_task_spec({"task": {"family": "named_graph", "params": {"graph": "hypercube", "size": 3,
-                                                                              "N": 3, "laziness": "1/2"}}})  # fmt: skip
-    by_hand = parse_task_spec({"task": {"family": "graph", "params": {"nodes": CUBE_NODES, "edges": CUBE_EDGES,
-                                                                      "N": 3, "laziness": "1/2"}}})  # fmt: skip
+    shorthand = parse_task_spec(
+        {
+            "task": {
+                "family": "named_graph",
+                "params": {"graph": "hypercube", "size": 3, "N": 3, "laziness": "1/2"},
+            }
+        }
+    )
+    by_hand = parse_task_spec(
+        {
+            "task": {
+                "family": "graph",
+                "params": {"nodes": CUBE_NODES, "edges": CUBE_EDGES, "N": 3, "laziness": "1/2"},
+            }
+        }
+    )
     assert _law(shorthand.task()) == _law(by_hand.task())
 
 
@@ -90,16 +118,28 @@ def test_complete_bipartite_grid_and_complete_graphs_by_hand():
         (a, b): HALF for a, b in itertools.permutations("012", 2)
     }
     k23 = _one_step(named_graph_walk("complete_bipartite", [2, 3], N=2))
-    assert k23 == {**{(a, b): THIRD for a in ("a0", "a1") for b in ("b0", "b1", "b2")},
-                   **{(b, a): HALF for a in ("a0", "a1") for b in ("b0", "b1", "b2")}}  # fmt: skip
+    assert k23 == {
+        **{(a, b): THIRD for a in ("a0", "a1") for b in ("b0", "b1", "b2")},
+        **{(b, a): HALF for a in ("a0", "a1") for b in ("b0", "b1", "b2")},
+    }
     # 2x3 grid: corners have 2 neighbours, the middle of each long side 3.
     grid = _one_step(named_graph_walk("grid", [2, 3], N=2))
     assert grid == {
-        ("0,0", "0,1"): HALF, ("0,0", "1,0"): HALF, ("0,2", "0,1"): HALF, ("0,2", "1,2"): HALF,
-        ("1,0", "1,1"): HALF, ("1,0", "0,0"): HALF, ("1,2", "1,1"): HALF, ("1,2", "0,2"): HALF,
-        ("0,1", "0,0"): THIRD, ("0,1", "0,2"): THIRD, ("0,1", "1,1"): THIRD,
-        ("1,1", "1,0"): THIRD, ("1,1", "1,2"): THIRD, ("1,1", "0,1"): THIRD,
-    }  # fmt: skip
+        ("0,0", "0,1"): HALF,
+        ("0,0", "1,0"): HALF,
+        ("0,2", "0,1"): HALF,
+        ("0,2", "1,2"): HALF,
+        ("1,0", "1,1"): HALF,
+        ("1,0", "0,0"): HALF,
+        ("1,2", "1,1"): HALF,
+        ("1,2", "0,2"): HALF,
+        ("0,1", "0,0"): THIRD,
+        ("0,1", "0,2"): THIRD,
+        ("0,1", "1,1"): THIRD,
+        ("1,1", "1,0"): THIRD,
+        ("1,1", "1,2"): THIRD,
+        ("1,1", "0,1"): THIRD,
+    }
 
 
 def test_weighted_neighbours_are_exact_fractions_of_the_total_weight():
@@ -107,8 +147,13 @@ def test_weighted_neighbours_are_exact_fractions_of_the_total_weight():
     step = _one_step(undirected_graph_walk(["a", "b", "c"], [("a", "b", 1), ("a", "c", "2")], N=2))
     assert step == {("a", "b"): THIRD, ("a", "c"): 2 * THIRD, ("b", "a"): 1, ("c", "a"): 1}
     step = _one_step(adjacency_walk({"a": {"b": 0.25, "c": 0.75}, "b": ["a"], "c": ["a", "b"]}, N=2))
-    assert step == {("a", "b"): sp.Rational(1, 4), ("a", "c"): sp.Rational(3, 4), ("b", "a"): 1,
-                    ("c", "a"): HALF, ("c", "b"): HALF}  # fmt: skip
+    assert step == {
+        ("a", "b"): sp.Rational(1, 4),
+        ("a", "c"): sp.Rational(3, 4),
+        ("b", "a"): 1,
+        ("c", "a"): HALF,
+        ("c", "b"): HALF,
+    }
     assert all(isinstance(v, sp.Rational) for v in step.values())
 
 
@@ -139,4 +184,6 @@ def test_bad_shorthands_name_the_field(build, message):
 
 def test_spec_errors_in_shorthands_name_the_parameter():
     with pytest.raises(ValueError, match=r"spec\.task\.params\.edges: edges\[0\]"):
-        parse_task_spec({"task": {"family": "undirected_graph", "params": {"nodes": 2, "edges": [[0, 3]], "N": 2}}})
+        parse_task_spec(
+            {"task": {"family": "undirected_graph", "params": {"nodes": 2, "edges": [[0, 3]], "N": 2}}}
+        )

@@ -102,17 +102,46 @@ def test_path_checks_create_nothing(tmp_path):
 @pytest.mark.parametrize(
     "check,make,reason",
     [
-        (lambda p: check_output_dir(p / "f", "--out"), lambda p: (p / "f").write_text("x"), "exists and is a file"),
-        (lambda p: check_output_dir(p / "f" / "g", "--out"), lambda p: (p / "f").write_text("x"), "is a file, not a folder"),
-        (lambda p: check_output_dir(p / "d", "--out", files=("m.json",)), lambda p: (p / "d" / "m.json").mkdir(parents=True),
-         "is a folder, but the file m.json is written there"),
-        (lambda p: check_output_file(p / "d", "--json"), lambda p: (p / "d").mkdir(), "is a folder; give a file name"),
-        (lambda p: check_output_file(str(p / "new") + "/", "--json"), lambda p: None, "is a folder; give a file name"),
-        (lambda p: check_output_file(p / "f" / "a.json", "--json"), lambda p: (p / "f").write_text("x"),
-         "is a file, not a folder"),
+        (
+            lambda p: check_output_dir(p / "f", "--out"),
+            lambda p: (p / "f").write_text("x"),
+            "exists and is a file",
+        ),
+        (
+            lambda p: check_output_dir(p / "f" / "g", "--out"),
+            lambda p: (p / "f").write_text("x"),
+            "is a file, not a folder",
+        ),
+        (
+            lambda p: check_output_dir(p / "d", "--out", files=("m.json",)),
+            lambda p: (p / "d" / "m.json").mkdir(parents=True),
+            "is a folder, but the file m.json is written there",
+        ),
+        (
+            lambda p: check_output_file(p / "d", "--json"),
+            lambda p: (p / "d").mkdir(),
+            "is a folder; give a file name",
+        ),
+        (
+            lambda p: check_output_file(str(p / "new") + "/", "--json"),
+            lambda p: None,
+            "is a folder; give a file name",
+        ),
+        (
+            lambda p: check_output_file(p / "f" / "a.json", "--json"),
+            lambda p: (p / "f").write_text("x"),
+            "is a file, not a folder",
+        ),
     ],
-    ids=["dir-is-file", "dir-below-file", "file-in-dir-is-dir", "file-is-dir", "file-ends-in-slash", "file-below-file"],
-)  # fmt: skip
+    ids=[
+        "dir-is-file",
+        "dir-below-file",
+        "file-in-dir-is-dir",
+        "file-is-dir",
+        "file-ends-in-slash",
+        "file-below-file",
+    ],
+)
 def test_path_checks_name_the_option_the_path_and_the_reason(check, make, reason, tmp_path):
     make(tmp_path)
     with pytest.raises(OutputPathError) as info:

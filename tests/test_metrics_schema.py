@@ -57,7 +57,13 @@ def validator() -> jsonschema.Draft202012Validator:
         ["--record-params", "--record-steps", "0,1,3"],
         ["--record-params", "--init", "gaussian", "--relu-width", "2"],
     ],
-    ids=["snapshots", "relu-population-reference", "record-steps-float32", "record-params", "record-params-relu"],
+    ids=[
+        "snapshots",
+        "relu-population-reference",
+        "record-steps-float32",
+        "record-params",
+        "record-params-relu",
+    ],
 )
 def test_rw_train_output_validates_against_the_metrics_schema(tmp_path, validator, extra):
     assert main(["train", *SMALL, *extra, "--out", str(tmp_path / "run")]) == 0

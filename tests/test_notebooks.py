@@ -27,17 +27,25 @@ def _run(name: str) -> dict:
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"{name}: outputs are not stripped"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # fmt: skip
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    ).execute()
     lines = [
         line
-        for cell in nb.cells if cell.cell_type == "code"
-        for out in cell.outputs if out.output_type == "stream"
-        for line in out.text.splitlines() if line.startswith("RESULTS ")
-    ]  # fmt: skip
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "stream"
+        for line in out.text.splitlines()
+        if line.startswith("RESULTS ")
+    ]
     assert len(lines) == 1, f"{name}: expected one RESULTS line, got {lines}"
-    images = sum("image/png" in out.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
-                 for out in cell.outputs)  # fmt: skip
+    images = sum(
+        "image/png" in out.get("data", {})
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+    )
     return {**json.loads(lines[0].removeprefix("RESULTS ")), "_images": images}
 
 

@@ -11,7 +11,22 @@ from rwcli.main import main
 from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, train, write_json_atomic
 from rwtasks import CircleWalk
 
-SMALL = ["--K", "4", "--N", "5", "--M", "8", "--p", "0.7", "--steps", "3", "--train-size", "20", "--test-size", "10"]
+SMALL = [
+    "--K",
+    "4",
+    "--N",
+    "5",
+    "--M",
+    "8",
+    "--p",
+    "0.7",
+    "--steps",
+    "3",
+    "--train-size",
+    "20",
+    "--test-size",
+    "10",
+]
 
 
 def test_train_command_writes_the_documented_metrics_file(tmp_path):
@@ -34,7 +49,9 @@ def test_train_command_writes_the_documented_metrics_file(tmp_path):
 
 def test_same_seed_and_config_give_identical_bytes(tmp_path):
     for name in ("a", "b"):
-        assert main(["train", *SMALL, "--init", "gaussian", "--seed", "7", "--out", str(tmp_path / name)]) == 0
+        assert (
+            main(["train", *SMALL, "--init", "gaussian", "--seed", "7", "--out", str(tmp_path / name)]) == 0
+        )
     a, b = ((tmp_path / n / "metrics.json").read_bytes() for n in ("a", "b"))
     assert a == b
     assert main(["train", *SMALL, "--init", "gaussian", "--seed", "8", "--out", str(tmp_path / "c")]) == 0
@@ -42,21 +59,44 @@ def test_same_seed_and_config_give_identical_bytes(tmp_path):
 
 
 def test_library_result_and_atomic_writer_agree_with_the_command(tmp_path):
-    result = train(CircleWalk(4, 5, "0.7"), ModelConfig(K=4, N=5, M=8),
-                   TrainConfig(steps=3, train_size=20, test_size=10, threads=1), progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(4, 5, "0.7"),
+        ModelConfig(K=4, N=5, M=8),
+        TrainConfig(steps=3, train_size=20, test_size=10, threads=1),
+        progress=False,
+    )
     write_json_atomic(result.to_json(), tmp_path / "lib" / "metrics.json")
     assert main(["train", *SMALL, "--out", str(tmp_path / "cli")]) == 0
-    assert (tmp_path / "lib" / "metrics.json").read_bytes() == (tmp_path / "cli" / "metrics.json").read_bytes()
+    assert (tmp_path / "lib" / "metrics.json").read_bytes() == (
+        tmp_path / "cli" / "metrics.json"
+    ).read_bytes()
     assert [p.name for p in (tmp_path / "lib").iterdir()] == ["metrics.json"]  # no temp file left behind
 
 
 def test_train_command_runs_as_a_subprocess(tmp_path):
     rw = Path(sys.executable).with_name("rw")
     proc = subprocess.run(
-        [str(rw), "train", "--task", "qa1", "--M", "20", "--steps", "2", "--population", "--init", "gaussian",
-         "--eta", "0.1", "--out", str(tmp_path)],  # fmt: skip
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            str(rw),
+            "train",
+            "--task",
+            "qa1",
+            "--M",
+            "20",
+            "--steps",
+            "2",
+            "--population",
+            "--init",
+            "gaussian",
+            "--eta",
+            "0.1",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout and "it/s" not in proc.stderr  # no progress bar when stderr is not a tty
     data = json.loads((tmp_path / "metrics.json").read_text())
@@ -66,8 +106,12 @@ def test_train_command_runs_as_a_subprocess(tmp_path):
 
 def test_bad_flag_as_a_subprocess_exits_2(tmp_path):
     rw = Path(sys.executable).with_name("rw")
-    proc = subprocess.run([str(rw), "train", "--steps", "-1", "--N", "5", "--M", "8", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [str(rw), "train", "--steps", "-1", "--N", "5", "--M", "8", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr == "rw train: error: steps=-1 must be an integer >= 0\n"
 
@@ -75,7 +119,9 @@ def test_bad_flag_as_a_subprocess_exits_2(tmp_path):
 def test_atomic_writer_refuses_nan_and_leaves_nothing_behind(tmp_path):
     import pytest
 
-    with pytest.raises(ValueError, match="refusing to write .*metrics.json: Out of range float values are not JSON compliant"):
+    with pytest.raises(
+        ValueError, match="refusing to write .*metrics.json: Out of range float values are not JSON compliant"
+    ):
         write_json_atomic({"kl": float("nan")}, tmp_path / "metrics.json")
     assert list(tmp_path.iterdir()) == []
 

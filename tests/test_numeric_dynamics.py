@@ -65,7 +65,8 @@ def test_fast_path_uses_each_columns_own_norm_like_the_reference_path(normalize)
     task = CircleWalk(K, N, "0.7")
     model = ModelConfig(K=K, N=N, M=M, pos=P, gram="computed", normalize_attention=normalize)
     fast, ref = (
-        train(task, model, TrainConfig(steps=6, population=True, fast=f), progress=False) for f in (True, False)
+        train(task, model, TrainConfig(steps=6, population=True, fast=f), progress=False)
+        for f in (True, False)
     )
     # measured: at most 1.1e-16 apart; the query norm taken from the parent's column (sq[-2] for sq[-1])
     # moves w by 1.1e-9, so 1e-14 (a ~90x margin over the measured bound) separates the two cleanly
@@ -85,7 +86,9 @@ def test_a_user_embedding_with_orthogonal_equal_norm_columns_gives_the_onehot_tr
     b = train(task, ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu), cfg, progress=False)
     assert a.config["mu"] == pytest.approx(mu, rel=1e-14) and a.config["model"]["pos"] == "user"
     # ideal Gram: both runs see μI; μ̄ of the user matrix differs from 2.0 by rounding only (~1e-16)
-    assert_close([h["attention_profile"] for h in a.history], [h["attention_profile"] for h in b.history], 1e-13, "S")
+    assert_close(
+        [h["attention_profile"] for h in a.history], [h["attention_profile"] for h in b.history], 1e-13, "S"
+    )
     assert_close(a.final["V"], b.final["V"], 1e-13, "V")
 
 
@@ -96,7 +99,9 @@ def test_deterministic_walks_stay_at_chance_with_equal_attention(K, r, p, fast):
     """Theorem 4.1: p ∈ {0,1}, N = rK+1: accuracy exactly 1/K, S_1 = … = S_{N-1}, V ∝ 1_{K×K}, for 10 steps."""
     N = r * K + 1
     model = ModelConfig(K=K, N=N, M=N + 5, gram="computed")
-    result = train(CircleWalk(K, N, p), model, TrainConfig(steps=10, eta=1.0, population=True, fast=fast), progress=False)
+    result = train(
+        CircleWalk(K, N, p), model, TrainConfig(steps=10, eta=1.0, population=True, fast=fast), progress=False
+    )
     for h in result.history:
         assert h["test_accuracy"] == 1 / K, f"step {h['step']}"
         # equal attention and V ∝ 1 hold exactly in exact arithmetic; 1e-12 allows float64 rounding,
@@ -110,8 +115,12 @@ def test_deterministic_walks_stay_at_chance_with_equal_attention(K, r, p, fast):
 def test_half_probability_walks_reach_opt_and_attend_to_the_parent():
     """Theorem 3.1 at toy scale: p = 1/2, K = 6: exact population accuracy reaches OPT = 1/2, parent attention grows."""
     K, N = 6, 9
-    result = train(CircleWalk(K, N, "1/2"), ModelConfig(K=K, N=N, M=16), TrainConfig(steps=10, population=True),
-                   progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(K, N, "1/2"),
+        ModelConfig(K=K, N=N, M=16),
+        TrainConfig(steps=10, population=True),
+        progress=False,
+    )
     acc = [h["test_accuracy"] for h in result.history]
     parent = [h["parent_attention"] for h in result.history]
     assert acc[0] == 1 / K  # zero init: all scores tie, label 0 wins, P(y = 0) = 1/K

@@ -24,7 +24,13 @@ def _cfg(**kw):
 
 
 BAD_TRAIN = [
-    ("task-not-a-task", "circle", _model(), _cfg(), r"task='circle' must be a rwtasks CircleWalk or FiniteTask"),
+    (
+        "task-not-a-task",
+        "circle",
+        _model(),
+        _cfg(),
+        r"task='circle' must be a rwtasks CircleWalk or FiniteTask",
+    ),
     ("model-not-a-config", TASK, {"K": 3}, _cfg(), r"model=\{'K': 3\} must be a ModelConfig"),
     ("cfg-not-a-config", TASK, _model(), None, r"cfg=None must be a TrainConfig"),
     ("K-mismatch", TASK, _model(K=4), _cfg(), r"K=4 differs from the task's vocabulary size K=3"),
@@ -33,9 +39,27 @@ BAD_TRAIN = [
     ("sine-M-equals-N", TASK, _model(M=4), _cfg(), r"pos='sine' needs M > N"),
     ("onehot-M-not-N", TASK, _model(pos="onehot"), _cfg(), r"pos='onehot' needs M = N"),
     ("pos-unknown", TASK, _model(pos="cosine"), _cfg(), r"pos='cosine' is not one of sine, onehot, random"),
-    ("user-pos-not-orthogonal", TASK, _model(pos=np.ones((6, 4))), _cfg(), r"not orthogonal with equal norms"),
-    ("user-pos-unequal-norms", TASK, _model(pos=np.diag([1.0, 1, 1, 2, 0, 0])[:, :4]), _cfg(), r"not orthogonal"),
-    ("user-pos-shape", TASK, _model(pos=np.eye(5)), _cfg(), r"has shape \(5, 5\), expected \(M, N\) = \(6, 4\)"),
+    (
+        "user-pos-not-orthogonal",
+        TASK,
+        _model(pos=np.ones((6, 4))),
+        _cfg(),
+        r"not orthogonal with equal norms",
+    ),
+    (
+        "user-pos-unequal-norms",
+        TASK,
+        _model(pos=np.diag([1.0, 1, 1, 2, 0, 0])[:, :4]),
+        _cfg(),
+        r"not orthogonal",
+    ),
+    (
+        "user-pos-shape",
+        TASK,
+        _model(pos=np.eye(5)),
+        _cfg(),
+        r"has shape \(5, 5\), expected \(M, N\) = \(6, 4\)",
+    ),
     ("pos-norm-zero", TASK, _model(pos_norm=0.0), _cfg(), r"pos_norm=0.0 is out of range"),
     ("pos-seed-negative", TASK, _model(pos_seed=-1), _cfg(), r"pos_seed=-1 must be an integer >= 0"),
     ("relu-width-zero", TASK, _model(relu_width=0), _cfg(), r"relu_width=0 must be an integer >= 1"),
@@ -46,26 +70,86 @@ BAD_TRAIN = [
     ("eta-schedule-negative", TASK, _model(), _cfg(eta=lambda t: -1.0), r"eta\(0\) = -1.0 is out of range"),
     ("eps-negative", TASK, _model(), _cfg(eps=-0.1), r"eps=-0.1 is out of range"),
     ("loss-unknown", TASK, _model(), _cfg(loss="hinge"), r"loss='hinge' is not one of log, squared, exp"),
-    ("loss-not-finite", TASK, _model(), _cfg(loss=lambda z: torch.log(z - 1)), r"is not finite at step 0 for 24 of 24"),
+    (
+        "loss-not-finite",
+        TASK,
+        _model(),
+        _cfg(loss=lambda z: torch.log(z - 1)),
+        r"is not finite at step 0 for 24 of 24",
+    ),
     ("loss-wrong-shape", TASK, _model(), _cfg(loss=lambda z: z.sum()), r"must map a tensor of shape \(24,\)"),
     ("init-unknown", TASK, _model(), _cfg(init="ones"), r"init='ones' is not one of zero, gaussian"),
     ("sigma-zero", TASK, _model(), _cfg(init="gaussian", sigma=0.0), r"sigma=0.0 is out of range"),
     ("seed-negative", TASK, _model(), _cfg(seed=-2), r"seed=-2 must be an integer >= 0"),
-    ("train-size-zero", TASK, _model(), _cfg(population=False, train_size=0), r"train_size=0 must be an integer >= 1"),
-    ("test-size-zero", TASK, _model(), _cfg(population=False, test_size=0), r"test_size=0 must be an integer >= 1"),
-    ("dtype-unknown", TASK, _model(), _cfg(dtype="float16"), r"dtype='float16' is not one of float64, float32"),
+    (
+        "train-size-zero",
+        TASK,
+        _model(),
+        _cfg(population=False, train_size=0),
+        r"train_size=0 must be an integer >= 1",
+    ),
+    (
+        "test-size-zero",
+        TASK,
+        _model(),
+        _cfg(population=False, test_size=0),
+        r"test_size=0 must be an integer >= 1",
+    ),
+    (
+        "dtype-unknown",
+        TASK,
+        _model(),
+        _cfg(dtype="float16"),
+        r"dtype='float16' is not one of float64, float32",
+    ),
     ("device-unknown", TASK, _model(), _cfg(device="tpu"), r"device='tpu' is not one of cpu, cuda"),
     ("tie-rtol-negative", TASK, _model(), _cfg(tie_rtol=-1e-9), r"tie_rtol=-1e-09 is out of range"),
     ("snapshot-out-of-range", TASK, _model(), _cfg(snapshots=[2]), r"snapshots entry 2 is out of range"),
     ("threads-zero", TASK, _model(), _cfg(threads=0), r"threads=0 must be an integer >= 1"),
-    ("record-step-out-of-range", TASK, _model(), _cfg(record_steps=[0, 2]), r"record_steps entry 2 is out of range"),
-    ("record-steps-not-a-sequence", TASK, _model(), _cfg(record_steps=3), r"record_steps=3 must be a sequence"),
-    ("rotate-gaussian-init", TASK, _model(), _cfg(rotate=True, init="gaussian"), r"rotate=True .* init='gaussian'"),
-    ("rotate-sampled", TASK, _model(), _cfg(rotate=True, population=False), r"rotate=True .* population=False"),
+    (
+        "record-step-out-of-range",
+        TASK,
+        _model(),
+        _cfg(record_steps=[0, 2]),
+        r"record_steps entry 2 is out of range",
+    ),
+    (
+        "record-steps-not-a-sequence",
+        TASK,
+        _model(),
+        _cfg(record_steps=3),
+        r"record_steps=3 must be a sequence",
+    ),
+    (
+        "rotate-gaussian-init",
+        TASK,
+        _model(),
+        _cfg(rotate=True, init="gaussian"),
+        r"rotate=True .* init='gaussian'",
+    ),
+    (
+        "rotate-sampled",
+        TASK,
+        _model(),
+        _cfg(rotate=True, population=False),
+        r"rotate=True .* population=False",
+    ),
     ("rotate-relu", TASK, _model(relu_width=2), _cfg(rotate=True), r"rotate=True .* relu_width=2"),
     ("rotate-reference", TASK, _model(), _cfg(rotate=True, fast=False), r"rotate=True .* fast=False"),
-    ("rotate-computed-gram", TASK, _model(gram="computed"), _cfg(rotate=True), r"rotate=True .* gram='computed'"),
-    ("rotate-finite-task", qa_task2(), ModelConfig(K=19, N=19, M=20), _cfg(rotate=True), r"rotate=True .* not a CircleWalk"),
+    (
+        "rotate-computed-gram",
+        TASK,
+        _model(gram="computed"),
+        _cfg(rotate=True),
+        r"rotate=True .* gram='computed'",
+    ),
+    (
+        "rotate-finite-task",
+        qa_task2(),
+        ModelConfig(K=19, N=19, M=20),
+        _cfg(rotate=True),
+        r"rotate=True .* not a CircleWalk",
+    ),
     ("kl-norm-unknown", TASK, _model(), _cfg(kl_norm="clip"), r"kl_norm='clip' is not one of softmax, shift"),
     ("population-too-large", CircleWalk(6, 97, "1/2"), ModelConfig(K=6, N=97), _cfg(), r"above the limit"),
     ("sampling-symbolic-p", CircleWalk(3, 4, "p"), _model(), _cfg(population=False), r"needs a numeric p"),
@@ -109,14 +193,22 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
     task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
     bad = int(np.sum(_label_scores_by_hand(task, M, sigma, seed) + 0.1 <= 0))
     assert 0 < bad < 64
-    with pytest.raises(ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"):
-        train(task, ModelConfig(K=4, N=5, M=M), TrainConfig(steps=2, init="gaussian", sigma=sigma, seed=seed,
-              eta=0.5, population=True), progress=False)  # fmt: skip
+    with pytest.raises(
+        ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"
+    ):
+        train(
+            task,
+            ModelConfig(K=4, N=5, M=M),
+            TrainConfig(steps=2, init="gaussian", sigma=sigma, seed=seed, eta=0.5, population=True),
+            progress=False,
+        )
 
 
 def test_cuda_request_without_cuda_is_refused(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ValueError, match=r"device='cuda' was requested but torch.cuda.is_available\(\) is False"):
+    with pytest.raises(
+        ValueError, match=r"device='cuda' was requested but torch.cuda.is_available\(\) is False"
+    ):
         train(TASK, _model(), _cfg(device="cuda"), progress=False)
 
 
@@ -129,7 +221,9 @@ BAD_EMBEDDINGS = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,message", [b[1:] for b in BAD_EMBEDDINGS], ids=[b[0] for b in BAD_EMBEDDINGS])
+@pytest.mark.parametrize(
+    "kwargs,message", [b[1:] for b in BAD_EMBEDDINGS], ids=[b[0] for b in BAD_EMBEDDINGS]
+)
 def test_bad_embedding_arguments_raise_a_clear_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         positional_embeddings(**kwargs)
@@ -157,5 +251,24 @@ def test_bad_cli_arguments_exit_2_with_one_line(argv, message, tmp_path, capsys)
 def test_qa_task_runs_with_its_own_sizes(tmp_path):
     """The complement of the K-with-qa error: matching sizes are accepted."""
     assert qa_task2().K == 19
-    assert main(["train", "--task", "qa2", "--K", "19", "--N", "19", "--M", "25", "--steps", "1", "--population",
-                 "--out", str(tmp_path)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "qa2",
+                "--K",
+                "19",
+                "--N",
+                "19",
+                "--M",
+                "25",
+                "--steps",
+                "1",
+                "--population",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )

@@ -84,7 +84,9 @@ def test_reconstructed_W_reproduces_the_attention_logits():
     """W(T) rebuilt from the rank-one updates gives the softmax the fast path used (checked by hand)."""
     task, K, N, M = CircleWalk(3, 4, "0.7"), 3, 4, 6
     model = ModelConfig(K=K, N=N, M=M)
-    result = train(task, model, TrainConfig(steps=3, population=True, init="gaussian", sigma=0.03), progress=False)
+    result = train(
+        task, model, TrainConfig(steps=3, population=True, init="gaussian", sigma=0.03), progress=False
+    )
     W = result.W()
     from rwnumeric import positional_embeddings
 

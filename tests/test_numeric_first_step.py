@@ -12,7 +12,13 @@ from rwtasks import CircleWalk
 
 @pytest.mark.parametrize(
     "K,N,p,eta,eps",
-    [(3, 4, 0.5, 1.0, 0.1), (4, 6, 0.3, 0.5, 0.2), (5, 7, 0.8, 2.0, 0.1), (6, 5, 1.0, 1.0, 0.05), (3, 9, 0.0, 1.0, 0.1)],
+    [
+        (3, 4, 0.5, 1.0, 0.1),
+        (4, 6, 0.3, 0.5, 0.2),
+        (5, 7, 0.8, 2.0, 0.1),
+        (6, 5, 1.0, 1.0, 0.05),
+        (3, 9, 0.0, 1.0, 0.1),
+    ],
     ids=["K3N4p.5", "K4N6p.3", "K5N7p.8", "K6N5p1", "K3N9p0"],
 )
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
@@ -48,11 +54,15 @@ def test_first_K_columns_of_W_stay_zero_from_zero_init(p, normalize):
 def test_first_value_step_scales_with_the_loss_derivative_at_zero():
     """Lemma C.1 for any loss: V(1) = -η ℓ'(0)·E[e_y (X/N)ᵀ], so V(1) scales with ℓ'(0)."""
     task, model = CircleWalk(4, 5, 0.6), ModelConfig(K=4, N=5, M=8)
-    v_log = np.array(train(task, model, TrainConfig(steps=1, population=True, eps=0.1), progress=False).final["V"])
+    v_log = np.array(
+        train(task, model, TrainConfig(steps=1, population=True, eps=0.1), progress=False).final["V"]
+    )
     v_sq = np.array(
         train(task, model, TrainConfig(steps=1, population=True, loss="squared"), progress=False).final["V"]
     )
-    v_exp = np.array(train(task, model, TrainConfig(steps=1, population=True, loss="exp"), progress=False).final["V"])
+    v_exp = np.array(
+        train(task, model, TrainConfig(steps=1, population=True, loss="exp"), progress=False).final["V"]
+    )
     # ℓ'(0): log -1/ε = -10, squared -2, exp -1.
     assert_close(v_sq, v_log * 2 / 10, 1e-15, "squared vs log")
     assert_close(v_exp, v_log * 1 / 10, 1e-15, "exp vs log")
@@ -62,9 +72,15 @@ def test_learning_rate_schedule_uses_eta_of_the_step_index():
     """Update t uses η(t): V(1) of a schedule with η(0) = 1/4 is a quarter of V(1) at η = 1 (Lemma C.1 is linear in η)."""
     task, model = CircleWalk(4, 5, 0.6), ModelConfig(K=4, N=5, M=8)
     base = train(task, model, TrainConfig(steps=1, population=True, eta=1.0), progress=False)
-    schedule = train(task, model, TrainConfig(steps=2, population=True, eta=lambda t: 0.25 if t == 0 else 1.0,
-                     snapshots=[1]), progress=False)  # fmt: skip
+    schedule = train(
+        task,
+        model,
+        TrainConfig(steps=2, population=True, eta=lambda t: 0.25 if t == 0 else 1.0, snapshots=[1]),
+        progress=False,
+    )
     assert_close(schedule.snapshots[1]["V"], np.array(base.final["V"]) / 4, 1e-15, "V(1) with η(0) = 1/4")
     constant = train(task, model, TrainConfig(steps=2, population=True, eta=0.25), progress=False)
-    assert np.abs(np.array(schedule.final["V"]) - np.array(constant.final["V"])).max() > 1e-3  # η(1) = 1 was used
+    assert (
+        np.abs(np.array(schedule.final["V"]) - np.array(constant.final["V"])).max() > 1e-3
+    )  # η(1) = 1 was used
     assert schedule.config["train"]["eta"] == "callable:<lambda>"

@@ -15,8 +15,10 @@ from rwtasks import CircleWalk, FiniteTask
 
 
 def test_tie_rule_picks_the_smallest_label_among_near_maxima():
-    f = torch.tensor([[2.0, 2.0 + 1e-10, 1.0], [0.0, 0.0, 0.0], [-1.0, -3.0, -1.0], [1.0, 1.0 + 1e-8, 0.0]],
-                     dtype=torch.float64)  # fmt: skip
+    f = torch.tensor(
+        [[2.0, 2.0 + 1e-10, 1.0], [0.0, 0.0, 0.0], [-1.0, -3.0, -1.0], [1.0, 1.0 + 1e-8, 0.0]],
+        dtype=torch.float64,
+    )
     assert predict(f, 1e-9).tolist() == [0, 0, 0, 1]  # 1e-8 relative is no tie at rtol 1e-9
     assert predict(f, 1e-7).tolist() == [0, 0, 0, 0]
     assert predict(f, 0.0).tolist() == [1, 0, 0, 1]
@@ -25,8 +27,12 @@ def test_tie_rule_picks_the_smallest_label_among_near_maxima():
 def test_kl_normalisations_match_hand_values():
     f = torch.tensor([[1.0, 0.0, -1.0]], dtype=torch.float64)
     law = torch.tensor([[0.5, 0.5, 0.0]], dtype=torch.float64)
-    ev = EvalSet(torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, dtype=torch.int64),
-                 torch.ones(1, dtype=torch.float64), law)  # fmt: skip
+    ev = EvalSet(
+        torch.zeros(1, 1, dtype=torch.int64),
+        torch.zeros(1, dtype=torch.int64),
+        torch.ones(1, dtype=torch.float64),
+        law,
+    )
     z = math.e + 1 + math.exp(-1)
     soft = 0.5 * math.log(0.5 / (math.e / z)) + 0.5 * math.log(0.5 / (1 / z))
     assert kl_divergence(f, ev, "softmax", 0.1) == pytest.approx(soft, rel=1e-14)
@@ -49,8 +55,12 @@ def test_structure_residuals_match_hand_values():
 def test_first_two_history_records_match_closed_forms(K, N, p):
     """Step 0 (uniform S, f = 0) and step 1 (V(1) of Lemma C.1, S still uniform) from numpy oracles."""
     eta, eps = 1.0, 0.1
-    result = train(CircleWalk(K, N, p), ModelConfig(K=K, N=N, M=N + 2),
-                   TrainConfig(steps=1, eta=eta, eps=eps, population=True), progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(K, N, p),
+        ModelConfig(K=K, N=N, M=N + 2),
+        TrainConfig(steps=1, eta=eta, eps=eps, population=True),
+        progress=False,
+    )
     h0, h1 = result.history
     Pi = transition_by_hand(K, p)
     entropy = -sum(x * math.log(x) for x in (p, 1 - p) if x > 0)
@@ -62,14 +72,18 @@ def test_first_two_history_records_match_closed_forms(K, N, p):
     # step 1: V(1) from matrix powers; S(1) is uniform because W(1) = 0, so f = V(1) x̄ (N-1)/N
     V1 = eta / (eps * N * K) * sum(np.linalg.matrix_power(Pi.T, N - i) for i in range(1, N))
     Pi_T_unit = Pi.T / np.linalg.norm(Pi)
-    assert h1["v_direction_error"] == pytest.approx(np.linalg.norm(V1 / np.linalg.norm(V1) - Pi_T_unit), abs=1e-13)
+    assert h1["v_direction_error"] == pytest.approx(
+        np.linalg.norm(V1 / np.linalg.norm(V1) - Pi_T_unit), abs=1e-13
+    )
     pop = CircleWalk(K, N, p).population()
     probs = pop.float_probs()
     xbar = pop.one_hot().sum(axis=2) / N  # (n, K) = X·(1/N)
     f = xbar @ V1.T
     target = Pi[pop.tokens[:, -1]]
-    err = np.linalg.norm(f / np.linalg.norm(f, axis=1, keepdims=True)
-                         - target / np.linalg.norm(target, axis=1, keepdims=True), axis=1)  # fmt: skip
+    err = np.linalg.norm(
+        f / np.linalg.norm(f, axis=1, keepdims=True) - target / np.linalg.norm(target, axis=1, keepdims=True),
+        axis=1,
+    )
     assert h1["f_direction_error"] == pytest.approx(float(probs @ err), abs=1e-13)
     z = f[np.arange(pop.size), pop.labels]
     assert h1["train_loss"] == pytest.approx(float(probs @ -np.log(z + eps)), abs=1e-13)
@@ -90,10 +104,18 @@ def test_finite_task_kl_uses_the_exact_conditional_law():
 
 
 def test_float32_runs_and_records_its_tie_tolerance():
-    result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=6),
-                   TrainConfig(steps=3, population=True, dtype="float32"), progress=False)  # fmt: skip
-    ref = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=6), TrainConfig(steps=3, population=True),
-                progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(3, 4, "1/2"),
+        ModelConfig(K=3, N=4, M=6),
+        TrainConfig(steps=3, population=True, dtype="float32"),
+        progress=False,
+    )
+    ref = train(
+        CircleWalk(3, 4, "1/2"),
+        ModelConfig(K=3, N=4, M=6),
+        TrainConfig(steps=3, population=True),
+        progress=False,
+    )
     assert result.config["train"]["tie_rtol"] == 1e-5
     # float32 rounding (6e-8 relative per operation) over 3 steps of O(1) values: measured 8.8e-8
     # (max |V| = 1.18); 1e-6 is an ~11x margin, while a float32 path that lost a step would be off by O(0.1)
@@ -101,8 +123,16 @@ def test_float32_runs_and_records_its_tie_tolerance():
 
 
 def test_relu_variant_reports_only_the_metrics_that_apply():
-    result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=6, relu_width=5),
-                   TrainConfig(steps=2, population=True, init="gaussian", sigma=0.1), progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(3, 4, "1/2"),
+        ModelConfig(K=3, N=4, M=6, relu_width=5),
+        TrainConfig(steps=2, population=True, init="gaussian", sigma=0.1),
+        progress=False,
+    )
     last = result.history[-1]
-    assert last["v_direction_error"] is None and last["circulant_residual"] is None and last["ones_residual"] is None
+    assert (
+        last["v_direction_error"] is None
+        and last["circulant_residual"] is None
+        and last["ones_residual"] is None
+    )
     assert np.array(result.final["V"]).shape == (5, 3) and np.array(result.final["A"]).shape == (3, 5)

@@ -29,8 +29,12 @@ def _float(matrix) -> np.ndarray:
 def test_recorded_parameters_are_the_exact_gd_iterates():
     task = CircleWalk(3, 4, "7/10")
     exact = derive(task, 2, eta=1, eps="1/10", mu=1)
-    result = train(task, ModelConfig(K=3, N=4, M=4, pos="onehot"),
-                   TrainConfig(steps=2, eta=1.0, eps=0.1, population=True, record_params=True), progress=False)  # fmt: skip
+    result = train(
+        task,
+        ModelConfig(K=3, N=4, M=4, pos="onehot"),
+        TrainConfig(steps=2, eta=1.0, eps=0.1, population=True, record_params=True),
+        progress=False,
+    )
     assert sorted(result.params) == [0, 1, 2]
     for t, state in enumerate(exact.states):
         assert_rel(result.params[t]["V"], _float(state.V.tolist()), RTOL, f"V({t})")
@@ -40,9 +44,12 @@ def test_recorded_parameters_are_the_exact_gd_iterates():
 
 
 def test_only_the_recorded_steps_are_kept_and_the_relu_head_is_included():
-    result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5, relu_width=2),
-                   TrainConfig(steps=4, population=True, init="gaussian", record_steps=(0, 3), record_params=True),
-                   progress=False)  # fmt: skip
+    result = train(
+        CircleWalk(3, 4, "1/2"),
+        ModelConfig(K=3, N=4, M=5, relu_width=2),
+        TrainConfig(steps=4, population=True, init="gaussian", record_steps=(0, 3), record_params=True),
+        progress=False,
+    )
     assert sorted(result.params) == [0, 3]
     assert sorted(result.params[3]) == ["A", "V", "w"]
     assert np.shape(result.params[3]["V"]) == (2, 3) and np.shape(result.params[3]["A"]) == (3, 2)
@@ -52,12 +59,17 @@ def test_only_the_recorded_steps_are_kept_and_the_relu_head_is_included():
 def test_without_the_option_metrics_json_has_no_params(tmp_path):
     small = ["--K", "3", "--N", "4", "--M", "8", "--steps", "2", "--train-size", "10", "--test-size", "10"]
     assert main(["train", *small, "--out", str(tmp_path / "plain")]) == 0
-    assert main(["train", *small, "--record-params", "--record-steps", "0,2", "--out", str(tmp_path / "params")]) == 0
+    assert (
+        main(["train", *small, "--record-params", "--record-steps", "0,2", "--out", str(tmp_path / "params")])
+        == 0
+    )
     plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())
     recorded = json.loads((tmp_path / "params" / "metrics.json").read_text())
     assert "params" not in plain and plain["config"]["train"]["record_params"] is False
     assert sorted(recorded["params"]) == ["0", "2"] and recorded["config"]["train"]["record_params"] is True
-    assert recorded["params"]["2"]["V"] == recorded["final"]["V"] and len(recorded["params"]["0"]["w"]) == 3 + 8
+    assert (
+        recorded["params"]["2"]["V"] == recorded["final"]["V"] and len(recorded["params"]["0"]["w"]) == 3 + 8
+    )
 
 
 @pytest.mark.parametrize("value", [1, "yes", None])

@@ -13,8 +13,12 @@ TASK, MODEL = CircleWalk(5, 5, "3/10"), ModelConfig(K=5, N=5, M=7, pos_norm=3.0)
 
 def test_recorded_history_is_the_every_step_history_at_those_steps() -> None:
     every = train(TASK, MODEL, TrainConfig(steps=8, population=True), progress=False)
-    some = train(TASK, MODEL, TrainConfig(steps=8, population=True, record_steps=[7, 0, 3, 3], snapshots=[5]),
-                 progress=False)
+    some = train(
+        TASK,
+        MODEL,
+        TrainConfig(steps=8, population=True, record_steps=[7, 0, 3, 3], snapshots=[5]),
+        progress=False,
+    )
     # the same computation, only fewer evaluations: equal bit for bit
     assert [h["step"] for h in some.history] == [0, 3, 7]
     assert some.history == [every.history[t] for t in (0, 3, 7)]
@@ -24,8 +28,13 @@ def test_recorded_history_is_the_every_step_history_at_those_steps() -> None:
 
 
 def test_observe_sees_the_model_at_each_recorded_step() -> None:
-    res = train(TASK, MODEL, TrainConfig(steps=4, population=True, record_steps=[1, 4]), progress=False,
-                observe=lambda t, net: (t, net.V.detach().numpy().copy()))
+    res = train(
+        TASK,
+        MODEL,
+        TrainConfig(steps=4, population=True, record_steps=[1, 4]),
+        progress=False,
+        observe=lambda t, net: (t, net.V.detach().numpy().copy()),
+    )
     every = train(TASK, MODEL, TrainConfig(steps=4, population=True, snapshots=[1, 4]), progress=False)
     assert sorted(res.observations) == [1, 4]
     for t in (1, 4):
@@ -37,8 +46,12 @@ def test_rotation_reduction_equals_the_full_population_run() -> None:
     # normalised attention and the squared loss: the reduction needs only rotation-invariant parameters
     for model, loss in ((MODEL, "log"), (ModelConfig(K=5, N=5, M=7, normalize_attention=True), "squared")):
         full = train(TASK, model, TrainConfig(steps=10, population=True, loss=loss, eta=0.5), progress=False)
-        reduced = train(TASK, model, TrainConfig(steps=10, population=True, loss=loss, eta=0.5, rotate=True),
-                        progress=False)
+        reduced = train(
+            TASK,
+            model,
+            TrainConfig(steps=10, population=True, loss=loss, eta=0.5, rotate=True),
+            progress=False,
+        )
         assert reduced.config["train"]["rotate"] is True
         # float64, 10 steps, K times fewer inputs summed: rounding differences stay ≪ 1e-10
         assert_close(reduced.final["V"], full.final["V"], 1e-10, "V(10)")

@@ -141,7 +141,9 @@ def test_report_files_are_written_atomically(tmp_path) -> None:
 
 
 def test_certificate_json_turns_non_finite_floats_into_strings() -> None:
-    cert = Certificate("X", "s", "scope", "numeric evidence", "holds", details={"v": float("nan"), "a": np.arange(2)})
+    cert = Certificate(
+        "X", "s", "scope", "numeric evidence", "holds", details={"v": float("nan"), "a": np.arange(2)}
+    )
     assert cert.to_json()["details"] == {"v": "nan", "a": [0, 1]}
 
 

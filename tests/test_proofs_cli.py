@@ -34,7 +34,11 @@ def test_rw_proofs_out_must_be_a_folder(tmp_path, capsys) -> None:
 
 
 def test_rw_proofs_as_subprocess(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "rwcli.main", "proofs", "--quick", "--only", "D.1", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rwcli.main", "proofs", "--quick", "--only", "D.1", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "D.1" in proc.stdout and (tmp_path / "proofs.json").exists()

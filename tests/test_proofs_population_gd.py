@@ -21,14 +21,20 @@ def test_rotation_reduced_run_matches_exact_symbolic_trajectory() -> None:
     task = CircleWalk(5, 4, "7/10")
     # the oracle sums over the whole population (rotate=False), so it does not rely on the symmetry argument
     traj = derive(task, steps=2, eta=1, eps="1/10", mu=2, loss="log", rotate=False)
-    res = train(task, ModelConfig(K=5, N=4, M=4, pos="onehot", pos_norm=2.0),
-                TrainConfig(steps=2, population=True, rotate=True, record_steps=[0, 1, 2]), progress=False,
-                observe=_state)
+    res = train(
+        task,
+        ModelConfig(K=5, N=4, M=4, pos="onehot", pos_norm=2.0),
+        TrainConfig(steps=2, population=True, rotate=True, record_steps=[0, 1, 2]),
+        progress=False,
+        observe=_state,
+    )
     for t in (0, 1, 2):
         V, u, q = res.observations[t]
         exact = traj.states[t]
         # float64 after two steps on entries of size O(10): rounding error is far below 1e-12
-        assert_close(V, np.array(exact.V.evalf(30).tolist(), dtype=np.float64), 1e-12, f"V({t}) float vs exact")
+        assert_close(
+            V, np.array(exact.V.evalf(30).tolist(), dtype=np.float64), 1e-12, f"V({t}) float vs exact"
+        )
         assert_close(u, [float(v.evalf(30)) for v in exact.w_tok], 1e-12, f"w_tok({t}) float vs exact")
         assert_close(q / 2.0, [float(v.evalf(30)) for v in exact.c], 1e-12, f"c({t}) = q/μ float vs exact")
 
@@ -45,8 +51,12 @@ def test_rotation_reduced_recorded_run_equals_the_unreduced_run() -> None:
     assert run.steps == [0, 4, 8, 12, 16, 20]
     assert_close(run.V, np.array(full.final["V"]), 1e-10, "V(20)")
     assert run.accuracy == [full.history[t]["test_accuracy"] for t in run.steps]
-    assert_close(run.v_err_pi[1:], [full.history[t]["v_direction_error"] for t in run.steps[1:]], 1e-10, "v error")
-    assert_close(run.f_err_pi[1:], [full.history[t]["f_direction_error"] for t in run.steps[1:]], 1e-10, "f error")
+    assert_close(
+        run.v_err_pi[1:], [full.history[t]["v_direction_error"] for t in run.steps[1:]], 1e-10, "v error"
+    )
+    assert_close(
+        run.f_err_pi[1:], [full.history[t]["f_direction_error"] for t in run.steps[1:]], 1e-10, "f error"
+    )
     parent = [full.history[t]["parent_attention"] for t in run.steps]
     assert_close(1 - 10 ** np.array(run.log10_one_minus_parent), parent, 1e-10, "parent attention")
 

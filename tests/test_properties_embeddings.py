@@ -29,8 +29,6 @@ RTOL = 1e-12
 STEPS = 3
 
 
-
-
 def _summary(run, tokens: torch.Tensor) -> dict[str, np.ndarray]:
     f, S, _ = run.model.evaluate(tokens)
     return {

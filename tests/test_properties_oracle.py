@@ -38,7 +38,10 @@ from rwcheck.strategies import (
 from rwnumeric import load_oracle
 from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, read_oracle, write_oracle
 
-TASKS = {"circle": circle_configs(K=(3, 5), N=(2, 4)), "finite": finite_tasks(K=(2, 4), N=(2, 4), inputs=(1, 5))}
+TASKS = {
+    "circle": circle_configs(K=(3, 5), N=(2, 4)),
+    "finite": finite_tasks(K=(2, 4), N=(2, 4), inputs=(1, 5)),
+}
 
 
 POINTS = (sp.Rational(3, 10), sp.Rational(7, 5), sp.Rational(-13, 17))
@@ -72,11 +75,18 @@ def flat(value) -> list:
 def exact_values(state) -> dict[str, list]:
     """Every value the oracle stores for one state, flattened, from the public StepState attributes."""
     return {
-        "V": flat(state.V), "w_tok": flat(state.w_tok), "c": flat(state.c), "loss": [state.loss],
-        "accuracy": [state.accuracy], "mean_attention": flat(state.mean_attention),
-        "mean_logits": flat(state.mean_logits), "mean_f": flat(state.mean_f),
-        "logits": flat(state.logits), "S": flat(state.S), "f": flat(state.f),
-    }  # fmt: skip
+        "V": flat(state.V),
+        "w_tok": flat(state.w_tok),
+        "c": flat(state.c),
+        "loss": [state.loss],
+        "accuracy": [state.accuracy],
+        "mean_attention": flat(state.mean_attention),
+        "mean_logits": flat(state.mean_logits),
+        "mean_f": flat(state.mean_f),
+        "logits": flat(state.logits),
+        "S": flat(state.S),
+        "f": flat(state.f),
+    }
 
 
 @st.composite
@@ -109,7 +119,9 @@ def test_oracle_json_round_trips(family, values, data) -> None:
         raw = path.read_bytes()
         document = json.loads(raw)
         jsonschema.validate(document, load_oracle_schema())
-        assert write_oracle(traj, Path(folder) / "again.json", per_input=True).read_bytes() == raw, "not reproducible"
+        assert write_oracle(traj, Path(folder) / "again.json", per_input=True).read_bytes() == raw, (
+            "not reproducible"
+        )
         back = read_oracle(path)
         cfg = back["config"]
         assert (cfg["K"], cfg["N"], cfg["steps"]) == (task.K, task.N, steps)
@@ -136,4 +148,6 @@ def test_oracle_json_round_trips(family, values, data) -> None:
                 got = np.asarray(entry[key], dtype=np.float64).ravel()
                 want = np.array([float(sp.N(v, 40)) for v in values])
                 ulp = np.spacing(np.abs(want))
-                assert np.all(np.abs(got - want) <= ulp), f"step {state.t} {key}: floats are not the nearest doubles"
+                assert np.all(np.abs(got - want) <= ulp), (
+                    f"step {state.t} {key}: floats are not the nearest doubles"
+                )

@@ -70,7 +70,9 @@ def test_zero_signal_makes_every_score_a_multiple_of_the_label_mean(family, data
     task = data.draw(ZERO_SIGNAL[family], label="task").task()
     assert signal_matrix(task) == sp.zeros(task.K, task.K), "the strategy promised C = 0"
     ey, _ = label_and_token_means(task)
-    state = derive(task, 1, eta=eta, eps=eps, mu=mu, loss=loss if loss == "any" else symbolic_any_loss(loss)).states[1]
+    state = derive(
+        task, 1, eta=eta, eps=eps, mu=mu, loss=loss if loss == "any" else symbolic_any_loss(loss)
+    ).states[1]
     event(f"labels with positive probability: {sum(1 for v in ey if v != 0)}")
     for n, f in enumerate(state.f):
         assert proportional(f, ey), f"input {n}: f(X) = {list(f)} is not a multiple of E[e_y] = {list(ey)}"

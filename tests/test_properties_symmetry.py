@@ -65,10 +65,17 @@ def rotation_orbits(task) -> np.ndarray:
     Built from the tokens themselves (not from the population's order), so it is an independent check.
     """
     pop = task.population()
-    key = {(tuple(row), int(y)): i for i, (row, y) in enumerate(zip(pop.tokens.tolist(), pop.labels.tolist(), strict=True))}
+    key = {
+        (tuple(row), int(y)): i
+        for i, (row, y) in enumerate(zip(pop.tokens.tolist(), pop.labels.tolist(), strict=True))
+    }
     roots = [i for i in range(pop.size) if pop.tokens[i, 0] == 0]
-    return np.array([[key[(tuple((pop.tokens[i] + r) % task.K), int((pop.labels[i] + r) % task.K))] for i in roots]
-                     for r in range(task.K)])  # fmt: skip
+    return np.array(
+        [
+            [key[(tuple((pop.tokens[i] + r) % task.K), int((pop.labels[i] + r) % task.K))] for i in roots]
+            for r in range(task.K)
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +87,9 @@ def test_rotation_equivariance_numeric_up_to_step_20(cfg, mu, eps, loss, data) -
     task = cfg.task()
     # η ≤ 1 for the squared-type losses: their 20-step GD at η near 2 can overshoot without bound,
     # and the run then stops (correctly) with a non-finite-loss error instead of testing the symmetry.
-    sched = data.draw(schedules(high=1 if not isinstance(loss, str) or loss == "squared" else 2), label="schedule")
+    sched = data.draw(
+        schedules(high=1 if not isinstance(loss, str) or loss == "squared" else 2), label="schedule"
+    )
     emb = data.draw(embeddings(cfg.N, mu), label="embedding")
     checked = sorted(data.draw(st.sets(st.integers(0, T_MAX - 1), max_size=3), label="also at") | {T_MAX})
     event(f"loss={loss if isinstance(loss, str) else 'custom'}")
@@ -92,7 +101,9 @@ def test_rotation_equivariance_numeric_up_to_step_20(cfg, mu, eps, loss, data) -
         if T == T_MAX:
             for t in range(T + 1):
                 V = np.array(run.snapshots[t]["V"])
-                assert circulant_defect(V) <= TOL, f"V({t}) is not circulant: defect {circulant_defect(V):.3g}"
+                assert circulant_defect(V) <= TOL, (
+                    f"V({t}) is not circulant: defect {circulant_defect(V):.3g}"
+                )
         _, S, _ = run.model.evaluate(tokens)
         S = S.numpy()[orbits]  # (K rotations, n walks, N positions)
         spread = float(np.max(np.abs(S - S[:1])))
@@ -100,8 +111,14 @@ def test_rotation_equivariance_numeric_up_to_step_20(cfg, mu, eps, loss, data) -
 
 
 @settings(max_examples=scaled(20))
-@given(cfg=circle_configs(K=(3, 5), N=(2, 4)), mu=mus(), eta=etas(), eps=epsilons(),
-       loss=st.sampled_from(LOSSES), data=st.data())  # fmt: skip
+@given(
+    cfg=circle_configs(K=(3, 5), N=(2, 4)),
+    mu=mus(),
+    eta=etas(),
+    eps=epsilons(),
+    loss=st.sampled_from(LOSSES),
+    data=st.data(),
+)
 def test_rotation_equivariance_exact_up_to_step_2(cfg, mu, eta, eps, loss, data) -> None:
     task = cfg.task()
     exact = derive(task, 2, eta=eta, eps=eps, mu=mu, loss=symbolic_loss(loss), rotate=False)
@@ -115,7 +132,9 @@ def test_rotation_equivariance_exact_up_to_step_2(cfg, mu, eta, eps, loss, data)
         for orbit in orbits.T:  # the K rotations of one walk
             for j in range(task.N):
                 check = is_proportional_to_ones(sp.Matrix([[S[i][j] for i in orbit]]))
-                assert check.holds, f"S({state.t})_{j + 1} differs across the rotations {list(orbit)}: {check.detail}"
+                assert check.holds, (
+                    f"S({state.t})_{j + 1} differs across the rotations {list(orbit)}: {check.detail}"
+                )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +148,11 @@ def test_balanced_walks_stay_symmetric_exactly_for_any_loss_and_rate(cfg, data) 
     # built-in losses only: the user loss log(1+exp(-az)) nests exp three steps deep (seconds per
     # example), and the abstract-loss derivation already covers every differentiable ℓ
     loss = data.draw(st.sampled_from(LOSSES), label="concrete loss")
-    eta, mu, eps = data.draw(etas(), label="eta"), data.draw(mus(), label="mu"), data.draw(epsilons(), label="eps")
+    eta, mu, eps = (
+        data.draw(etas(), label="eta"),
+        data.draw(mus(), label="mu"),
+        data.draw(epsilons(), label="eps"),
+    )
     for trajectory in (
         derive(task, 3, eta="eta", eps="eps", mu="mu", loss="any"),
         derive(task, 3, eta=eta, eps=eps, mu=mu, loss=symbolic_loss(loss)),
@@ -146,15 +169,21 @@ def test_balanced_walks_stay_symmetric_exactly_for_any_loss_and_rate(cfg, data) 
 @given(cfg=balanced_circle_configs(), mu=mus(), eps=epsilons(), loss=any_losses(), data=st.data())
 def test_balanced_walks_stay_symmetric_numerically_up_to_step_20(cfg, mu, eps, loss, data) -> None:
     task = cfg.task()
-    sched = data.draw(schedules(high=1 if not isinstance(loss, str) or loss == "squared" else 2), label="schedule")
+    sched = data.draw(
+        schedules(high=1 if not isinstance(loss, str) or loss == "squared" else 2), label="schedule"
+    )
     emb = data.draw(embeddings(cfg.N, mu), label="embedding")
     event(f"schedule={sched.kind}")
-    run = numeric_run(task, emb.model(task.K, task.N), T_MAX, sched, eps, loss, snapshots=tuple(range(T_MAX + 1)))
+    run = numeric_run(
+        task, emb.model(task.K, task.N), T_MAX, sched, eps, loss, snapshots=tuple(range(T_MAX + 1))
+    )
     for t in range(T_MAX + 1):
         V = np.array(run.snapshots[t]["V"])
         assert ones_defect(V) <= TOL, f"V({t}) is not ∝ 1_KxK: defect {ones_defect(V):.3g}"
         # attention_spread = max over inputs of (max - min of S_1..S_{N-1}) (README metric table)
-        assert run.history[t]["attention_spread"] == 0, f"S({t}) unequal on 1..N-1: {run.history[t]['attention_spread']:.3g}"
+        assert run.history[t]["attention_spread"] == 0, (
+            f"S({t}) unequal on 1..N-1: {run.history[t]['attention_spread']:.3g}"
+        )
     _, S, _ = run.model.evaluate(torch.as_tensor(task.population().tokens))  # recomputed here, not the metric
     tokens_part = S.numpy()[:, :-1]
     assert float(np.max(np.ptp(tokens_part, axis=1))) == 0, "S(20) unequal on positions 1..N-1"

@@ -7,7 +7,18 @@ import inspect
 
 import pytest
 
-PACKAGES = ["rwio", "rwtasks", "rwnumeric", "rwsymbolic", "rwrepro", "rwexplore", "proofs", "rwcertify", "rwstability", "rwcheck"]
+PACKAGES = [
+    "rwio",
+    "rwtasks",
+    "rwnumeric",
+    "rwsymbolic",
+    "rwrepro",
+    "rwexplore",
+    "proofs",
+    "rwcertify",
+    "rwstability",
+    "rwcheck",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -25,8 +25,17 @@ FIG6_WINDOW = (200, 800)
 def _outcome(K: int, N: int, p: str, n_test: int = 1000, **series) -> dict:
     """A run outcome as rwrepro._runner.run_one writes it, with the given metric series."""
     T = len(next(iter(series.values())))
-    full = {k: series.get(k, [0.0] * T) for k in ("test_accuracy", "parent_attention", "attention_spread",
-                                                  "ones_residual", "v_direction_error", "kl")}  # fmt: skip
+    full = {
+        k: series.get(k, [0.0] * T)
+        for k in (
+            "test_accuracy",
+            "parent_attention",
+            "attention_spread",
+            "ones_residual",
+            "v_direction_error",
+            "kl",
+        )
+    }
     prof = [0.0] * N
     prof[N - 2] = full["parent_attention"][-1]
     return {
@@ -59,25 +68,49 @@ def test_support_matches_requires_the_largest_entries_on_the_transposed_transiti
 def test_success_claims_follow_their_thresholds():
     K, N = 6, 9
     Pi = CircleWalk(K, N, "1/2").transition_matrix_float()
-    good = _outcome(K, N, "1/2", test_accuracy=[0.2, 0.5, 0.49], parent_attention=[0.1, PARENT_MIN],
-                    v_direction_error=[1.0, 0.2])  # fmt: skip
+    good = _outcome(
+        K,
+        N,
+        "1/2",
+        test_accuracy=[0.2, 0.5, 0.49],
+        parent_attention=[0.1, PARENT_MIN],
+        v_direction_error=[1.0, 0.2],
+    )
     good["series"]["test_accuracy"] = [0.2, 0.5, 0.49]
     good["final"]["V"] = (Pi.T + 0.01).tolist()
     rows = success_claims("fig4", good, few_steps=True)
     assert [r.agrees for r in rows] == [True, True, True, True]
-    bad = _outcome(K, N, "1/2", test_accuracy=[0.2, 0.3], parent_attention=[0.1, PARENT_MIN - 0.01],
-                   v_direction_error=[1.0, 0.6])  # fmt: skip
+    bad = _outcome(
+        K,
+        N,
+        "1/2",
+        test_accuracy=[0.2, 0.3],
+        parent_attention=[0.1, PARENT_MIN - 0.01],
+        v_direction_error=[1.0, 0.6],
+    )
     bad["final"]["V"] = (Pi.T + 0.01).tolist()
     assert [r.agrees for r in success_claims("fig8", bad, few_steps=False)] == [False, False, False]
 
 
 def test_failure_claims_fail_as_soon_as_one_iteration_breaks_the_symmetry():
     K, N = 6, 13
-    flat = _outcome(K, N, "1", test_accuracy=[1 / 6] * 3, attention_spread=[0.0, 0.0, SPREAD_MAX],
-                    ones_residual=[0.0, 0.03, ONES_MAX])  # fmt: skip
+    flat = _outcome(
+        K,
+        N,
+        "1",
+        test_accuracy=[1 / 6] * 3,
+        attention_spread=[0.0, 0.0, SPREAD_MAX],
+        ones_residual=[0.0, 0.03, ONES_MAX],
+    )
     assert [r.agrees for r in failure_claims("fig5", flat)] == [True, True, True]
-    broken = _outcome(K, N, "1", test_accuracy=[1 / 6, 1.0, 1 / 6], attention_spread=[0.0, 2 * SPREAD_MAX, 0.0],
-                      ones_residual=[0.0, 0.0, 2 * ONES_MAX])  # fmt: skip
+    broken = _outcome(
+        K,
+        N,
+        "1",
+        test_accuracy=[1 / 6, 1.0, 1 / 6],
+        attention_spread=[0.0, 2 * SPREAD_MAX, 0.0],
+        ones_residual=[0.0, 0.0, 2 * ONES_MAX],
+    )
     assert [r.agrees for r in failure_claims("fig5", broken)] == [False, False, False]
 
 
@@ -88,7 +121,9 @@ def test_fig6_timing_claim_uses_the_factor_two_window_around_400():
     rows = fig6_claims("fig6", half, one)
     assert [r.agrees for r in rows] == [True, True, True, True]
     assert "iteration 250" in rows[0].ours
-    late = _outcome(6, 97, "1/2", test_accuracy=[0.2] * (FIG6_WINDOW[1] + 1) + [0.5], kl=[1.0] * (FIG6_WINDOW[1] + 2))
+    late = _outcome(
+        6, 97, "1/2", test_accuracy=[0.2] * (FIG6_WINDOW[1] + 1) + [0.5], kl=[1.0] * (FIG6_WINDOW[1] + 2)
+    )
     assert not fig6_claims("fig6", late, one)[0].agrees
 
 
@@ -107,13 +142,26 @@ def test_qa_claims_and_a_failed_run_is_a_disagreement_not_a_crash():
 
 
 def test_break_steps_reports_the_first_crossing_of_each_threshold():
-    s = {"attention_spread": [0.0, SPREAD_MAX, 5 * SPREAD_MAX, 0.0], "v_column_residual": [0.0, 0.0, 0.0, 0.01],
-         "ones_residual": [0.0, 0.0, 0.0, 0.5], "test_accuracy": [1 / 6, 1 / 6, 1 / 6, 1.0]}  # fmt: skip
-    assert break_steps(s, 6, 1000) == {"spread_break": 2, "v_break": 3, "break_step": 2, "ones_break": 3,
-                                       "accuracy_leaves": 3}  # fmt: skip
+    s = {
+        "attention_spread": [0.0, SPREAD_MAX, 5 * SPREAD_MAX, 0.0],
+        "v_column_residual": [0.0, 0.0, 0.0, 0.01],
+        "ones_residual": [0.0, 0.0, 0.0, 0.5],
+        "test_accuracy": [1 / 6, 1 / 6, 1 / 6, 1.0],
+    }
+    assert break_steps(s, 6, 1000) == {
+        "spread_break": 2,
+        "v_break": 3,
+        "break_step": 2,
+        "ones_break": 3,
+        "accuracy_leaves": 3,
+    }
     # label-count imbalance puts V a few per cent from all-ones, but the form a·1ᵀ is exact: no break
-    still = {"attention_spread": [0.0] * 3, "v_column_residual": [0.0] * 3, "ones_residual": [0.04] * 3,
-             "test_accuracy": [0.17] * 3}  # fmt: skip
+    still = {
+        "attention_spread": [0.0] * 3,
+        "v_column_residual": [0.0] * 3,
+        "ones_residual": [0.04] * 3,
+        "test_accuracy": [0.17] * 3,
+    }
     assert break_steps(still, 6, 1000)["break_step"] is None
 
 

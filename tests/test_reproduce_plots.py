@@ -31,8 +31,13 @@ def legend_outside_axes(fig: Figure, ax) -> bool:
 def test_curves_reference_lines_have_distinct_styles_and_the_legend_sits_outside():
     fig, ax = new_figure(1, 1, "t")
     a = ax[0, 0]
-    curves(a, [("main", [0.1, 0.5, 0.5]), ("other", [0.1, 0.2, 0.5])], "acc", "accuracy",
-           refs=[(0.5, "optimum", "OPT = 0.5"), (1 / 6, "chance", "chance 1/K")])  # fmt: skip
+    curves(
+        a,
+        [("main", [0.1, 0.5, 0.5]), ("other", [0.1, 0.2, 0.5])],
+        "acc",
+        "accuracy",
+        refs=[(0.5, "optimum", "OPT = 0.5"), (1 / 6, "chance", "chance 1/K")],
+    )
     data, refs = a.lines[:2], a.lines[2:]
     assert [line.get_label() for line in refs] == ["OPT = 0.5", "chance 1/K"]
     styles = {(line.get_linestyle(), line.get_color()) for line in refs}

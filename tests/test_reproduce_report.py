@@ -12,35 +12,70 @@ from rwrepro._report import build_report
 
 
 def _row(figure: str, claim: str, agrees: bool) -> dict:
-    return {"figure": figure, "claim": claim, "paper": "p", "ours": "o", "agrees": agrees, "criterion": f"c {claim}"}
+    return {
+        "figure": figure,
+        "claim": claim,
+        "paper": "p",
+        "ours": "o",
+        "agrees": agrees,
+        "criterion": f"c {claim}",
+    }
 
 
 def _option(choices: str, differs: str, agrees: bool, figure: str) -> dict:
-    return {"choices": choices, "label": differs, "differs_from_main": differs, "reproduces_paper": agrees,
-            "rows": [_row(figure, "claim A", agrees)], "runs": {}}  # fmt: skip
+    return {
+        "choices": choices,
+        "label": differs,
+        "differs_from_main": differs,
+        "reproduces_paper": agrees,
+        "rows": [_row(figure, "claim A", agrees)],
+        "runs": {},
+    }
 
 
 def _record(out: Path, figure: str, quick: bool, options: list[dict]) -> None:
-    record = {"figure": figure, "title": f"title {figure}", "quick": quick, "settings": {"run": "setting"},
-              "main": options[0]["choices"], "main_label": "main", "notes": "", "source": None,
-              "rows": options[0]["rows"], "options": options, "panels": [f"{figure}.png"]}  # fmt: skip
+    record = {
+        "figure": figure,
+        "title": f"title {figure}",
+        "quick": quick,
+        "settings": {"run": "setting"},
+        "main": options[0]["choices"],
+        "main_label": "main",
+        "notes": "",
+        "source": None,
+        "rows": options[0]["rows"],
+        "options": options,
+        "panels": [f"{figure}.png"],
+    }
     (out / figure).mkdir(parents=True)
     (out / figure / f"{figure}.json").write_text(json.dumps(record), encoding="utf-8")
 
 
 def test_reproducing_options_with_commas_in_their_names_are_one_per_line(tmp_path):
-    _record(tmp_path, "fig6", False, [
-        _option("main_key", "main", False, "fig6"),
-        _option("sum_seed1", "sum loss (η × train size), seed 1", True, "fig6"),
-        _option("mu1_f32", "μ=1, float32", True, "fig6"),
-    ])  # fmt: skip
-    _record(tmp_path, "fig9", False, [_option("m", "main", False, "fig9"), _option("f32", "float32", False, "fig9")])
+    _record(
+        tmp_path,
+        "fig6",
+        False,
+        [
+            _option("main_key", "main", False, "fig6"),
+            _option("sum_seed1", "sum loss (η × train size), seed 1", True, "fig6"),
+            _option("mu1_f32", "μ=1, float32", True, "fig6"),
+        ],
+    )
+    _record(
+        tmp_path,
+        "fig9",
+        False,
+        [_option("m", "main", False, "fig9"), _option("f32", "float32", False, "fig9")],
+    )
     report = build_report(tmp_path)
     assert report["options_reproducing_paper"] == {
-        "fig6": [{"choices": "sum_seed1", "differs_from_main": "sum loss (η × train size), seed 1"},
-                 {"choices": "mu1_f32", "differs_from_main": "μ=1, float32"}],
+        "fig6": [
+            {"choices": "sum_seed1", "differs_from_main": "sum loss (η × train size), seed 1"},
+            {"choices": "mu1_f32", "differs_from_main": "μ=1, float32"},
+        ],
         "fig9": [],
-    }  # fmt: skip
+    }
     lines = (tmp_path / "REPORT.md").read_text(encoding="utf-8").splitlines()
     start = lines.index("- fig6:")
     assert lines[start + 1 : start + 4] == [

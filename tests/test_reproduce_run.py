@@ -55,7 +55,9 @@ def test_report_rows_have_the_stated_keys_boolean_verdicts_and_readable_criteria
     for row in rows:
         assert set(row) == set(REPORT_KEYS)
         assert isinstance(row["agrees"], bool)
-        assert all(isinstance(row[k], str) and row[k] for k in ("figure", "claim", "paper", "ours", "criterion"))
+        assert all(
+            isinstance(row[k], str) and row[k] for k in ("figure", "claim", "paper", "ours", "criterion")
+        )
         assert row["criterion"].replace("|", "\\|") in markdown  # every criterion is readable in REPORT.md
     assert report["summary"] == {"rows": len(rows), "agree": sum(r["agrees"] for r in rows)}
     figures = {r["figure"] for r in rows}
@@ -132,7 +134,12 @@ def test_every_figure_keeps_legends_outside_the_data_and_says_it_is_quick(quick_
 
 @pytest.mark.slow
 def test_reference_lines_of_accuracy_panels_are_labelled_and_distinct(quick_all):
-    for name, png in (("fig4", "fig4.png"), ("fig4", "fig4_options.png"), ("fig7", "fig7.png"), ("fig10", "fig10.png")):
+    for name, png in (
+        ("fig4", "fig4.png"),
+        ("fig4", "fig4_options.png"),
+        ("fig7", "fig7.png"),
+        ("fig10", "fig10.png"),
+    ):
         ax = _drawn(quick_all, name)[png].axes[0]
         refs = [line for line in ax.lines if len(set(line.get_ydata())) == 1 and line.get_linestyle() != "-"]
         labels = [line.get_label() for line in refs]
@@ -162,8 +169,12 @@ def test_disagreement_mark_follows_the_report_verdicts(quick_all):
     from rwrepro._plots import DISAGREE_GID
 
     def marked(figs: dict) -> list[str]:
-        return [" ".join(ax.get_title().split()) for f in figs.values() for ax in f.axes  # titles are wrapped
-                if ax.title.get_gid() == DISAGREE_GID]  # fmt: skip
+        return [
+            " ".join(ax.get_title().split())
+            for f in figs.values()
+            for ax in f.axes  # titles are wrapped
+            if ax.title.get_gid() == DISAGREE_GID
+        ]
 
     for name in ("fig4", "fig5", "fig9", "fig7"):
         record = _json(quick_all / name / f"{name}.json")

@@ -78,7 +78,9 @@ def test_deterministic_walks_are_the_circle_population(K, N, p):
 
     full, short = CircleWalk(K, N, p).population(), deterministic_walks(CircleWalk(K, N, p)).population()
     rows = sorted(zip(full.tokens.tolist(), full.labels.tolist(), map(str, full.exact_probs()), strict=True))
-    assert rows == sorted(zip(short.tokens.tolist(), short.labels.tolist(), map(str, short.exact_probs()), strict=True))
+    assert rows == sorted(
+        zip(short.tokens.tolist(), short.labels.tolist(), map(str, short.exact_probs()), strict=True)
+    )
 
 
 def test_tangent_space_is_invariant_exactly(jac_k3):

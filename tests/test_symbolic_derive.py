@@ -73,8 +73,12 @@ def _compare_states(a, b, per_input: bool) -> None:
     assert _all_zero(scalars)
     if per_input:
         assert a.logits == b.logits
-        assert _all_zero([x - y for ra, rb in zip(a.S, b.S, strict=True) for x, y in zip(ra, rb, strict=True)])
-        assert _all_zero([x - y for fa, fb in zip(a.f, b.f, strict=True) for x, y in zip(fa, fb, strict=True)])
+        assert _all_zero(
+            [x - y for ra, rb in zip(a.S, b.S, strict=True) for x, y in zip(ra, rb, strict=True)]
+        )
+        assert _all_zero(
+            [x - y for fa, fb in zip(a.f, b.f, strict=True) for x, y in zip(fa, fb, strict=True)]
+        )
 
 
 @pytest.mark.parametrize("p", ["3/10", "1/2"])
@@ -92,7 +96,10 @@ def test_rotation_reduction_equals_full_enumeration_symbolic_p():
     for t in (0, 1, 2):
         a, b = rot.states[t], full.states[t]
         assert all(sp.cancel(a.V[i] - b.V[i]) == 0 for i in range(16))
-        assert all(sp.cancel(x - y) == 0 for x, y in zip(list(a.c) + list(a.w_tok), list(b.c) + list(b.w_tok), strict=True))
+        assert all(
+            sp.cancel(x - y) == 0
+            for x, y in zip(list(a.c) + list(a.w_tok), list(b.c) + list(b.w_tok), strict=True)
+        )
 
 
 def test_grouped_expectations_match_per_input_sums():

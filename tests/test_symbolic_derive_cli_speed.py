@@ -35,9 +35,13 @@ def test_theorem_41_any_loss_gives_proved_verdicts_at_every_step():
         got = {name: outcome(check) for name, check in structure_verdicts(state).items()}
         expected_rank = "refuted" if state.t == 0 else "proved"  # V(0) = 0 has rank 0
         assert got == {
-            "w_token_columns_zero": "proved", "is_circulant": "proved", "is_proportional_to_ones": "proved",
-            "is_rank_one": expected_rank, "has_equal_attention": "proved", "is_lemma_d3_form": "proved",
-        }, state.t  # fmt: skip
+            "w_token_columns_zero": "proved",
+            "is_circulant": "proved",
+            "is_proportional_to_ones": "proved",
+            "is_rank_one": expected_rank,
+            "has_equal_attention": "proved",
+            "is_lemma_d3_form": "proved",
+        }, state.t
 
 
 def test_p_three_tenths_refutes_constant_v_with_a_witness_but_keeps_circulant():
@@ -68,8 +72,24 @@ def test_estimate_grows_with_steps_and_refusal_is_one_line_exit_2(capsys):
 
 def test_verdict_json_validates_and_reads_as_outcomes(tmp_path, capsys):
     path = tmp_path / "v.json"
-    code = main(["derive", "--K", "3", "--N", "4", "--p", "1", "--steps", "2", "--loss", "any", "--verdict",
-                 "--json", str(path)])  # fmt: skip
+    code = main(
+        [
+            "derive",
+            "--K",
+            "3",
+            "--N",
+            "4",
+            "--p",
+            "1",
+            "--steps",
+            "2",
+            "--loss",
+            "any",
+            "--verdict",
+            "--json",
+            str(path),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "is_proportional_to_ones: proved" in out
     data = json.loads(path.read_text())
@@ -85,8 +105,22 @@ def test_oracle_with_verdict_round_trips_through_schema(tmp_path):
 
 
 def test_console_command_reaches_step_4():
-    argv = [sys.executable, "-m", "rwcli.main", "derive", "--K", "3", "--N", "4", "--p", "3/10", "--steps", "4",
-            "--pos-norm", "1"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "rwcli.main",
+        "derive",
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--p",
+        "3/10",
+        "--steps",
+        "4",
+        "--pos-norm",
+        "1",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     assert "t = 4" in done.stdout and "loss = ≈" in done.stdout

@@ -50,8 +50,10 @@ def test_tokens_and_label_are_uniform_because_uniform_is_stationary(K, N):
     walk = CircleWalk(K, N, "p")
     pop = walk.population()
     for i in range(N - 1):
-        marginal = [sp.expand(sum(q for q, t in zip(pop.exact_probs(), pop.tokens[:, i], strict=True) if t == b))
-                    for b in range(K)]  # fmt: skip
+        marginal = [
+            sp.expand(sum(q for q, t in zip(pop.exact_probs(), pop.tokens[:, i], strict=True) if t == b))
+            for b in range(K)
+        ]
         assert marginal == [sp.Rational(1, K)] * K
     moments = circle_first_moments(walk)
     assert moments.label_mean == moments.token_mean == sp.Matrix([sp.Rational(1, K)] * K)

@@ -88,10 +88,30 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
     out = tmp_path / "d.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "rwcli.main", "derive", "--K", "3", "--N", "3", "--p", "7/10", "--eps", "1/10",
-         "--pos-norm", "1/2", "--steps", "2", "--json", str(out)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rwcli.main",
+            "derive",
+            "--K",
+            "3",
+            "--N",
+            "3",
+            "--p",
+            "7/10",
+            "--eps",
+            "1/10",
+            "--pos-norm",
+            "1/2",
+            "--steps",
+            "2",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "t = 2" in proc.stdout and "accuracy" in proc.stdout
     data = json.loads(out.read_text())
     jsonschema.validate(data, load_oracle_schema())

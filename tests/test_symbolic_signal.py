@@ -113,7 +113,9 @@ def test_vanishing_set_keeps_irrational_roots_exact():
     v = vanishing_set(matrix)
     assert v.points == (sp.sqrt(2) / 2,)
     assert sp.sqrt(2) / 2 in v and sp.Rational(1, 2) not in v and 0.5 not in v
-    assert 0.5 in vanishing_set((4, 7)) and "1/2" in vanishing_set((4, 7)) and 0.25 not in vanishing_set((4, 7))
+    assert (
+        0.5 in vanishing_set((4, 7)) and "1/2" in vanishing_set((4, 7)) and 0.25 not in vanishing_set((4, 7))
+    )
     root = vanishing_set(sp.Matrix([[x**3 - x - sp.Rational(1, 10)], [x**5 - 1]]))
     assert root.points == ()  # gcd 1 even though the first entry has a root in [0, 1]
 

@@ -102,8 +102,10 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 def test_console_command_exits_2_as_a_subprocess():
     done = subprocess.run(
         [sys.executable, "-m", "rwcli.main", "signal", "--K", "2", "--N", "3"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 

@@ -42,7 +42,10 @@ def test_rank_one_detects_outer_products_and_rejects_identity():
 
 
 def test_equal_attention_on_lists_reports_the_first_unequal_position():
-    S = [[sp.Rational(1, 4)] * 4, [sp.Rational(1, 4), sp.Rational(1, 2), sp.Rational(1, 8), sp.Rational(1, 8)]]
+    S = [
+        [sp.Rational(1, 4)] * 4,
+        [sp.Rational(1, 4), sp.Rational(1, 2), sp.Rational(1, 8), sp.Rational(1, 8)],
+    ]
     check = has_equal_attention(S)
     assert not check and check.witness["entries"] == ((1, 2), (1, 1))
 
@@ -86,7 +89,12 @@ def test_undecidable_comparisons_say_so():
     # Li_3(1/2) = 7/8 ζ(3) - π² log 2 / 12 + log³ 2 / 6 (Euler's identity) makes this difference exactly 0,
     # but neither algebra nor the rigorous intervals (which do not cover polylog and zeta) can show it:
     # the comparison is undecided, which is reported as not holding and not decided.
-    zero = sp.polylog(3, sp.Rational(1, 2)) - sp.Rational(7, 8) * sp.zeta(3) + sp.pi**2 * sp.log(2) / 12 - sp.log(2) ** 3 / 6
+    zero = (
+        sp.polylog(3, sp.Rational(1, 2))
+        - sp.Rational(7, 8) * sp.zeta(3)
+        + sp.pi**2 * sp.log(2) / 12
+        - sp.log(2) ** 3 / 6
+    )
     check = is_proportional_to_ones(sp.Matrix([[1, 1 + zero], [1, 1]]))
     assert not check and not check.decided
     assert "could not decide" in check.detail and check.witness["difference"] == zero

@@ -41,7 +41,7 @@ def test_population_enumerates_every_walk_with_probabilities_summing_to_one(K, N
     assert sp.expand(sp.Add(*pop.exact_probs()) - 1) == 0
     walks = np.concatenate([pop.tokens, pop.labels[:, None]], axis=1)
     assert len({tuple(w) for w in walks}) == pop.size
-    steps = (np.diff(walks, axis=1) % K)
+    steps = np.diff(walks, axis=1) % K
     assert set(np.unique(steps)) <= {1, K - 1}
     # probability of each walk from its own steps: (1/K) p^#(+1) (1-p)^#(-1)
     for w, prob in zip(walks, pop.exact_probs(), strict=True):
@@ -163,7 +163,9 @@ def test_qa_task2_questions_are_permutations_with_different_labels():
         pytest.param(([[0, 1], [1]], [0, 1], ["1/2"] * 2), dict(K=2), "equal length", id="ragged"),
         pytest.param(([[0, 2]], [0], [1]), dict(K=2), r"outside the vocabulary \[0, 2\)", id="token"),
         pytest.param(([[0, 1]], [5], [1]), dict(K=2), "label 0 5 is outside", id="label"),
-        pytest.param(([["pear"]], ["a"], [1]), dict(vocab=["a", "b"]), "'pear' is not in the vocab", id="word"),
+        pytest.param(
+            ([["pear"]], ["a"], [1]), dict(vocab=["a", "b"]), "'pear' is not in the vocab", id="word"
+        ),
         pytest.param(([[0]], [0], ["-1/2"]), dict(K=1), r"outside \[0, 1\]", id="negative prob"),
         pytest.param(([[0]], [0], [1]), dict(), "give K", id="no vocabulary"),
     ],

@@ -44,25 +44,33 @@ PHRASES = [
     ("MATH.md §3-§5", "docs/theory.md#statements"),
     ("MATH.md §4–§5 on the smallest", "The symmetry argument of docs/theory.md#manifold, on the smallest"),
     ("a question-answering task of MATH.md §6", "a question-answering task of the paper's Section 6"),
-    ("Lemma D.1 (our reading; MATH.md §5 states it, the spec does not quote the paper's D.1)",
-     "Lemma D.1 (our reading, stated in docs/theory.md#manifold; the paper's wording is not quoted)"),
-    ("**D.1** is our reading (MATH.md §5 states the fact, not the paper's wording).",
-     "**D.1** is our reading (docs/theory.md#manifold states the fact, not the paper's wording)."),
+    (
+        "Lemma D.1 (our reading; MATH.md §5 states it, the spec does not quote the paper's D.1)",
+        "Lemma D.1 (our reading, stated in docs/theory.md#manifold; the paper's wording is not quoted)",
+    ),
+    (
+        "**D.1** is our reading (MATH.md §5 states the fact, not the paper's wording).",
+        "**D.1** is our reading (docs/theory.md#manifold states the fact, not the paper's wording).",
+    ),
     ("MATH.md's circulant form holds", "the circulant form of docs/theory.md#statements holds"),
-    ("The paper's printed indices are not in MATH.md, so they are not",
-     "The paper's printed indices are not reproduced there, so they are not"),
+    (
+        "The paper's printed indices are not in MATH.md, so they are not",
+        "The paper's printed indices are not reproduced there, so they are not",
+    ),
     ("This is MATH.md's corrected form", "This is the corrected form of docs/theory.md#statements"),
     ("printed indices are not reproduced in MATH.md, so", "printed indices are not reproduced there, so"),
     ("in the order of MATH.md.", "in the order of docs/theory.md#statements."),
     ("in MATH.md order.", "in the order of docs/theory.md#statements."),
     ("one statement of MATH.md;", "one statement of the paper (docs/theory.md#statements);"),
     ("(MATH.md indexing)", "(the 1-based indexing of docs/theory.md)"),
-    ("(node k is MATH.md's node k+1); positions i are 1-based as in MATH.md.",
-     "(node k is node k+1 of docs/theory.md#task); positions i are 1-based as there."),
+    (
+        "(node k is MATH.md's node k+1); positions i are 1-based as in MATH.md.",
+        "(node k is node k+1 of docs/theory.md#task); positions i are 1-based as there.",
+    ),
     ("(written from MATH.md)", "(written from docs/theory.md#model)"),
     ("| statement (MATH.md) |", "| statement (docs/theory.md) |"),
     ("of MATH.md section 5", "of docs/theory.md#signal"),
-]  # fmt: skip
+]
 
 _SECTION_LIST = re.compile(r"MATH\.md (§\d+(?:\s*[-–]\s*§\d+)?(?:,\s*§\d+(?:\s*[-–]\s*§\d+)?)*)")
 

@@ -69,12 +69,19 @@ class Browser:
             os.dup2(from_browser_w, 4)
 
         self.proc = subprocess.Popen(
-            [executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
-             f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                executable,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={self.profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             preexec_fn=child_fds,  # noqa: PLW1509 - started before any thread of this process
             pass_fds=(3, 4, to_browser_r, from_browser_w),  # keep 3, 4 open
-        )  # fmt: skip
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""
@@ -171,10 +178,13 @@ def check_page(browser: Browser, url: str, png: Path, settle: float) -> list[str
     size = metrics.get("cssContentSize") or metrics["contentSize"]
     shot = browser.send(
         "Page.captureScreenshot",
-        {"format": "png", "captureBeyondViewport": True,
-         "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 6000), "scale": 1}},
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 6000), "scale": 1},
+        },
         session=session,
-    )  # fmt: skip
+    )
     png.write_bytes(base64.b64decode(shot["data"]))
     errors = errors_of(browser.events)
     if not loaded:
@@ -216,8 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if shutil.which(args.browser) is None and not Path(args.browser).is_file():
-        print(f"docs_browser_check: --browser {args.browser} not found; install the Debian package chromium "
-              "(apt-get install -y chromium)", file=sys.stderr)  # fmt: skip
+        print(
+            f"docs_browser_check: --browser {args.browser} not found; install the Debian package chromium "
+            "(apt-get install -y chromium)",
+            file=sys.stderr,
+        )
         return 2
     if not args.settle >= 0:
         print(f"docs_browser_check: --settle {args.settle} must be >= 0", file=sys.stderr)
