@@ -8,12 +8,10 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from rwnumeric import exp_loss, log_loss, positional_embeddings, squared_loss
+from rwnumeric import LOSS_FUNCTIONS, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-#: The built-in losses ℓ(z, ε) on torch tensors: rwnumeric's implementation of each name of ``rwtasks.LOSSES``.
-LOSSES = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,7 @@ class CheckConfig:
 
     def loss_fn(self, z: torch.Tensor) -> torch.Tensor:
         """ℓ(z) per input for the config's loss: -log(z + ε), (1 - z)² or exp(-z)."""
-        return LOSSES[self.loss](z, float(self.eps))
+        return LOSS_FUNCTIONS[self.loss](z, float(self.eps))
 
     def describe(self) -> str:
         """One line naming every value the trajectory depends on."""

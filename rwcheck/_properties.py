@@ -16,11 +16,11 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from rwcheck._compare import Divergence, Mismatch, compare, scaled_error, tolerance
-from rwcheck._config import LOSSES, CheckConfig
+from rwcheck._config import CheckConfig
 from rwcheck._protocol import Factory, ImplementationError, Readouts, run
 from rwcheck.strategies import balanced_check_configs, check_configs, embeddings
 from rwnumeric import positional_embeddings
-from rwtasks import CircleWalk
+from rwtasks import LOSSES, CircleWalk
 
 
 @dataclass(frozen=True)

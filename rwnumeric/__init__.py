@@ -10,7 +10,7 @@
 from rwio import write_json_atomic
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
-from rwnumeric._losses import exp_loss, log_loss, squared_loss
+from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
 from rwnumeric._oracle_loader import load_oracle
 from rwnumeric._schema import load_metrics_schema
@@ -19,6 +19,7 @@ from rwnumeric._train import HISTORY_KEYS, TrainResult, train
 __all__ = [
     "DEFAULT_TIE_RTOL",
     "HISTORY_KEYS",
+    "LOSS_FUNCTIONS",
     "POS_RTOL",
     "ModelConfig",
     "TrainConfig",

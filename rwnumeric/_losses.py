@@ -28,7 +28,7 @@ def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 #: One torch implementation per name of ``rwtasks.LOSSES``.
-_BUILTIN = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
+LOSS_FUNCTIONS = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 
 class Loss:
@@ -39,7 +39,7 @@ class Loss:
         self.name = loss if isinstance(loss, str) else getattr(loss, "__name__", "callable")
         self.is_log = loss == "log"
         self.eps = float(eps)
-        self._fn = _BUILTIN[loss] if isinstance(loss, str) else (lambda z, eps: loss(z))
+        self._fn = LOSS_FUNCTIONS[loss] if isinstance(loss, str) else (lambda z, eps: loss(z))
 
     def __call__(self, z: torch.Tensor, step: int) -> torch.Tensor:
         """ℓ(z) per sample (n,), or ValueError naming the step and how many samples are out of domain."""
