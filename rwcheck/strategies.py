@@ -608,6 +608,31 @@ def _invalid_case(draw, which: str) -> InvalidCase:
 TASK_KINDS = ("circle", "finite", "any")
 
 
+def _draw_check_config(
+    draw: Callable,
+    the_task: CircleWalk | FiniteTask,
+    dtype: str,
+    loss_names: Sequence[str],
+    kinds: Sequence[str] = ("sine", "onehot", "random"),
+    M_max: int = M_MAX,
+) -> CheckConfig:
+    """The rest of a ``CheckConfig`` for ``the_task``, drawn in a fixed order: μ, the embedding, η, ε, the loss."""
+    mu = draw(mus(), label="mu")
+    emb = draw(embeddings(the_task.N, mu, kinds, M_max), label="embedding")
+    P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
+    return CheckConfig(
+        the_task,
+        mu,
+        draw(etas(), label="eta"),
+        draw(epsilons(), label="eps"),
+        P,
+        emb.kind,
+        emb.seed,
+        draw(st.sampled_from(list(loss_names)), label="loss"),
+        dtype,
+    )
+
+
 @st.composite
 def check_configs(
     draw,
@@ -630,20 +655,7 @@ def check_configs(
         the_task = draw(
             finite_tasks(K=(2, min(4, K[1])), N=(2, min(4, N[1])), inputs=(1, 5)), label="task"
         ).task()
-    mu = draw(mus(), label="mu")
-    emb = draw(embeddings(the_task.N, mu, kinds, M_max), label="embedding")
-    P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
-    return CheckConfig(
-        the_task,
-        mu,
-        draw(etas(), label="eta"),
-        draw(epsilons(), label="eps"),
-        P,
-        emb.kind,
-        emb.seed,
-        draw(st.sampled_from(list(loss_names)), label="loss"),
-        dtype,
-    )
+    return _draw_check_config(draw, the_task, dtype, loss_names, kinds, M_max)
 
 
 @st.composite
@@ -656,17 +668,4 @@ def balanced_check_configs(
 ) -> CheckConfig:
     """A ``CheckConfig`` on a circle walk with p ∈ {0, 1} and N = rK + 1 (the setting of Theorem 4.1)."""
     the_task = draw(balanced_circle_configs(K=K, N_max=N_max), label="task").task()
-    mu = draw(mus(), label="mu")
-    emb = draw(embeddings(the_task.N, mu), label="embedding")
-    P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
-    return CheckConfig(
-        the_task,
-        mu,
-        draw(etas(), label="eta"),
-        draw(epsilons(), label="eps"),
-        P,
-        emb.kind,
-        emb.seed,
-        draw(st.sampled_from(list(loss_names)), label="loss"),
-        dtype,
-    )
+    return _draw_check_config(draw, the_task, dtype, loss_names)

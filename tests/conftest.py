@@ -139,3 +139,8 @@ def rwnumeric_training(config: CheckConfig, fast: bool = True):
             "accuracy": run.history[t]["test_accuracy"],
         }
         t += 1
+
+
+#: ``rw train`` options for a run of a few milliseconds (a 4-cycle, sampled walks), shared by the CLI tests.
+SMALL_TRAIN_ARGS = ["--K", "4", "--N", "5", "--M", "8", "--p", "0.7", "--steps", "3"]
+SMALL_TRAIN_ARGS += ["--train-size", "20", "--test-size", "10"]

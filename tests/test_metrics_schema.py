@@ -8,27 +8,11 @@ import json
 import jsonschema
 import numpy as np
 import pytest
+from conftest import SMALL_TRAIN_ARGS as SMALL
 
 from rwcli.main import main
 from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, load_metrics_schema, train
 from rwtasks import CircleWalk, qa_task1
-
-SMALL = [
-    "--K",
-    "4",
-    "--N",
-    "5",
-    "--M",
-    "8",
-    "--p",
-    "0.7",
-    "--steps",
-    "3",
-    "--train-size",
-    "20",
-    "--test-size",
-    "10",
-]
 
 
 @pytest.fixture(scope="module")

@@ -7,26 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import SMALL_TRAIN_ARGS as SMALL
+
 from rwcli.main import main
 from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, train, write_json_atomic
 from rwtasks import CircleWalk
-
-SMALL = [
-    "--K",
-    "4",
-    "--N",
-    "5",
-    "--M",
-    "8",
-    "--p",
-    "0.7",
-    "--steps",
-    "3",
-    "--train-size",
-    "20",
-    "--test-size",
-    "10",
-]
 
 
 def test_train_command_writes_the_documented_metrics_file(tmp_path):
