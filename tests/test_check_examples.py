@@ -176,3 +176,43 @@ def test_plain_implementation_matches_the_exact_trajectory_at_step_4() -> None:
 def test_a_bug_is_still_caught_at_step_4() -> None:
     report = check(load_factory(f"{EXAMPLES}/bugs.py:eta_twice_on_W"), CheckOptions(steps=4, examples=3))
     assert [q for q, _ in _trajectory_failures(report)] == [FIRST_WRONG["eta_twice_on_W"]], report.render()
+
+
+def _python_blocks(text: str) -> list[str]:
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def test_docs_check_page_runs_as_written(tmp_path) -> None:
+    """docs/check.md, with the README's mine.py beside it: the pytest class passes under plain pytest,
+    and the assert_matches_exact block runs without a Mismatch."""
+    readme = (ROOT / "README.md").read_text()
+    (tmp_path / "mine.py").write_text(
+        _python_blocks(readme[readme.index("## Check your implementation") :])[0]
+    )
+    under_pytest, one_config = _python_blocks((ROOT / "docs" / "check.md").read_text())
+    (tmp_path / "test_mine.py").write_text(under_pytest)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_mine.py",
+            "--rwcheck-examples",
+            "1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    script = "from mine import factory\n" + one_config + "\nassert len(readouts.values['V']) == 3\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
