@@ -91,26 +91,28 @@ def test_same_implementation_same_report_bytes(tmp_path) -> None:
     assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
+def _pytest(args: list[str], cwd: Path, path: Path | None = None) -> subprocess.CompletedProcess:
+    """Plain ``pytest -q`` on ``args`` in a subprocess (the rwcheck plugin loads through its entry point),
+    with ``path`` put first on PYTHONPATH so the test file can import the user's module."""
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")])
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def _python_blocks(text: str) -> list[str]:
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def _readme_mine() -> str:
+    """The README's "Check your implementation" code (mine.py), as a user copies it."""
+    readme = (ROOT / "README.md").read_text()
+    return _python_blocks(readme[readme.index("## Check your implementation") :])[0]
+
+
 def test_user_test_file_runs_under_plain_pytest() -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "examples/test_user_model.py",
-            "--rwcheck-examples",
-            "1",
-            "--rwcheck-steps",
-            "1",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = _pytest(["examples/test_user_model.py", "--rwcheck-examples", "1", "--rwcheck-steps", "1"], ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 passed" in proc.stdout
 
@@ -124,37 +126,14 @@ def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
         "    factory = staticmethod(transposed_V)\n"
         "    steps = 1\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            str(test_file),
-            "--rwcheck-examples",
-            "1",
-            "-k",
-            "trajectory",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+    proc = _pytest([str(test_file), "--rwcheck-examples", "1", "-k", "trajectory"], tmp_path, EXAMPLES)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Mismatch: V[" in proc.stdout and "at t=1" in proc.stdout
 
 
 def test_readme_example_passes(tmp_path) -> None:
     """The README's "Check your implementation" code, copied as a user would, passes."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Check your implementation") :]
-    code = section[section.index("```python") + len("```python") :]
-    (tmp_path / "mine.py").write_text(code[: code.index("```")])
+    (tmp_path / "mine.py").write_text(_readme_mine())
     report = check(load_factory(f"{tmp_path}/mine.py:factory"), CheckOptions(steps=2, examples=2))
     assert report.exit_code == 0 and report.counts() == {"pass": 10, "fail": 0, "not checked": 0}, (
         report.render()
@@ -178,41 +157,17 @@ def test_a_bug_is_still_caught_at_step_4() -> None:
     assert [q for q, _ in _trajectory_failures(report)] == [FIRST_WRONG["eta_twice_on_W"]], report.render()
 
 
-def _python_blocks(text: str) -> list[str]:
-    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
-
-
 def test_docs_check_page_runs_as_written(tmp_path) -> None:
     """docs/check.md, with the README's mine.py beside it: the pytest class passes under plain pytest,
     and the assert_matches_exact block runs without a Mismatch."""
-    readme = (ROOT / "README.md").read_text()
-    (tmp_path / "mine.py").write_text(
-        _python_blocks(readme[readme.index("## Check your implementation") :])[0]
-    )
+    (tmp_path / "mine.py").write_text(_readme_mine())
     under_pytest, one_config = _python_blocks((ROOT / "docs" / "check.md").read_text())
     (tmp_path / "test_mine.py").write_text(under_pytest)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "test_mine.py",
-            "--rwcheck-examples",
-            "1",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+    proc = _pytest(["test_mine.py", "--rwcheck-examples", "1"], tmp_path, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     script = "from mine import factory\n" + one_config + "\nassert len(readouts.values['V']) == 3\n"
+    # python -c puts its working folder first on sys.path: mine.py is found there
     proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
