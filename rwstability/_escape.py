@@ -1,7 +1,9 @@
 """Predicted escape from the manifold (linear theory) and measured escape (``rwnumeric.train``).
 
-The symmetry-breaking quantity is V's relative distance from the manifold, ρ(t) = ‖V - mean(V)·1‖_F / ‖V‖_F
-(``ones_residual`` in ``rwnumeric``'s history). Escape is the first t ≥ 1 with ρ(t) > τ.
+The symmetry-breaking quantity is V's relative distance from the manifold, ρ(t) = ‖V - Π(V)‖_F / ‖V‖_F over
+the entries θ keeps (labels × occurring tokens), Π(V) replacing each of the manifold's V-classes by its mean
+(``v_residual``). On Lemma D.3's manifold Π(V) = mean(V)·1 and ρ is ``ones_residual`` of ``rwnumeric``'s
+history. Escape is the first t ≥ 1 with ρ(t) > τ.
 
 Prediction. A perturbation's normal component evolves by C_t (``_linear``); its covariance by
 Σ_{t+1} = C_t Σ_t C_tᵀ + Q_{t+1}. A Gaussian init N(0, σ²) of V and W gives, in reduced coordinates,
@@ -14,12 +16,14 @@ deviation divided by ‖V*(t)‖_F.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from rwstability._linear import Linearisation
-from rwstability._reduced import deterministic_walks
+from rwstability._reduced import Coordinates, population_task
+from rwtasks import CircleWalk
 
 #: Unit roundoff (half the machine epsilon) per dtype.
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24}
@@ -28,14 +32,80 @@ DEFAULT_THRESHOLD = 1e-3
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Which solution a run picked by its last step (``selection``).
+
+    ``attended_position``: the token position j (1-based, j < N) with the largest mean attention, and
+    ``attention`` that mean; ``v_pattern``: on a circle walk "offset d", the d for which the entries
+    V[s+d mod K, s] are largest on average (y = s + d read from an attended token s), else the name of
+    the largest entry of V - Π(V) (the part of V off the manifold); ``accuracy``: the final test accuracy.
+    """
+
+    attended_position: int
+    attention: float
+    v_pattern: str
+    accuracy: float
+
+    def key(self) -> str:
+        """The solution's label in a distribution over seeds: "position j, <v_pattern>"."""
+        return f"position {self.attended_position}, {self.v_pattern}"
+
+
+@dataclass(frozen=True)
 class Escape:
     """``step``: the first t ≥ 1 with ρ(t) > τ, or None within the run; ``rho``: ρ(t) from t = 0.
 
-    A prediction's ``rho`` stops at its escape step; a measurement's covers the whole run.
+    A prediction's ``rho`` stops at its escape step; a measurement's covers the whole run and has the
+    ``selection`` of its last step.
     """
 
     step: int | None
     rho: list[float]
+    selection: Selection | None = None
+
+
+def v_residual(V: np.ndarray, coords: Coordinates) -> float:
+    """ρ = ‖V - Π(V)‖_F / ‖V‖_F on the active entries of a full K×K V (0 when they are all 0).
+
+    >>> from rwstability import Coordinates
+    >>> v_residual(np.ones((3, 3)), Coordinates(3, 4)), round(v_residual(np.eye(3), Coordinates(3, 4)), 6)
+    (0.0, 0.816497)
+    """
+    act = V[np.ix_(coords.label_rows, coords.token_cols)].ravel()
+    dev = act - _class_means(act, coords)
+    norm = float(np.linalg.norm(act))
+    return 0.0 if norm == 0 else float(np.linalg.norm(dev)) / norm
+
+
+def _class_means(act: np.ndarray, coords: Coordinates) -> np.ndarray:
+    """Π(V) on the flat active entries: each V-class replaced by its mean."""
+    out = act.copy()
+    for members in coords.partition():
+        idx = [i for i in members if i < coords.n_V]
+        if idx:
+            out[idx] = act[idx].mean()
+    return out
+
+
+def selection(
+    V: np.ndarray, profile: list[float], accuracy: float, coords: Coordinates, circle: bool
+) -> Selection:
+    """The ``Selection`` of a final V (K×K) and mean attention profile (N entries)."""
+    j = int(np.argmax(profile[: coords.N - 1]))
+    if circle:
+        K = coords.K
+        offsets = [float(np.mean([V[(s + d) % K, s] for s in range(K)])) for d in range(K)]
+        pattern = f"offset {int(np.argmax(offsets))}"
+    else:
+        act = V[np.ix_(coords.label_rows, coords.token_cols)].ravel()
+        pattern = coords.name(int(np.argmax(act - _class_means(act, coords))))
+    return Selection(j + 1, float(profile[j]), pattern, float(accuracy))
+
+
+def selection_distribution(escapes: list[Escape]) -> dict[str, int]:
+    """How many of the runs that escaped picked each solution (``Selection.key``), most frequent first."""
+    counts = Counter(e.selection.key() for e in escapes if e.step is not None and e.selection is not None)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _first_above(rho: list[float], threshold: float) -> int | None:
@@ -63,10 +133,10 @@ def predict_escape(
     if (sigma is None) == (dtype is None):
         raise ValueError("give exactly one of sigma (Gaussian init) and dtype (rounding)")
     coords = lin.coords
-    K = coords.K
+    nV = coords.n_V
     B = lin.basis  # (dim, n)
     n = B.shape[1]
-    PV = B[: K * K]  # V-rows of the normal basis
+    PV = B[:nV]  # V-rows of the normal basis
     if sigma is not None:
         if not (math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma={sigma!r} must be a finite number > 0")
@@ -80,7 +150,7 @@ def predict_escape(
         u = UNIT_ROUNDOFF[dtype]
     rho = []
     for t, theta in enumerate(lin.thetas):
-        normV = float(np.linalg.norm(theta[: K * K]))
+        normV = float(np.linalg.norm(theta[:nV]))
         dev = math.sqrt(max(float(np.trace(PV @ Sigma @ PV.T)), 0.0))
         rho.append(dev / normV if normV > 0 else 1.0)
         if t >= 1 and rho[-1] > threshold:
@@ -101,7 +171,7 @@ def measure_escape(
     threshold: float = DEFAULT_THRESHOLD,
     gram: str = "ideal",
 ) -> Escape:
-    """ρ(t) of a real ``rwnumeric.train`` run (exact population, full W, P scaled to ‖p_j‖² = μ).
+    """ρ(t) and the final ``Selection`` of a real ``rwnumeric.train`` run (exact population, full W, ‖p_j‖² = μ).
 
     ``sigma`` None: zero init, so only rounding breaks the symmetry; else a Gaussian init of scale σ.
     ``gram``: "ideal" (PᵀP = μI exactly, one-hot P with M = N) or "computed" (the float Gram matrix of a
@@ -110,6 +180,7 @@ def measure_escape(
     from rwnumeric import ModelConfig, TrainConfig, train
 
     task = lin.task
+    coords = lin.coords
     steps = len(lin.C)
     if gram == "ideal":
         model = ModelConfig(K=task.K, N=task.N, M=task.N, pos="onehot", pos_norm=lin.mu)
@@ -128,6 +199,18 @@ def measure_escape(
         dtype=dtype,
         threads=1,
     )
-    result = train(deterministic_walks(task), model, cfg, progress=False)
-    rho = [float(h["ones_residual"]) for h in result.history]
-    return Escape(_first_above(rho, threshold), rho)
+
+    def observe(t: int, net) -> float:
+        return v_residual(net.V.detach().cpu().numpy().astype(np.float64), coords)
+
+    result = train(population_task(task), model, cfg, progress=False, observe=observe)
+    rho = [float(result.observations[t]) for t in range(steps + 1)]
+    final_V = np.asarray(result.final["V"], dtype=np.float64)
+    chosen = selection(
+        final_V,
+        result.final["attention_profile"],
+        result.history[-1]["test_accuracy"],
+        coords,
+        isinstance(task, CircleWalk),
+    )
+    return Escape(_first_above(rho, threshold), rho, chosen)

@@ -16,8 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import sympy as sp
 
-from rwstability._reduced import Coordinates, check_manifold_task, symbolic_loss, torch_loss
-from rwtasks import CircleWalk, exact
+from rwstability._reduced import (
+    Coordinates,
+    find_manifold,
+    population_task,
+    symbolic_loss,
+    torch_loss,
+)
+from rwtasks import CircleWalk, FiniteTask, exact
 
 if TYPE_CHECKING:  # rwsymbolic is imported where the exact trajectory is derived, not at import
     from rwsymbolic import StepState
@@ -35,15 +41,23 @@ class ExactJacobian:
     B: sp.Matrix
 
 
-def theta_of_state(state: StepState) -> list[sp.Expr]:
-    """θ = (V row-major, w_tok, c) of a ``rwsymbolic`` StepState."""
-    return list(state.V) + list(state.w_tok) + list(state.c)
+def theta_of_state(state: StepState, coords: Coordinates) -> list[sp.Expr]:
+    """θ = (V[rows, cols] row-major, w_tok[cols], c) of a ``rwsymbolic`` StepState."""
+    return coords.theta_of(sp.Matrix(state.V), list(state.w_tok), list(state.c))
 
 
 def exact_jacobians(
-    task: CircleWalk, steps: int, eta: object = 1, mu: object = 1, eps: object = "1/10"
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    eta: object = 1,
+    mu: object = 1,
+    eps: object = "1/10",
+    coords: Coordinates | None = None,
 ) -> list[ExactJacobian]:
     """J_t and its normal block C_t, exactly, for t = 0..steps-1 along the exact trajectory from zero init.
+
+    ``coords``: the manifold (default ``find_manifold`` at η = μ = 1 when η or μ is a symbol, else at
+    the given values).
 
     >>> from rwtasks import CircleWalk
     >>> jac = exact_jacobians(CircleWalk(3, 4, 1), steps=1)
@@ -52,18 +66,20 @@ def exact_jacobians(
     """
     from rwsymbolic import derive
 
-    check_manifold_task(task)
     eta_e, mu_e, eps_e = exact(eta, "eta"), exact(mu, "mu"), exact(eps, "eps")
-    traj = derive(task, steps=max(steps - 1, 0), eta=eta_e, eps=eps_e, mu=mu_e)
-    coords = Coordinates(task.K, task.N)
-    L, theta = symbolic_loss(task, mu_e, eps_e)
+    if coords is None:
+        numeric = {e: 1 if e.free_symbols else e for e in (eta_e, mu_e)}
+        coords = find_manifold(task, numeric[eta_e], numeric[mu_e], eps_e)
+    traj = derive(population_task(task), steps=max(steps - 1, 0), eta=eta_e, eps=eps_e, mu=mu_e)
+    L, theta = symbolic_loss(task, mu_e, eps_e, coords)
     H = sp.hessian(L, theta)
-    D = sp.diag(*[sp.Integer(1)] * (task.K * task.K) + [mu_e] * task.K + [sp.Integer(1)] * task.N)
+    n_tok = len(coords.token_cols)
+    D = sp.diag(*[sp.Integer(1)] * coords.n_V + [mu_e] * n_tok + [sp.Integer(1)] * coords.N)
     B, T = coords.normal_basis(), coords.tangent_basis()
     BtB_inv = (B.T * B).inv()
     out = []
     for t in range(steps):
-        point = theta_of_state(traj.states[t])
+        point = theta_of_state(traj.states[t], coords)
         Ht = H.xreplace(dict(zip(theta, point)))
         J = (sp.eye(coords.dim) - eta_e * D * Ht).applyfunc(sp.simplify)
         C = (BtB_inv * B.T * J * B).applyfunc(sp.simplify)
@@ -80,7 +96,7 @@ class Linearisation:
     spectral radius of C_t; ``log_sigma_Phi[t]``: ln σ_max(Φ_{t+1}); ``growth``: σ_max(Φ_{t+1})/σ_max(Φ_t).
     """
 
-    task: CircleWalk
+    task: CircleWalk | FiniteTask
     eta: float
     mu: float
     eps: float
@@ -95,6 +111,7 @@ class Linearisation:
     log_sigma_Phi: list[float] = field(default_factory=list)
     growth: list[float] = field(default_factory=list)
     Phi: np.ndarray | None = None  # Φ_steps / σ_max(Φ_steps)
+    leak: list[float] = field(default_factory=list)  # ‖Bᵀ J_t T‖ / ‖J_t‖ (0 on an invariant manifold)
 
 
 def orthonormal_normal_basis(coords: Coordinates) -> np.ndarray:
@@ -105,22 +122,27 @@ def orthonormal_normal_basis(coords: Coordinates) -> np.ndarray:
 
 
 def project_to_manifold(theta: np.ndarray, coords: Coordinates) -> np.ndarray:
-    """The orthogonal projection onto the manifold: average V, average w_tok, average c_1..c_{N-1}."""
-    K, N = coords.K, coords.N
+    """The orthogonal projection onto the manifold: every class replaced by its mean."""
     out = theta.copy()
-    out[: K * K] = theta[: K * K].mean()
-    out[K * K : K * K + K] = theta[K * K : K * K + K].mean()
-    out[K * K + K : K * K + K + N - 1] = theta[K * K + K : K * K + K + N - 1].mean()
+    for members in coords.partition():
+        idx = list(members)
+        out[idx] = theta[idx].mean()
     return out
 
 
 def linearise(
-    task: CircleWalk, steps: int, eta: float = 1.0, mu: float = 1.0, eps: float = 0.1
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    eta: float = 1.0,
+    mu: float = 1.0,
+    eps: float = 0.1,
+    coords: Coordinates | None = None,
 ) -> Linearisation:
     """J_t, C_t and Φ_t in float64 for t < steps along θ*(t), GD from zero on the reduced loss.
 
     θ*(t) is projected onto the manifold after every step, so rounding cannot move the base trajectory
-    off it (the exact trajectory is on it by Theorem 4.1).
+    off it (the exact trajectory is on it: Theorem 4.1, or ``find_manifold``). ``coords`` defaults to
+    ``find_manifold(task, eta, mu, eps)``; ``leak[t]`` = ‖Bᵀ J_t T‖/‖J_t‖ checks its invariance per step.
 
     >>> from rwtasks import CircleWalk
     >>> lin = linearise(CircleWalk(3, 4, 1), steps=3)
@@ -130,12 +152,14 @@ def linearise(
     import torch
     from torch.func import grad, jacrev
 
-    check_manifold_task(task)
-    coords = Coordinates(task.K, task.N)
-    loss = torch_loss(task, float(mu), float(eps))
+    if coords is None:
+        coords = find_manifold(task, float(eta), float(mu), float(eps))
+    loss = torch_loss(task, float(mu), float(eps), coords=coords)
     d = torch.as_tensor(coords.metric(float(mu)))
     B = orthonormal_normal_basis(coords)
     Bt = torch.as_tensor(B)
+    T_np = np.array(coords.tangent_basis().tolist(), dtype=np.float64)
+    T = torch.as_tensor(T_np / np.linalg.norm(T_np, axis=0))  # (dim, classes) unit columns
     lin = Linearisation(task, float(eta), float(mu), float(eps), coords, B, [], [])
     theta = torch.zeros(coords.dim, dtype=torch.float64)
     Phi = torch.eye(B.shape[1], dtype=torch.float64)
@@ -150,6 +174,9 @@ def linearise(
         C = Bt.T @ J @ Bt  # (n_normal, n_normal)
         lin.C.append(C.numpy())
         lin.J.append(J.numpy())
+        lin.leak.append(
+            float(torch.linalg.matrix_norm(Bt.T @ J @ T, ord=2) / torch.linalg.matrix_norm(J, ord=2))
+        )
         lin.sigma_J.append(float(torch.linalg.matrix_norm(J, ord=2)))
         lin.sigma_C.append(float(torch.linalg.matrix_norm(C, ord=2)))
         lin.radius_C.append(float(torch.linalg.eigvals(C).abs().max()))
