@@ -1,4 +1,4 @@
-"""``rw stability``: does the Theorem 4.1 manifold attract or repel, and when does a run leave it?"""
+"""``rw stability``: does a stuck task's symmetric manifold attract or repel, and when does a run leave it?"""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import math
 
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 from rwio import check_output_file
+
+#: The grids of --grid (the same values as rwstability.GRIDS; kept here so --help loads no package).
+_GRID_HELP = "quick (default): the given --sigmas, --mus, --dtypes, --seeds; full: sigma 1e-2..1e-12, mu 1, sqrt(1000), 500, float32 and float64, 5 seeds"
 
 
 def _positive_float(text: str, name: str) -> float:
@@ -20,20 +23,36 @@ def _positive_float(text: str, name: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Task options plus the run length, GD settings, init scales and outputs."""
-    add_task_arguments(parser, "circle: 0 or 1 (the manifold of Theorem 4.1 needs p in {0, 1} and N = rK+1)")
+    """Task options (or a spec file) plus the run length, GD settings, sweep grid and outputs."""
+    add_task_arguments(
+        parser,
+        "circle: 0 or 1 (N = rK+1), or 1/2 (K = 4, N odd): the values where the signal C vanishes",
+    )
+    parser.add_argument(
+        "--spec",
+        metavar="SPEC",
+        help="task specification file of rw explore (JSON, schema rwtasks/task_spec.schema.json); "
+        "replaces --task/--K/--N/--p; a sweep must have one point",
+    )
     parser.add_argument(
         "--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)"
     )
     parser.add_argument("--eta", default="1", help="learning rate > 0 (default 1)")
-    parser.add_argument("--mu", default="1", help="mu = |p_i|^2 > 0 (default 1)")
+    parser.add_argument("--mu", default="1", help="mu = |p_i|^2 > 0 (default 1); --mus gives several")
+    parser.add_argument("--mus", help="comma-separated mu values, one linearisation each (overrides --mu)")
     parser.add_argument("--eps", default="0.1", help="log-loss epsilon > 0 (default 0.1)")
     parser.add_argument(
         "--sigmas",
         default="1e-2,1e-4,1e-6,1e-8",
         help="comma-separated Gaussian init scales in (0, 1) (default 1e-2,1e-4,1e-6,1e-8)",
     )
+    parser.add_argument(
+        "--dtypes",
+        default="float64",
+        help="dtypes of the Gaussian-init runs: float32, float64 (default float64)",
+    )
     parser.add_argument("--seeds", default="2", help="training seeds per init scale (1..20, default 2)")
+    parser.add_argument("--grid", default="quick", choices=("quick", "full"), help=_GRID_HELP)
     parser.add_argument(
         "--threshold",
         default="1e-3",
@@ -41,8 +60,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="write the report (rwstability/stability.schema.json)")
     parser.add_argument(
-        "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma)"
+        "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma, per mu)"
     )
+
+
+def _task(args: argparse.Namespace):
+    if args.spec is None:
+        return task_from_args(args)
+    given = [f"--{n}" for n in ("K", "N", "p") if getattr(args, n) is not None]
+    if given or args.task != "circle":
+        raise ValueError(f"--spec replaces the task options: drop {', '.join(given) or '--task'}")
+    from rwtasks import load_task_spec
+
+    spec = load_task_spec(args.spec)
+    points = spec.points()
+    if len(points) > 1:
+        raise ValueError(
+            f"spec.sweep: rw stability takes one task; the spec sweeps {len(points)} points "
+            "(give one value, or use rw explore for the sweep)"
+        )
+    return spec.task(**points[0])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,28 +87,41 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--json", args.json), ("--png", args.png)):
         if path:
             check_output_file(path, option)
-    task = task_from_args(args)
     steps = parse_int(args.steps, "steps", 2)
     seeds = parse_int(args.seeds, "seeds", 1)
     eta, mu, eps = (_positive_float(getattr(args, n), n) for n in ("eta", "mu", "eps"))
     threshold = _positive_float(args.threshold, "threshold")
     sigmas = [_positive_float(s, "sigmas") for s in args.sigmas.split(",")]
-    from rwstability import check_report_args
+    mus = [mu] if args.mus is None else [_positive_float(m, "mus") for m in args.mus.split(",")]
+    dtypes = [d.strip() for d in args.dtypes.split(",")]
+    task = _task(args)
+    from rwstability import GRIDS, check_report_args
 
-    circle = check_report_args(task, steps, sigmas, seeds, threshold)
+    if args.grid == "full":
+        grid = GRIDS["full"]
+        sigmas, mus, dtypes, seeds = (
+            list(grid["sigmas"]),
+            list(grid["mus"]),
+            list(grid["dtypes"]),
+            grid["seeds"],
+        )
+    checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes)
 
     import torch
 
     from rwio import write_json_atomic
-    from rwstability import plot_report, stability_report
+    from rwstability import plot_report, stability_report, task_info
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # same bytes on every machine: one summation order
     try:
-        report = stability_report(circle, steps, eta, mu, eps, sigmas, seeds, threshold)
+        report = stability_report(checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes)
     finally:
         torch.set_num_threads(previous)
-    print(f"rw stability K={circle.K} N={circle.N} p={circle.p}: {report['verdict']['line']}")
+    info = task_info(checked)
+    where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
+    name = "" if info["name"] == "circle" else f"{info['name']} "
+    print(f"rw stability {name}{where}: {report['verdict']['line']}")
     if args.json:
         print(f"wrote {write_json_atomic(report, args.json)}")
     if args.png:

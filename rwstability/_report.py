@@ -1,37 +1,105 @@
-"""The stability report: verdict, per-step growth, predicted vs measured escape (JSON + PNG)."""
+"""The stability report: manifold, verdict, per-step growth, predicted vs measured escape, selected solutions.
+
+JSON (schema ``stability.schema.json``) and PNG. One linearisation per μ (the manifold and the trajectory
+depend on it); per μ the Gaussian-init table covers every σ, dtype and seed, and the rounding table both
+dtypes and both Gram choices.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from importlib import resources
-from typing import cast
+from typing import Any
 
-from rwstability._escape import DEFAULT_THRESHOLD, UNIT_ROUNDOFF, measure_escape, predict_escape
-from rwstability._linear import linearise, unstable_directions, verdict
-from rwstability._reduced import Coordinates, check_manifold_task
-from rwtasks import CircleWalk
+from rwstability._escape import (
+    DEFAULT_THRESHOLD,
+    UNIT_ROUNDOFF,
+    Escape,
+    Selection,
+    measure_escape,
+    predict_escape,
+    selection_distribution,
+)
+from rwstability._linear import Linearisation, linearise, unstable_directions, verdict
+from rwstability._reduced import active_coordinates, find_manifold, population_arrays
+from rwtasks import CircleWalk, FiniteTask
 
-#: Largest reduced dimension K² + K + N and run length the report accepts (one Hessian per step).
+#: Largest reduced dimension the report accepts (one dim×dim Hessian per step), and the longest run.
 MAX_DIM = 300
 MAX_STEPS = 2000
+#: The sweep grids of ``rw stability --grid``: "quick" is the default run, "full" covers σ from 1e-2 to
+#: 1e-12, μ ∈ {1, √M, M/2} at the paper's M = 1000 and both dtypes.
+GRIDS: dict[str, dict[str, Any]] = {
+    "quick": {"sigmas": (1e-2, 1e-4, 1e-6, 1e-8), "mus": (1.0,), "dtypes": ("float64",), "seeds": 2},
+    "full": {
+        "sigmas": (1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12),
+        "mus": (1.0, math.sqrt(1000.0), 500.0),
+        "dtypes": ("float32", "float64"),
+        "seeds": 5,
+    },
+}
+
+
+def task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
+    """The task's name and sizes (and p for a circle walk) as written in the report."""
+    if isinstance(task, CircleWalk):
+        return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
+    return {"name": task.name, "K": task.K, "N": task.N, "inputs": int(len(task.labels))}
+
+
+def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
+    """``task`` if it is a task with numeric probabilities whose signal C vanishes, else a one-line ValueError.
+
+    C = 0 is what makes the first step uninformative (docs/theory.md#signal); the exact trajectory then
+    stays on a symmetric manifold that ``find_manifold`` finds.
+
+    >>> from rwtasks import CircleWalk
+    >>> check_stuck_task(CircleWalk(3, 5, 1))
+    Traceback (most recent call last):
+    ValueError: circle walk K=3, N=5, p=1: the signal C is not zero (C = 0 needs p in {0, 1} and N = rK+1, or K = 4, p = 1/2 and N odd), so the exact trajectory is not stuck
+    """
+    from rwsymbolic import signal_matrix
+
+    if not isinstance(task, (CircleWalk, FiniteTask)):
+        raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
+    if isinstance(task, CircleWalk) and task.p.free_symbols:
+        raise ValueError("--p is missing: rw stability needs a number p (0, 1, or 1/2 at K = 4)")
+    population_arrays(task)  # symbolic probabilities are refused here, with a one-line message
+    if not signal_matrix(task).is_zero_matrix:
+        if isinstance(task, CircleWalk):
+            raise ValueError(
+                f"circle walk K={task.K}, N={task.N}, p={task.p}: the signal C is not zero (C = 0 needs p in "
+                "{0, 1} and N = rK+1, or K = 4, p = 1/2 and N odd), so the exact trajectory is not stuck"
+            )
+        raise ValueError(
+            f"task {task.name!r}: the signal C is not zero, so the exact trajectory is not stuck "
+            "(rw explore shows C and the verdict)"
+        )
+    return task
 
 
 def check_report_args(
-    task: object, steps: int, sigmas: Sequence[float], seeds: int, threshold: float
-) -> CircleWalk:
-    """One-line ValueErrors for every bad argument, before any work; returns ``task``, a checked circle walk.
+    task: object,
+    steps: int,
+    sigmas: Sequence[float],
+    seeds: int,
+    threshold: float,
+    mus: Sequence[float] = (1.0,),
+    dtypes: Sequence[str] = ("float64",),
+) -> CircleWalk | FiniteTask:
+    """One-line ValueErrors for every bad argument, before any work; returns the checked task.
 
     >>> from rwtasks import CircleWalk
     >>> check_report_args(CircleWalk(3, 4, 1), steps=10, sigmas=[1e-3], seeds=1, threshold=1e-3).N
     4
     """
-    check_manifold_task(task)
-    circle = cast(CircleWalk, task)  # check_manifold_task refuses every task that is not a CircleWalk
-    dim = Coordinates(circle.K, circle.N).dim
+    checked = check_stuck_task(task)
+    dim = active_coordinates(checked).dim
     if dim > MAX_DIM:
         raise ValueError(
-            f"K^2+K+N = {dim} reduced coordinates is above {MAX_DIM}: each step builds a {dim}x{dim} Hessian; "
+            f"{dim} reduced coordinates is above {MAX_DIM}: each step builds a {dim}x{dim} Hessian; "
             "use a smaller K or N"
         )
     if not 2 <= steps <= MAX_STEPS:
@@ -42,73 +110,144 @@ def check_report_args(
         raise ValueError(f"seeds={seeds} must be in [1, 20]")
     if not 0 < threshold < 1:
         raise ValueError(f"threshold={threshold} must be in (0, 1)")
-    return circle
+    if not mus or any(not (math.isfinite(m) and 0 < m <= 1e4) for m in mus):
+        raise ValueError(f"mus={list(mus)} must be a non-empty list of numbers in (0, 10000]")
+    if not dtypes or any(d not in UNIT_ROUNDOFF for d in dtypes):
+        raise ValueError(f"dtypes={list(dtypes)} must be a non-empty list of {', '.join(UNIT_ROUNDOFF)}")
+    return checked
 
 
-def stability_report(
-    task: CircleWalk,
-    steps: int = 200,
-    eta: float = 1.0,
-    mu: float = 1.0,
-    eps: float = 0.1,
-    sigmas: Sequence[float] = (1e-2, 1e-4, 1e-6, 1e-8),
-    seeds: int = 2,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> dict:
-    """Linearisation, verdict and escape table for a Theorem 4.1 task (JSON-able; schema ``stability.schema.json``).
+def _selection_json(s: Selection | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "attended_position": s.attended_position,
+        "attention": s.attention,
+        "v_pattern": s.v_pattern,
+        "accuracy": s.accuracy,
+    }
 
-    >>> from rwtasks import CircleWalk
-    >>> r = stability_report(CircleWalk(3, 4, 1), steps=4, sigmas=[1e-3], seeds=1)
-    >>> r["verdict"]["kind"], len(r["steps"]), r["escape"]["gaussian"][0]["predicted"]  # 4 steps: too few to tell
-    ('neutral', 4, 1)
-    """
-    check_report_args(task, steps, sigmas, seeds, threshold)
-    lin = linearise(task, steps, eta, mu, eps)
+
+def _verdict_json(lin: Linearisation, mu: float) -> dict[str, Any]:
     v = verdict(lin)
-    sig_phi = lin.log_sigma_Phi
+    return {"kind": v.kind, "rate": v.rate, "tolerance": v.tolerance, "line": v.line(), "mu": mu}
+
+
+def _per_mu(
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    eta: float,
+    mu: float,
+    eps: float,
+    sigmas: Sequence[float],
+    seeds: int,
+    threshold: float,
+    dtypes: Sequence[str],
+) -> tuple[Linearisation, dict[str, Any]]:
+    coords = find_manifold(task, eta, mu, eps)
+    lin = linearise(task, steps, eta, mu, eps, coords=coords)
     per_step = [
         {
             "t": t,
             "sigma_J": lin.sigma_J[t],
             "sigma_C": lin.sigma_C[t],
             "radius_C": lin.radius_C[t],
-            "log_sigma_Phi": sig_phi[t],
+            "log_sigma_Phi": lin.log_sigma_Phi[t],
             "growth": lin.growth[t],
+            "leak": lin.leak[t],
         }
         for t in range(steps)
     ]
     gaussian = []
     for s in sigmas:
-        measured = [measure_escape(lin, sigma=s, seed=k, threshold=threshold).step for k in range(seeds)]
-        gaussian.append(
-            {
-                "sigma": s,
-                "predicted": predict_escape(lin, sigma=s, threshold=threshold).step,
-                "measured": measured,
-            }
-        )
+        predicted = predict_escape(lin, sigma=s, threshold=threshold).step
+        for dtype in dtypes:
+            runs: list[Escape] = [
+                measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold) for k in range(seeds)
+            ]
+            gaussian.append(
+                {
+                    "sigma": s,
+                    "dtype": dtype,
+                    "predicted": predicted,
+                    "measured": [r.step for r in runs],
+                    "selection": [_selection_json(r.selection) for r in runs],
+                    "selected": selection_distribution(runs),
+                }
+            )
     rounding = []
-    for dtype in ("float32", "float64"):
-        predicted = predict_escape(lin, dtype=dtype, threshold=threshold).step
+    for dtype in UNIT_ROUNDOFF:
+        predicted_round = predict_escape(lin, dtype=dtype, threshold=threshold).step
         for gram in ("ideal", "computed"):
             m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram)
             rounding.append(
                 {
                     "dtype": dtype,
                     "gram": gram,
-                    "predicted": predicted,
+                    "predicted": predicted_round,
                     "measured": m.step,
                     "measured_final_rho": m.rho[-1],
+                    "selection": _selection_json(m.selection),
                 }
             )
-    return {
-        "task": {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)},
-        "config": {"steps": steps, "eta": eta, "mu": mu, "eps": eps, "seeds": seeds, "threshold": threshold},
-        "dimensions": {"reduced": lin.coords.dim, "normal": int(lin.basis.shape[1])},
-        "verdict": {"kind": v.kind, "rate": v.rate, "tolerance": v.tolerance, "line": v.line()},
+    block = {
+        "mu": mu,
+        "verdict": _verdict_json(lin, mu),
+        "max_leak": max(lin.leak),
         "unstable_directions": unstable_directions(lin),
         "steps": per_step,
-        "escape": {"quantity": "ones_residual", "gaussian": gaussian, "rounding": rounding},
+        "escape": {"quantity": "v_residual", "gaussian": gaussian, "rounding": rounding},
+    }
+    return lin, block
+
+
+def stability_report(
+    task: CircleWalk | FiniteTask,
+    steps: int = 200,
+    eta: float = 1.0,
+    mu: float = 1.0,
+    eps: float = 0.1,
+    sigmas: Sequence[float] = GRIDS["quick"]["sigmas"],
+    seeds: int = 2,
+    threshold: float = DEFAULT_THRESHOLD,
+    mus: Sequence[float] | None = None,
+    dtypes: Sequence[str] = ("float64",),
+) -> dict:
+    """Manifold, linearisation, verdict and escape tables of a stuck task (schema ``stability.schema.json``).
+
+    ``mus``: the μ values (one block of ``results`` each; default ``[mu]``); the headline ``verdict`` is
+    that of the first.
+
+    >>> from rwtasks import CircleWalk
+    >>> r = stability_report(CircleWalk(3, 4, 1), steps=4, sigmas=[1e-3], seeds=1)
+    >>> r["verdict"]["kind"], len(r["results"][0]["steps"]), r["results"][0]["escape"]["gaussian"][0]["predicted"]
+    ('neutral', 4, 1)
+    """
+    mu_list = [float(mu)] if mus is None else [float(m) for m in mus]
+    check_report_args(task, steps, sigmas, seeds, threshold, mu_list, dtypes)
+    results, first = [], None
+    for m in mu_list:
+        lin, block = _per_mu(task, steps, eta, m, eps, sigmas, seeds, threshold, dtypes)
+        first = first or lin
+        results.append(block)
+    assert first is not None
+    coords = first.coords
+    return {
+        "task": task_info(task),
+        "config": {
+            "steps": steps,
+            "eta": eta,
+            "mus": mu_list,
+            "eps": eps,
+            "sigmas": [float(s) for s in sigmas],
+            "dtypes": list(dtypes),
+            "seeds": seeds,
+            "threshold": threshold,
+        },
+        "dimensions": {"reduced": coords.dim, "normal": int(first.basis.shape[1])},
+        "manifold": {"source": coords.source, "classes": coords.classes_named()},
+        "verdict": results[0]["verdict"],
+        "results": results,
     }
 
 
@@ -117,49 +256,75 @@ def schema() -> dict:
     return json.loads(resources.files("rwstability").joinpath("stability.schema.json").read_text())
 
 
-def plot_report(report: dict, path: str) -> None:
-    """Two panels: σ_max(Φ_t) and σ_max(C_t) along t; predicted vs measured escape step against σ.
+def _nan(step: int | None) -> float:
+    return float("nan") if step is None else float(step)
 
-    Rounding (computed Gram matrix) is drawn at σ = u of its dtype; a missing marker means no escape.
+
+def plot_report(report: dict, path: str) -> None:
+    """One row per μ: σ_max(Φ_t) and σ_max(C_t) along t; predicted vs measured escape step against σ.
+
+    Measured steps are drawn per dtype and seed; rounding (computed Gram matrix) at σ = u of its dtype;
+    a missing marker means no escape within the run.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    import math
-
     import matplotlib.pyplot as plt
 
     from rwio import save_figure_atomic
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    ts = [s["t"] + 1 for s in report["steps"]]
-    a.semilogy(ts, [math.exp(s["log_sigma_Phi"]) for s in report["steps"]], label=r"$\sigma_{\max}(\Phi_t)$")
-    a.semilogy(ts, [s["sigma_C"] for s in report["steps"]], label=r"$\sigma_{\max}(C_{t-1})$")
-    a.set_xlabel("step t")
-    a.set_title(report["verdict"]["kind"] + f", rate {report['verdict']['rate']:+.3g}/step", fontsize=9)
-    a.legend(fontsize=8)
-    rows = report["escape"]["gaussian"]
-    xs = [r["sigma"] for r in rows]
-    b.semilogx(
-        xs,
-        [r["predicted"] if r["predicted"] is not None else float("nan") for r in rows],
-        "o-",
-        label="predicted (linear)",
-    )
-    for k in range(report["config"]["seeds"]):
-        ys = [r["measured"][k] if r["measured"][k] is not None else float("nan") for r in rows]
-        b.semilogx(xs, ys, "x", color="C1", label="measured (rw train)" if k == 0 else None)
-    for i, r in enumerate(x for x in report["escape"]["rounding"] if x["gram"] == "computed"):
-        u = UNIT_ROUNDOFF[r["dtype"]]  # rounding drawn at σ = u, the size of one rounding error
-        pred = r["predicted"] if r["predicted"] is not None else float("nan")
-        meas = r["measured"] if r["measured"] is not None else float("nan")
-        b.semilogx([u], [pred], "s", mfc="none", color="C2", label="rounding, predicted" if i == 0 else None)
-        b.semilogx([u], [meas], "+", ms=10, color="C3", label="rounding, measured" if i == 0 else None)
-    b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
-    b.set_ylabel(rf"escape step ($\rho > {report['config']['threshold']:g}$)")
-    b.legend(fontsize=8)
+    rows = report["results"]
+    fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.2 * len(rows)), squeeze=False)
+    markers = {"float64": "x", "float32": "1"}
+    for (a, b), res in zip(axes, rows):
+        ts = [s["t"] + 1 for s in res["steps"]]
+        a.semilogy(ts, [math.exp(s["log_sigma_Phi"]) for s in res["steps"]], label=r"$\sigma_{\max}(\Phi_t)$")
+        a.semilogy(ts, [s["sigma_C"] for s in res["steps"]], label=r"$\sigma_{\max}(C_{t-1})$")
+        a.set_xlabel("step t")
+        v = res["verdict"]
+        a.set_title(f"μ = {res['mu']:g}: {v['kind']}, rate {v['rate']:+.3g}/step", fontsize=9)
+        a.legend(fontsize=8)
+        table = res["escape"]["gaussian"]
+        sig = sorted({r["sigma"] for r in table})
+        pred = {r["sigma"]: r["predicted"] for r in table}
+        b.semilogx(sig, [_nan(pred[s]) for s in sig], "o-", label="predicted (linear)")
+        for dtype in report["config"]["dtypes"]:
+            pts = [(r["sigma"], m) for r in table if r["dtype"] == dtype for m in r["measured"]]
+            b.semilogx(
+                [x for x, _ in pts],
+                [_nan(m) for _, m in pts],
+                markers.get(dtype, "x"),
+                color="C1" if dtype == "float64" else "C4",
+                label=f"measured, {dtype}",
+            )
+        for i, r in enumerate(x for x in res["escape"]["rounding"] if x["gram"] == "computed"):
+            u = UNIT_ROUNDOFF[r["dtype"]]  # rounding drawn at σ = u, the size of one rounding error
+            b.semilogx(
+                [u],
+                [_nan(r["predicted"])],
+                "s",
+                mfc="none",
+                color="C2",
+                label="rounding, predicted" if i == 0 else None,
+            )
+            b.semilogx(
+                [u],
+                [_nan(r["measured"])],
+                "+",
+                ms=10,
+                color="C3",
+                label="rounding, measured" if i == 0 else None,
+            )
+        b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
+        b.set_ylabel(rf"escape step ($\rho > {report['config']['threshold']:g}$)")
+        b.legend(fontsize=7)
     t = report["task"]
-    fig.suptitle(f"circle walk K={t['K']}, N={t['N']}, p={t['p']}", fontsize=10)
+    title = (
+        f"circle walk K={t['K']}, N={t['N']}, p={t['p']}"
+        if t["name"] == "circle"
+        else f"{t['name']} (K={t['K']}, N={t['N']})"
+    )
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save_figure_atomic(fig, path, dpi=150)
     plt.close(fig)

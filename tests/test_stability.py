@@ -12,30 +12,51 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwstability import exact_jacobians, linearise, measure_escape, predict_escape, schema, verdict
+from rwstability import (
+    Coordinates,
+    active_coordinates,
+    exact_jacobians,
+    find_manifold,
+    linearise,
+    measure_escape,
+    predict_escape,
+    schema,
+    verdict,
+)
+from rwsymbolic import derive, is_lemma_d3_form
 from rwsymbolic._atoms import expand_atoms
 from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import group_pass, population_inputs
-from rwtasks import CircleWalk
+from rwtasks import CircleWalk, FiniteTask, make_task, qa_task2
 from tests.conftest import assert_rel
 
 ETA, MU, EPS = sp.Integer(1), sp.Integer(1), sp.Rational(1, 10)
 
 
-def exact_gd_map(task: CircleWalk, theta: list[sp.Expr]) -> sp.Matrix:
+def exact_gd_map(
+    task: CircleWalk | FiniteTask, theta: list[sp.Expr], coords: Coordinates | None = None
+) -> sp.Matrix:
     """One step of rwsymbolic's exact population GD from an arbitrary θ (no rotation symmetry assumed).
 
-    The engine names each exponential it creates (``rwsymbolic._atoms``); the map is returned with those
-    names expanded back into exp(·), so that SymPy differentiates through them.
+    θ is in ``coords``' layout (default all of V, w_tok, c); the engine sees the full K×K V and K
+    entries of w_tok, zero outside θ's entries. The engine names each exponential it creates
+    (``rwsymbolic._atoms``); the map is returned with those names expanded back into exp(·), so that
+    SymPy differentiates through them.
     """
     K, N = task.K, task.N
-    V = sp.Matrix(K, K, theta[: K * K])
-    w, c = theta[K * K : K * K + K], theta[K * K + K :]
+    coords = Coordinates(K, N) if coords is None else coords
+    rows, cols = coords.label_rows, coords.token_cols
+    V, w = sp.zeros(K, K), [sp.Integer(0)] * K
+    for i, (y, k) in enumerate((y, k) for y in rows for k in cols):
+        V[y, k] = theta[i]
+    for i, k in enumerate(cols):
+        w[k] = theta[coords.n_V + i]
+    c = theta[coords.n_V + len(cols) :]
     ev = group_pass(population_inputs(task.population()), V, w, c, MU, make_loss("log", EPS), True)
     V1 = V - ETA * ev.grad_V
     w1 = [w[k] - ETA * MU * ev.grad_tok[k] for k in range(K)]
     c1 = [c[j] - ETA * MU * ev.grad_c[j] for j in range(N)]
-    return sp.Matrix(list(V1) + w1 + c1).applyfunc(expand_atoms)
+    return sp.Matrix(coords.theta_of(V1, w1, c1)).applyfunc(expand_atoms)
 
 
 def direction(dim: int) -> sp.Matrix:
@@ -190,15 +211,33 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--K", "3", "--N", "5", "--p", "1"], "N=5 must be rK+1"),
-        (["--K", "3", "--N", "4", "--p", "1/2"], "p=1/2 must be 0 or 1"),
+        (["--K", "3", "--N", "5", "--p", "1"], "N=5, p=1: the signal C is not zero"),
+        (["--K", "3", "--N", "4", "--p", "1/2"], "p=1/2: the signal C is not zero"),
+        (["--K", "4", "--N", "6", "--p", "1/2"], "N=6, p=1/2: the signal C is not zero"),
         (["--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
         (["--K", "3", "--N", "4", "--p", "1", "--sigmas", "2"], "sigmas"),
         (["--K", "3", "--N", "4", "--p", "1", "--eta", "-1"], "--eta"),
         (["--K", "3", "--N", "4", "--p", "1", "--json", f"{__file__}/x.json"], "is a file, not a folder"),
-        (["--task", "qa1"], "circle walks"),
+        (["--task", "qa1"], "task 'qa1': the signal C is not zero"),
+        (["--K", "3", "--N", "4", "--p", "1", "--mus", "1,0"], "--mus"),
+        (["--K", "3", "--N", "4", "--p", "1", "--dtypes", "float16"], "dtypes=['float16']"),
+        (["--spec", "/nonexistent/spec.json"], "cannot be read"),
+        (["--spec", f"{__file__}", "--K", "3"], "--spec replaces the task options"),
     ],
-    ids=["N-not-rK+1", "p-not-0-or-1", "steps", "sigma", "eta", "json-folder", "qa-task"],
+    ids=[
+        "N-not-rK+1",
+        "p-not-0-or-1",
+        "K4-N-even",
+        "steps",
+        "sigma",
+        "eta",
+        "json-folder",
+        "qa1-informative",
+        "mus",
+        "dtypes",
+        "spec-missing",
+        "spec-and-task",
+    ],
 )
 def test_rw_stability_bad_input_is_one_line_exit_2(extra, message, capsys):
     from rwcli.main import main
@@ -206,3 +245,121 @@ def test_rw_stability_bad_input_is_one_line_exit_2(extra, message, capsys):
     assert main(["stability"] + extra) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+# --- the other stuck cases: K = 4, p = 1/2, N odd; first_of_two; permutation; QA Task 2 ---------------------
+
+STUCK_CASES = {
+    "circle-K4-p1/2": CircleWalk(4, 5, "1/2"),
+    "first_of_two": make_task("first_of_two", {"L": 4}),
+    "permutation": make_task("permutation", {"m": 3}),
+    "qa2": qa_task2(),
+}
+
+
+def test_k4_half_manifold_is_lemma_d3_form_as_the_structure_predicate_decides():
+    """The found classes are Lemma D.3's four, and rwsymbolic's own predicate proves that form at t <= 3."""
+    task = CircleWalk(4, 5, "1/2")
+    assert find_manifold(task).partition() == Coordinates(4, 5).partition()
+    for state in derive(task, 3, eta=1, eps=EPS, mu=1).states:
+        assert is_lemma_d3_form(state), state.t
+
+
+def test_first_of_two_manifold_classes_by_hand():
+    """L = 3, r = 7/10: every input holds a, b, _ once each, so x̄ is the same for all inputs and every
+    column of V gets the same update: V[a, ·] and V[b, ·] are each constant (the labels have different
+    probabilities, 7/10 and 3/10, so the two rows differ), w_tok is constant, and c_1 = c_2 = c_3."""
+    coords = find_manifold(make_task("first_of_two", {"L": 3, "r": "7/10"}))
+    assert coords.classes_named() == [
+        ["V[a,a]", "V[a,b]", "V[a,_]"],
+        ["V[b,a]", "V[b,b]", "V[b,_]"],
+        ["w_tok[a]", "w_tok[b]", "w_tok[_]"],
+        ["c_1", "c_2", "c_3"],
+        ["c_4"],
+    ]
+
+
+def test_qa2_coordinates_keep_labels_and_occurring_tokens():
+    """QA Task 2: labels apple, orange; 15 distinct words occur in the 18 tokens; 2·15 + 15 + 19 = 64."""
+    coords = active_coordinates(qa_task2())
+    assert [coords.vocab[k] for k in coords.label_rows] == ["apple", "orange"]
+    assert len(coords.token_cols) == 15 and coords.dim == 64
+
+
+@pytest.fixture(scope="module")
+def jac_first_of_two():
+    task = make_task("first_of_two", {"L": 3, "r": "7/10"})
+    return task, exact_jacobians(task, steps=2, eta=ETA, mu=MU, eps=EPS)
+
+
+def test_first_of_two_exact_jacobian_is_derivative_of_exact_gd_map_and_leak_vanishes(jac_first_of_two):
+    task, jacs = jac_first_of_two
+    coords = find_manifold(task)
+    h = sp.Symbol("h", real=True)
+    assert all(jac.leak.is_zero_matrix for jac in jacs)
+    jac = jacs[1]  # t = 1: V ≠ 0 (t = 0 is the circle test's)
+    v = direction(len(jac.theta))
+    moved = exact_gd_map(task, [a + h * b for a, b in zip(jac.theta, v, strict=True)], coords)
+    derivative = moved.diff(h).subs(h, 0)
+    assert (derivative - jac.J * v).applyfunc(sp.simplify).is_zero_matrix
+
+
+def test_first_of_two_float_jacobian_matches_exact_one(jac_first_of_two):
+    task, jacs = jac_first_of_two
+    lin = linearise(task, steps=2, eta=1.0, mu=1.0, eps=0.1)
+    for jac in jacs:
+        # 13 variables, entries O(10): 1e-12 is the same 100x margin over rounding as for the circle.
+        assert_rel(lin.J[jac.t], np.array(jac.J.evalf(30).tolist(), dtype=np.float64), 1e-12, f"J_{jac.t}")
+
+
+@pytest.mark.parametrize("name", list(STUCK_CASES))
+def test_stuck_case_float_leak_is_rounding_and_escape_predicted_within_factor_two(name):
+    """μ = 500: the linearised map keeps the manifold's tangent space to rounding at every step
+    (leak ≤ 1e-12, float64 Hessians of entries up to ~1e4), and wherever the real run escapes, the
+    prediction is within a factor 2 for σ = 1e-8, 1e-12 and for float32/float64 rounding (computed Gram)."""
+    lin = linearise(STUCK_CASES[name], steps=12, mu=500.0)
+    assert max(lin.leak) <= 1e-12, max(lin.leak)
+    pairs = [(predict_escape(lin, sigma=s).step, measure_escape(lin, sigma=s).step) for s in (1e-8, 1e-12)]
+    pairs += [
+        (predict_escape(lin, dtype=d).step, measure_escape(lin, dtype=d, gram="computed").step)
+        for d in ("float32", "float64")
+    ]
+    for predicted, measured in pairs:
+        if measured is None:
+            assert predicted is None, pairs
+        else:
+            assert predicted is not None and 0.5 <= measured / predicted <= 2, pairs
+
+
+def test_escape_selects_a_position_whose_token_fixes_the_label():
+    """p = 1, N = rK+1: y = s_j + (N - j) mod K, so a run that escapes by attending to position j is
+    right with V's pattern "offset (N - j) mod K" (V[s + d, s] large), and then its accuracy is 1."""
+    task = CircleWalk(3, 4, 1)
+    lin = linearise(task, steps=12, mu=500.0)
+    for seed in (0, 1, 2):
+        run = measure_escape(lin, sigma=1e-8, seed=seed)
+        assert run.step is not None and run.selection is not None
+        j = run.selection.attended_position
+        assert run.selection.v_pattern == f"offset {(task.N - j) % task.K}", run.selection
+        assert run.selection.accuracy == 1.0, run.selection
+
+
+def test_rw_stability_reads_a_spec_file_and_refuses_a_sweep(tmp_path, capsys):
+    import jsonschema
+
+    from rwcli.main import main
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"task": {"family": "permutation", "params": {"m": 3}}}))
+    out = tmp_path / "r.json"
+    args = ["stability", "--spec", str(spec), "--steps", "4", "--sigmas", "1e-3", "--seeds", "1"]
+    assert main(args + ["--mus", "1,500", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, schema())
+    assert report["task"]["name"] == "permutation" and [r["mu"] for r in report["results"]] == [1.0, 500.0]
+    assert capsys.readouterr().out.startswith("rw stability permutation K=3 N=4: ")
+    spec.write_text(
+        json.dumps({"task": {"family": "first_of_two", "params": {"L": 3}}, "sweep": {"r": ["1/2", "1/3"]}})
+    )
+    assert main(args) == 2
+    assert "spec.sweep: rw stability takes one task" in capsys.readouterr().err
