@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--steps", help="exact GD steps of the stuck-manifold check, 1..8 (overrides the spec)"
     )
+    parser.add_argument(
+        "--no-stability",
+        action="store_true",
+        help="skip the stability of stuck manifolds (verdict stays 'stuck' instead of stuck-attracting/"
+        "-neutral/-repelling, computed at the spec's training settings)",
+    )
 
 
 def _check_memory(spec: TaskSpec) -> None:
@@ -70,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         spec.explore["steps"] = steps
     if args.train:
         _check_memory(spec)
-    result = explore(spec, train=args.train, progress=sys.stderr.isatty())
+    result = explore(spec, train=args.train, progress=sys.stderr.isatty(), stability=not args.no_stability)
     written = write_report(result, args.out)
     for point in result.points:
         for check in point.checks:

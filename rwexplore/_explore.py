@@ -11,6 +11,12 @@ verdict:
 - ``escapes``: C = 0, but some step separates two inputs (the average is uninformative, yet the
   attention finds the information later);
 - ``undecided``: anything else, with the reason.
+
+A ``stuck`` task then gets the stability of its manifold (``rwstability``, at the training settings of
+the spec: η, ε, μ = M/2 of the sine embeddings, up to ``STABILITY_STEPS`` steps): the verdict becomes
+``stuck-attracting``, ``stuck-neutral`` or ``stuck-repelling``, with the rate and the predicted escape
+at float64 rounding. It stays ``stuck`` when the analysis is off (``stability=False``) or cannot run
+(a single input, or more reduced coordinates than ``rwstability`` accepts), and says why.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from tqdm import tqdm
 from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
 from rwexplore._stuck import Manifold, OneStep, manifold_check, one_step_check
 from rwexplore._train import TrainRun, reference_accuracies, train_runs
+from rwstability import StabilitySummary
 from rwtasks import CircleWalk, FiniteTask, TaskSpec
 
 #: Tolerance of "above the constant-prediction accuracy" for exact-population accuracies: they are float64
@@ -35,12 +42,22 @@ STUCK_CONTRADICTION_NOTE = (
     "score vector, so every input gets the same prediction and the accuracy is at most the "
     "constant-prediction accuracy); float rounding (zero init) or a non-zero init puts the numeric run "
     "slightly off the manifold, and when the manifold is not attracting the run leaves it and learns. "
-    "Whether the manifold attracts is a stability question that rw explore does not analyse (stability "
-    'analysis is not implemented), so "stuck" holds for exact GD from zero only'
+    'A "stuck-repelling" verdict predicts this (training is then not flagged); "stuck" alone means the '
+    "stability was not analysed, so it holds for exact GD from zero only"
 )
 #: Generic parameter values tried, in order, for the "away from the vanishing set" check.
 GENERIC_VALUES = tuple(sp.Rational(a, b) for a, b in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4)))
-VERDICTS = ("informative", "stuck", "escapes", "undecided")
+VERDICTS = (
+    "informative",
+    "stuck-attracting",
+    "stuck-neutral",
+    "stuck-repelling",
+    "stuck",
+    "escapes",
+    "undecided",
+)
+#: Longest linearisation of a stuck point (steps of the spec's training run, at most this many).
+STABILITY_STEPS = 100
 
 
 @dataclass
@@ -59,12 +76,15 @@ class PointCheck:
     accuracy_tol: float = (
         POPULATION_ACCURACY_TOL  # of the runs' test accuracies (sampled test sets: binomial)
     )
+    stability: StabilitySummary | None = None  # the manifold's stability, for a stuck point
+    stability_note: str = ""  # why a stuck point has no stability analysis, when it has none
 
     @property
     def contradicting_runs(self) -> list[tuple[str, int, float]]:
         """(run label, first step, final accuracy) of the training runs that end above the
-        constant-prediction accuracy (beyond ``accuracy_tol``) although the verdict is "stuck"."""
-        if self.verdict != "stuck" or not self.runs:
+        constant-prediction accuracy (beyond ``accuracy_tol``) although the verdict is "stuck" and the
+        stability analysis does not predict an escape (a "stuck-repelling" manifold is expected to be left)."""
+        if self.exact_verdict != "stuck" or self.verdict == "stuck-repelling" or not self.runs:
             return []
         bound = float(self.constant_accuracy) + self.accuracy_tol
         out = []
@@ -91,7 +111,15 @@ class PointCheck:
 
     @property
     def verdict(self) -> str:
-        """One of ``VERDICTS`` (see the module docstring)."""
+        """One of ``VERDICTS``: the exact verdict, "stuck" refined by the stability of the manifold."""
+        exact = self.exact_verdict
+        if exact == "stuck" and self.stability is not None:
+            return f"stuck-{self.stability.kind}"
+        return exact
+
+    @property
+    def exact_verdict(self) -> str:
+        """informative / stuck / escapes / undecided from the exact checks alone (module docstring)."""
         if not self.signal_is_zero and not self.one_step.shared:
             return "informative"
         if self.signal_is_zero and self.one_step.shared and self.manifold.invariant is True:
@@ -120,7 +148,12 @@ class PointCheck:
         if self.bayes_accuracy == self.constant_accuracy:
             trivial = "; nothing to learn here (Bayes accuracy = constant-prediction accuracy)"
         flag = f"; CONTRADICTED BY TRAINING: {self.contradiction}" if self.contradiction else ""
-        return f"{C}; {one}; {many}{trivial}{flag}"
+        stab = ""
+        if self.stability is not None:
+            stab = f"; stability: {self.stability.line()}"
+        elif self.stability_note:
+            stab = f"; {self.stability_note}"
+        return f"{C}; {one}; {many}{trivial}{stab}{flag}"
 
 
 @dataclass
@@ -160,8 +193,38 @@ def _evaluation_values(summary: SignalSummary) -> tuple[list[sp.Expr], list[str]
     return sorted(set(values)), skipped
 
 
-def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> ExploreResult:
-    """Run every check the spec asks for (see the module docstring); ``train`` adds numeric runs."""
+def stuck_stability(
+    task: CircleWalk | FiniteTask, settings: dict[str, Any]
+) -> tuple[StabilitySummary | None, str]:
+    """(summary, "") for a stuck task at the training settings, or (None, why not).
+
+    η, ε and μ = M/2 (the sine embeddings of ``rw explore --train``) from ``settings`` (the spec's
+    ``train``), min(steps, ``STABILITY_STEPS``) steps; predicted escapes for the spec's Gaussian σ too.
+    """
+    from rwstability import MAX_DIM, active_coordinates, linearise, stability_summary
+
+    if task.population().size == 1:
+        return None, "stability not analysed: the population has a single input"
+    dim = active_coordinates(task).dim
+    if dim > MAX_DIM:
+        return (
+            None,
+            f"stability not analysed: {dim} reduced coordinates (rw stability accepts up to {MAX_DIM})",
+        )
+    steps = max(2, min(int(settings["steps"]), STABILITY_STEPS))
+    mu = float(settings["M"]) / 2
+    try:
+        lin = linearise(task, steps, float(settings["eta"]), mu, float(settings["eps"]))
+    except ValueError as err:  # e.g. a trajectory with no equal coordinates, or one that diverges
+        return None, f"stability not analysed: {err}"
+    return stability_summary(lin, tuple(float(s) for s in settings["sigmas"])), ""
+
+
+def explore(
+    spec: TaskSpec, train: bool = False, progress: bool = False, stability: bool = True
+) -> ExploreResult:
+    """Run every check the spec asks for (see the module docstring); ``train`` adds numeric runs,
+    ``stability`` the stability of each stuck point's manifold."""
     settings = spec.explore
     points: list[Point] = []
     for params in spec.points():
@@ -190,6 +253,8 @@ def explore(spec: TaskSpec, train: bool = False, progress: bool = False) -> Expl
             bayes_accuracy=bayes,
             constant_accuracy=constant,
         )
+        if stability and check.exact_verdict == "stuck":
+            check.stability, check.stability_note = stuck_stability(task, spec.train)
         if train and task.population().size == 1:
             # One input of probability 1: nothing to learn, and rwnumeric's exact-population
             # accuracy cannot take a single probability (tests/test_properties_numeric_vs_symbolic.py).

@@ -20,8 +20,9 @@ from rwtasks import CircleWalk, FiniteTask, is_numeric
 
 #: Format name written into explore.json.
 EXPLORE_FORMAT = "rw-explore"
-#: Format version written into explore.json; version 2 added ``training_contradicts_verdict`` to every check.
-EXPLORE_FORMAT_VERSION = 2
+#: Format version written into explore.json; version 2 added ``training_contradicts_verdict`` to every check,
+#: version 3 the stuck verdicts refined by stability (``verdict``), ``exact_verdict`` and ``stability``.
+EXPLORE_FORMAT_VERSION = 3
 #: Gid of the title of an accuracy plot whose "stuck" verdict training contradicts (tests look for it).
 CONTRADICTION_GID = "stuck-contradicted-by-training"
 #: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
@@ -59,6 +60,8 @@ def _check_json(check: PointCheck) -> dict[str, Any]:
         "bayes_accuracy": exact_json(check.bayes_accuracy),
         "constant_accuracy": exact_json(check.constant_accuracy),
         "verdict": check.verdict,
+        "exact_verdict": check.exact_verdict,
+        "stability": _stability_json(check),
         "reason": check.reason,
         "train_note": check.train_note,
         "training_contradicts_verdict": _contradiction_json(check),
@@ -77,6 +80,29 @@ def _check_json(check: PointCheck) -> dict[str, Any]:
             for run in check.runs
         ]
     return out
+
+
+def _stability_json(check: PointCheck) -> dict[str, Any] | None:
+    """None for a point that is not stuck; else the manifold's stability, or why it was not analysed."""
+    if check.exact_verdict != "stuck":
+        return None
+    s = check.stability
+    if s is None:
+        return {"analysed": False, "note": check.stability_note}
+    return {
+        "analysed": True,
+        "kind": s.kind,
+        "rate": s.rate,
+        "tolerance": s.tolerance,
+        "steps": s.steps,
+        "eta": s.eta,
+        "mu": s.mu,
+        "eps": s.eps,
+        "predicted_escape_float64_rounding": s.rounding,
+        "predicted_escape_float64_rounding_extrapolated": s.rounding_extrapolated,
+        "predicted_escape_gaussian": [{"sigma": k, "step": v} for k, v in s.gaussian.items()],
+        "line": s.line(),
+    }
 
 
 def _contradiction_json(check: PointCheck) -> dict[str, Any] | None:
@@ -163,7 +189,9 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         "Verdicts: **informative** (C ≠ 0 and the first step already tells inputs apart), **stuck** "
         "(C = 0, every score vector f(X) is a multiple of E[e_y] after one step, and all inputs share one "
         "score vector at every step checked), **escapes** (C = 0 but a later step separates inputs), "
-        "**undecided** (otherwise).",
+        "**undecided** (otherwise). A stuck point is **stuck-attracting**, **stuck-neutral** or "
+        "**stuck-repelling** by the linearised GD map around its manifold at the training settings "
+        "(rw stability; docs/stability.md), with the rate and the predicted escape at float64 rounding.",
         "",
     ]
     for i, point in enumerate(result.points):
@@ -239,7 +267,7 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
             lines += [""]
             if check.contradiction:
                 lines += [
-                    f'**Warning: the exact verdict "stuck" is contradicted by training:** {check.contradiction}.',
+                    f'**Warning: the verdict "{check.verdict}" is contradicted by training:** {check.contradiction}.',
                     "",
                 ]
             lines += [f"![accuracy curves]({plots[(i, j)]})", ""]
@@ -275,7 +303,7 @@ def _plot(check: PointCheck, title: str, path: Path) -> Any:
     ax.set_xlabel("GD step")
     ax.set_ylabel("test accuracy")
     ax.set_ylim(-0.02, 1.02)
-    verdict = f"exact verdict: {check.verdict}"
+    verdict = f"verdict: {check.verdict}"
     if check.contradiction:
         verdict += " ✘ CONTRADICTED BY TRAINING (see REPORT.md)"
         for spine in ax.spines.values():

@@ -3,10 +3,12 @@
 from rwstability._escape import (
     Escape,
     Selection,
+    StabilitySummary,
     measure_escape,
     predict_escape,
     selection,
     selection_distribution,
+    stability_summary,
     v_residual,
 )
 from rwstability._linear import (
@@ -21,6 +23,7 @@ from rwstability._linear import (
 from rwstability._reduced import Coordinates, active_coordinates, find_manifold, symbolic_loss, torch_loss
 from rwstability._report import (
     GRIDS,
+    MAX_DIM,
     check_report_args,
     check_stuck_task,
     plot_report,
@@ -31,11 +34,13 @@ from rwstability._report import (
 
 __all__ = [
     "GRIDS",
+    "MAX_DIM",
     "Coordinates",
     "Escape",
     "ExactJacobian",
     "Linearisation",
     "Selection",
+    "StabilitySummary",
     "Verdict",
     "active_coordinates",
     "check_report_args",
@@ -50,6 +55,7 @@ __all__ = [
     "selection",
     "selection_distribution",
     "stability_report",
+    "stability_summary",
     "symbolic_loss",
     "task_info",
     "torch_loss",

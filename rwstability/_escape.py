@@ -214,3 +214,71 @@ def measure_escape(
         isinstance(task, CircleWalk),
     )
     return Escape(_first_above(rho, threshold), rho, chosen)
+
+
+@dataclass(frozen=True)
+class StabilitySummary:
+    """The stability of a stuck task's manifold in one line: verdict, rate, predicted escapes.
+
+    ``rounding``: the predicted escape step at float64 rounding (None: not within ``steps``);
+    ``rounding_extrapolated``: when None and the manifold repels, the step at which the late rate would
+    carry the predicted ρ from its value at ``steps`` to τ (an extrapolation, marked as such);
+    ``gaussian``: predicted escape step per Gaussian init scale σ.
+    """
+
+    kind: str
+    rate: float
+    tolerance: float
+    steps: int
+    eta: float
+    mu: float
+    eps: float
+    rounding: int | None
+    rounding_extrapolated: int | None
+    gaussian: dict[float, int | None]
+
+    def line(self) -> str:
+        """E.g. "repelling (rate +3.4e-02/step); predicted escape at float64 rounding: step 170"."""
+        if self.rounding is not None:
+            when = f"step {self.rounding}"
+        elif self.rounding_extrapolated is not None:
+            when = f"about step {self.rounding_extrapolated} (extrapolated at the late rate)"
+        else:
+            when = f"none within {self.steps} steps"
+        return (
+            f"{self.kind} (rate {self.rate:+.2e}/step at eta={self.eta:g}, mu={self.mu:g}); "
+            f"predicted escape at float64 rounding: {when}"
+        )
+
+
+def stability_summary(
+    lin: Linearisation, sigmas: tuple[float, ...] = (), threshold: float = DEFAULT_THRESHOLD
+) -> StabilitySummary:
+    """Verdict, rate and predicted escapes (float64 rounding; each σ) of one linearisation.
+
+    >>> from rwtasks import CircleWalk
+    >>> from rwstability import linearise
+    >>> s = stability_summary(linearise(CircleWalk(3, 4, 1), steps=12, mu=500.0), sigmas=(1e-8,))
+    >>> s.kind, s.rounding, s.gaussian
+    ('repelling', 7, {1e-08: 3})
+    """
+    from rwstability._linear import verdict
+
+    v = verdict(lin)
+    rounding = predict_escape(lin, dtype="float64", threshold=threshold)
+    extrapolated = None
+    if rounding.step is None and v.kind == "repelling" and rounding.rho[-1] > 0:
+        extrapolated = len(lin.C) + math.ceil(math.log(threshold / rounding.rho[-1]) / v.rate)
+    gaussian = {s: predict_escape(lin, sigma=s, threshold=threshold).step for s in sigmas}
+    return StabilitySummary(
+        v.kind,
+        v.rate,
+        v.tolerance,
+        len(lin.C),
+        lin.eta,
+        lin.mu,
+        lin.eps,
+        rounding.step,
+        extrapolated,
+        gaussian,
+    )

@@ -19,11 +19,12 @@ from rwexplore import explore, write_report
 from rwtasks import CircleWalk, parse_task_spec, qa_task2, symbol
 
 
-def _explore(task: dict, steps: int = 2, sweep: dict | None = None):
+def _explore(task: dict, steps: int = 2, sweep: dict | None = None, stability: bool = False):
+    """The exact verdicts (the stability of stuck points is tested on its own, below: it costs seconds)."""
     data = {"task": task, "explore": {"steps": steps}}
     if sweep:
         data["sweep"] = sweep
-    return explore(parse_task_spec(data))
+    return explore(parse_task_spec(data), stability=stability)
 
 
 def _verdicts(result) -> dict[str, str]:
@@ -201,12 +202,13 @@ def test_rw_explore_writes_report_json_and_is_reproducible(tmp_path, capsys):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
     data = json.loads((outs[0] / "explore.json").read_text())
     check = data["points"][0]["checks"][0]
-    assert data["format"] == "rw-explore" and check["verdict"] == "stuck"
+    assert data["format"] == "rw-explore" and check["exact_verdict"] == "stuck"
+    assert check["verdict"] == "stuck-" + check["stability"]["kind"] and check["stability"]["steps"] == 4
     assert check["manifold"]["shared"] == [True, True, True]
     assert [run["label"] for run in check["train"]] == ["zero", "gaussian sigma=0.01"]
     # zero init on a C = 0 task: every input scored alike, so accuracy = max_y P(y) = 1/2 at every step
     assert check["train"][0]["test_accuracy"] == [0.5] * 5
-    assert "**stuck**" in (outs[0] / "REPORT.md").read_text()
+    assert f"**{check['verdict']}**" in (outs[0] / "REPORT.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -261,7 +263,13 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
 
     spec = tmp_path / "perm.json"
     spec.write_text(
-        json.dumps({"task": {"family": "permutation", "params": {"m": 2}}, "explore": {"steps": 1}})
+        json.dumps(
+            {
+                "task": {"family": "permutation", "params": {"m": 2}},
+                "explore": {"steps": 1},
+                "train": {"steps": 5},  # the stability of the stuck manifold: 5 steps
+            }
+        )
     )
     done = subprocess.run(
         [sys.executable, "-m", "rwcli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
@@ -302,23 +310,28 @@ def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_pl
     )
     result = explore(spec, train=True)
     check = result.points[0].checks[0]
+    # The stability analysis at the training settings (η = 1, μ = M/2 = 8, 100 steps) finds the manifold
+    # repelling and predicts that float64 rounding alone leaves it within the run: the runs that learn
+    # are then expected, not a contradiction.
+    assert check.exact_verdict == "stuck" and check.verdict == "stuck-repelling", check.reason
+    assert check.stability is not None and check.stability.rounding is not None
+    assert check.contradicting_runs == [] and "predicted escape at float64 rounding: step" in check.reason
+    check.stability = None  # without the analysis, the same runs contradict a plain "stuck"
     assert check.verdict == "stuck"
     assert check.constant_accuracy == sp.Rational(1, 4) and check.bayes_accuracy == sp.Rational(1, 2)
     (label, first, final), gaussian = check.contradicting_runs
     assert label == "zero" and final == 0.5 and 20 < first < 100  # the notebook: accuracy 1/4 for 20 steps
     assert gaussian[0] == "gaussian sigma=0.01" and gaussian[2] == 0.5  # a non-zero init leaves it too
-    assert (
-        "CONTRADICTED BY TRAINING" in check.reason and "stability analysis is not implemented" in check.reason
-    )
+    assert "CONTRADICTED BY TRAINING" in check.reason and '"stuck" alone means the' in check.reason
     written = write_report(result, tmp_path)
     data = json.loads(written["explore.json"].read_text())
-    assert data["version"] == 2
+    assert data["version"] == 3
     flag = data["points"][0]["checks"][0]["training_contradicts_verdict"]
     assert flag["runs"][0] == {"label": "zero", "first_step": first, "final_test_accuracy": 0.5}
     assert flag["constant_accuracy"]["exact"] == "1/4" and "invariant manifold" in flag["explanation"]
     report = written["REPORT.md"].read_text()
     assert "**stuck** (contradicted by training, see below)" in report
-    assert 'Warning: the exact verdict "stuck" is contradicted by training' in report
+    assert 'Warning: the verdict "stuck" is contradicted by training' in report
     from rwexplore._report import CONTRADICTION_GID, _plot
 
     fig = _plot(check, "fair walk", tmp_path / "again.png")  # the plot's title carries the red flag
@@ -353,3 +366,23 @@ def test_accuracy_plot_title_names_each_parameter_once():
     title = plot_title("sweep", CircleWalk(4, 5, "1/2"), {"N": 5, "p": "p"}, {"p": sp.Rational(1, 2)})
     assert title == "sweep: task circle, K=4, N=5, p=1/2"
     assert "(as given)" not in plot_title("qa2", qa_task2(), {}, {})
+
+
+@pytest.mark.parametrize(
+    "task, kind",
+    [
+        ({"family": "qa2"}, "repelling"),
+        ({"family": "permutation", "params": {"m": 3}}, "repelling"),
+    ],
+    ids=["qa2", "permutation"],  # K = 4, p = 1/2: test_stuck_verdict_contradicted_by_training_...
+)
+def test_stuck_points_get_the_stability_verdict_of_rw_stability(task, kind):
+    """A stuck point's verdict is refined by rwstability's linearisation at the spec's training settings
+    (η = 0.1, ε = 0.1, μ = M/2 = 32, 40 steps here), the same numbers rw stability computes."""
+    from rwstability import linearise, stability_summary
+
+    spec = parse_task_spec({"task": task, "explore": {"steps": 1}, "train": {"steps": 40}})
+    check = explore(spec).points[0].checks[0]
+    expected = stability_summary(linearise(check.task, 40, eta=0.1, mu=32.0, eps=0.1), (1e-2, 1e-4))
+    assert check.verdict == f"stuck-{kind}" and check.stability == expected
+    assert expected.line() in check.reason
