@@ -26,6 +26,7 @@ MODULES: tuple[str, ...] = (
     "proofs.lemma_d3_invariant_manifold",
     "proofs.theorem_4_1_failure",
     "proofs.theorem_4_1_paper_scale",
+    "proofs.theorem_4_1_linear_instability",
     "proofs.lemma_e1_shift_identities",
     "proofs.lemma_e2_e3_power_mixing",
     "proofs.lemma_e4_gamma_diagonal",

@@ -29,6 +29,12 @@ if TYPE_CHECKING:  # rwsymbolic is imported where the exact trajectory is derive
     from rwsymbolic import StepState
 
 
+def _simplified(expr: sp.Expr) -> sp.Expr:
+    """A rational function of the symbols in canonical form (``cancel``: zero iff identically zero);
+    expressions with exponentials (the trajectory from t = 2 on) go through ``simplify``."""
+    return sp.simplify(expr) if expr.has(sp.exp) else sp.cancel(expr)
+
+
 @dataclass
 class ExactJacobian:
     """J (full reduced), C (normal block in the basis B), leak = BᵀJT (zero on an invariant manifold), θ*(t)."""
@@ -81,9 +87,9 @@ def exact_jacobians(
     for t in range(steps):
         point = theta_of_state(traj.states[t], coords)
         Ht = H.xreplace(dict(zip(theta, point)))
-        J = (sp.eye(coords.dim) - eta_e * D * Ht).applyfunc(sp.simplify)
-        C = (BtB_inv * B.T * J * B).applyfunc(sp.simplify)
-        leak = (B.T * J * T).applyfunc(sp.simplify)
+        J = (sp.eye(coords.dim) - eta_e * D * Ht).applyfunc(_simplified)
+        C = (BtB_inv * B.T * J * B).applyfunc(_simplified)
+        leak = (B.T * J * T).applyfunc(_simplified)
         out.append(ExactJacobian(t, point, J, C, leak, B))
     return out
 
