@@ -201,8 +201,12 @@ def stuck_stability(
     η, ε and μ = M/2 (the sine embeddings of ``rw explore --train``) from ``settings`` (the spec's
     ``train``), min(steps, ``STABILITY_STEPS``) steps; predicted escapes for the spec's Gaussian σ too.
     """
-    from rwstability import MAX_DIM, active_coordinates, linearise, stability_summary
+    from rwstability import MAX_DIM, active_coordinates, check_stuck_task, linearise, stability_summary
 
+    try:
+        check_stuck_task(task)  # refuses populations too large for a Hessian per step
+    except ValueError as err:
+        return None, f"stability not analysed: {err}"
     if task.population().size == 1:
         return None, "stability not analysed: the population has a single input"
     dim = active_coordinates(task).dim

@@ -23,12 +23,14 @@ from rwstability._escape import (
     selection_distribution,
 )
 from rwstability._linear import Linearisation, linearise, unstable_directions, verdict
-from rwstability._reduced import active_coordinates, find_manifold, population_arrays
+from rwstability._reduced import active_coordinates, find_manifold, population_arrays, population_task
 from rwtasks import CircleWalk, FiniteTask
 
 #: Largest reduced dimension the report accepts (one dim×dim Hessian per step), and the longest run.
 MAX_DIM = 300
 MAX_STEPS = 2000
+#: Most inputs of non-zero probability: every step's Hessian sums over all of them.
+MAX_INPUTS = 4096
 #: The sweep grids of ``rw stability --grid``: "quick" is the default run, "full" covers σ from 1e-2 to
 #: 1e-12, μ ∈ {1, √M, M/2} at the paper's M = 1000 and both dtypes.
 GRIDS: dict[str, dict[str, Any]] = {
@@ -65,7 +67,14 @@ def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
     if not isinstance(task, (CircleWalk, FiniteTask)):
         raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
     if isinstance(task, CircleWalk) and task.p.free_symbols:
-        raise ValueError("--p is missing: rw stability needs a number p (0, 1, or 1/2 at K = 4)")
+        raise ValueError("p is a symbol (give --p): rw stability needs a number p (0, 1, or 1/2 at K = 4)")
+    walks = population_task(task)
+    n = walks.K * 2 ** (walks.N - 1) if isinstance(walks, CircleWalk) else len(walks.labels)
+    if n > MAX_INPUTS:
+        raise ValueError(
+            f"the population has {n} inputs, above {MAX_INPUTS}: each step's Hessian sums over all of them; "
+            "use a smaller N"
+        )
     population_arrays(task)  # symbolic probabilities are refused here, with a one-line message
     if not signal_matrix(task).is_zero_matrix:
         if isinstance(task, CircleWalk):
