@@ -1,8 +1,8 @@
 """Predicted escape from the manifold (linear theory) and measured escape (``rwnumeric.train``).
 
-The symmetry-breaking quantity is V's relative distance from the manifold, ρ(t) = ‖V - Π(V)‖_F / ‖V‖_F over
-the entries θ keeps (labels × occurring tokens), Π(V) replacing each of the manifold's V-classes by its mean
-(``v_residual``). On Lemma D.3's manifold Π(V) = mean(V)·1 and ρ is ``ones_residual`` of ``rwnumeric``'s
+The symmetry-breaking quantity is V's relative distance from the manifold, ρ(t) = ‖V - m(V)‖_F / ‖V‖_F over
+the entries θ keeps (labels × occurring tokens), m(V) replacing each of the manifold's V-classes by its mean
+(``v_residual``). On Lemma D.3's manifold m(V) = mean(V)·1 and ρ is ``ones_residual`` of ``rwnumeric``'s
 history. Escape is the first t ≥ 1 with ρ(t) > τ.
 
 Prediction. A perturbation's normal component evolves by C_t (``_linear``); its covariance by
@@ -38,7 +38,7 @@ class Selection:
     ``attended_position``: the token position j (1-based, j < N) with the largest mean attention, and
     ``attention`` that mean; ``v_pattern``: on a circle walk "offset d", the d for which the entries
     V[s+d mod K, s] are largest on average (y = s + d read from an attended token s), else the name of
-    the largest entry of V - Π(V) (the part of V off the manifold); ``accuracy``: the final test accuracy.
+    the largest entry of V - m(V) (the part of V off the manifold); ``accuracy``: the final test accuracy.
     """
 
     attended_position: int
@@ -65,7 +65,7 @@ class Escape:
 
 
 def v_residual(V: np.ndarray, coords: Coordinates) -> float:
-    """ρ = ‖V - Π(V)‖_F / ‖V‖_F on the active entries of a full K×K V (0 when they are all 0).
+    """ρ = ‖V - m(V)‖_F / ‖V‖_F on the active entries of a full K×K V (0 when they are all 0).
 
     >>> from rwstability import Coordinates
     >>> v_residual(np.ones((3, 3)), Coordinates(3, 4)), round(v_residual(np.eye(3), Coordinates(3, 4)), 6)
@@ -78,7 +78,7 @@ def v_residual(V: np.ndarray, coords: Coordinates) -> float:
 
 
 def _class_means(act: np.ndarray, coords: Coordinates) -> np.ndarray:
-    """Π(V) on the flat active entries: each V-class replaced by its mean."""
+    """m(V) on the flat active entries: each V-class replaced by its mean."""
     out = act.copy()
     for members in coords.partition():
         idx = [i for i in members if i < coords.n_V]
