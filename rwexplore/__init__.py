@@ -2,8 +2,9 @@
 
 >>> from rwtasks import parse_task_spec
 >>> result = explore(parse_task_spec({"task": {"family": "permutation", "params": {"m": 2}}}))
->>> result.points[0].signal.is_zero, result.points[0].checks[0].verdict
-(True, 'stuck')
+>>> check = result.points[0].checks[0]
+>>> result.points[0].signal.is_zero, check.exact_verdict, check.verdict
+(True, 'stuck', 'stuck-repelling')
 """
 
 from rwexplore._explore import GENERIC_VALUES, VERDICTS, ExploreResult, Point, PointCheck, explore
