@@ -165,7 +165,7 @@ def _read(path: str | os.PathLike) -> dict:
         line = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise SpecError(
             f"SPEC {p} is not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {line}"
-        )
+        ) from None
     if not isinstance(data, dict):
         raise SpecError(f"SPEC {p} must hold a mapping (keys task, fixed, grid, random, ...)")
     return data
