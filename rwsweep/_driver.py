@@ -333,15 +333,22 @@ def _compute(
                 pure=False,
             )
 
-        running = as_completed([submit(queue.pop(0)) for _ in range(min(cap, len(queue)))])
-        for future in running:
-            pack_id, _ = future.result()
-            bar.update(size[pack_id])
-            if on_pack_done is not None:
-                on_pack_done(pack_id)
-            if queue:
-                running.add(submit(queue.pop(0)))
-        bar.close()
+        futures = [submit(queue.pop(0)) for _ in range(min(cap, len(queue)))]
+        running = as_completed(futures)
+        try:
+            for future in running:
+                pack_id, _ = future.result()
+                bar.update(size[pack_id])
+                if on_pack_done is not None:
+                    on_pack_done(pack_id)
+                if queue:
+                    futures.append(submit(queue.pop(0)))
+                    running.add(futures[-1])
+        except BaseException:
+            client.cancel(futures)  # an interrupted sweep leaves only finished packs; a rerun does the rest
+            raise
+        finally:
+            bar.close()
     finally:
         if own_client:
             client.close()
