@@ -280,8 +280,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         alive &= ~bad
         if recorded:
             assert F is not None
-            f = (F / Z[:, None, :]).permute(0, 2, 1).reshape(n * B, K)  # (n·B, K) outputs
-            pred = predict(f, rtol).view(n, B)  # (n, B) ŷ with the tie rule of ``train``
+            pred = predict(F / Z[:, None, :], rtol)  # (n, B) ŷ with the tie rule of ``train``
             correct = (pred == labels[:, None]).to(torch.float64)  # (n, B)
             counts = class_onehot.T @ correct  # (classes, B) correct inputs per probability class
             hist["test_accuracy"][:, t] = (counts.T * class_values).sum(1).cpu().numpy()
@@ -299,7 +298,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             break
         # Backward in the factors (module doc): with r = g / Z,
         # T1[i, j, k] = Σ_{n: y_n = i} 1{s_nj = k} r_n and T2[j, k] = Σ_n 1{s_nj = k} r_n z_n.
-        r = torch.where(alive, g / Z, 0.0)  # (n, B); frozen runs get no gradient
+        r = g / Z if bool(alive.all()) else torch.where(alive, g / Z, 0.0)  # (n, B); frozen runs: none
         rz = r * z
         T1 = torch.stack(
             [
