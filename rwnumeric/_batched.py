@@ -231,7 +231,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     G = torch.stack([m.G for m in models])  # (B, N, N)
     nN = torch.tensor([m.nN for m in models], dtype=dt, device=dev)  # (B,)
     loss_fn = LOSS_FUNCTIONS[str(cfg0.loss)]
-    eps, is_log = float(cfg0.eps), cfg0.loss == "log"
+    eps = float(cfg0.eps)
 
     hist = {key: np.full((B, T + 1), np.nan) for key in BATCHED_HISTORY_KEYS}
     alive = torch.ones(B, dtype=torch.bool, device=dev)
@@ -265,16 +265,17 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             Z[lo:hi] = out[:, :B]
         Z += eN
         z = A / Z  # (n, B) e_yᵀ f
-        zr = z.clone().requires_grad_(True)
+        z.requires_grad_(True)
         with torch.enable_grad():
-            ell = loss_fn(zr, eps)  # (n, B)
-            (weights * ell).sum().backward()
-        g = zr.grad  # (n, B) weight_n ℓ'(z_n)
+            weighted = weights * loss_fn(z, eps)  # (n, B)
+            L = weighted.sum(0)  # (B,) the objective of each run
+            L.sum().backward()
+        g = z.grad  # (n, B) weight_n ℓ'(z_n)
         assert g is not None
-        L = (weights * ell.detach()).sum(0)  # (B,)
-        bad = ~torch.isfinite(L) | ~torch.isfinite(g).all(0) | ~(Z > 0).all(0)
-        if is_log:
-            bad |= ((z + eps) <= 0).any(0)
+        z, L = z.detach(), L.detach()
+        # Outside the log-loss domain (z + ε <= 0) the loss is NaN or inf, so L is not finite either;
+        # Z = 0 means every attention weight underflowed (logits apart by more than the dtype's range).
+        bad = ~torch.isfinite(L) | (Z.min(0).values <= 0)
         for b in torch.nonzero(bad & alive).flatten().tolist():
             diverged[b] = t
         alive &= ~bad
