@@ -255,7 +255,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         F = torch.empty(n, K, B, dtype=dt, device=dev) if recorded else None  # Z·f
         for i in range(K):
             lo, hi = int(bounds[i]), int(bounds[i + 1])
-            if recorded:
+            if F is not None:
                 out = onehot[lo:hi] @ torch.cat([UE, VUE.reshape(-1, K * B)], dim=1)  # (n_i, B + K·B)
                 F[lo:hi] = out[:, B:].view(hi - lo, K, B)
                 A[lo:hi] = F[lo:hi, i]
@@ -279,8 +279,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         for b in torch.nonzero(bad & alive).flatten().tolist():
             diverged[b] = t
         alive &= ~bad
-        if recorded:
-            assert F is not None
+        if F is not None:
             pred = predict(F / Z[:, None, :], rtol)  # (n, B) ŷ with the tie rule of ``train``
             correct = (pred == labels[:, None]).to(torch.float64)  # (n, B)
             counts = class_onehot.T @ correct  # (classes, B) correct inputs per probability class

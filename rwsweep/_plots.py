@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 
 def _median_grid(df, x: str, y: str, value: str):
@@ -50,7 +51,7 @@ def _phase_accuracy(df, path: Path) -> Path:
     fig, axes = plt.subplots(
         1, len(Ks), figsize=(4.6 * len(Ks) + 1, 4.2), squeeze=False, constrained_layout=True
     )
-    mesh = None
+    mesh: Any = None
     for ax, K in zip(axes[0], Ks):
         part = df[df["K"] == K]
         ps, Ns, grid = _median_grid(part, "p_value", "N", "accuracy_over_opt")
@@ -93,7 +94,7 @@ def _escape_sigma_mu(df, path: Path) -> Path:
     fig, axes = plt.subplots(
         1, len(dtypes), figsize=(4.6 * len(dtypes) + 1, 4.2), squeeze=False, constrained_layout=True
     )
-    mesh = None
+    mesh: Any = None
     for ax, dtype in zip(axes[0], dtypes):
         part = df[df["dtype"] == dtype]
         sigmas, mus, grid = _median_grid(part, "sigma", "pos_norm", "escape_step")
