@@ -290,7 +290,7 @@ def run_sweep(
 def _compute(
     spec, out, packs, done, scheduler, workers, memory_limit, max_tasks, progress, on_pack_done, client
 ):
-    from distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
     cluster = None

@@ -37,7 +37,7 @@ SPEC = {
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
+    from dask.distributed import Client, LocalCluster
 
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit="2GiB"
