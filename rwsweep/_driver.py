@@ -125,6 +125,8 @@ def run_pack(
 
     Runs on a Dask worker, one torch thread (the same summation order on every machine).
     """
+    from dataclasses import fields
+
     import numpy as np
     import pyarrow as pa
     import torch
@@ -136,30 +138,12 @@ def run_pack(
 
     torch.set_num_threads(1)
     start = time.perf_counter()
+    model_fields = [f.name for f in fields(ModelConfig)]
+    train_fields = [f.name for f in fields(TrainConfig)]
     runs = []
-    for c in configs:
-        model = ModelConfig(
-            K=c["K"],
-            N=c["N"],
-            M=c["M"],
-            pos=c["pos"],
-            pos_norm=c["pos_norm"],
-            pos_seed=c["pos_seed"],
-            normalize_attention=c["normalize_attention"],
-            gram=c["gram"],
-        )
-        cfg = TrainConfig(
-            steps=c["steps"],
-            eta=c["eta"],
-            eps=c["eps"],
-            loss=c["loss"],
-            init=c["init"],
-            sigma=c["sigma"],
-            seed=c["seed"],
-            population=True,
-            dtype=c["dtype"],
-            threads=1,
-        )
+    for c in configs:  # the spec's fields are named as in ModelConfig and TrainConfig
+        model = ModelConfig(**{k: c[k] for k in model_fields if k in c})
+        cfg = TrainConfig(**{k: c[k] for k in train_fields if k in c}, population=True, threads=1)
         runs.append((CircleWalk(c["K"], c["N"], c["p"]), model, cfg))
     result = train_batched(runs, record_every=record_every)
     wall = time.perf_counter() - start

@@ -38,8 +38,15 @@ def _edges(values: list[float], log: bool = False):
     return 10**mids if log else mids
 
 
-def _phase_accuracy(df, path: Path) -> Path:
+def _panels(count: int):
+    """A figure with ``count`` heat-map panels side by side and room for one shared colour bar."""
     import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, count, figsize=(4.6 * count + 1, 4.2), squeeze=False, constrained_layout=True)
+    return fig, axes[0]
+
+
+def _phase_accuracy(df, path: Path) -> Path:
     import numpy as np
     import sympy as sp
 
@@ -48,11 +55,9 @@ def _phase_accuracy(df, path: Path) -> Path:
 
     df = df.assign(p_value=[float(sp.Rational(p)) for p in df["p"]])
     Ks = sorted(df["K"].unique())
-    fig, axes = plt.subplots(
-        1, len(Ks), figsize=(4.6 * len(Ks) + 1, 4.2), squeeze=False, constrained_layout=True
-    )
+    fig, axes = _panels(len(Ks))
     mesh: Any = None
-    for ax, K in zip(axes[0], Ks):
+    for ax, K in zip(axes, Ks):
         part = df[df["K"] == K]
         ps, Ns, grid = _median_grid(part, "p_value", "N", "accuracy_over_opt")
         mesh = ax.pcolormesh(
@@ -75,14 +80,13 @@ def _phase_accuracy(df, path: Path) -> Path:
         ax.set_ylabel("N (sequence length)")
         ax.set_title(f"K = {K}")
         ax.set_xlim(min(ps) - 0.05, max(ps) + 0.05)
-    axes[0][0].legend(loc="lower left", fontsize=8, framealpha=0.8)
-    fig.colorbar(mesh, ax=axes[0].tolist(), label="final accuracy / OPT")
+    axes[0].legend(loc="lower left", fontsize=8, framealpha=0.8)
+    fig.colorbar(mesh, ax=axes.tolist(), label="final accuracy / OPT")
     fig.suptitle("Accuracy after GD from the sweep's init, exact population")
     return save_figure_atomic(fig, path, dpi=150)
 
 
 def _escape_sigma_mu(df, path: Path) -> Path:
-    import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.colors import LogNorm
 
@@ -91,11 +95,9 @@ def _escape_sigma_mu(df, path: Path) -> Path:
     dtypes = sorted(df["dtype"].unique())
     steps = df["escape_step"].dropna()
     norm = LogNorm(vmin=max(1.0, float(steps.min())), vmax=max(2.0, float(steps.max())))
-    fig, axes = plt.subplots(
-        1, len(dtypes), figsize=(4.6 * len(dtypes) + 1, 4.2), squeeze=False, constrained_layout=True
-    )
+    fig, axes = _panels(len(dtypes))
     mesh: Any = None
-    for ax, dtype in zip(axes[0], dtypes):
+    for ax, dtype in zip(axes, dtypes):
         part = df[df["dtype"] == dtype]
         sigmas, mus, grid = _median_grid(part, "sigma", "pos_norm", "escape_step")
         xe, ye = _edges(sigmas, log=True), _edges(mus, log=True)
@@ -106,7 +108,7 @@ def _escape_sigma_mu(df, path: Path) -> Path:
         ax.set_xlabel("σ (scale of the Gaussian init)")
         ax.set_ylabel("μ = ‖p_j‖²")
         ax.set_title(f"{dtype} (grey: no escape within {int(part['steps'].max())} steps)")
-    fig.colorbar(mesh, ax=axes[0].tolist(), label="escape step (ρ > threshold)")
+    fig.colorbar(mesh, ax=axes.tolist(), label="escape step (ρ > threshold)")
     fig.suptitle("Escape from the symmetric manifold")
     return save_figure_atomic(fig, path, dpi=150)
 
