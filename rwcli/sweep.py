@@ -53,6 +53,21 @@ def _positive_int(text: str | None, name: str) -> int | None:
     return parse_int(text, name, 1)
 
 
+def _memory_limit(text: str) -> str | int:
+    """``auto`` or a size such as 4GiB / 500MB, as bytes; a one-line ValueError otherwise."""
+    if text == "auto":
+        return text
+    from dask.utils import parse_bytes
+
+    try:
+        value = parse_bytes(text)
+    except (ValueError, TypeError):
+        value = 0
+    if value <= 0:
+        raise ValueError(f"--memory-limit={text!r} is not a size: give e.g. 4GiB or 500MB, or auto")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """Check paths and options, validate the spec (one line naming the field), then run or plot."""
     if args.spec == "plot":
@@ -68,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     max_tasks = _positive_int(args.max_tasks, "max-tasks")
     if args.scheduler is not None and workers is not None:
         raise ValueError("--workers sizes a LocalCluster; with --scheduler the cluster has its own workers")
+    memory_limit = _memory_limit(args.memory_limit)
     from rwio import check_memory, format_bytes
     from rwsweep import load_spec, pack_memory, run_sweep
 
@@ -81,14 +97,21 @@ def run(args: argparse.Namespace) -> int:
             f"rw sweep with {share} workers (largest pack: {format_bytes(pack_memory(spec))})",
             "lower pack_size in the spec or --workers",
         )
-    outcome = run_sweep(
-        spec,
-        args.out,
-        scheduler=args.scheduler,
-        workers=workers,
-        memory_limit=args.memory_limit,
-        max_tasks=max_tasks,
-    )
+    try:
+        outcome = run_sweep(
+            spec,
+            args.out,
+            scheduler=args.scheduler,
+            workers=workers,
+            memory_limit=memory_limit,
+            max_tasks=max_tasks,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"rw sweep: interrupted; the finished packs are kept in {Path(args.out) / 'chunks'}: "
+            "run the same command again to compute only the rest"
+        )
+        return 130
     print(f"wrote {outcome.results} ({outcome.runs} runs) and {outcome.timing}")
     return 0
 

@@ -152,13 +152,18 @@ def test_zero_init_cells_at_chance_are_exactly_the_exact_vanishing_set(client, t
 
 def test_rw_sweep_runs_on_an_existing_scheduler_and_plots(client, tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
-    spec.write_text("task: circle\nfixed: {K: 3, N: 4, steps: 3}\ngrid:\n  p: ['1/3', '1/2']\n")
+    spec.write_text(
+        "task: circle\nfixed: {K: 3, N: 4, steps: 3}\ngrid:\n  p: ['1/3', '1/2']\nmetrics: true\n"
+    )
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "--out", str(out), "--scheduler", client.scheduler.address]) == 0
     text = capsys.readouterr().out
     assert "2 runs, 0 finished before, 2 to compute in 1 packs" in text and "dashboard" in text
     assert json.loads((out / "spec.json").read_text())["grid"] == {"p": ["1/3", "1/2"]}
     assert pq.read_table(out / "results.parquet").num_rows == 2
+    (metrics,) = (out / "metrics").glob("*.parquet")
+    steps = pq.read_table(metrics).to_pylist()
+    assert [(r["step"], r["test_accuracy"] is not None) for r in steps] == [(t, True) for t in range(4)] * 2
     assert main(["sweep", "plot", str(out)]) == 0
     assert "skipped phase_accuracy.png" in capsys.readouterr().out
 
@@ -203,4 +208,7 @@ def test_a_spec_that_is_not_json_or_yaml_is_refused_naming_the_file(tmp_path, ca
     assert err.count("\n") == 1 and f"SPEC {path} is not valid YAML" in err, err
     assert main(["sweep", "plot"]) == 2
     assert "rw sweep plot needs DIR" in capsys.readouterr().err
+    path.write_text("task: circle\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--memory-limit", "lots"]) == 2
+    assert "--memory-limit='lots' is not a size" in capsys.readouterr().err
     assert not Path(tmp_path / "out").exists()
