@@ -143,7 +143,7 @@ def test_zero_init_cells_at_chance_are_exactly_the_exact_vanishing_set(client, t
         (3, 4, "0"),
         (3, 7, "1"),
         (4, 5, "1/2"),
-        (4, 9, "1/2"),
+        (4, 7, "1/2"),
     } <= vanishing  # Theorem 4.1; K = 4, p = 1/2
     written, skipped = plot_sweep(tmp_path, tmp_path / "plots")
     assert written[0].name == "phase_accuracy.png" and written[0].stat().st_size > 10_000
