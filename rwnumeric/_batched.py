@@ -280,7 +280,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             diverged[b] = t
         alive &= ~bad
         if F is not None:
-            pred = predict(F / Z[:, None, :], rtol)  # (n, B) ŷ with the tie rule of ``train``
+            pred = predict(F, rtol)  # (n, B) ŷ of f = F / Z: the tie rule is invariant under Z > 0
             correct = (pred == labels[:, None]).to(torch.float64)  # (n, B)
             counts = class_onehot.T @ correct  # (classes, B) correct inputs per probability class
             hist["test_accuracy"][:, t] = (counts.T * class_values).sum(1).cpu().numpy()
