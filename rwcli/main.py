@@ -52,6 +52,11 @@ COMMANDS: list[tuple[str, str, str]] = [
         "rwcli.stability",
         "does the Theorem 4.1 manifold attract or repel; predicted vs measured escape",
     ),
+    (
+        "sweep",
+        "rwcli.sweep",
+        "grids of exact-population runs on Dask into one Parquet table; 'rw sweep plot DIR' draws them",
+    ),
 ]
 
 

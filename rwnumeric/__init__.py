@@ -8,15 +8,20 @@
 """
 
 from rwio import write_json_atomic
+from rwnumeric._batched import BATCHED_HISTORY_KEYS, BatchedResult, batch_key, train_batched
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
 from rwnumeric._oracle_loader import load_oracle
 from rwnumeric._schema import load_metrics_schema
-from rwnumeric._train import HISTORY_KEYS, TrainResult, train
+from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
 
 __all__ = [
+    "BATCHED_HISTORY_KEYS",
+    "BatchedResult",
+    "batch_key",
+    "train_batched",
     "DEFAULT_TIE_RTOL",
     "HISTORY_KEYS",
     "LOSS_FUNCTIONS",
@@ -26,6 +31,7 @@ __all__ = [
     "TrainResult",
     "check_orthogonal_equal_norm",
     "exp_loss",
+    "init_generator",
     "load_metrics_schema",
     "load_oracle",
     "log_loss",

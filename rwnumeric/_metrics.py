@@ -34,15 +34,20 @@ class EvalSet:
 def predict(f: torch.Tensor, rtol: float) -> torch.Tensor:
     """ŷ: the smallest index among the entries of f within rtol·max_k|f_k| of max_k f_k (docs/theory.md#model).
 
+    f is (n, K), or (n, K, B) for B runs side by side (the classes on dim 1); K where a row has no
+    maximum (NaN).
+
     >>> predict(torch.tensor([[1.0, 1.0 + 1e-12, 0.0], [0.0, 2.0, 3.0]], dtype=torch.float64), 1e-9)
     tensor([0, 2])
     """
     K = f.shape[1]
-    top = f.max(dim=1, keepdim=True).values  # (n, 1)
-    scale = f.abs().max(dim=1, keepdim=True).values  # (n, 1)
-    tied = f >= top - rtol * scale  # (n, K)
-    index = torch.arange(K, device=f.device).expand_as(f)
-    return torch.where(tied, index, K).min(dim=1).values
+    top = f.max(dim=1, keepdim=True).values  # (n, 1[, B])
+    scale = f.abs().max(dim=1, keepdim=True).values  # (n, 1[, B])
+    tied = f >= top - rtol * scale  # (n, K[, B])
+    first = torch.full(tied[:, 0].shape, K, dtype=torch.int64, device=f.device)  # (n[, B])
+    for k in range(K - 1, -1, -1):  # the last assignment is the smallest tied index
+        first = torch.where(tied[:, k], k, first)
+    return first
 
 
 def accuracy(pred: torch.Tensor, ev: EvalSet) -> float:

@@ -108,9 +108,19 @@ def _true_law(task: CircleWalk | FiniteTask, tokens: np.ndarray) -> np.ndarray:
     return np.stack([law[tuple(row)] for row in tokens.tolist()])
 
 
+def _seed_sequences(seed: int) -> list[np.random.SeedSequence]:
+    """The train, test and init streams of a run: one SeedSequence(seed) spawns the three."""
+    return np.random.SeedSequence(seed).spawn(3)
+
+
+def init_generator(seed: int) -> np.random.Generator:
+    """The generator ``train`` draws a Gaussian init from (the third stream of ``seed``)."""
+    return np.random.default_rng(_seed_sequences(seed)[2])
+
+
 def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.Generator]:
     """(train set, test set, init generator). Seeds: one SeedSequence(seed) spawns train, test, init."""
-    train_seq, test_seq, init_seq = np.random.SeedSequence(cfg.seed).spawn(3)
+    train_seq, test_seq, init_seq = _seed_sequences(cfg.seed)
 
     def make(tokens: np.ndarray, labels: np.ndarray, weights: np.ndarray, pop: Any = None) -> EvalSet:
         return EvalSet(

@@ -68,6 +68,7 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
             ["certify", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "1", "--out", str(out)],
             "dir",
         ),
+        "sweep": (["sweep", str(spec), "--out", str(out)], "dir"),
     }
 
 
@@ -114,6 +115,7 @@ def test_an_output_below_a_file_is_refused_before_any_work(command, tmp_path):
         ("reproduce", "REPORT.md"),
         ("explore", "explore.json"),
         ("certify", "certify.json"),
+        ("sweep", "results.parquet"),
     ],
 )
 def test_a_folder_standing_where_an_output_file_goes_is_refused(command, name, tmp_path):

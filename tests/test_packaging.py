@@ -15,6 +15,7 @@ PACKAGES = CONFIG["tool"]["setuptools"]["packages"]
 IMPORT_TO_DIST = {
     "mpmath": "sympy",  # a dependency of sympy, imported for its precision control
     "flint": "python-flint",
+    "yaml": "pyyaml",
 }
 #: Declared although no package in this list imports it: none today (the public testing package imports
 #: hypothesis itself, so it is checked like the rest).

@@ -18,6 +18,7 @@ PACKAGES = [
     "rwcertify",
     "rwstability",
     "rwcheck",
+    "rwsweep",
 ]
 
 

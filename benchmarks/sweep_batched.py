@@ -1,0 +1,130 @@
+"""1000 sweep runs (K=6, N=13, M=20, exact population, 200 steps): batched engine vs one train() per run.
+
+Run by hand (`make bench` or `.venv/bin/python benchmarks/sweep_batched.py`). The 1000 runs are p in
+{1/11, ..., 10/11} × 100 seeds of a Gaussian init (σ = 0.01), all of one shape, so they pack into
+batches. Both sides run on one core (one torch thread); the sweep spreads packs over cores with no
+shared state, so 2 cores give twice the runs/s of one (Dask's overhead per pack is milliseconds
+against seconds of compute). By default both sides are timed on a sample and extrapolated, which the
+output says: ``--pack`` runs of ``train_batched`` (one pack) and ``--train-sample`` ``train()`` calls;
+``--full`` times all 1000 runs through ``rw sweep`` on a 2-worker LocalCluster instead.
+
+``train()`` is timed twice: recording every step (what the per-run summaries need, since the escape
+step reads ρ(t) at every t) and recording only the last step (its fastest use). The batched engine is
+timed with accuracy and attention evaluated every step (``record_every`` 1) and every 10th.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rwnumeric import ModelConfig, TrainConfig, train, train_batched
+from rwtasks import CircleWalk
+
+K, N, M, STEPS, RUNS = 6, 13, 20, 200, 1000
+PS = [f"{i}/11" for i in range(1, 11)]
+
+
+def _run(i: int, record_steps=None) -> tuple[CircleWalk, ModelConfig, TrainConfig]:
+    cfg = TrainConfig(
+        steps=STEPS,
+        population=True,
+        init="gaussian",
+        sigma=0.01,
+        seed=i // len(PS),
+        threads=1,
+        record_steps=record_steps,
+    )
+    return CircleWalk(K, N, PS[i % len(PS)]), ModelConfig(K=K, N=N, M=M), cfg
+
+
+def _train_seconds(sample: int, record_steps) -> float:
+    start = time.perf_counter()
+    for i in range(sample):
+        train(*_run(i, record_steps), progress=False)
+    return (time.perf_counter() - start) / sample
+
+
+def _batched_seconds(pack: int, record_every: int) -> float:
+    runs = [_run(i) for i in range(pack)]
+    start = time.perf_counter()
+    train_batched(runs, record_every=record_every)
+    return (time.perf_counter() - start) / pack
+
+
+def _full_sweep_seconds() -> float:
+    from rwsweep import load_spec, run_sweep
+
+    spec = load_spec(
+        {
+            "task": "circle",
+            "fixed": {"K": K, "N": N, "M": M, "steps": STEPS, "init": "gaussian", "sigma": 0.01},
+            "grid": {"seed": {"range": [0, RUNS // len(PS) - 1]}, "p": PS},
+            "pack_size": 50,
+        }
+    )
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        run_sweep(spec, Path(out), workers=2, progress=False)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pack", type=int, default=32, help="runs of the timed batched pack (default 32)")
+    parser.add_argument("--train-sample", type=int, default=2, help="train() calls timed (default 2)")
+    parser.add_argument(
+        "--full", action="store_true", help="time all 1000 runs through rw sweep on 2 workers"
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs; K={K} N={N} M={M}, exact population, {STEPS} steps"
+    )
+    base_all = _train_seconds(args.train_sample, None)
+    base_last = _train_seconds(args.train_sample, [STEPS])
+    rows = [
+        ("train(), every step recorded", base_all, f"sample of {args.train_sample}"),
+        ("train(), last step recorded", base_last, f"sample of {args.train_sample}"),
+    ]
+    for every in (1, 10):
+        seconds = _batched_seconds(args.pack, every)
+        rows.append((f"train_batched, record_every {every}", seconds, f"one pack of {args.pack}"))
+    print(
+        "| engine | s per run (1 core) | runs/s per core | speed-up vs every-step train() | vs last-step train() | measured on |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, seconds, sample in rows:
+        print(
+            f"| {name} | {seconds:.3f} | {1 / seconds:.3g} | {base_all / seconds:.1f}x | "
+            f"{base_last / seconds:.1f}x | {sample} |"
+        )
+    best = min(s for _, s, _ in rows[2:])
+    print(
+        f"\n{RUNS} runs on 2 cores (extrapolated from the samples): batched {RUNS * best / 2 / 60:.1f} min, "
+        f"one train() per run {RUNS * base_all / 2 / 60:.0f} min (every step) / "
+        f"{RUNS * base_last / 2 / 60:.0f} min (last step)."
+    )
+    core_hours = 1e6 * best / 3600
+    print(
+        f"10^6 such runs with the batched engine: {core_hours:.0f} core-hours, i.e. {core_hours / 24:.1f} "
+        f"cores for a day, or {core_hours / (64 * 8):.1f} h on 8 nodes of 64 cores (rw sweep --scheduler)."
+    )
+    if args.full:
+        seconds = _full_sweep_seconds()
+        print(
+            f"\nrw sweep, all {RUNS} runs, 2-worker LocalCluster (measured): {seconds:.0f} s = {RUNS / seconds:.2f} runs/s"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

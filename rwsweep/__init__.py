@@ -1,0 +1,43 @@
+"""Sweeps of exact-population runs on dask.distributed: spec, batched packs, one Parquet table, phase diagrams.
+
+>>> spec = load_spec({"task": "circle", "fixed": {"K": 3, "N": 4, "steps": 2}, "grid": {"p": [0, "1/2"]}})
+>>> len(spec.runs), spec.varied
+(2, ('p',))
+"""
+
+from rwsweep._driver import (
+    TIMING_COLUMNS,
+    Pack,
+    SweepOutcome,
+    assemble,
+    finished_hashes,
+    pack_memory,
+    plan_packs,
+    run_pack,
+    run_sweep,
+)
+from rwsweep._plots import plot_sweep
+from rwsweep._spec import FIELDS, SCHEMA_PATH, Spec, SpecError, config_hash, load_spec
+from rwsweep._summaries import SUMMARY_COLUMNS, run_summaries, signal_summary
+
+__all__ = [
+    "FIELDS",
+    "SCHEMA_PATH",
+    "SUMMARY_COLUMNS",
+    "TIMING_COLUMNS",
+    "Pack",
+    "Spec",
+    "SpecError",
+    "SweepOutcome",
+    "assemble",
+    "config_hash",
+    "finished_hashes",
+    "load_spec",
+    "pack_memory",
+    "plan_packs",
+    "plot_sweep",
+    "run_pack",
+    "run_summaries",
+    "run_sweep",
+    "signal_summary",
+]

@@ -1,0 +1,340 @@
+"""Run a sweep on dask.distributed: packs of equal-shape runs per task, one Parquet chunk per finished pack.
+
+Layout of the output folder DIR:
+
+* ``spec.json``: the spec as given; ``chunks/<pack>.parquet``: the rows of one finished pack, written
+  atomically by the worker that computed it (named by the hash of its runs' config hashes, so a pack
+  computed twice, e.g. after a worker was killed between writing and reporting, writes the same file);
+* ``results.parquet``: every run of the spec exactly once, in spec order: config fields, ``config_hash``,
+  summaries, package versions. Same spec, same pack size and same environment: same bytes, also after an
+  interrupted sweep is resumed (packs are fixed by the spec, each run is computed by one thread);
+* ``timing.parquet``: ``config_hash``, ``pack``, ``pack_runs``, ``pack_wall_s`` (wall-clock seconds of
+  the pack, which depend on the machine and are kept out of ``results.parquet`` for that reason);
+* ``metrics/<pack>.parquet`` with ``metrics: true``: the per-step history of every run (long format).
+
+A rerun skips every pack whose runs are all in ``chunks/``; a killed worker's pack is rerun by Dask.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rwsweep._spec import Spec
+from rwsweep._summaries import SUMMARY_COLUMNS
+
+#: Packages whose versions every row records.
+VERSIONED = ("rwtoolkit", "torch", "numpy", "sympy")
+#: The fields that make runs batchable together (with the input set, from p; see ``rwnumeric.batch_key``).
+_SHAPE_FIELDS = ("K", "N", "loss", "eps", "steps", "dtype", "normalize_attention")
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Runs (indices into ``Spec.runs``) computed together in one Dask task; ``id`` hashes their configs."""
+
+    id: str
+    indices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    """``runs`` in the spec, ``skipped`` (finished before), ``computed`` now, and the tables written."""
+
+    runs: int
+    skipped: int
+    computed: int
+    results: Path
+    timing: Path
+
+
+def plan_packs(spec: Spec) -> list[Pack]:
+    """Group the runs by shape (equal ``rwnumeric.batch_key``) in spec order, ``spec.pack_size`` per pack.
+
+    >>> from rwsweep import load_spec
+    >>> spec = load_spec({"task": "circle", "grid": {"p": ["1/2", "1/3", 1], "seed": [0, 1]}, "pack_size": 3})
+    >>> [len(p.indices) for p in plan_packs(spec)]
+    [3, 1, 2]
+    """
+    groups: dict[tuple, list[int]] = {}
+    for i, run in enumerate(spec.runs):
+        support = run["p"] if run["p"] in ("0", "1") else "0<p<1"
+        groups.setdefault((*(run[f] for f in _SHAPE_FIELDS), support), []).append(i)
+    packs = []
+    for indices in groups.values():
+        for s in range(0, len(indices), spec.pack_size):
+            part = tuple(indices[s : s + spec.pack_size])
+            digest = hashlib.sha256("\n".join(spec.hashes[i] for i in part).encode()).hexdigest()[:16]
+            packs.append(Pack(digest, part))
+    return packs
+
+
+def _schema():
+    import pyarrow as pa
+
+    from rwsweep._spec import FIELDS
+
+    types = {
+        **dict.fromkeys(("K", "N", "M", "pos_seed", "steps", "seed"), pa.int64()),
+        **dict.fromkeys(("p", "pos", "gram", "loss", "init", "dtype"), pa.string()),
+        "normalize_attention": pa.bool_(),
+    }
+    config = [pa.field(f, types.get(f, pa.float64())) for f in FIELDS]
+    steps = ("escape_step", "symmetry_break_step", "learning_step", "diverged_step")
+    summaries = [
+        pa.field(c, pa.int64() if c in steps else pa.bool_() if c == "signal_zero" else pa.float64())
+        for c in SUMMARY_COLUMNS
+    ]
+    versions = [pa.field(f"version_{v}", pa.string()) for v in VERSIONED]
+    timing = [
+        pa.field("pack", pa.string()),
+        pa.field("pack_runs", pa.int64()),
+        pa.field("pack_wall_s", pa.float64()),
+    ]
+    return pa.schema([pa.field("config_hash", pa.string()), *config, *summaries, *versions, *timing])
+
+
+#: Columns of ``timing.parquet`` besides ``config_hash``; every other column goes to ``results.parquet``.
+TIMING_COLUMNS = ("pack", "pack_runs", "pack_wall_s")
+
+
+def _parquet_bytes(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {f"version_{name}": version(name) for name in VERSIONED}
+
+
+def run_pack(
+    pack_id: str, configs: Sequence[dict], hashes: Sequence[str], out: str, record_every: int, metrics: bool
+) -> tuple[str, int]:
+    """Train one pack with ``rwnumeric.train_batched`` and write its rows atomically to ``chunks/``.
+
+    Runs on a Dask worker, one torch thread (the same summation order on every machine).
+    """
+    from dataclasses import fields
+
+    import numpy as np
+    import pyarrow as pa
+    import torch
+
+    from rwio import write_bytes_atomic
+    from rwnumeric import ModelConfig, TrainConfig, train_batched
+    from rwsweep._summaries import run_summaries
+    from rwtasks import CircleWalk
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    model_fields = [f.name for f in fields(ModelConfig)]
+    train_fields = [f.name for f in fields(TrainConfig)]
+    runs = []
+    for c in configs:  # the spec's fields are named as in ModelConfig and TrainConfig
+        model = ModelConfig(**{k: c[k] for k in model_fields if k in c})
+        cfg = TrainConfig(**{k: c[k] for k in train_fields if k in c}, population=True, threads=1)
+        runs.append((CircleWalk(c["K"], c["N"], c["p"]), model, cfg))
+    result = train_batched(runs, record_every=record_every)
+    wall = time.perf_counter() - start
+    versions = _versions()
+    rows = []
+    for b, (c, h) in enumerate(zip(configs, hashes)):
+        history = {k: v[b] for k, v in result.history.items()}
+        summary = run_summaries(c, history, result.final[b], result.diverged[b])
+        rows.append(
+            {
+                "config_hash": h,
+                **c,
+                **summary,
+                **versions,
+                "pack": pack_id,
+                "pack_runs": len(configs),
+                "pack_wall_s": wall,
+            }
+        )
+    table = pa.Table.from_pylist(rows, schema=_schema())
+    if metrics:
+        T = configs[0]["steps"] + 1
+        long = {
+            "config_hash": np.repeat(np.array(list(hashes), dtype=object), T),
+            "step": np.tile(np.arange(T), len(hashes)),
+        }
+        for key, values in result.history.items():
+            long[key] = pa.array(values.reshape(-1), mask=np.isnan(values.reshape(-1)))
+        write_bytes_atomic(_parquet_bytes(pa.table(long)), Path(out) / "metrics" / f"{pack_id}.parquet")
+    write_bytes_atomic(_parquet_bytes(table), Path(out) / "chunks" / f"{pack_id}.parquet")
+    return pack_id, len(rows)
+
+
+def finished_hashes(out: str | os.PathLike) -> set[str]:
+    """Config hashes with a row in ``out/chunks/`` (every chunk file is complete: it is written atomically)."""
+    import pyarrow.parquet as pq
+
+    done: set[str] = set()
+    for path in sorted((Path(out) / "chunks").glob("*.parquet")):
+        done.update(pq.read_table(path, columns=["config_hash"]).column("config_hash").to_pylist())
+    return done
+
+
+def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``results.parquet`` and ``timing.parquet``: each run of ``spec`` once, in spec order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rwio import write_bytes_atomic
+
+    paths = sorted((Path(out) / "chunks").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(p, schema=_schema()) for p in paths])
+    position = {h: i for i, h in enumerate(spec.hashes)}
+    first: dict[str, int] = {}
+    for row, h in enumerate(table.column("config_hash").to_pylist()):
+        if h in position and h not in first:
+            first[h] = row
+    missing = len(spec.hashes) - len(first)
+    if missing:
+        raise RuntimeError(f"{missing} runs of the spec have no row in {Path(out) / 'chunks'}")
+    table = table.take(pa.array([first[h] for h in spec.hashes]))
+    results = table.select([c for c in table.column_names if c not in TIMING_COLUMNS])
+    timing = table.select(["config_hash", *TIMING_COLUMNS])
+    return (
+        write_bytes_atomic(_parquet_bytes(results), Path(out) / "results.parquet"),
+        write_bytes_atomic(_parquet_bytes(timing), Path(out) / "timing.parquet"),
+    )
+
+
+def pack_memory(spec: Spec) -> int:
+    """Bytes of the largest pack at its peak: about 12 float64 arrays of (inputs × pack runs) plus one-hots."""
+    from rwtasks import CircleWalk
+
+    largest = 0
+    for K, N, p in {(r["K"], r["N"], r["p"]) for r in spec.runs}:
+        n = K if p in ("0", "1") else CircleWalk(K, N, "1/2").walk_count
+        largest = max(largest, 8 * n * (spec.pack_size * (K + 12) + 2 * (N - 1) * K))
+    return largest
+
+
+def run_sweep(
+    spec: Spec,
+    out: str | os.PathLike,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    memory_limit: str | int = "auto",
+    max_tasks: int | None = None,
+    progress: bool = True,
+    on_pack_done: Callable[[str], None] | None = None,
+    client=None,
+) -> SweepOutcome:
+    """Compute the missing runs of ``spec`` into ``out`` on Dask and assemble the tables.
+
+    ``client``: an existing ``distributed.Client``; else ``scheduler`` (an address such as
+    tcp://host:8786) or a new LocalCluster with ``workers`` processes (default: the CPU count), one
+    thread each, ``memory_limit`` per worker. At most ``max_tasks`` packs (default: twice the worker
+    threads) are submitted at once. ``on_pack_done(pack_id)`` is called as each pack finishes.
+    """
+    from rwio import write_json_atomic
+
+    out = Path(out)
+    write_json_atomic(spec.source, out / "spec.json")
+    done = finished_hashes(out)
+    packs = [p for p in plan_packs(spec) if not all(spec.hashes[i] in done for i in p.indices)]
+    skipped = sum(1 for h in spec.hashes if h in done)
+    todo = sum(len([i for i in p.indices if spec.hashes[i] not in done]) for p in packs)
+    print(
+        f"rw sweep: {len(spec.runs)} runs, {skipped} finished before, {todo} to compute in {len(packs)} packs"
+    )
+    if packs:
+        _compute(
+            spec,
+            out,
+            packs,
+            done,
+            scheduler,
+            workers,
+            memory_limit,
+            max_tasks,
+            progress,
+            on_pack_done,
+            client,
+        )
+    results, timing = assemble(spec, out)
+    return SweepOutcome(len(spec.runs), skipped, todo, results, timing)
+
+
+def _compute(
+    spec, out, packs, done, scheduler, workers, memory_limit, max_tasks, progress, on_pack_done, client
+):
+    from dask.distributed import Client, LocalCluster, as_completed
+    from tqdm import tqdm
+
+    cluster = None
+    own_client = client is None
+    if client is None:
+        if scheduler is not None:
+            client = Client(scheduler)
+        else:
+            cluster = LocalCluster(
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=memory_limit,
+                dashboard_address=":0",
+            )
+            client = Client(cluster)
+    try:
+        print(f"rw sweep: Dask dashboard at {client.dashboard_link}", flush=True)
+        cap = max_tasks or 2 * max(1, sum(client.nthreads().values()))
+        bar = tqdm(
+            total=sum(len(p.indices) for p in packs),
+            disable=not (progress and sys.stderr.isatty()),
+            desc="rw sweep",
+            unit="run",
+        )
+        queue = list(packs)
+        size = {p.id: len(p.indices) for p in packs}
+
+        def submit(pack: Pack):
+            indices = [i for i in pack.indices if spec.hashes[i] not in done]
+            return client.submit(
+                run_pack,
+                pack.id,
+                [spec.runs[i] for i in indices],
+                [spec.hashes[i] for i in indices],
+                str(out),
+                spec.record_every,
+                spec.metrics,
+                key=f"rw-sweep-pack-{pack.id}",
+                pure=False,
+            )
+
+        futures = [submit(queue.pop(0)) for _ in range(min(cap, len(queue)))]
+        running = as_completed(futures)
+        try:
+            for future in running:
+                pack_id, _ = future.result()
+                bar.update(size[pack_id])
+                if on_pack_done is not None:
+                    on_pack_done(pack_id)
+                if queue:
+                    futures.append(submit(queue.pop(0)))
+                    running.add(futures[-1])
+        except BaseException:
+            client.cancel(futures)  # an interrupted sweep leaves only finished packs; a rerun does the rest
+            raise
+        finally:
+            bar.close()
+    finally:
+        if own_client:
+            client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,102 @@
+"""``rwnumeric.train_batched`` computes, per run, what ``rwnumeric.train`` computes, to float rounding.
+
+Tolerance: 100 machine epsilons of the dtype, times max(1, |value|). The two paths evaluate the same
+formulas in different orders (the batched one factors the softmax as E_j U_{s_j} / Z and writes the
+gradient out, ``train`` uses ``torch.softmax`` and autograd), so they differ by rounding only; over the
+30 steps here the largest difference measured was 10 epsilons (float64 2.2e-15, float32 1.2e-6), and
+the factor 10 above it keeps the check stable across BLAS builds while a wrong term (an error of order
+η·gradient, >= 1e-4 here) still fails it by many orders of magnitude.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rwnumeric import BATCHED_HISTORY_KEYS, ModelConfig, TrainConfig, batch_key, train, train_batched
+from rwtasks import CircleWalk
+
+K, N, STEPS = 3, 6, 30
+
+# (p, M, μ, Gram, normalize, η, init, loss): one batch per batch_key, several runs per batch.
+CASES = [
+    ("1/2", 20, None, "ideal", False, 1.0, "gaussian", "log"),
+    ("3/10", 12, 3.0, "computed", False, 0.5, "gaussian", "log"),
+    ("1/5", 9, 0.5, "ideal", False, 2.0, "zero", "log"),
+    ("1", 8, 1.0, "ideal", False, 1.0, "zero", "log"),
+    ("0", 8, 1.0, "ideal", False, 1.0, "gaussian", "log"),
+    ("2/3", 20, 2.0, "ideal", True, 2.0, "gaussian", "log"),
+    ("1/2", 10, None, "ideal", False, 0.5, "gaussian", "squared"),
+    ("1/4", 10, None, "computed", False, 0.5, "gaussian", "squared"),
+    ("1/3", 10, None, "ideal", False, 0.2, "gaussian", "exp"),
+]
+
+
+def _runs(dtype: str) -> list[tuple[CircleWalk, ModelConfig, TrainConfig]]:
+    return [
+        (
+            CircleWalk(K, N, p),
+            ModelConfig(K=K, N=N, M=M, pos_norm=mu, gram=gram, normalize_attention=normalize),
+            TrainConfig(
+                steps=STEPS,
+                eta=eta,
+                population=True,
+                init=init,
+                sigma=0.02,
+                seed=seed,
+                loss=loss,
+                dtype=dtype,
+                threads=1,
+            ),
+        )
+        for seed, (p, M, mu, gram, normalize, eta, init, loss) in enumerate(CASES)
+    ]
+
+
+def _close(a, b, dtype: str) -> None:
+    eps = float(np.finfo(np.float64 if dtype == "float64" else np.float32).eps)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape
+    assert np.all(np.abs(a - b) <= 100 * eps * np.maximum(1.0, np.abs(b))), np.max(np.abs(a - b))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_batched_runs_equal_train_runs_to_rounding(dtype):
+    runs = _runs(dtype)
+    groups: dict[tuple, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(batch_key(*run), []).append(i)
+    assert len(groups) >= 4 and max(len(g) for g in groups.values()) >= 2
+    for indices in groups.values():
+        result = train_batched([runs[i] for i in indices])
+        assert result.diverged == [None] * len(indices)
+        for b, i in enumerate(indices):
+            ref = train(*runs[i], progress=False)
+            for key in BATCHED_HISTORY_KEYS:
+                _close(result.history[key][b], [h[key] for h in ref.history], dtype)
+            _close(result.final[b]["V"], ref.final["V"], dtype)
+            _close(result.final[b]["attention_profile"], ref.final["attention_profile"], dtype)
+            assert result.final[b]["test_accuracy"] == pytest.approx(
+                ref.history[-1]["test_accuracy"], abs=1e-12
+            )
+
+
+def test_a_run_train_refuses_is_reported_diverged_at_that_step_and_the_others_go_on():
+    task, model = CircleWalk(K, N, "1/2"), ModelConfig(K=K, N=N, M=10)
+    good = TrainConfig(steps=5, population=True, init="gaussian", sigma=0.02, seed=0, threads=1)
+    bad = TrainConfig(steps=5, population=True, init="gaussian", sigma=0.3, seed=1, threads=1)
+    with pytest.raises(ValueError, match="undefined at step 0"):
+        train(task, model, bad, progress=False)
+    result = train_batched([(task, model, bad), (task, model, good)])
+    assert result.diverged == [0, None]
+    assert np.isnan(result.history["train_loss"][0]).all() and result.final[0]["test_accuracy"] is None
+    ref = train(task, model, good, progress=False)
+    _close(result.final[1]["V"], ref.final["V"], "float64")
+
+
+def test_runs_of_different_shapes_are_refused_naming_the_run():
+    model, cfg = ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True)
+    with pytest.raises(ValueError, match=r"runs\[1\] cannot be batched: batch_key differs"):
+        train_batched([(CircleWalk(3, 4, "1/2"), model, cfg), (CircleWalk(3, 4, 1), model, cfg)])
+    with pytest.raises(ValueError, match=r"runs\[0\] cannot be batched: population=False"):
+        train_batched([(CircleWalk(3, 4, "1/2"), model, TrainConfig(steps=1))])
