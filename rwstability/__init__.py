@@ -1,9 +1,11 @@
 """Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape."""
 
 from rwstability._escape import (
+    DEFAULT_THRESHOLD,
     Escape,
     Selection,
     StabilitySummary,
+    first_above,
     measure_escape,
     predict_escape,
     selection,
@@ -33,6 +35,7 @@ from rwstability._report import (
 )
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
     "GRIDS",
     "MAX_DIM",
     "Coordinates",
@@ -47,6 +50,7 @@ __all__ = [
     "check_stuck_task",
     "exact_jacobians",
     "find_manifold",
+    "first_above",
     "linearise",
     "measure_escape",
     "plot_report",

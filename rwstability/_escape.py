@@ -108,7 +108,16 @@ def selection_distribution(escapes: list[Escape]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _first_above(rho: list[float], threshold: float) -> int | None:
+def first_above(rho: list[float], threshold: float = DEFAULT_THRESHOLD) -> int | None:
+    """The escape rule: the first t ≥ 1 with ρ(t) > τ (t = 0 never counts), or None.
+
+    Shared by ``predict_escape``, ``measure_escape`` and ``rw sweep``'s escape and symmetry-break steps.
+
+    >>> first_above([0.0, 1e-5, 2e-3, 0.5])
+    2
+    >>> first_above([0.7, 1e-4], threshold=1e-3) is None
+    True
+    """
     return next((t for t in range(1, len(rho)) if rho[t] > threshold), None)
 
 
@@ -160,7 +169,7 @@ def predict_escape(
             Sigma = C @ Sigma @ C.T
             q = (u * float(np.linalg.norm(lin.thetas[t + 1]))) ** 2 / coords.dim
             Sigma = Sigma + q * np.eye(n)
-    return Escape(_first_above(rho, threshold), rho)
+    return Escape(first_above(rho, threshold), rho)
 
 
 def measure_escape(
@@ -213,7 +222,7 @@ def measure_escape(
         coords,
         isinstance(task, CircleWalk),
     )
-    return Escape(_first_above(rho, threshold), rho, chosen)
+    return Escape(first_above(rho, threshold), rho, chosen)
 
 
 @dataclass(frozen=True)

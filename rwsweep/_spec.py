@@ -90,7 +90,7 @@ def _defaults() -> dict[str, Any]:
     from dataclasses import MISSING, fields
 
     from rwnumeric import ModelConfig, TrainConfig
-    from rwstability._escape import DEFAULT_THRESHOLD
+    from rwstability import DEFAULT_THRESHOLD
 
     out: dict[str, Any] = {"K": 3, "N": 4, "p": "1/2"}
     for cls in (ModelConfig, TrainConfig):

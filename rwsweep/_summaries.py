@@ -75,9 +75,9 @@ def _vanishing(K: int, N: int):
 
 def _first_above(series: np.ndarray, threshold: float) -> int | None:
     """First t >= 1 with series[t] > threshold (NaN never counts); the escape rule of ``rwstability``."""
-    from rwstability._escape import _first_above as first
+    from rwstability import first_above
 
-    return first([float(x) if math.isfinite(x) else -math.inf for x in series], threshold)
+    return first_above([float(x) if math.isfinite(x) else -math.inf for x in series], threshold)
 
 
 def run_summaries(config: dict, history: dict[str, np.ndarray], final: dict, diverged: int | None) -> dict:
