@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 from flint import fmpq, fmpq_mat
+
+if TYPE_CHECKING:  # _expect imports this module; the types only
+    from rwsymbolic._expect import Loss, SummedPopulation
 
 #: Environment variable choosing the arithmetic: "flint" (default) or "sympy" (pure SymPy reference).
 ARITHMETIC_ENV = "RWSYMBOLIC_ARITHMETIC"
@@ -144,12 +148,14 @@ def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> _RationalDe
         )
     except (sp.PolynomialError, sp.CoercionFailed, TypeError, ValueError):
         out = None
+    if len(_DERIVATIVES) > 256:  # one entry per loss object made by derive: keep the cache small
+        _DERIVATIVES.clear()
     _DERIVATIVES[id(derivative)] = (derivative, out)
     return out
 
 
 def uniform_pass(
-    inputs: object,
+    inputs: SummedPopulation,
     cls: np.ndarray,
     first: np.ndarray,
     inverse: np.ndarray,
@@ -157,7 +163,7 @@ def uniform_pass(
     w_tok: list[sp.Expr],
     c: list[sp.Expr],
     mu: sp.Expr,
-    loss: object,
+    loss: Loss,
     gradients: bool,
 ) -> dict[str, object] | None:
     """The fields of ``rwsymbolic._expect.GroupPass`` computed in ``fmpq``, or None when not applicable.
@@ -167,10 +173,6 @@ def uniform_pass(
     function of z (log and squared losses). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
-    from rwsymbolic._expect import Loss, SummedPopulation
-
-    if not (isinstance(inputs, SummedPopulation) and isinstance(loss, Loss)):
-        return None
     K, N, L = inputs.K, inputs.N, inputs.N - 1
     if not (_all_rational(list(V)) and _all_rational(w_tok) and _all_rational(c)):
         return None
