@@ -24,6 +24,7 @@ from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._decide import sign
+from rwsymbolic._fastq import rational_sum, uniform_pass, use_flint
 from rwtasks import CircleWalk, Population
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
@@ -157,8 +158,14 @@ def exact_sum(terms: list[sp.Expr]) -> sp.Expr:
 
     SymPy adds Rationals one by one and reduces each partial sum by a gcd; with thousands of distinct
     large denominators that is quadratic and dominates a step. Here numerators and denominators are
-    combined pairwise and reduced once at the end (exactly the same value).
+    combined pairwise and reduced once at the end (exactly the same value); with python-flint the
+    rational terms are added as ``fmpq`` in C instead (``rwsymbolic._fastq``).
     """
+    if use_flint():
+        rational = [t for t in terms if t.is_Rational]
+        if len(rational) < 2:
+            return sp.Add(*terms)
+        return sp.Add(rational_sum(rational), *(t for t in terms if not t.is_Rational))
     rationals = [(int(t.p), int(t.q)) for t in terms if t.is_Rational]
     others = [t for t in terms if not t.is_Rational]
     if len(rationals) < 2:
@@ -188,6 +195,28 @@ def _weights(index: np.ndarray, prob_index: np.ndarray, n_keys: int, values: tup
     return {k: exact_sum(v) for k, v in terms.items()}
 
 
+def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, axis=0)``'s first index of each distinct row and each row's index among them.
+
+    Rows of small non-negative integers are packed into one int64 per row, most significant column
+    first (the same lexicographic order, so the same groups in the same order): sorting integers is
+    many times faster than numpy's row sort.
+
+    >>> first, inverse = _unique_rows(np.array([[1, 0], [0, 2], [1, 0]]))
+    >>> first.tolist(), inverse.tolist()
+    ([1, 0], [1, 0, 1])
+    """
+    base = int(key.max()) + 1 if key.size else 1
+    if key.min(initial=0) >= 0 and base ** key.shape[1] < 2**62:
+        packed = np.zeros(key.shape[0], dtype=np.int64)
+        for col in key.T.astype(np.int64):
+            packed = packed * base + col
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
 def group_pass(
     inputs: SummedPopulation,
     V: sp.Matrix,
@@ -204,8 +233,7 @@ def group_pass(
     bounds = np.flatnonzero(np.diff(cls[order])) + 1
     blocks = np.split(inputs.tokens[:, order], bounds, axis=1)
     key = np.concatenate([inputs.labels[:, None]] + [np.sort(b, axis=1) for b in blocks], axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    first, inverse = _unique_rows(key)
     n_groups = len(first)
     work = n_groups * (L + K) * (3 if gradients else 1)
     if work > MAX_WORK:
@@ -214,6 +242,10 @@ def group_pass(
             f"x (N-1+K) = {L + K}), above the limit {MAX_WORK:.3g}: use fewer steps, smaller K or N, "
             "or rwnumeric"
         )
+    if use_flint():  # a rational state with uniform attention: the whole pass in fmpq (same values)
+        fast = uniform_pass(inputs, cls, first, inverse, V, w_tok, c, mu, loss, gradients)
+        if fast is not None:
+            return GroupPass(**fast)  # type: ignore[arg-type]
     weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)
     # (group, position, token) -> exact weight: the position-token marginal of each group.
     pos_keys = (inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens

@@ -1,0 +1,291 @@
+"""Rational arithmetic of the exact engine on python-flint (``fmpq``), with SymPy objects at the boundary.
+
+SymPy's ``Rational`` is a Python object: every product and sum allocates, sympifies and reduces by a
+gcd in Python, and on a step of a large population that is nearly all of the time. FLINT's ``fmpq``
+does the same exact arithmetic in C. Two places use it:
+
+* ``rational_sum``: the rational terms of ``rwsymbolic._expect.exact_sum`` are added as ``fmpq``
+  (every step, exponential atoms or not);
+* ``uniform_pass``: a whole group pass when its state is rational and every logit equals the query's,
+  so the attention is exactly uniform (S_j = 1/N, no exponential appears). From zero initialisation
+  that is every state with w(t) = 0, i.e. t = 0 and t = 1 (Lemma C.1's first value step).
+
+Every value handed back is a SymPy ``Rational`` equal to what SymPy computes (rationals have one
+reduced form, so the objects are identical). States with symbols other than μ (symbolic p) or with
+exponential atoms keep SymPy's expressions; ``RWSYMBOLIC_ARITHMETIC=sympy`` forces SymPy everywhere
+(the reference path, used by the benchmarks and the tests that compare the two).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy as sp
+from flint import fmpq, fmpq_mat
+
+if TYPE_CHECKING:  # _expect imports this module; the types only
+    from rwsymbolic._expect import Loss, SummedPopulation
+
+#: Environment variable choosing the arithmetic: "flint" (default) or "sympy" (pure SymPy reference).
+ARITHMETIC_ENV = "RWSYMBOLIC_ARITHMETIC"
+
+
+def use_flint() -> bool:
+    """True unless ``RWSYMBOLIC_ARITHMETIC`` is "sympy" (read at each call, so it can be switched)."""
+    choice = os.environ.get(ARITHMETIC_ENV, "flint").strip().lower()
+    if choice not in ("flint", "sympy"):
+        raise ValueError(f"{ARITHMETIC_ENV}={choice!r} must be 'flint' or 'sympy'")
+    return choice == "flint"
+
+
+#: SymPy >= 1.13 builds a Rational from coprime integers without a second gcd.
+_COPRIME = getattr(sp.Rational, "from_coprime_ints", None)
+
+
+def to_fmpq(x: sp.Rational) -> fmpq:
+    """The ``fmpq`` of a SymPy Rational (exact)."""
+    return fmpq(int(x.p), int(x.q))
+
+
+def to_sympy(x: fmpq) -> sp.Rational:
+    """The SymPy Rational of an ``fmpq`` (already reduced, so SymPy's gcd is skipped).
+
+    >>> to_sympy(to_fmpq(sp.Rational(-6, 4))), to_sympy(fmpq(0))
+    (-3/2, 0)
+    """
+    p, q = int(x.p), int(x.q)
+    return _COPRIME(p, q) if _COPRIME is not None else sp.Rational(p, q)
+
+
+def tree_sum(terms: Sequence[fmpq]) -> fmpq:
+    """Σ terms added pairwise as a balanced tree.
+
+    Adding thousands of fractions with distinct denominators one by one makes every partial sum as
+    long as the final one (quadratic work); pairing keeps the operands of each addition of similar
+    size, so the large additions are few and FLINT's fast multiplication pays off.
+
+    >>> tree_sum([fmpq(1, 2), fmpq(1, 3), fmpq(1, 6)]), tree_sum([])
+    (1, 0)
+    """
+    level = list(terms)
+    if not level:
+        return fmpq(0)
+    while len(level) > 1:
+        nxt = [a + b for a, b in zip(level[::2], level[1::2])]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def rational_sum(terms: Sequence[sp.Rational]) -> sp.Rational:
+    """Σ terms of SymPy Rationals, added as ``fmpq`` (``tree_sum``).
+
+    >>> rational_sum([sp.Rational(1, 3), sp.Rational(1, 6), sp.Integer(2)])
+    5/2
+    """
+    return to_sympy(tree_sum([fmpq(int(t.p), int(t.q)) for t in terms]))
+
+
+def _all_rational(values: Sequence[object]) -> bool:
+    return all(isinstance(v, sp.Basic) and v.is_Rational for v in values)
+
+
+def _weights(index: np.ndarray, prob_index: np.ndarray, values: Sequence[fmpq]) -> dict[int, fmpq]:
+    """Exact Σ prob per key: integer counts per (key, probability value), then one ``fmpq`` sum each."""
+    n_p = len(values)
+    combo, counts = np.unique(index * n_p + prob_index, return_counts=True)
+    out: dict[int, fmpq] = {}
+    for code, cnt in zip(combo.tolist(), counts.tolist()):
+        key = code // n_p
+        out[key] = out.get(key, fmpq(0)) + cnt * values[code % n_p]
+    return out
+
+
+class _RationalDerivative:
+    """ℓ' as a rational function num(z)/den(z) with rational coefficients, evaluated in ``fmpq``."""
+
+    def __init__(self, num: list[fmpq], den: list[fmpq]) -> None:
+        self.num, self.den = num, den  # coefficients, highest degree first
+
+    @staticmethod
+    def _horner(coeffs: list[fmpq], z: fmpq) -> fmpq:
+        acc = fmpq(0)
+        for a in coeffs:
+            acc = acc * z + a
+        return acc
+
+    def parts(self, z: fmpq) -> tuple[fmpq, fmpq]:
+        return self._horner(self.num, z), self._horner(self.den, z)
+
+
+_DERIVATIVES: dict[int, tuple[Callable, _RationalDerivative | None]] = {}
+
+
+def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> _RationalDerivative | None:
+    """ℓ' as a rational function of z with rational coefficients, or None (exp-loss, abstract loss).
+
+    >>> d = rational_derivative(lambda z: -1 / (z + sp.Rational(1, 10)))
+    >>> num, den = d.parts(fmpq(2, 5))
+    >>> num / den
+    -2
+    >>> rational_derivative(lambda z: -sp.exp(-z)) is None
+    True
+    """
+    hit = _DERIVATIVES.get(id(derivative))
+    if hit is not None and hit[0] is derivative:
+        return hit[1]
+    z = sp.Dummy("z")
+    out: _RationalDerivative | None = None
+    try:
+        num, den = sp.fraction(sp.cancel(sp.sympify(derivative(z))))
+        pn, pd = sp.Poly(num, z, domain=sp.QQ), sp.Poly(den, z, domain=sp.QQ)
+        out = _RationalDerivative(
+            [to_fmpq(a) for a in pn.all_coeffs()], [to_fmpq(a) for a in pd.all_coeffs()]
+        )
+    except (sp.PolynomialError, sp.CoercionFailed, TypeError, ValueError):
+        out = None
+    if len(_DERIVATIVES) > 256:  # one entry per loss object made by derive: keep the cache small
+        _DERIVATIVES.clear()
+    _DERIVATIVES[id(derivative)] = (derivative, out)
+    return out
+
+
+def uniform_pass(
+    inputs: SummedPopulation,
+    cls: np.ndarray,
+    first: np.ndarray,
+    inverse: np.ndarray,
+    V: sp.Matrix,
+    w_tok: list[sp.Expr],
+    c: list[sp.Expr],
+    mu: sp.Expr,
+    loss: Loss,
+    gradients: bool,
+) -> dict[str, object] | None:
+    """The fields of ``rwsymbolic._expect.GroupPass`` computed in ``fmpq``, or None when not applicable.
+
+    Applicable when V, w_tok, c and the input probabilities are rational, μ is rational or c = 0, every
+    logit x_jᵀ w_tok + μ c_j equals the query's μ c_N (so S_j = 1/N exactly), and ℓ' is a rational
+    function of z (log and squared losses). The same formulas as ``group_pass`` with e_j = 1:
+    f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
+    """
+    K, N, L = inputs.K, inputs.N, inputs.N - 1
+    if not (_all_rational(list(V)) and _all_rational(w_tok) and _all_rational(c)):
+        return None
+    if not _all_rational(inputs.prob_values):
+        return None  # symbolic p: SymPy keeps the polynomials in p
+    mu_q = to_fmpq(mu) if _all_rational([mu]) else None
+    if mu_q is None and any(cj != 0 for cj in c):
+        return None
+    Vq = [[to_fmpq(V[a, b]) for b in range(K)] for a in range(K)]
+    tok_q = [to_fmpq(w) for w in w_tok]
+    cq = [to_fmpq(x) for x in c]
+    mu_c = (lambda x: mu_q * x) if mu_q is not None else (lambda x: fmpq(0))
+    query = mu_c(cq[N - 1])
+    class_rep = {int(k): cq[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
+    logit_pair = {(k, s): tok_q[s] + mu_c(ck) for k, ck in class_rep.items() for s in range(K)}
+    if any(v != query for v in logit_pair.values()):
+        return None  # attention not uniform: exponentials appear, SymPy's atoms take over
+    deriv = rational_derivative(loss.derivative) if gradients else None
+    if gradients and deriv is None:
+        return None
+
+    probs = [to_fmpq(v) for v in inputs.prob_values]
+    n_groups, n_p = len(first), len(probs)
+    weight = _weights(inverse, inputs.prob_index, probs)
+    wq = [weight[g] for g in range(n_groups)]
+    rows = inputs.tokens[first]  # (G, L) tokens of each group's first input
+    ys = inputs.labels[first].tolist()
+    # tokens counted per group: T[g, s] = #{j < N: s_j = s}                              (G, K)
+    T = np.bincount((np.arange(n_groups)[:, None] * K + rows).reshape(-1), minlength=n_groups * K)
+    T = T.reshape(n_groups, K).tolist()
+    S = fmpq(1, N)
+    # f = V X S = S Σ_s T[g, s] V[:, s]                                                   (G, K)
+    fq = [
+        [S * sum((t * v for t, v in zip(T[g], Vq[row]) if t), fmpq(0)) for row in range(K)]
+        for g in range(n_groups)
+    ]
+    zq = [fq[g][ys[g]] for g in range(n_groups)]
+    if inputs.rotation:  # Σ_r R^r v0 = (Σ_k v0_k) 1_K
+        mean_f = [to_sympy(tree_sum([wq[g] * x for g in range(n_groups) for x in fq[g]]))] * K
+    else:
+        mean_f = [to_sympy(tree_sum([wq[g] * fq[g][row] for g in range(n_groups)])) for row in range(K)]
+    total_weight = tree_sum(wq)
+    rot = K if inputs.rotation else 1
+    mean_att = [total_weight * S] * N  # Σ over (group, token) of the position weights is the total
+    mean_logit = [total_weight * query] * (N - 1)
+    grad: dict[str, object] = {}
+    if gradients:
+        assert deriv is not None
+        gzq = []
+        for z in zq:
+            num, den = deriv.parts(z)
+            gz = num / den if den != 0 else None
+            if gz is None or (loss.name == "log" and gz >= 0):  # -1/(z + ε) >= 0: z + ε <= 0
+                loss.derivative(to_sympy(z))  # outside ℓ's domain: SymPy's own message (it raises)
+                return None
+            gzq.append(gz)
+        # Every gradient entry is S Σ_g ℓ'(z_g) x_g with small rationals x_g: the rows of X (one per
+        # entry, one column per group) times the column ℓ'(z), a single FLINT product that puts the
+        # large denominators of ℓ'(z) over one common denominator once for all entries.
+        nv = K if inputs.rotation else K * K  # rotation: only the diagonals of gV (their averages)
+        nt = 1 if inputs.rotation else K
+        r_tok, r_c, r_q = nv, nv + nt, nv + nt + L
+        X = [[fmpq(0)] * n_groups for _ in range(r_q + 1)]  # (entries, G)
+        for g in range(n_groups):
+            y, w, z = ys[g], wq[g], zq[g]
+            X[r_q][g] = -w * z  # δ_N = -ℓ'(z) S z
+            for s, t in enumerate(T[g]):
+                if t:
+                    # E[∇_V ℓ]: gV[y, s] = S Σ_{g: y_g = y} w_g ℓ'(z_g) T[g, s]
+                    X[(y - s) % K if inputs.rotation else y * K + s][g] += t * w
+                    # Σ_j δ_j e_{s_j}: S Σ_g w_g ℓ'(z_g) T[g, s] (V[y_g, s] - z_g)
+                    X[r_tok + (0 if inputs.rotation else s)][g] += t * w * (Vq[y][s] - z)
+        # E[δ_j] = S Σ_{inputs} prob ℓ'(z) (V[y, s_j] - z), counted per (group, position, token, prob)
+        codes = ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
+        combo, counts = np.unique(codes * n_p + np.repeat(inputs.prob_index, L), return_counts=True)
+        for code, cnt in zip(combo.tolist(), counts.tolist()):
+            gjs, pi = divmod(code, n_p)
+            gj, s = divmod(gjs, K)
+            g, j = divmod(gj, L)
+            X[r_c + j][g] += cnt * probs[pi] * (Vq[ys[g]][s] - zq[g])
+        Xm = fmpq_mat(r_q + 1, n_groups, [x for row in X for x in row])
+        R = Xm * fmpq_mat(n_groups, 1, gzq) * S
+        entries = [to_sympy(R[i, 0]) for i in range(r_q + 1)]
+        if inputs.rotation:  # Σ_r R^r G0 R^-r: entry (i, j) is the sum of G0's diagonal i - j (mod K)
+            grad["grad_V"] = sp.Matrix(K, K, lambda i, j: entries[(i - j) % K])
+            grad["grad_tok"] = [entries[r_tok]] * K
+        else:
+            grad["grad_V"] = sp.Matrix(K, K, lambda i, j: entries[i * K + j])
+            grad["grad_tok"] = entries[r_tok:r_c]
+        grad["grad_c"] = [rot * x for x in entries[r_c:]]
+
+    def vector(v: list[fmpq], scale: int) -> list[sp.Expr]:
+        return [to_sympy(scale * x) for x in v]
+
+    S_sp, logit_sp = to_sympy(S), to_sympy(query)
+    cls_l = cls.tolist()
+    pairs_of = [dict.fromkeys(zip(cls_l, r)) for r in rows.tolist()]  # (class, token) keys in position order
+    out: dict[str, object] = {
+        "inverse": inverse,
+        "cls": cls,
+        "labels": ys,
+        "logit_of": [dict.fromkeys(pairs, logit_sp) for pairs in pairs_of],
+        "logit_query": logit_sp,
+        "S_of": [dict.fromkeys(pairs, S_sp) for pairs in pairs_of],
+        "S_query": [S_sp] * n_groups,
+        "f": [vector(f, 1) for f in fq],
+        "z": [to_sympy(z) for z in zq],
+        "weight": [to_sympy(w) for w in wq],
+        "rotation": inputs.rotation,
+        "loss_fn": loss,
+        "mean_attention": vector(mean_att, rot),
+        "mean_logits": vector(mean_logit, rot) + [logit_sp],
+        "mean_f": mean_f,
+    }
+    out.update(grad)
+    return out

@@ -1,0 +1,167 @@
+"""rwsymbolic's python-flint arithmetic (rwsymbolic._fastq) against the pure SymPy path and closed forms.
+
+The SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``) is the independent reference: it builds every value
+with SymPy's own Rational and expression arithmetic, so equal objects on both paths mean the fmpq
+arithmetic reproduced SymPy's exact values (rationals have one reduced form: ``==`` is identity of value).
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from flint import fmpq
+
+from rwsymbolic import _fastq, derive
+from rwsymbolic._atoms import has_atoms
+from rwsymbolic._derive import make_loss
+from rwsymbolic._expect import _unique_rows, exact_sum
+from rwsymbolic._fastq import ARITHMETIC_ENV, rational_derivative, tree_sum, uniform_pass, use_flint
+from rwtasks import CircleWalk, qa_task1
+
+_VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
+_PER_INPUT = ("logits", "S", "f", "z")
+
+
+def _state_values(task, steps, per_input, names=_VALUES, **kw) -> list:
+    tr = derive(task, steps, **kw)
+    names = names + (_PER_INPUT if per_input else ())
+    return [(s.t, name, getattr(s, name)) for s in tr.states for name in names]
+
+
+def _both_paths(monkeypatch, task, steps, per_input=True, **kw) -> tuple[list, list]:
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = _state_values(task, steps, per_input, **kw)
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    return reference, _state_values(task, steps, per_input, **kw)
+
+
+def _count_fast_passes(monkeypatch) -> list[bool]:
+    """Record, for every group pass, whether the fmpq path handled it (the comparisons are not vacuous)."""
+    taken: list[bool] = []
+
+    def spy(*args, **kwargs):
+        out = uniform_pass(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr("rwsymbolic._expect.uniform_pass", spy)
+    return taken
+
+
+@pytest.mark.parametrize("loss", ["log", "squared"])
+@pytest.mark.parametrize("mu", ["1/2", "mu"])
+@pytest.mark.parametrize("rotate", [True, False])
+def test_flint_steps_equal_sympy_steps_for_rational_p(monkeypatch, loss, mu, rotate):
+    taken = _count_fast_passes(monkeypatch)
+    reference, fast = _both_paths(monkeypatch, CircleWalk(4, 5, "3/10"), 2, loss=loss, mu=mu, rotate=rotate)
+    assert fast == reference
+    # t = 0 and t = 1 have w = 0 (uniform attention): fmpq; t = 2 has exponentials: SymPy's atoms
+    assert taken == [True, True, False]
+
+
+def test_flint_steps_equal_sympy_steps_on_a_finite_task(monkeypatch):
+    taken = _count_fast_passes(monkeypatch)
+    reference, fast = _both_paths(monkeypatch, qa_task1(), 2, mu=1)
+    assert fast == reference
+    assert taken[:2] == [True, True]
+
+
+def test_third_step_with_exponential_atoms_equals_sympy(monkeypatch):
+    # θ(3) is built from the atoms exp(logits(2)); flint adds the rational parts of every sum there.
+    def theta3() -> list:
+        tr = derive(CircleWalk(3, 4, "2/5"), 3, mu="3/2")
+        return [tr.states[3].atom_form(name) for name in ("V", "w_tok", "c")] + [tr.states[3].V]
+
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = theta3()
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    fast = theta3()
+    assert fast == reference
+    assert fast[3][0, 0].has(sp.exp) and has_atoms(fast[0][0, 0])
+
+
+@pytest.mark.parametrize("loss", ["exp", "any"])
+def test_losses_without_a_rational_derivative_fall_back_to_sympy(monkeypatch, loss):
+    taken = _count_fast_passes(monkeypatch)
+    reference, fast = _both_paths(monkeypatch, CircleWalk(3, 4, "1/2"), 2, loss=loss, per_input=False)
+    assert fast == reference
+    assert not any(taken[:2])
+
+
+def test_symbolic_p_and_symbolic_eps_stay_in_sympy(monkeypatch):
+    taken = _count_fast_passes(monkeypatch)
+    names = ("V", "w_tok", "c", "mean_attention")
+    reference, fast = _both_paths(monkeypatch, CircleWalk(3, 4, "p"), 2, per_input=False, names=names)
+    assert fast == reference
+    reference, fast = _both_paths(
+        monkeypatch, CircleWalk(3, 4, "1/3"), 2, eps="eps", per_input=False, names=names
+    )
+    assert fast == reference
+    assert len(taken) == 6 and not any(taken)  # polynomials in p; ℓ' = -1/(z + eps) not rational in z
+
+
+@pytest.mark.parametrize(("K", "N", "p"), [(3, 4, "1/3"), (4, 6, "7/10"), (5, 5, "1/2")])
+def test_flint_first_value_step_matches_lemma_c1_closed_form(monkeypatch, K, N, p):
+    # Lemma C.1 for the log-loss: V(1) = (η/(εNK)) Σ_{i=1}^{N-1} (Πᵀ)^{N-i}, by SymPy matrix powers.
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    eta, eps = sp.Rational(3, 2), sp.Rational(1, 10)
+    task = CircleWalk(K, N, p)
+    PiT = task.transition_matrix().T
+    closed = eta / (eps * N * K) * sum((PiT ** (N - i) for i in range(1, N)), sp.zeros(K, K))
+    assert derive(task, 1, eta=eta, eps=eps).states[1].V == closed
+
+
+def test_tree_sum_equals_fraction_sums():
+    rng = random.Random(20251130)
+    for n in (0, 1, 2, 3, 17, 200):
+        terms = [Fraction(rng.randint(-(10**30), 10**30), rng.randint(1, 10**20)) for _ in range(n)]
+        total = tree_sum([fmpq(t.numerator, t.denominator) for t in terms])
+        assert (int(total.p), int(total.q)) == (
+            sum(terms, Fraction(0)).numerator,
+            sum(terms, Fraction(0)).denominator,
+        )
+
+
+def test_exact_sum_is_the_same_object_on_both_paths(monkeypatch):
+    x = sp.Symbol("x")
+    terms = [sp.Rational(1, 3), x, sp.Rational(-5, 7), sp.Rational(2, 21), 2 * x]
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = exact_sum(terms)
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    assert exact_sum(terms) == reference == 3 * x - sp.Rational(2, 7)
+
+
+def test_rational_derivative_of_the_named_losses():
+    z = fmpq(3, 7)
+    num, den = rational_derivative(make_loss("log", sp.Rational(1, 10)).derivative).parts(z)
+    assert num / den == fmpq(-1) / (z + fmpq(1, 10))
+    num, den = rational_derivative(make_loss("squared", sp.Rational(1, 10)).derivative).parts(z)
+    assert num / den == -2 * (1 - z)
+    for loss in ("exp", "any"):
+        assert rational_derivative(make_loss(loss, sp.Rational(1, 10)).derivative) is None
+    assert rational_derivative(make_loss("log", sp.Symbol("eps")).derivative) is None
+
+
+def test_unique_rows_matches_numpy_row_unique():
+    rng = np.random.default_rng(7)
+    for high in (3, 2**40):  # packed int64 keys; values too large to pack (numpy's row sort)
+        key = rng.integers(0, high, size=(300, 5))
+        key[::3] = key[1::3]
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        got_first, got_inverse = _unique_rows(key)
+        assert got_first.tolist() == first.tolist() and got_inverse.tolist() == inverse.reshape(-1).tolist()
+
+
+def test_arithmetic_switch(monkeypatch):
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    assert not use_flint()
+    monkeypatch.setenv(ARITHMETIC_ENV, "Flint")
+    assert use_flint()
+    monkeypatch.setenv(ARITHMETIC_ENV, "gmp")
+    with pytest.raises(ValueError, match=r"RWSYMBOLIC_ARITHMETIC='gmp' must be 'flint' or 'sympy'"):
+        use_flint()
+    assert _fastq.to_sympy(fmpq(-6, 4)) == sp.Rational(-3, 2)
