@@ -195,7 +195,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     # The shared input set, sorted by label so that each label's inputs are one slice, and per
     # distinct p the exact probabilities of the inputs.
     run_p = [sp.nsimplify(task.p) for task, _, _ in runs]
-    pops = {p: task.population() for p, (task, _, _) in zip(run_p, runs)}
+    pops = {p: task.population() for p, (task, _, _) in zip(run_p, runs, strict=True)}
     pop0 = next(iter(pops.values()))
     order = np.argsort(pop0.labels, kind="stable")
     tokens = torch.as_tensor(pop0.tokens[order], dtype=torch.int64, device=dev)  # (n, N-1)

@@ -149,7 +149,7 @@ def run_pack(
     wall = time.perf_counter() - start
     versions = _versions()
     rows = []
-    for b, (c, h) in enumerate(zip(configs, hashes)):
+    for b, (c, h) in enumerate(zip(configs, hashes, strict=True)):
         history = {k: v[b] for k, v in result.history.items()}
         summary = run_summaries(c, history, result.final[b], result.diverged[b])
         rows.append(

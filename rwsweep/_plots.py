@@ -57,13 +57,12 @@ def _phase_accuracy(df, path: Path) -> Path:
     Ks = sorted(df["K"].unique())
     fig, axes = _panels(len(Ks))
     mesh: Any = None
-    for ax, K in zip(axes, Ks):
+    for ax, K in zip(axes, Ks, strict=True):
         part = df[df["K"] == K]
         ps, Ns, grid = _median_grid(part, "p_value", "N", "accuracy_over_opt")
         mesh = ax.pcolormesh(
             _edges(ps), _edges(Ns), np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=1
         )
-        label = "exact vanishing set of C"
         for N in Ns:
             points = [float(q) for q in _vanishing(int(K), int(N)).points]
             ax.scatter(
@@ -73,14 +72,15 @@ def _phase_accuracy(df, path: Path) -> Path:
                 facecolors="none",
                 edgecolors="white",
                 linewidths=1.3,
-                label=label,
             )
-            label = None
         ax.set_xlabel("p (probability of a clockwise step)")
         ax.set_ylabel("N (sequence length)")
         ax.set_title(f"K = {K}")
         ax.set_xlim(min(ps) - 0.05, max(ps) + 0.05)
-    axes[0].legend(loc="lower left", fontsize=8, framealpha=0.8)
+    from matplotlib.lines import Line2D
+
+    marker = Line2D([], [], ls="none", marker="o", mfc="none", mec="black", label="exact vanishing set of C")
+    fig.legend(handles=[marker], loc="outside lower center", fontsize=8, frameon=False)
     fig.colorbar(mesh, ax=axes.tolist(), label="final accuracy / OPT")
     fig.suptitle("Accuracy after GD from the sweep's init, exact population")
     return save_figure_atomic(fig, path, dpi=150)
@@ -97,7 +97,7 @@ def _escape_sigma_mu(df, path: Path) -> Path:
     norm = LogNorm(vmin=max(1.0, float(steps.min())), vmax=max(2.0, float(steps.max())))
     fig, axes = _panels(len(dtypes))
     mesh: Any = None
-    for ax, dtype in zip(axes, dtypes):
+    for ax, dtype in zip(axes, dtypes, strict=True):
         part = df[df["dtype"] == dtype]
         sigmas, mus, grid = _median_grid(part, "sigma", "pos_norm", "escape_step")
         xe, ye = _edges(sigmas, log=True), _edges(mus, log=True)

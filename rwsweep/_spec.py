@@ -288,7 +288,7 @@ def load_spec(source: str | os.PathLike | dict) -> Spec:
     for combo in itertools.product(*grid.values()):
         for draw in draws:
             run = dict(base)
-            run.update(zip(grid, combo))
+            run.update(zip(grid, combo, strict=True))
             run.update(draw)
             if run["M"] is None:  # M = null: M = N (one-hot positions need it)
                 run["M"] = run["N"]
