@@ -18,7 +18,8 @@ import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
 from rwnumeric._losses import Loss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
-from rwtasks import CircleWalk
+from rwnumeric._train import _data
+from rwtasks import CircleWalk, FiniteTask
 
 
 def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(monkeypatch):
@@ -189,3 +190,56 @@ def test_reference_path_from_a_gaussian_init_uses_w0_and_the_query_column(normal
         assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)
     assert np.allclose(fast.final["w"], ref.final["w"], rtol=0, atol=1e-13)
     assert np.abs(np.array(ref.final["w"])).max() > 0.1  # W(0)x̃_N is far from zero: the check is not vacuous
+
+
+def test_the_config_describes_a_circle_and_a_finite_task():
+    model = ModelConfig(K=3, N=4, M=5)
+    circle = train(CircleWalk(3, 4, "0.7"), model, TrainConfig(steps=0, population=True), progress=False)
+    assert circle.config["task"] == {"name": "circle", "K": 3, "N": 4, "p": "7/10"}
+    swap = FiniteTask([[0, 1, 2], [2, 1, 0]], [0, 2], ["1/3", "2/3"], K=3, name="swap")
+    finite = train(swap, model, TrainConfig(steps=0, population=True), progress=False)
+    assert finite.config["task"] == {"name": "swap", "K": 3, "N": 4, "inputs": 2}
+
+
+def test_sampled_sets_weigh_each_walk_one_over_their_size_and_replay_from_the_seed():
+    """At zero init every score is 0 and the attention uniform: a training set weighted 1/n has mean loss
+    -log ε, and the test set's mean attention is 1/N at every position. The three streams (train walks,
+    test walks, W(0)) come from the seed: the same seed gives the same run, another seed another."""
+    task, model = CircleWalk(3, 4, "0.7"), ModelConfig(K=3, N=4, M=5)
+    cfg = TrainConfig(steps=0, eps=0.1, train_size=7, test_size=5)
+    zero = train(task, model, cfg, progress=False)
+    assert zero.history[0]["train_loss"] == pytest.approx(-math.log(0.1), rel=1e-15)
+    assert zero.history[0]["attention_profile"] == pytest.approx([0.25] * 4, rel=1e-15)
+
+    def run(seed):
+        cfg = TrainConfig(steps=2, init="gaussian", sigma=0.3, train_size=7, test_size=5, seed=seed)
+        return train(task, model, cfg, progress=False).to_json()
+
+    first, again, other = run(4), run(4), run(5)
+    assert first == again and first["history"] != other["history"]
+
+
+def test_a_float32_run_computes_in_float32():
+    task, model = CircleWalk(3, 4, "0.7"), ModelConfig(K=3, N=4, M=5)
+    for population in (True, False):
+        cfg = TrainConfig(steps=1, dtype="float32", population=population, train_size=6, test_size=6)
+        run = train(task, model, cfg, progress=False)
+        assert run.model.P.dtype == run.model.V.dtype == torch.float32
+        train_set, test_set, _ = _data(task, cfg, torch.float32, torch.device("cpu"))
+        for ev in (train_set, test_set):
+            assert ev.weights.dtype == ev.true_law.dtype == torch.float32
+
+
+def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
+    """pos_norm rescales every column to squared norm μ; pos_seed chooses the random orthonormal basis."""
+    task = CircleWalk(3, 4, "0.7")
+
+    def P(seed):
+        model = ModelConfig(K=3, N=4, M=6, pos="random", pos_norm=2.5, pos_seed=seed)
+        return train(task, model, TrainConfig(steps=0, population=True), progress=False).model.P.numpy()
+
+    first = P(3)
+    assert np.allclose(
+        first.T @ first, 2.5 * np.eye(4), rtol=0, atol=1e-13
+    )  # measured 1.8e-15: a ~50x margin
+    assert np.array_equal(first, P(3)) and not np.allclose(first, P(4))

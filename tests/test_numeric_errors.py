@@ -10,6 +10,7 @@ import torch
 
 from rwcli.main import main
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwnumeric._train import _check_finite
 from rwtasks import CircleWalk, qa_task2
 
 TASK = CircleWalk(3, 4, "1/2")
@@ -68,6 +69,14 @@ BAD_TRAIN = [
     ("eta-zero", TASK, _model(), _cfg(eta=0.0), r"eta=0.0 is out of range"),
     ("eta-nan", TASK, _model(), _cfg(eta=math.nan), r"eta=nan is out of range"),
     ("eta-schedule-negative", TASK, _model(), _cfg(eta=lambda t: -1.0), r"eta\(0\) = -1.0 is out of range"),
+    ("eta-schedule-bool", TASK, _model(), _cfg(eta=lambda t: True), r"eta\(0\) = True is out of range"),
+    (
+        "eta-schedule-zero-later",
+        TASK,
+        _model(),
+        _cfg(steps=3, eta=lambda t: 1.0 if t < 2 else 0.0),
+        r"^eta\(2\) = 0.0 is out of range: the learning rate must be a finite number > 0$",
+    ),
     ("eps-negative", TASK, _model(), _cfg(eps=-0.1), r"eps=-0.1 is out of range"),
     ("loss-unknown", TASK, _model(), _cfg(loss="hinge"), r"loss='hinge' is not one of log, squared, exp"),
     (
@@ -207,9 +216,20 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
 def test_cuda_request_without_cuda_is_refused(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(
-        ValueError, match=r"device='cuda' was requested but torch.cuda.is_available\(\) is False"
+        ValueError,
+        match=r"^device='cuda' was requested but torch.cuda.is_available\(\) is False; use device='cpu'$",
     ):
         train(TASK, _model(), _cfg(device="cuda"), progress=False)
+
+
+def test_a_non_finite_metric_is_refused_with_its_name_and_step():
+    """Every entry of a list-valued metric (the attention profile) is checked, not only scalar metrics."""
+    with pytest.raises(
+        ValueError,
+        match=r"^metric 'attention_profile' is not finite at step 3: the run diverged \(lower eta\)$",
+    ):
+        _check_finite({"kl": 0.5, "attention_profile": [0.5, math.nan, 0.5]}, 3)
+    _check_finite({"kl": 0.5, "attention_profile": [0.5, 0.5], "ones_residual": None}, 3)
 
 
 BAD_EMBEDDINGS = [
