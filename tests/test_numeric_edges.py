@@ -243,3 +243,25 @@ def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
         first.T @ first, 2.5 * np.eye(4), rtol=0, atol=1e-13
     )  # measured 1.8e-15: a ~50x margin
     assert np.array_equal(first, P(3)) and not np.allclose(first, P(4))
+
+
+def test_reference_path_on_a_sampled_set_without_the_largest_token_equals_the_fast_path():
+    """The one-hot matrices X have K rows even when the training walks never visit token K-1."""
+    task, seed = CircleWalk(5, 3, "1/2"), 3
+    train_walks, _ = task.sample(3, generator=np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[0]))
+    assert train_walks.max() < 4  # the documented train stream: token 4 is missing
+    model = ModelConfig(K=5, N=3, M=4, gram="computed")
+    fast, ref = (
+        train(
+            task,
+            model,
+            TrainConfig(steps=2, init="gaussian", sigma=0.05, seed=seed, train_size=3, test_size=3, fast=f),
+            progress=False,
+        )
+        for f in (True, False)
+    )
+    # summation order only: measured ≤ 5.6e-17, 1e-13 as in the population comparison above
+    for a, b in zip(fast.history, ref.history, strict=True):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)
+        assert np.allclose(a["attention_profile"], b["attention_profile"], rtol=0, atol=1e-13)
+    assert np.allclose(fast.final["V"], ref.final["V"], rtol=0, atol=1e-13)
