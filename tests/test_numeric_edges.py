@@ -2,22 +2,29 @@
 
 Each test pins one behaviour at a boundary: the reference path split into several chunks, the log-loss
 domain at z = -ε exactly, the error messages of the loss check, the ReLU model's initial parameters, the
-exact SymPy branch of the population accuracy, and the "shift" KL on rows with different minima.
+exact SymPy branch of the population accuracy, and the "shift" KL on rows with different minima; and how
+``train`` wires its options: the task description, sampled sets and their seeds, float32, the embedding
+norm and seed, the Gram matrix, normalised attention, a sampled set missing a token, the progress bar.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import re
+import sys
 
 import numpy as np
 import pytest
 import sympy as sp
 import torch
+from conftest import forward_by_hand
 
 import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
 from rwnumeric._losses import Loss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
+from rwnumeric._model import FastModel, ReferenceModel
 from rwnumeric._train import _data
 from rwtasks import CircleWalk, FiniteTask
 
@@ -166,6 +173,24 @@ def test_a_callable_loss_without_a_name_is_called_callable_in_errors():
         Loss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
+def test_normalised_attention_at_a_gaussian_init_matches_a_hand_computation(fast):
+    """With normalize_attention every column of X̃ and x̃_N is scaled to unit norm inside the softmax."""
+    task, M, sigma, seed = CircleWalk(3, 4, "0.7"), 6, 0.3, 5
+    run = train(
+        task,
+        ModelConfig(K=3, N=4, M=M, normalize_attention=True, gram="computed"),
+        TrainConfig(steps=0, init="gaussian", sigma=sigma, seed=seed, population=True, fast=fast),
+        progress=False,
+    )
+    S, _ = forward_by_hand(task, M, sigma, seed, normalize=True)
+    plain, _ = forward_by_hand(task, M, sigma, seed)
+    profile = task.population().float_probs() @ S  # (N,) the probability-weighted mean attention
+    # summation order only: measured ≤ 5.6e-17, 1e-14 is a ~200x margin
+    assert np.allclose(run.history[0]["attention_profile"], profile, rtol=0, atol=1e-14)
+    assert np.abs(profile - task.population().float_probs() @ plain).max() > 1e-3  # normalising matters here
+
+
 @pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
 def test_reference_path_from_a_gaussian_init_uses_w0_and_the_query_column(normalize):
     """From a random W(0) the logits see W(0)x̃_N: the reference path must start from W(0) itself and
@@ -239,10 +264,25 @@ def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
         return train(task, model, TrainConfig(steps=0, population=True), progress=False).model.P.numpy()
 
     first = P(3)
-    assert np.allclose(
-        first.T @ first, 2.5 * np.eye(4), rtol=0, atol=1e-13
-    )  # measured 1.8e-15: a ~50x margin
+    # measured max |PᵀP - 2.5 I| = 1.8e-15: 1e-13 is a ~50x margin
+    assert np.allclose(first.T @ first, 2.5 * np.eye(4), rtol=0, atol=1e-13)
     assert np.array_equal(first, P(3)) and not np.allclose(first, P(4))
+    # the μ the run records is the documented one, not the float mean of the columns (1 - 2.2e-16 here)
+    for pos_norm, mu in ((2.5, 2.5), (None, 1.0)):
+        model = ModelConfig(K=3, N=4, M=6, pos="random", pos_norm=pos_norm)
+        assert train(task, model, TrainConfig(steps=0, population=True), progress=False).config["mu"] == mu
+
+
+def test_the_ideal_gram_is_mu_times_identity_exactly_and_the_computed_one_is_p_transpose_p():
+    """gram="ideal" replaces the float PᵀP (off-diagonal rounding of the sine basis) by μI bit for bit."""
+    task, cfg = CircleWalk(3, 4, "0.7"), TrainConfig(steps=0, population=True)
+    ideal, computed = (
+        train(task, ModelConfig(K=3, N=4, M=6, gram=gram), cfg, progress=False).model
+        for gram in ("ideal", "computed")
+    )
+    assert torch.equal(ideal.G, 3.0 * torch.eye(4, dtype=torch.float64))  # μ = M/2
+    P = computed.P
+    assert torch.equal(computed.G, P.T @ P) and not torch.equal(computed.G, ideal.G)
 
 
 def test_reference_path_on_a_sampled_set_without_the_largest_token_equals_the_fast_path():
@@ -260,8 +300,34 @@ def test_reference_path_on_a_sampled_set_without_the_largest_token_equals_the_fa
         )
         for f in (True, False)
     )
+    assert isinstance(fast.model, FastModel) and isinstance(ref.model, ReferenceModel)
     # summation order only: measured ≤ 5.6e-17, 1e-13 as in the population comparison above
     for a, b in zip(fast.history, ref.history, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)
         assert np.allclose(a["attention_profile"], b["attention_profile"], rtol=0, atol=1e-13)
     assert np.allclose(fast.final["V"], ref.final["V"], rtol=0, atol=1e-13)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    "progress,terminal,shown",
+    [(True, True, True), (False, True, False), (True, False, False)],
+    ids=["asked-terminal", "not-asked-terminal", "asked-no-terminal"],
+)
+def test_the_progress_bar_shows_only_when_asked_and_on_a_terminal(monkeypatch, progress, terminal, shown):
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    train(
+        CircleWalk(3, 4, "0.7"),
+        ModelConfig(K=3, N=4, M=5),
+        TrainConfig(steps=3, population=True),
+        progress=progress,
+    )
+    if shown:
+        assert re.search(r"rw train: 100%.* 3/3 .*(step/s|s/step)", err.getvalue())
+    else:
+        assert err.getvalue() == ""

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import forward_by_hand
 
 from rwcli.main import main
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
@@ -171,28 +172,6 @@ def test_bad_training_arguments_raise_a_clear_error(task, model, cfg, message):
         train(task, model, cfg, progress=False)
 
 
-def _label_scores_by_hand(task, M, sigma, seed):
-    """z = e_yᵀ V X S(X̃ᵀ W x̃_N) at a Gaussian init, in numpy with X̃ built explicitly.
-
-    Uses the documented seeding: SeedSequence(seed).spawn(3)[2] draws V(0) (K×K) then W(0).
-    """
-    pop = task.population()
-    K, N = task.K, task.N
-    init = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-    V = init.normal(0.0, sigma, size=(K, K))
-    W = init.normal(0.0, sigma, size=(K + M, K + M))
-    i, m = np.arange(1, N + 1), np.arange(1, M + 1)
-    P = np.sin(np.pi * np.outer(m, i) / M)  # the sine basis of docs/theory.md#model
-    X = np.zeros((pop.size, K, N))
-    X[:, :, :-1] = pop.one_hot()
-    Xt = np.concatenate([X, np.broadcast_to(P, (pop.size, M, N))], axis=1)
-    logits = np.einsum("nkj,k->nj", Xt, W @ Xt[0, :, -1])
-    S = np.exp(logits - logits.max(1, keepdims=True))
-    S /= S.sum(1, keepdims=True)
-    f = np.einsum("yk,nkj,nj->ny", V, X, S)
-    return f[np.arange(pop.size), pop.labels]
-
-
 def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
     """A Gaussian init with σ = 0.3 puts some label scores below -ε: the run stops at step 0, no NaN.
 
@@ -200,7 +179,7 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
     so V ≥ 0 and z ≥ 0 throughout.)
     """
     task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
-    bad = int(np.sum(_label_scores_by_hand(task, M, sigma, seed) + 0.1 <= 0))
+    bad = int(np.sum(forward_by_hand(task, M, sigma, seed)[1] + 0.1 <= 0))
     assert 0 < bad < 64
     with pytest.raises(
         ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"
