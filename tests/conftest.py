@@ -102,7 +102,7 @@ def transition_by_hand(K: int, p: float) -> np.ndarray:
 def forward_by_hand(
     task: CircleWalk, M: int, sigma: float, seed: int, normalize: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(S (n, N), z (n,)) of the population at a Gaussian init, in numpy with X̃ built explicitly.
+    """(S (n, N), f (n, K)) of the population at a Gaussian init, in numpy with X̃ built explicitly.
 
     Uses the documented seeding: SeedSequence(seed).spawn(3)[2] draws V(0) (K×K) then W(0); the sine
     basis of docs/theory.md#model; with ``normalize`` every column x̃_j (and x̃_N) is scaled to unit norm.
@@ -122,8 +122,7 @@ def forward_by_hand(
     logits = np.einsum("nkj,k->nj", Xt, W @ Xt[0, :, -1])  # (n, N)
     S = np.exp(logits - logits.max(1, keepdims=True))
     S /= S.sum(1, keepdims=True)
-    f = np.einsum("yk,nkj,nj->ny", V, X, S)  # (n, K)
-    return S, f[np.arange(pop.size), pop.labels]
+    return S, np.einsum("yk,nkj,nj->ny", V, X, S)  # f (n, K)
 
 
 def rwnumeric_training(config: CheckConfig, fast: bool = True):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from conftest import forward_by_hand
+from conftest import forward_by_hand, transition_by_hand
 
 import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
@@ -191,6 +191,40 @@ def test_normalised_attention_at_a_gaussian_init_matches_a_hand_computation(fast
     assert np.abs(profile - task.population().float_probs() @ plain).max() > 1e-3  # normalising matters here
 
 
+def test_step_metrics_at_a_gaussian_init_match_a_hand_computation():
+    """parent_attention = mean S_{N-1}, attention_spread = max over inputs of the spread of S over the N-1
+    token positions, and the KL of P(y | X) = Π row s_{N-1} to softmax(f) and to (f - min f + ε)/sum."""
+    task, M, sigma, seed, eps = CircleWalk(3, 4, "0.7"), 6, 0.3, 5, 0.25
+    S, f = forward_by_hand(task, M, sigma, seed)
+    pop = task.population()
+    w, law = pop.float_probs(), transition_by_hand(3, 0.7)[pop.tokens[:, -1]]  # (n,), (n, K)
+    log_soft = f - np.log(np.exp(f).sum(1, keepdims=True))
+    shifted = f - f.min(1, keepdims=True) + eps
+    log_shift = np.log(shifted / shifted.sum(1, keepdims=True))
+    for norm, log_q in (("softmax", log_soft), ("shift", log_shift)):
+        run = train(
+            task,
+            ModelConfig(K=3, N=4, M=M, gram="computed"),
+            TrainConfig(
+                steps=0, init="gaussian", sigma=sigma, seed=seed, eps=eps, kl_norm=norm, population=True
+            ),
+            progress=False,
+        )
+        h = run.history[0]
+        kl = float(w @ np.where(law > 0, law * (np.log(np.where(law > 0, law, 1.0)) - log_q), 0.0).sum(1))
+        assert h["kl"] == pytest.approx(kl, rel=1e-13)  # summation order only
+        assert h["parent_attention"] == pytest.approx(float(w @ S[:, 2]), rel=1e-13)
+        spread = float((S[:, :-1].max(1) - S[:, :-1].min(1)).max())
+        assert h["attention_spread"] == pytest.approx(spread, rel=1e-13)
+
+
+def test_a_snapshot_holds_the_mean_attended_token():
+    """At zero init S is uniform, so X S counts each token 1/N per visit: E[#visits of k]/N = (N-1)/(K N)."""
+    cfg = TrainConfig(steps=0, population=True, snapshots=[0])
+    run = train(CircleWalk(3, 4, "0.7"), ModelConfig(K=3, N=4, M=5), cfg, progress=False)
+    assert run.snapshots[0]["attended_token"] == pytest.approx([0.25] * 3, rel=1e-15)
+
+
 @pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
 def test_reference_path_from_a_gaussian_init_uses_w0_and_the_query_column(normalize):
     """From a random W(0) the logits see W(0)x̃_N: the reference path must start from W(0) itself and
@@ -315,18 +349,22 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize(
     "progress,terminal,shown",
-    [(True, True, True), (False, True, False), (True, False, False)],
-    ids=["asked-terminal", "not-asked-terminal", "asked-no-terminal"],
+    [(True, True, True), (None, True, True), (False, True, False), (True, False, False)],
+    ids=["asked-terminal", "default-terminal", "not-asked-terminal", "asked-no-terminal"],
 )
 def test_the_progress_bar_shows_only_when_asked_and_on_a_terminal(monkeypatch, progress, terminal, shown):
     err = _Terminal() if terminal else io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    train(
+    # steps 1 and 2 are not recorded: the bar advances on both paths of the loop
+    task, model, cfg = (
         CircleWalk(3, 4, "0.7"),
         ModelConfig(K=3, N=4, M=5),
-        TrainConfig(steps=3, population=True),
-        progress=progress,
+        TrainConfig(steps=3, population=True, record_steps=[0]),
     )
+    if progress is None:
+        train(task, model, cfg)  # the default shows progress
+    else:
+        train(task, model, cfg, progress=progress)
     if shown:
         assert re.search(r"rw train: 100%.* 3/3 .*(step/s|s/step)", err.getvalue())
     else:

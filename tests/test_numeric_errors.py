@@ -10,6 +10,7 @@ import torch
 from conftest import forward_by_hand
 
 from rwcli.main import main
+from rwio import MemoryEstimateError
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
 from rwnumeric._train import _check_finite
 from rwtasks import CircleWalk, qa_task2
@@ -179,7 +180,9 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
     so V ≥ 0 and z ≥ 0 throughout.)
     """
     task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
-    bad = int(np.sum(forward_by_hand(task, M, sigma, seed)[1] + 0.1 <= 0))
+    f = forward_by_hand(task, M, sigma, seed)[1]
+    z = f[np.arange(len(f)), task.population().labels]  # e_yᵀ f
+    bad = int(np.sum(z + 0.1 <= 0))
     assert 0 < bad < 64
     with pytest.raises(
         ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"
@@ -199,6 +202,23 @@ def test_cuda_request_without_cuda_is_refused(monkeypatch):
         match=r"^device='cuda' was requested but torch.cuda.is_available\(\) is False; use device='cpu'$",
     ):
         train(TASK, _model(), _cfg(device="cuda"), progress=False)
+
+
+def test_a_memory_refusal_names_the_largest_part_and_its_alternative(monkeypatch):
+    """M = 10⁶ makes P (and its Gram and torch copies, 144 MB) the largest part, above the fixed 64 MiB overhead."""
+    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
+    with pytest.raises(
+        MemoryEstimateError,
+        match=r"^training K=3, N=4, M=1000000 \(largest part: embeddings\) needs about .* available: "
+        r"use a smaller M or N \(and the fast path with zero init, which never builds W\)$",
+    ):
+        train(TASK, _model(M=1_000_000), _cfg(), progress=False)
+
+
+def test_a_non_finite_metric_stops_the_run_naming_the_metric_and_the_step(monkeypatch):
+    monkeypatch.setattr("rwnumeric._train.kl_divergence", lambda *args: math.nan)
+    with pytest.raises(ValueError, match=r"^metric 'kl' is not finite at step 0: the run diverged"):
+        train(TASK, _model(), _cfg(), progress=False)
 
 
 def test_a_non_finite_metric_is_refused_with_its_name_and_step():
