@@ -279,11 +279,14 @@ def test_sampled_sets_weigh_each_walk_one_over_their_size_and_replay_from_the_se
 
 
 def test_a_float32_run_computes_in_float32():
+    """Every tensor of the run is float32, so the loss and the weighted attention are float32 numbers."""
     task, model = CircleWalk(3, 4, "0.7"), ModelConfig(K=3, N=4, M=5)
     for population in (True, False):
-        cfg = TrainConfig(steps=1, dtype="float32", population=population, train_size=6, test_size=6)
+        cfg = TrainConfig(steps=3, dtype="float32", population=population, train_size=6, test_size=6)
         run = train(task, model, cfg, progress=False)
         assert run.model.P.dtype == run.model.V.dtype == torch.float32
+        for h in run.history:
+            assert all(float(np.float32(v)) == v for v in [h["train_loss"], h["kl"], *h["attention_profile"]])
         train_set, test_set, _ = _data(task, cfg, torch.float32, torch.device("cpu"))
         for ev in (train_set, test_set):
             assert ev.weights.dtype == ev.true_law.dtype == torch.float32
@@ -366,6 +369,7 @@ def test_the_progress_bar_shows_only_when_asked_and_on_a_terminal(monkeypatch, p
     else:
         train(task, model, cfg, progress=progress)
     if shown:
-        assert re.search(r"rw train: 100%.* 3/3 .*(step/s|s/step)", err.getvalue())
+        # tqdm's bar: "rw train: 100%|██████████| 3/3 [00:00<00:00, 250.00step/s]"
+        assert re.search(r"rw train: 100%\|[^|]*\| 3/3 \[[^\]]*, *[\d.?]+(step/s|s/step)\]", err.getvalue())
     else:
         assert err.getvalue() == ""
