@@ -4,7 +4,8 @@ Each test pins one behaviour at a boundary: the reference path split into severa
 domain at z = -ε exactly, the error messages of the loss check, the ReLU model's initial parameters, the
 exact SymPy branch of the population accuracy, and the "shift" KL on rows with different minima; and how
 ``train`` wires its options: the task description, sampled sets and their seeds, float32, the embedding
-norm and seed, the Gram matrix, normalised attention, a sampled set missing a token, the progress bar.
+norm and seed, the Gram matrix, normalised attention, a sampled set missing a token, the progress bar;
+and the fast path on columns whose norms differ within the accepted tolerance.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from conftest import forward_by_hand, transition_by_hand
+from conftest import assert_close, forward_by_hand, transition_by_hand
 
 import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
@@ -373,3 +374,31 @@ def test_the_progress_bar_shows_only_when_asked_and_on_a_terminal(monkeypatch, p
         assert re.search(r"rw train: 100%\|[^|]*\| 3/3 \[[^\]]*, *[\d.?]+(step/s|s/step)\]", err.getvalue())
     else:
         assert err.getvalue() == ""
+
+
+def _unequal_norms(N: int, M: int, mu: float, spread: float) -> np.ndarray:
+    """P = diag(√(μ(1+δ_j))) padded to M rows: orthogonal columns whose squared norms differ by ±``spread``·μ."""
+    delta = spread * np.cos(np.arange(N) * 2.0)  # distinct for every column, the last two included
+    P = np.zeros((M, N))
+    P[np.arange(N), np.arange(N)] = np.sqrt(mu * (1 + delta))
+    return P
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
+def test_fast_path_uses_each_columns_own_norm_like_the_reference_path(normalize):
+    """Columns with slightly unequal norms (within POS_RTOL): the fast path with the float Gram must follow
+    the reference path, which builds X̃ from P itself, not one built from another column's norm."""
+    K, N, M = 4, 6, 8
+    P = _unequal_norms(N, M, 2.0, 0.4e-8)  # ‖p_j‖² differ by up to 8e-9·μ: accepted as orthogonal, equal-norm
+    task = CircleWalk(K, N, "0.7")
+    model = ModelConfig(K=K, N=N, M=M, pos=P, gram="computed", normalize_attention=normalize)
+    fast, ref = (
+        train(task, model, TrainConfig(steps=6, population=True, fast=f), progress=False)
+        for f in (True, False)
+    )
+    # measured: at most 1.1e-16 apart; the query norm taken from the parent's column (sq[-2] for sq[-1])
+    # moves w by 1.1e-9, so 1e-14 (a ~90x margin over the measured bound) separates the two cleanly
+    profiles = [[h["attention_profile"] for h in run.history] for run in (fast, ref)]
+    assert_close(profiles[0], profiles[1], 1e-14, "S")
+    assert_close(fast.final["V"], ref.final["V"], 1e-14, "V")
+    assert_close(fast.final["w"], ref.final["w"], 1e-14, "w")

@@ -173,24 +173,37 @@ def test_bad_training_arguments_raise_a_clear_error(task, model, cfg, message):
         train(task, model, cfg, progress=False)
 
 
-def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
+@pytest.mark.parametrize("path", ["fast", "reference", "reference-chunks"])
+def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count(monkeypatch, path):
     """A Gaussian init with σ = 0.3 puts some label scores below -ε: the run stops at step 0, no NaN.
 
-    (From zero init the log-loss can never leave its domain: its V-gradient only raises entries of V,
-    so V ≥ 0 and z ≥ 0 throughout.)
+    The count is over the whole training set, also when the reference path splits it into chunks of 10
+    walks, and the first walk is one of the bad ones. (From zero init the log-loss can never leave its
+    domain: its V-gradient only raises entries of V, so V ≥ 0 and z ≥ 0 throughout.)
     """
     task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
     f = forward_by_hand(task, M, sigma, seed)[1]
     z = f[np.arange(len(f)), task.population().labels]  # e_yᵀ f
-    bad = int(np.sum(z + 0.1 <= 0))
-    assert 0 < bad < 64
+    out = z + 0.1 <= 0
+    bad = int(np.sum(out))
+    assert 0 < bad < 64 and out[0] and max(out[s : s + 10].sum() for s in range(0, 64, 10)) < bad
+    if path == "reference-chunks":  # (K+M)·N·8 = 440 bytes per walk
+        monkeypatch.setattr("rwnumeric._model.REFERENCE_CHUNK_BYTES", 10 * 440)
     with pytest.raises(
-        ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"
+        ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples \("
     ):
         train(
             task,
             ModelConfig(K=4, N=5, M=M),
-            TrainConfig(steps=2, init="gaussian", sigma=sigma, seed=seed, eta=0.5, population=True),
+            TrainConfig(
+                steps=2,
+                init="gaussian",
+                sigma=sigma,
+                seed=seed,
+                eta=0.5,
+                population=True,
+                fast=path == "fast",
+            ),
             progress=False,
         )
 
