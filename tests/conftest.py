@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 
 from rwcheck import CheckConfig
 from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
+from rwtasks import CircleWalk
 
 settings.register_profile(
     "ci",
@@ -96,6 +97,32 @@ def transition_by_hand(K: int, p: float) -> np.ndarray:
         Pi[i, (i + 1) % K] += p
         Pi[i, (i - 1) % K] += 1 - p
     return Pi
+
+
+def forward_by_hand(
+    task: CircleWalk, M: int, sigma: float, seed: int, normalize: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(S (n, N), f (n, K)) of the population at a Gaussian init, in numpy with X̃ built explicitly.
+
+    Uses the documented seeding: SeedSequence(seed).spawn(3)[2] draws V(0) (K×K) then W(0); the sine
+    basis of docs/theory.md#model; with ``normalize`` every column x̃_j (and x̃_N) is scaled to unit norm.
+    """
+    pop = task.population()
+    K, N = task.K, task.N
+    init = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+    V = init.normal(0.0, sigma, size=(K, K))
+    W = init.normal(0.0, sigma, size=(K + M, K + M))
+    i, m = np.arange(1, N + 1), np.arange(1, M + 1)
+    P = np.sin(np.pi * np.outer(m, i) / M)  # (M, N) the sine basis
+    X = np.zeros((pop.size, K, N))
+    X[:, :, :-1] = pop.one_hot()
+    Xt = np.concatenate([X, np.broadcast_to(P, (pop.size, M, N))], axis=1)  # (n, K+M, N)
+    if normalize:
+        Xt = Xt / np.linalg.norm(Xt, axis=1, keepdims=True)
+    logits = np.einsum("nkj,k->nj", Xt, W @ Xt[0, :, -1])  # (n, N)
+    S = np.exp(logits - logits.max(1, keepdims=True))
+    S /= S.sum(1, keepdims=True)
+    return S, np.einsum("yk,nkj,nj->ny", V, X, S)  # f (n, K)
 
 
 def rwnumeric_training(config: CheckConfig, fast: bool = True):

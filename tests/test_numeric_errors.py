@@ -7,9 +7,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import forward_by_hand
 
 from rwcli.main import main
+from rwio import MemoryEstimateError
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwnumeric._train import _check_finite
 from rwtasks import CircleWalk, qa_task2
 
 TASK = CircleWalk(3, 4, "1/2")
@@ -68,6 +71,14 @@ BAD_TRAIN = [
     ("eta-zero", TASK, _model(), _cfg(eta=0.0), r"eta=0.0 is out of range"),
     ("eta-nan", TASK, _model(), _cfg(eta=math.nan), r"eta=nan is out of range"),
     ("eta-schedule-negative", TASK, _model(), _cfg(eta=lambda t: -1.0), r"eta\(0\) = -1.0 is out of range"),
+    ("eta-schedule-bool", TASK, _model(), _cfg(eta=lambda t: True), r"eta\(0\) = True is out of range"),
+    (
+        "eta-schedule-zero-later",
+        TASK,
+        _model(),
+        _cfg(steps=3, eta=lambda t: 1.0 if t < 2 else 0.0),
+        r"^eta\(2\) = 0.0 is out of range: the learning rate must be a finite number > 0$",
+    ),
     ("eps-negative", TASK, _model(), _cfg(eps=-0.1), r"eps=-0.1 is out of range"),
     ("loss-unknown", TASK, _model(), _cfg(loss="hinge"), r"loss='hinge' is not one of log, squared, exp"),
     (
@@ -162,44 +173,37 @@ def test_bad_training_arguments_raise_a_clear_error(task, model, cfg, message):
         train(task, model, cfg, progress=False)
 
 
-def _label_scores_by_hand(task, M, sigma, seed):
-    """z = e_yᵀ V X S(X̃ᵀ W x̃_N) at a Gaussian init, in numpy with X̃ built explicitly.
-
-    Uses the documented seeding: SeedSequence(seed).spawn(3)[2] draws V(0) (K×K) then W(0).
-    """
-    pop = task.population()
-    K, N = task.K, task.N
-    init = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-    V = init.normal(0.0, sigma, size=(K, K))
-    W = init.normal(0.0, sigma, size=(K + M, K + M))
-    i, m = np.arange(1, N + 1), np.arange(1, M + 1)
-    P = np.sin(np.pi * np.outer(m, i) / M)  # the sine basis of docs/theory.md#model
-    X = np.zeros((pop.size, K, N))
-    X[:, :, :-1] = pop.one_hot()
-    Xt = np.concatenate([X, np.broadcast_to(P, (pop.size, M, N))], axis=1)
-    logits = np.einsum("nkj,k->nj", Xt, W @ Xt[0, :, -1])
-    S = np.exp(logits - logits.max(1, keepdims=True))
-    S /= S.sum(1, keepdims=True)
-    f = np.einsum("yk,nkj,nj->ny", V, X, S)
-    return f[np.arange(pop.size), pop.labels]
-
-
-def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
+@pytest.mark.parametrize("path", ["fast", "reference", "reference-chunks"])
+def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count(monkeypatch, path):
     """A Gaussian init with σ = 0.3 puts some label scores below -ε: the run stops at step 0, no NaN.
 
-    (From zero init the log-loss can never leave its domain: its V-gradient only raises entries of V,
-    so V ≥ 0 and z ≥ 0 throughout.)
+    The count is over the whole training set, also when the reference path splits it into chunks of 10
+    walks, and the first walk is one of the bad ones. (From zero init the log-loss can never leave its
+    domain: its V-gradient only raises entries of V, so V ≥ 0 and z ≥ 0 throughout.)
     """
     task, M, sigma, seed = CircleWalk(4, 5, "0.3"), 7, 0.3, 3
-    bad = int(np.sum(_label_scores_by_hand(task, M, sigma, seed) + 0.1 <= 0))
-    assert 0 < bad < 64
+    f = forward_by_hand(task, M, sigma, seed)[1]
+    z = f[np.arange(len(f)), task.population().labels]  # e_yᵀ f
+    out = z + 0.1 <= 0
+    bad = int(np.sum(out))
+    assert 0 < bad < 64 and out[0] and max(out[s : s + 10].sum() for s in range(0, 64, 10)) < bad
+    if path == "reference-chunks":  # (K+M)·N·8 = 440 bytes per walk
+        monkeypatch.setattr("rwnumeric._model.REFERENCE_CHUNK_BYTES", 10 * 440)
     with pytest.raises(
-        ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples"
+        ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples \("
     ):
         train(
             task,
             ModelConfig(K=4, N=5, M=M),
-            TrainConfig(steps=2, init="gaussian", sigma=sigma, seed=seed, eta=0.5, population=True),
+            TrainConfig(
+                steps=2,
+                init="gaussian",
+                sigma=sigma,
+                seed=seed,
+                eta=0.5,
+                population=True,
+                fast=path == "fast",
+            ),
             progress=False,
         )
 
@@ -207,9 +211,37 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count():
 def test_cuda_request_without_cuda_is_refused(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(
-        ValueError, match=r"device='cuda' was requested but torch.cuda.is_available\(\) is False"
+        ValueError,
+        match=r"^device='cuda' was requested but torch.cuda.is_available\(\) is False; use device='cpu'$",
     ):
         train(TASK, _model(), _cfg(device="cuda"), progress=False)
+
+
+def test_a_memory_refusal_names_the_largest_part_and_its_alternative(monkeypatch):
+    """M = 10⁶ makes P (and its Gram and torch copies, 144 MB) the largest part, above the fixed 64 MiB overhead."""
+    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
+    with pytest.raises(
+        MemoryEstimateError,
+        match=r"^training K=3, N=4, M=1000000 \(largest part: embeddings\) needs about .* available: "
+        r"use a smaller M or N \(and the fast path with zero init, which never builds W\)$",
+    ):
+        train(TASK, _model(M=1_000_000), _cfg(), progress=False)
+
+
+def test_a_non_finite_metric_stops_the_run_naming_the_metric_and_the_step(monkeypatch):
+    monkeypatch.setattr("rwnumeric._train.kl_divergence", lambda *args: math.nan)
+    with pytest.raises(ValueError, match=r"^metric 'kl' is not finite at step 0: the run diverged"):
+        train(TASK, _model(), _cfg(), progress=False)
+
+
+def test_a_non_finite_metric_is_refused_with_its_name_and_step():
+    """Every entry of a list-valued metric (the attention profile) is checked, not only scalar metrics."""
+    with pytest.raises(
+        ValueError,
+        match=r"^metric 'attention_profile' is not finite at step 3: the run diverged \(lower eta\)$",
+    ):
+        _check_finite({"kl": 0.5, "attention_profile": [0.5, math.nan, 0.5]}, 3)
+    _check_finite({"kl": 0.5, "attention_profile": [0.5, 0.5], "ones_residual": None}, 3)
 
 
 BAD_EMBEDDINGS = [

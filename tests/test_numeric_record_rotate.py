@@ -11,12 +11,17 @@ from rwtasks import CircleWalk
 TASK, MODEL = CircleWalk(5, 5, "3/10"), ModelConfig(K=5, N=5, M=7, pos_norm=3.0)
 
 
+def _decaying(t: int) -> float:
+    return 1.0 / (1 + t)
+
+
 def test_recorded_history_is_the_every_step_history_at_those_steps() -> None:
-    every = train(TASK, MODEL, TrainConfig(steps=8, population=True), progress=False)
+    """Also with a schedule: the steps that are not evaluated still use eta(t) of their own step."""
+    every = train(TASK, MODEL, TrainConfig(steps=8, eta=_decaying, population=True), progress=False)
     some = train(
         TASK,
         MODEL,
-        TrainConfig(steps=8, population=True, record_steps=[7, 0, 3, 3], snapshots=[5]),
+        TrainConfig(steps=8, eta=_decaying, population=True, record_steps=[7, 0, 3, 3], snapshots=[5]),
         progress=False,
     )
     # the same computation, only fewer evaluations: equal bit for bit

@@ -5,7 +5,10 @@ it from the original (docs/testing.md lists each with the reason); every other s
 tests. Prints one row per file, then the surviving mutants that are not triaged; exit code 1 when a file
 with checked mutants scores below the target (90 %) or a survivor is untriaged.
 
-    python tools/mutation_score.py [--target 0.9]
+    python tools/mutation_score.py [--target 0.9] [--markdown]
+
+``mutants`` is every mutant of the file and ``checked`` those with a result, so a partial run shows how
+far it got; ``--markdown`` prints the table as the Markdown table of docs/testing.md.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def equivalent_mutants(text: str) -> set[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", type=float, default=0.9, help="minimum score per file (default 0.9)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as a Markdown table")
     args = parser.parse_args(argv)
     equivalent = equivalent_mutants(TRIAGE.read_text(encoding="utf-8")) if TRIAGE.exists() else set()
     metas = sorted((ROOT / "mutants").rglob("*.py.meta"))
@@ -42,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     failed = False
     untriaged: list[str] = []
-    print(f"{'file':32} {'checked':>7} {'killed':>6} {'survived':>8} {'equiv.':>6} {'score':>6}")
+    header = ("file", "mutants", "checked", "killed", "survived", "equiv.", "score")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header))
+    else:
+        print(f"{header[0]:32} " + " ".join(f"{h:>8}" for h in header[1:]))
     for meta in metas:
         codes: dict[str, int | None] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         done = {k: c for k, c in codes.items() if c is not None and c not in SKIPPED}
@@ -56,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         score = killed / real if real else 1.0
         failed |= score < args.target
         name = str(meta.relative_to(ROOT / "mutants"))[: -len(".meta")]
-        print(f"{name:32} {len(done):7} {killed:6} {len(survivors):8} {len(equiv):6} {score:6.1%}")
+        row = (len(codes), len(done), killed, len(survivors), len(equiv), f"{score:.1%}")
+        if args.markdown:
+            print(f"| `{name}` | " + " | ".join(map(str, row)) + " |")
+        else:
+            print(f"{name:32} " + " ".join(f"{v:>8}" for v in row))
     if untriaged:
         print(f"\n{len(untriaged)} surviving mutants not listed as equivalent in docs/testing.md:")
         print("\n".join(f"  {k}" for k in untriaged))
