@@ -236,7 +236,7 @@ def predicted_breaks(
     table's ‖V - a·1ᵀ‖/‖V‖. Rounding of unit roundoff u per step (``rwstability.predict_escape``) seeds
     the normal deviation; the prediction depends on μ and the dtype, not on the Gram option (whether a run's
     rounding seeds the growing directions at all is read from its series: ``rounding_note``). Linearised for
-    at most ``horizon`` steps (doubling from 16 until the prediction crosses); past it, the late rate
+    16 steps, or ``horizon`` steps when the prediction does not cross within 16; past it, the late rate
     extrapolates (``extrapolated``). Returns, per ``Choices.key()``: ``step`` (int or None), ``extrapolated``
     (bool), ``note`` (why there is no number), ``rate`` (late ln-growth per step of σ_max(Φ_t), ``rwstability.verdict``),
     ``leak`` (max ‖BᵀJT‖/‖J‖ over the steps: 0 on an invariant manifold).
@@ -245,7 +245,7 @@ def predicted_breaks(
 
     import torch
 
-    from rwstability import find_manifold, linearise, predict_escape, verdict
+    from rwstability import Linearisation, find_manifold, linearise, predict_escape, verdict
 
     task = sample_task(run)
     coords = find_manifold(task, 1, 1, sp.nsimplify(run.eps))
@@ -253,7 +253,7 @@ def predicted_breaks(
     torch.set_num_threads(1)  # a 139-dimensional Hessian per step: threads cost more than they save
     out: dict[str, dict] = {}
     try:
-        lins = {}
+        lins: dict[tuple[str, int], Linearisation] = {}
         for c in grid:
             mu = MU_OPTIONS[c.mu](run.M)
             steps = 16
@@ -267,9 +267,9 @@ def predicted_breaks(
                 pred = predict_escape(lin, dtype=c.dtype, threshold=C.V_COLUMN_MAX)
                 if pred.step is not None or steps >= min(horizon, run.steps):
                     break
-                steps *= 2
+                steps = horizon
             v = verdict(lin)
-            entry = {
+            entry: dict[str, object] = {
                 "step": pred.step,
                 "extrapolated": False,
                 "rate": v.rate,
