@@ -200,8 +200,12 @@ def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> 
             a.set_xlabel("GD iteration t")
             a.set_ylabel(ylabel)
             a.grid(alpha=0.3)
+    if any(p.get("step") is not None for p in predicted.values()):  # a legend entry for the stars
+        ax[0, 0].plot(
+            [], [], marker="*", ms=11, ls="none", color="grey", label="predicted break (linearised)"
+        )
     handles, labels = ax[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=7, fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncol=8, fontsize=8)
     save_png(fig, folder / "sensitivity.png")
 
 
