@@ -89,21 +89,22 @@ def _options_table(f: dict) -> list[str]:
 def _sensitivity_table(sens: dict) -> list[str]:
     lines = [
         f"| μ | precision | Gram of P | symmetry visibly broken at | spread > {C.SPREAD_MAX:g} at | "
-        f"‖V - a·1ᵀ‖/‖V‖ > {C.V_COLUMN_MAX:g} at | ‖V - mean(V)·1‖/‖V‖ > {C.ONES_MAX:g} at | "
-        "accuracy leaves 1/K at | final accuracy |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"‖V - a·1ᵀ‖/‖V‖ > {C.V_COLUMN_MAX:g} at | predicted (linearised) | "
+        f"‖V - mean(V)·1‖/‖V‖ > {C.ONES_MAX:g} at | accuracy leaves 1/K at | final accuracy |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for e in sens["table"]:
         if not e["ok"]:
             lines.append(
                 f"| {MU_LABELS[e['mu']]} | {e['dtype']} | {e['gram']} | run failed: {_cell(e['error'])} "
-                "| | | | | |"
+                "| | | | | | |"
             )
             continue
         it = [
             _never(e[k], sens["steps"])
             for k in ("break_step", "spread_break", "v_break", "ones_break", "accuracy_leaves")
         ]
+        it.insert(3, _predicted_cell(e.get("predicted_break")))
         lines.append(
             f"| {MU_LABELS[e['mu']]} ({e['mu_value']:.4g}) | {e['dtype']} | {e['gram']} | **{it[0]}** | "
             + " | ".join(it[1:])
@@ -114,6 +115,23 @@ def _sensitivity_table(sens: dict) -> list[str]:
 
 def _never(v: object, steps: int) -> str:
     return f"never (≤ {steps})" if v is None else str(v)
+
+
+def _predicted_cell(pred: dict | None) -> str:
+    """The predicted break step of a sensitivity row: a step, "≈ step (extrapolated)" or "—, why".
+
+    >>> _predicted_cell({"step": 14, "extrapolated": False, "note": None})
+    '14'
+    >>> _predicted_cell({"step": 359, "extrapolated": True, "note": None})
+    '≈ 359 (extrapolated)'
+    >>> _predicted_cell({"step": None, "extrapolated": False, "note": "ideal Gram: nothing seeds it"})
+    '—, ideal Gram: nothing seeds it'
+    """
+    if pred is None:
+        return "—, not computed (a record written before predictions were added)"
+    if pred["step"] is None:
+        return f"—, {_cell(pred['note'])}"
+    return f"≈ {pred['step']} (extrapolated)" if pred["extrapolated"] else str(pred["step"])
 
 
 def _sensitivity_text(sens: dict) -> list[str]:
@@ -138,6 +156,27 @@ def _sensitivity_text(sens: dict) -> list[str]:
     )
     if broken:
         L.append("- Broken, earliest first: " + "; ".join(f"{n} at {t}" for t, n in broken) + ".")
+    pairs = [
+        (name[e["choices"]], e["predicted_break"]["step"], e["v_break"])
+        for e in ok
+        if (e.get("predicted_break") or {}).get("step") is not None and e["v_break"] is not None
+    ]
+    if pairs:
+        within = sum(1 for _, p, m in pairs if m / 2 <= p <= 2 * m)
+        L.append(
+            f"- Predicted against measured V break (‖V - a·1ᵀ‖/‖V‖ > {C.V_COLUMN_MAX:g}), where both exist: "
+            + "; ".join(f"{n}: {p} vs {m} (ratio {p / m:.2f})" for n, p, m in pairs)
+            + f". Within a factor of 2: {within} of {len(pairs)}."
+        )
+    unmet = [
+        f"{name[e['choices']]} (predicted {e['predicted_break']['step']})"
+        for e in ok
+        if (e.get("predicted_break") or {}).get("step") is not None and e["v_break"] is None
+    ]
+    if unmet:
+        L.append(
+            f"- Predicted to break within {sens['steps']} iterations but measured unbroken: {'; '.join(unmet)}."
+        )
     return L
 
 
@@ -295,7 +334,10 @@ def _markdown(
             "(both are exactly 0 in exact arithmetic for any training sample). The table also gives when V "
             f"leaves the all-ones direction by more than {C.ONES_MAX:g} (the Fig 5 criterion; a sampled training "
             "set with unequal label counts sits a few per cent from it even when the symmetry is exact) and when "
-            "the accuracy leaves 1/K.",
+            "the accuracy leaves 1/K. The predicted column is the linear theory's step for the V threshold "
+            "(`rwstability`, docs/stability.md): GD linearised along the exact trajectory of the run's distinct "
+            "training walks (at p = 1 one per start, weighted by its count), which stays at equal attention "
+            "with each row of V constant, with unit roundoff × ‖θ‖ injected at every step.",
             "",
         ]
         L += _sensitivity_table(sens) + [""] + _sensitivity_text(sens)

@@ -13,13 +13,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import sympy as sp
 from tqdm import tqdm
 
 from rwio import write_json_atomic
 from rwrepro import _claims as C
-from rwrepro._experiments import MU_LABELS, Choices, sensitivity_runs
+from rwrepro._experiments import MU_LABELS, MU_OPTIONS, Choices, RunSpec, sensitivity_runs
 from rwrepro._plots import LOG_FLOOR, new_figure, reference_line, rounding_band, save_png
 from rwrepro._runner import Runner
+from rwtasks import FiniteTask
 
 #: The series the sensitivity record keeps for every option.
 SENS_SERIES = ("attention_spread", "v_column_residual", "ones_residual", "test_accuracy")
@@ -65,6 +67,7 @@ def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = T
     )
     results = runner.run(jobs, on_done=lambda job: bar.update(1))
     bar.close()
+    predicted = predicted_breaks(run, grid)
     table = []
     for c in grid:
         o = results[(run, c)]
@@ -76,7 +79,16 @@ def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = T
             "gram": c.gram,
             "ok": o["ok"],
             "error": o["error"],
+            "predicted_break": predicted[c.key()],
         }
+        note = rounding_note(o["series"]) if o["ok"] else None
+        if note is not None:
+            entry["predicted_break"] = {
+                **predicted[c.key()],
+                "step": None,
+                "extrapolated": False,
+                "note": note,
+            }
         if o["ok"]:
             s = o["series"]
             entry["mu_value"] = o["config"]["mu"]
@@ -121,6 +133,9 @@ def build_sensitivity(runner: Runner, out: Path, quick: bool, progress: bool = T
 def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> None:
     """Attention spread, V's distance from a·1ᵀ and accuracy against the iteration; one row per Gram option.
 
+    A star on the V-distance panel marks the predicted break step (``predicted_breaks``) of the curve of its
+    colour, at the threshold it predicts the crossing of (black edge: float64).
+
     Values at or below ``LOG_FLOOR`` (float64 rounding, or exact 0) are drawn on it, in a shaded band,
     so that values alternating between 0 and 1e-16 do not look like a signal.
     """
@@ -133,6 +148,7 @@ def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> 
         quick=record["quick"],
     )
     colours = {"1": "tab:blue", "sqrtM": "tab:orange", "M/2": "tab:green"}
+    predicted = {e["choices"]: e.get("predicted_break") or {} for e in record["table"]}
     for row, gram in enumerate(("computed", "ideal")):
         for c in (c for c in grid if c.gram == gram):
             s = record["series"].get(c.key())
@@ -154,6 +170,18 @@ def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> 
                 t, np.maximum(np.array(s["v_column_residual"], float), LOG_FLOOR), label=label, **style
             )
             ax[row, 2].plot(t, s["test_accuracy"], label=label, **style)
+            pred = predicted.get(c.key(), {})
+            if pred.get("step") is not None:  # the predicted crossing, on the threshold it predicts
+                ax[row, 1].plot(
+                    pred["step"],
+                    C.V_COLUMN_MAX,
+                    marker="*",
+                    ms=11,
+                    ls="none",
+                    color=colours[c.mu],
+                    markeredgecolor="black" if c.dtype == "float64" else colours[c.mu],
+                    zorder=5,
+                )
         for col, (title, ylabel, thr) in enumerate(
             (
                 ("attention spread", "max_n (max_i S_i - min_i S_i)", C.SPREAD_MAX),
@@ -172,6 +200,113 @@ def _draw(record: dict, folder: Path, grid: tuple[Choices, ...], steps: int) -> 
             a.set_xlabel("GD iteration t")
             a.set_ylabel(ylabel)
             a.grid(alpha=0.3)
+    if any(p.get("step") is not None for p in predicted.values()):  # a legend entry for the stars
+        ax[0, 0].plot(
+            [], [], marker="*", ms=11, ls="none", color="grey", label="predicted break (linearised)"
+        )
     handles, labels = ax[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=7, fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncol=8, fontsize=8)
     save_png(fig, folder / "sensitivity.png")
+
+
+#: Steps of the linearisation behind the predicted break steps; past it the late rate extrapolates.
+LINEAR_HORIZON = 64
+
+
+def sample_task(run: RunSpec) -> FiniteTask:
+    """The distinct walks of the run's training sample, weighted by their counts (drawn as ``rwnumeric.train`` draws).
+
+    At p ∈ {0, 1} a walk is fixed by its start, so the sample has at most K distinct inputs.
+
+    >>> from rwrepro._experiments import sensitivity_runs
+    >>> sample_task(sensitivity_runs(quick=True)[0]).population().tokens.shape
+    (6, 96)
+    """
+    from rwcertify import walk_sets
+
+    train, _ = walk_sets(run.make_task(), False, run.train_size, run.test_size, run.seed)
+    weights = [sp.Rational(w.numerator, w.denominator) for w in train.weights]
+    return FiniteTask(train.tokens.tolist(), train.labels.tolist(), weights, K=run.K)
+
+
+def predicted_breaks(
+    run: RunSpec, grid: tuple[Choices, ...], horizon: int = LINEAR_HORIZON
+) -> dict[str, dict]:
+    """Predicted first step with V's distance from its manifold above ``C.V_COLUMN_MAX``, per option.
+
+    The run's GD is linearised (``rwstability.linearise``) along the exact trajectory on its distinct
+    training walks; that trajectory stays on the manifold ``rwstability.find_manifold`` finds (each row of V
+    constant, equal token logits, equal positional logits c_1 = … = c_{N-1}), whose V-distance ρ is the
+    table's ‖V - a·1ᵀ‖/‖V‖. Rounding of unit roundoff u per step (``rwstability.predict_escape``) seeds
+    the normal deviation; the prediction depends on μ and the dtype, not on the Gram option (whether a run's
+    rounding seeds the growing directions at all is read from its series: ``rounding_note``). Linearised for
+    16 steps, or ``horizon`` steps when the prediction does not cross within 16; past it, the late rate
+    extrapolates (``extrapolated``). Returns, per ``Choices.key()``: ``step`` (int or None), ``extrapolated``
+    (bool), ``note`` (why there is no number), ``rate`` (late ln-growth per step of σ_max(Φ_t), ``rwstability.verdict``),
+    ``leak`` (max ‖BᵀJT‖/‖J‖ over the steps: 0 on an invariant manifold).
+    """
+    import math
+
+    import torch
+
+    from rwstability import Linearisation, find_manifold, linearise, predict_escape, verdict
+
+    task = sample_task(run)
+    coords = find_manifold(task, 1, 1, sp.nsimplify(run.eps))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 139-dimensional Hessian per step: threads cost more than they save
+    out: dict[str, dict] = {}
+    try:
+        lins: dict[tuple[str, int], Linearisation] = {}
+        for c in grid:
+            mu = MU_OPTIONS[c.mu](run.M)
+            steps = 16
+            while True:
+                lin = lins.get((c.mu, steps))
+                if lin is None:
+                    lin = linearise(
+                        task, min(steps, run.steps), eta=run.eta, mu=mu, eps=run.eps, coords=coords
+                    )
+                    lins[(c.mu, steps)] = lin
+                pred = predict_escape(lin, dtype=c.dtype, threshold=C.V_COLUMN_MAX)
+                if pred.step is not None or steps >= min(horizon, run.steps):
+                    break
+                steps = horizon
+            v = verdict(lin)
+            entry: dict[str, object] = {
+                "step": pred.step,
+                "extrapolated": False,
+                "rate": v.rate,
+                "leak": max(lin.leak),
+                "note": None,
+            }
+            if pred.step is None:
+                if v.kind == "repelling" and pred.rho[-1] > 0:
+                    later = len(lin.C) + math.ceil(math.log(C.V_COLUMN_MAX / pred.rho[-1]) / v.rate)
+                    if later <= run.steps:
+                        entry.update(step=later, extrapolated=True)
+                if entry["step"] is None:
+                    entry["note"] = (
+                        f"linear growth does not reach {C.V_COLUMN_MAX:g} within {run.steps} steps"
+                    )
+            out[c.key()] = entry
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def rounding_note(series: dict) -> str | None:
+    """Why the rounding prediction does not apply to a run, or None when it does.
+
+    A run whose attention spread is exactly 0 at every step kept its logits bitwise symmetric (the ideal Gram
+    in float64 does): rounding then perturbed V alone, never the logits, and the linear model's seed in every
+    normal direction is not what the run saw.
+
+    >>> rounding_note({"attention_spread": [0.0, 0.0]})
+    "no seed: the run's attention stayed exactly uniform, so rounding never perturbed the logits"
+    >>> rounding_note({"attention_spread": [0.0, 1e-12]}) is None
+    True
+    """
+    if max(series["attention_spread"]) == 0.0:
+        return "no seed: the run's attention stayed exactly uniform, so rounding never perturbed the logits"
+    return None
