@@ -50,7 +50,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     (
         "stability",
         "rwcli.stability",
-        "does the Theorem 4.1 manifold attract or repel; predicted vs measured escape",
+        "does a stuck task's symmetric manifold attract or repel; predicted vs measured escape",
     ),
     (
         "sweep",
