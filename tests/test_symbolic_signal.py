@@ -216,10 +216,12 @@ def test_circle_vanishing_set_is_the_hand_derived_one_in_full(K, N, points, gcd)
 
 def test_vanishing_set_accepts_the_smallest_sizes_and_refuses_large_n():
     assert vanishing_set((3, 2)).points == ()  # K = 3 and N = 2 are allowed
-    with pytest.raises(
-        ValueError, match=r"^N=257 is too large for the exact vanishing set in p: N must be <= 256 "
-    ):
+    with pytest.raises(ValueError) as err:
         vanishing_set(CircleWalk(3, 257, "p"))
+    assert str(err.value) == (
+        "N=257 is too large for the exact vanishing set in p: N must be <= 256 "
+        "(the entries are polynomials of degree N-1)"
+    )
     assert vanishing_set(CircleWalk(3, 256, "p")).points == (0, 1)  # 3 | 255
 
 
@@ -240,6 +242,21 @@ def test_generic_vanishing_set_fields_in_every_branch():
     ends = sp.Matrix([[q * (q - 1) * (q + 1) * (q - 2)]])
     assert vanishing_set(ends) == VanishingSet(q, False, (0, 1), sp.expand(q * (q - 1) * (q + 1) * (q - 2)))
     assert _roots_in_unit_interval(sp.Poly(3, q), q) == VanishingSet(q, False, (), sp.Integer(1))
+    # The gcd reaches degree 1 after the first entry and stays there: p = 1/2 only.
+    assert vanishing_set(sp.Matrix([[q - half], [2 * q - 1], [q**2 - q / 2]])) == VanishingSet(
+        q, False, (half,), q - half
+    )
+
+
+def test_vanishing_set_refuses_irrational_coefficients_with_its_message():
+    """sqrt(2)·q is a polynomial in q, but not over Q: the rational gcd and root isolation do not apply."""
+    q = symbol("q")
+    with pytest.raises(ValueError) as err:
+        vanishing_set(sp.Matrix([[sp.sqrt(2) * q], [q - 1]]))
+    assert str(err.value) == (
+        "the entry sqrt(2)*q of C is not a polynomial in q with rational coefficients; "
+        "the exact vanishing set is computed for polynomial entries only"
+    )
 
 
 def test_vanishing_set_membership_in_every_branch():
@@ -315,6 +332,8 @@ def test_circle_report_fields_are_the_hand_derived_values():
     assert at_one.vanishes and at_one.matrix == sp.zeros(3, 3)
     large = signal_report(CircleWalk(3, 257, "1/2"))
     assert large.vanishing is None and large.offsets is not None
+    # N = 256 is the largest N with a vanishing set over p (3 | 255: {0, 1}).
+    assert signal_report(CircleWalk(3, 256, "1/2")).vanishing == VanishingSet(p, False, (0, 1), p**2 - p)
 
 
 def test_finite_report_fields_are_the_hand_derived_values():
