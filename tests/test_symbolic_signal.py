@@ -573,3 +573,14 @@ def test_write_signal_json_writes_indented_json_with_a_newline(tmp_path):
         write_signal_json(report, missing)
     assert str(err.value) == f"--json {missing}: the folder {missing.parent} does not exist"
     assert not missing.parent.exists()
+
+
+def test_auto_method_uses_the_transfer_matrices_for_circle_walks():
+    """N = 60 is far beyond enumeration (3·2^59 walks): "auto" must take the structured path. By hand at
+    p = 1: S_m = m, so c_d = n_d/(3·59) - 1/9 with n_d = #{1 <= m <= 59 : m ≡ d (mod 3)} = (19, 20, 20)."""
+    walk = CircleWalk(3, 60, 1)
+    counts = (19, 20, 20)  # m = 1..59: 19 multiples of 3, 20 ≡ 1, 20 ≡ 2
+    expected = sp.Matrix(3, 3, lambda a, b: sp.Rational(counts[(a - b) % 3], 3 * 59) - sp.Rational(1, 9))
+    assert signal_matrix(walk) == expected and signal_matrix(walk, "auto") == expected
+    with pytest.raises(ValueError, match="above the limit"):
+        signal_matrix(walk, "enumerate")
