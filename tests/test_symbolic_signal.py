@@ -403,7 +403,11 @@ def test_render_of_a_wide_numeric_circle_prints_offsets_with_floats():
     assert (
         text[-1] == "vanishing set of C over p in [0, 1] for K=40, N=2: empty: C != 0 for every p in [0, 1]"
     )
+    c = sp.symbols("c0:40")
+    pattern = sp.pretty(sp.Matrix(40, 40, lambda a, b: c[(a - b) % 40]), wrap_line=False).split("\n")
+    assert text[4 : 4 + len(pattern)] == pattern  # one line per row, not wrapped at 80 characters
     large = signal_report(CircleWalk(3, 257, "1/2")).render().split("\n")
+    assert large[0] == _HEAD + "circle, K=3, N=257, p=1/2" and "C is exactly zero: no" in large
     assert large[-1] == (
         "vanishing set of C over p: not computed for N > 256 (degree N-1 polynomials in p); "
         "the README states the rule for all K and N"
@@ -584,3 +588,48 @@ def test_auto_method_uses_the_transfer_matrices_for_circle_walks():
     assert signal_matrix(walk) == expected and signal_matrix(walk, "auto") == expected
     with pytest.raises(ValueError, match="above the limit"):
         signal_matrix(walk, "enumerate")
+
+
+def test_render_prints_the_full_matrix_up_to_exactly_160_characters():
+    """K = 20, N = 2, p = 1: entries -1/400 and 1/20 - 1/400 = 19/400, 6 characters each, so 20·(2 + 6) =
+    160 fits the width: the full matrix, one unwrapped line per row."""
+    expected = sp.Matrix(20, 20, lambda a, b: sp.Rational(19 if (a - b) % 20 == 1 else -1, 400))
+    lines = [
+        _HEAD + "circle, K=20, N=2, p=1",
+        "",
+        sp.pretty(expected, wrap_line=False),
+        "",
+        "C is exactly zero: no",
+        "vanishing set of C over p in [0, 1] for K=20, N=2: empty: C != 0 for every p in [0, 1]",
+    ]
+    assert signal_report(CircleWalk(20, 2, 1)).render() == "\n".join(lines)
+
+
+def test_render_of_a_symbolic_finite_task_skips_the_zero_entries():
+    """The two-input task with a third, unused word (K = 3): row 2 and column 2 of C are 0 and not listed."""
+    q = symbol("q")
+    task = FiniteTask([[0, 1], [1, 1]], [0, 1], [q, 1 - q], K=3)
+    text = signal_report(task).render().split("\n")
+    start = text.index("factored nonzero entries:")
+    signs = {(0, 0): 1, (0, 1): -1, (1, 0): -1, (1, 1): 1}
+    assert text[start + 1 : start + 6] == [
+        *(f"  C[{a}, {b}] = {sp.factor(s * q * (1 - q) / 2)}" for (a, b), s in signs.items()),
+        "",
+    ]
+
+
+def test_labelled_lines_note_hidden_columns_even_when_every_row_is_shown():
+    assert _labelled_lines(sp.Matrix([[1, 0], [2, 0]]), ("a", "b"))[:5] == [
+        "rows = label y, columns = token; the rows and columns not shown are all 0:",
+        "",
+        "label \\ token  a",
+        "a              1",
+        "b              2",
+    ]
+
+
+def test_labelled_lines_strip_only_trailing_blanks():
+    """A word with a leading blank keeps it (the columns stay aligned); a last column header with a
+    trailing blank loses it."""
+    lines = _labelled_lines(sp.Matrix([[0, 1], [0, 2]]), (" x", "y "))
+    assert lines[2:5] == ["label \\ token  y", " x" + " " * 14 + "1", "y" + " " * 15 + "2"]
