@@ -357,18 +357,21 @@ def test_vanishing_set_text_in_every_case():
     assert str(VanishingSet(q, False, (sp.sqrt(2) / 2,), q)) == "{sqrt(2)/2}"
 
 
-def test_render_of_a_numeric_circle_prints_the_hand_computed_matrix():
-    """K = 3, N = 2, p = 1: C = Πᵀ/3 - 1/9, so C[a, b] = 2/9 when a = b + 1 (mod 3), else -1/9."""
-    expected = sp.Matrix(3, 3, lambda a, b: sp.Rational(2, 9) if (a - b) % 3 == 1 else sp.Rational(-1, 9))
+@pytest.mark.parametrize("K", [3, 20], ids=["K=3", "K=20-width-160"])
+def test_render_of_a_numeric_circle_prints_the_hand_computed_matrix(K):
+    """N = 2, p = 1: C = Πᵀ/K - 1/K², so C[a, b] = (K-1)/K² when a = b + 1 (mod K), else -1/K². For
+    K = 20 the entries 19/400 and -1/400 have 6 characters, and 20·(2 + 6) = 160 is exactly the width up
+    to which the full matrix is printed, one unwrapped line per row."""
+    expected = sp.Matrix(K, K, lambda a, b: sp.Rational(K - 1 if (a - b) % K == 1 else -1, K * K))
     lines = [
-        _HEAD + "circle, K=3, N=2, p=1",
+        _HEAD + f"circle, K={K}, N=2, p=1",
         "",
         sp.pretty(expected, wrap_line=False),
         "",
         "C is exactly zero: no",
-        "vanishing set of C over p in [0, 1] for K=3, N=2: empty: C != 0 for every p in [0, 1]",
+        f"vanishing set of C over p in [0, 1] for K={K}, N=2: empty: C != 0 for every p in [0, 1]",
     ]
-    assert signal_report(CircleWalk(3, 2, 1)).render() == "\n".join(lines)
+    assert signal_report(CircleWalk(K, 2, 1)).render() == "\n".join(lines)
 
 
 def test_render_of_a_symbolic_circle_prints_the_circulant_and_factored_offsets():
@@ -588,21 +591,6 @@ def test_auto_method_uses_the_transfer_matrices_for_circle_walks():
     assert signal_matrix(walk) == expected and signal_matrix(walk, "auto") == expected
     with pytest.raises(ValueError, match="above the limit"):
         signal_matrix(walk, "enumerate")
-
-
-def test_render_prints_the_full_matrix_up_to_exactly_160_characters():
-    """K = 20, N = 2, p = 1: entries -1/400 and 1/20 - 1/400 = 19/400, 6 characters each, so 20·(2 + 6) =
-    160 fits the width: the full matrix, one unwrapped line per row."""
-    expected = sp.Matrix(20, 20, lambda a, b: sp.Rational(19 if (a - b) % 20 == 1 else -1, 400))
-    lines = [
-        _HEAD + "circle, K=20, N=2, p=1",
-        "",
-        sp.pretty(expected, wrap_line=False),
-        "",
-        "C is exactly zero: no",
-        "vanishing set of C over p in [0, 1] for K=20, N=2: empty: C != 0 for every p in [0, 1]",
-    ]
-    assert signal_report(CircleWalk(20, 2, 1)).render() == "\n".join(lines)
 
 
 def test_render_of_a_symbolic_finite_task_skips_the_zero_entries():
