@@ -22,7 +22,7 @@ import torch
 from conftest import assert_close, forward_by_hand, transition_by_hand
 
 import rwnumeric._model
-from rwnumeric import ModelConfig, TrainConfig, exp_loss, log_loss, squared_loss, train
+from rwnumeric import ModelConfig, TrainConfig, exp_loss, init_generator, log_loss, squared_loss, train
 from rwnumeric._losses import Loss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
 from rwnumeric._model import FastModel, ReferenceModel
@@ -115,6 +115,29 @@ def test_gaussian_relu_init_draws_v_then_w_then_a_from_the_init_stream():
     A0 = rng.normal(0.0, sigma, size=(K, m))
     assert np.array_equal(run.final["V"], V0) and np.array_equal(run.final["A"], A0)
     assert np.array_equal(run.W(), W0)
+
+
+def test_init_generator_is_the_third_stream_of_the_seed_that_a_sampled_run_draws_its_init_from():
+    """SeedSequence(seed).spawn(3)[2], built by hand, draws V(0) (K×K) then W(0); with sampled sets too."""
+    K, N, M, sigma, seed = 3, 4, 5, 0.05, 29
+    run = train(
+        CircleWalk(K, N, "0.7"),
+        ModelConfig(K=K, N=N, M=M),
+        TrainConfig(steps=0, init="gaussian", sigma=sigma, seed=seed, train_size=6, test_size=4),
+        progress=False,
+    )
+    by_hand = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+    V0 = by_hand.normal(0.0, sigma, size=(K, K))
+    W0 = by_hand.normal(0.0, sigma, size=(K + M, K + M))
+    assert np.array_equal(run.final["V"], V0) and np.array_equal(run.W(), W0)
+    stream = init_generator(seed)
+    assert np.array_equal(stream.normal(0.0, sigma, size=(K, K)), V0)
+    assert np.array_equal(stream.normal(0.0, sigma, size=(K + M, K + M)), W0)
+    other = np.random.default_rng(np.random.SeedSequence(seed + 1).spawn(3)[2]).normal(
+        0.0, sigma, size=(K, K)
+    )
+    assert not np.array_equal(init_generator(seed + 1).normal(0.0, sigma, size=(K, K)), V0)
+    assert np.array_equal(init_generator(seed + 1).normal(0.0, sigma, size=(K, K)), other)
 
 
 def test_population_accuracy_with_irrational_probabilities_is_the_exact_sum():
