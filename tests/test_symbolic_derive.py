@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -17,6 +19,7 @@ from rwsymbolic import (
     w_token_columns_zero,
 )
 from rwsymbolic._decide import is_zero
+from rwsymbolic._expect import _correct_fraction, argmax_set
 from rwtasks import CircleWalk, qa_task1, qa_task2, symbol
 
 
@@ -212,3 +215,34 @@ def test_population_order_of_rooted_walks_matches_rwtasks():
     rotated = np.concatenate([(rooted.tokens + r) % 4 for r in range(4)])
     assert np.array_equal(rotated, pop.tokens)
     assert np.array_equal(np.concatenate([(rooted.labels + r) % 4 for r in range(4)]), pop.labels)
+
+
+def test_argmax_set_ranks_exact_numbers_keeps_ties_and_refuses_symbols():
+    """The maximal entries in index order, all of them on a tie; None once a comparison involves a symbol."""
+    n = [sp.Integer(v) for v in (3, 1, 2)]
+    assert argmax_set(n) == [0]
+    assert argmax_set([n[1], n[2], n[0]]) == [2]
+    assert argmax_set([n[0], n[1], n[0], n[2]]) == [0, 2]  # a tie keeps both, in order
+    assert argmax_set([sp.sqrt(2), sp.Rational(7, 5), sp.sqrt(2)]) == [0, 2]  # √2 > 1.4, decided exactly
+    p = sp.Symbol("p")
+    assert argmax_set([p]) == [0] and argmax_set([p, p, p]) == [0, 1, 2]  # identical: a tie whatever p is
+    assert argmax_set([p, p + 1]) is None  # p + 1 > p for every p, but symbolic comparisons are not ranked
+    assert argmax_set([sp.Integer(1), p]) is None
+
+
+@pytest.mark.parametrize(("K", "values"), [(2, (0, 1, 2)), (3, (0, 1, 2)), (4, (0, 1))])
+@pytest.mark.parametrize("rotation", [False, True])
+def test_correct_fraction_in_symbols_is_the_count_of_rotations_whose_smallest_argmax_is_the_label(
+    K, values, rotation
+):
+    """The Piecewise form, at every assignment of the scores, counts what a smallest-argmax vote gives."""
+    f = list(sp.symbols(f"f0:{K}"))
+    for y in range(K):
+        expr = _correct_fraction(f, y, K, rotation)
+        assert expr.free_symbols <= set(f)
+        for point in itertools.product(values, repeat=K):
+            count = 0
+            for r in range(K) if rotation else range(1):
+                rotated = [point[(k - r) % K] for k in range(K)]  # the rotated input's scores
+                count += rotated.index(max(rotated)) == (y + r) % K  # smallest argmax = rotated label
+            assert expr.subs(dict(zip(f, point, strict=True))) == count, (K, y, rotation, point)
