@@ -19,7 +19,7 @@ from rwsymbolic import (
     w_token_columns_zero,
 )
 from rwsymbolic._decide import is_zero
-from rwsymbolic._expect import _correct_fraction, argmax_set
+from rwsymbolic._expect import _correct_fraction, _unique_rows, argmax_set
 from rwtasks import CircleWalk, qa_task1, qa_task2, symbol
 
 
@@ -246,3 +246,28 @@ def test_correct_fraction_in_symbols_is_the_count_of_rotations_whose_smallest_ar
                 rotated = [point[(k - r) % K] for k in range(K)]  # the rotated input's scores
                 count += rotated.index(max(rotated)) == (y + r) % K  # smallest argmax = rotated label
             assert expr.subs(dict(zip(f, point, strict=True))) == count, (K, y, rotation, point)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "cols"),
+    [
+        (0, 3, 4),  # small non-negative entries: packed into one integer per row
+        (0, 2**30, 2),  # base 2³⁰ + 1, base² < 2⁶²: packed
+        (0, 2**31 - 1, 2),  # base 2³¹, base² = 2⁶² exactly: numpy's row sort
+        (0, 2**33, 2),  # base² far above 2⁶³: numpy's row sort
+        (-2, 3, 3),  # negative entries: numpy's row sort
+        (0, 1, 1),  # a single column of zeros: one group
+    ],
+)
+def test_unique_rows_groups_as_numpy_unique_on_rows(low, high, cols):
+    """The first index of each distinct row and each row's group, in numpy's lexicographic order."""
+    rng = np.random.default_rng(5)
+    key = rng.integers(low, high, size=(40, cols), endpoint=True)
+    key[7] = key[3]  # at least one repeated row
+    key[-1] = high  # the largest entry present (the base is max + 1)
+    _, first_np, inverse_np = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    first, inverse = _unique_rows(key)
+    assert first.tolist() == first_np.tolist() and inverse.tolist() == inverse_np.reshape(-1).tolist()
+    assert inverse.shape == (40,)
+    empty_first, empty_inverse = _unique_rows(np.zeros((0, cols), dtype=np.int64))
+    assert empty_first.tolist() == [] and empty_inverse.tolist() == []
