@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from rwsymbolic import (
     w_token_columns_zero,
 )
 from rwsymbolic._decide import is_zero
-from rwsymbolic._expect import _correct_fraction, _unique_rows, argmax_set
+from rwsymbolic._expect import _correct_fraction, _unique_rows, argmax_set, population_inputs, rooted_walks
 from rwtasks import CircleWalk, qa_task1, qa_task2, symbol
 
 
@@ -271,3 +272,18 @@ def test_unique_rows_groups_as_numpy_unique_on_rows(low, high, cols):
     assert inverse.shape == (40,)
     empty_first, empty_inverse = _unique_rows(np.zeros((0, cols), dtype=np.int64))
     assert empty_first.tolist() == [] and empty_inverse.tolist() == []
+
+
+def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_many_rooted_walks():
+    """Rooted walks (2^(N-1) of them, K rotations each) or a whole population; the 2²² limit names N."""
+    task = CircleWalk(4, 5, "1/3")
+    rooted, whole = rooted_walks(task), population_inputs(task.population())
+    assert rooted.rotation is True and whole.rotation is False
+    assert (rooted.size, rooted.population_size) == (16, 64)  # 2^4 rooted walks, 4 rotations each
+    assert (whole.size, whole.population_size) == (64, 64)
+    message = (
+        "CircleWalk(K=3, N=24): exact expectations enumerate 2^(N-1) = 8.39e+06 rooted walks, above the "
+        "limit 4194304; use N <= 23 or rwnumeric for sampled training"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        rooted_walks(CircleWalk(3, 24, "1/2"))  # 2^23 = 8388608 rooted walks
