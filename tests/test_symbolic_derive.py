@@ -247,6 +247,9 @@ def test_correct_fraction_in_symbols_is_the_count_of_rotations_whose_smallest_ar
                 rotated = [point[(k - r) % K] for k in range(K)]  # the rotated input's scores
                 count += rotated.index(max(rotated)) == (y + r) % K  # smallest argmax = rotated label
             assert expr.subs(dict(zip(f, point, strict=True))) == count, (K, y, rotation, point)
+    if K == 2 and not rotation:  # one comparison: the condition itself, not an And of one condition
+        one = sp.Piecewise((1, sp.GreaterThan(f[0], f[1], evaluate=False)), (0, True))
+        assert _correct_fraction(f, 0, K, rotation) == one
 
 
 @pytest.mark.parametrize(
@@ -266,6 +269,8 @@ def test_unique_rows_groups_as_numpy_unique_on_rows(low, high, cols):
     key = rng.integers(low, high, size=(40, cols), endpoint=True)
     key[7] = key[3]  # at least one repeated row
     key[-1] = high  # the largest entry present (the base is max + 1)
+    key[-2] = high
+    key[-2, -1] = high - 1  # two rows whose packed integers differ by 1, exact only in int64
     _, first_np, inverse_np = np.unique(key, axis=0, return_index=True, return_inverse=True)
     first, inverse = _unique_rows(key)
     assert first.tolist() == first_np.tolist() and inverse.tolist() == inverse_np.reshape(-1).tolist()
