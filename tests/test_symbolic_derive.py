@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import rwsymbolic._expect
 from rwsymbolic import (
     derive,
     explicit_weights,
@@ -292,3 +293,15 @@ def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_man
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         rooted_walks(CircleWalk(3, 24, "1/2"))  # 2^23 = 8388608 rooted walks
+
+
+def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
+    """2^(N-1) rooted walks equal to the limit are enumerated; one more step is refused (limit lowered to 16)."""
+    monkeypatch.setattr(rwsymbolic._expect, "MAX_INPUTS", 16)
+    assert rooted_walks(CircleWalk(3, 5, "1/2")).size == 16  # 2^4 = 16 walks: at the limit
+    message = (
+        "CircleWalk(K=3, N=6): exact expectations enumerate 2^(N-1) = 32 rooted walks, above the limit 16; "
+        "use N <= 5 or rwnumeric for sampled training"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        rooted_walks(CircleWalk(3, 6, "1/2"))
