@@ -305,3 +305,17 @@ def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         rooted_walks(CircleWalk(3, 6, "1/2"))
+
+
+def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradients(monkeypatch):
+    """K = 3, N = 3 from zero init: 4 distinct (label, token multiset) rooted inputs, N-1+K = 5, ×3 for gradients."""
+    # rooted walks 012, 010, 021, 020: labels 2, 0, 1, 0 with token multisets {0,1}, {0,1}, {0,2}, {0,2}
+    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 60)
+    assert len(derive(CircleWalk(3, 3, "1/2"), 1).states) == 2  # 4 × 5 × 3 = 60 terms: at the limit
+    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 59)
+    message = (
+        "this step needs about 60 exact group-position terms (4 distinct inputs x (N-1+K) = 5), above the "
+        "limit 59: use fewer steps, smaller K or N, or rwnumeric"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        derive(CircleWalk(3, 3, "1/2"), 1)
