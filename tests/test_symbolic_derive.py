@@ -319,3 +319,16 @@ def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradien
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         derive(CircleWalk(3, 3, "1/2"), 1)
+
+
+def test_the_group_work_limit_counts_one_term_per_group_position_without_gradients(monkeypatch):
+    """The last state's pass needs no gradients: 4 groups × 5 = 20 terms (groups as above)."""
+    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 20)
+    assert derive(CircleWalk(3, 3, "1/2"), 0).states[0].accuracy == sp.Rational(
+        1, 3
+    )  # all scores tie: label 0
+    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 19)
+    with pytest.raises(
+        ValueError, match=r"^this step needs about 20 exact group-position terms \(4 distinct"
+    ):
+        _ = derive(CircleWalk(3, 3, "1/2"), 0).states[0].loss
