@@ -243,9 +243,11 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         recorded = t % record_every == 0 or t == T
         # Factored attention: S_nj = E_j U_{s_nj} / Z_n (j < N), S_nN = e_N / Z_n, every factor <= 1.
         a_tok = s * qT[:-1]  # (N-1, B) positional part of the token logits
-        shift = torch.maximum(a_tok.max(0).values + (s * wT).max(0).values, sN * qT[-1])  # (B,)
-        U = torch.exp(s * wT - (s * wT).max(0).values)  # (K, B)
-        E = torch.exp(a_tok - shift + (s * wT).max(0).values)  # (N-1, B)
+        a_w = s * wT  # (K, B) token part of the token logits
+        a_w_max = a_w.max(0).values  # (B,)
+        shift = torch.maximum(a_tok.max(0).values + a_w_max, sN * qT[-1])  # (B,)
+        U = torch.exp(a_w - a_w_max)  # (K, B)
+        E = torch.exp(a_tok - shift + a_w_max)  # (N-1, B)
         eN = torch.exp(sN * qT[-1] - shift)  # (B,)
         UE = (E[:, None, :] * U[None]).reshape((N - 1) * K, B)  # ((N-1)K, B)
         VUE = E[:, None, None, :] * (VT * U[None]).permute(1, 0, 2)[None]  # (N-1, K, K, B) [j, k, i, b]
