@@ -130,7 +130,7 @@ def _learning_time(df, path: Path) -> Path:
     ax.set_ylabel("learning step (accuracy ≥ fraction · OPT)")
     never = int(df["learning_step"].isna().sum())
     ax.set_title(f"Learning time near the vanishing set ({never} runs did not learn)")
-    fig.colorbar(points, ax=ax, label="N")
+    fig.colorbar(points, ax=ax, label="N", ticks=sorted(int(n) for n in part["N"].unique()))
     return save_figure_atomic(fig, path, dpi=150)
 
 
