@@ -241,15 +241,21 @@ def predicted_breaks(
     the normal deviation; the prediction depends on μ and the dtype, not on the Gram option (whether a run's
     rounding seeds the growing directions at all is read from its series: ``rounding_note``). Linearised for
     16 steps, or ``horizon`` steps when the prediction does not cross within 16; past it, the late rate
-    extrapolates (``extrapolated``). Returns, per ``Choices.key()``: ``step`` (int or None), ``extrapolated``
-    (bool), ``note`` (why there is no number), ``rate`` (late ln-growth per step of σ_max(Φ_t), ``rwstability.verdict``),
-    ``leak`` (max ‖BᵀJT‖/‖J‖ over the steps: 0 on an invariant manifold).
+    extrapolates (``rwstability.extrapolate_escape``). Returns, per ``Choices.key()``: ``step`` (int or
+    None), ``extrapolated`` (bool), ``note`` (why there is no number), ``rate`` (late ln-growth per step of
+    σ_max(Φ_t), ``rwstability.verdict``), ``leak`` (max ‖BᵀJT‖/‖J‖ over the steps: 0 on an invariant
+    manifold).
     """
-    import math
-
     import torch
 
-    from rwstability import Linearisation, find_manifold, linearise, predict_escape, verdict
+    from rwstability import (
+        Linearisation,
+        extrapolate_escape,
+        find_manifold,
+        linearise,
+        predict_escape,
+        verdict,
+    )
 
     task = sample_task(run)
     coords = find_manifold(task, 1, 1, sp.nsimplify(run.eps))
@@ -281,10 +287,9 @@ def predicted_breaks(
                 "note": None,
             }
             if pred.step is None:
-                if v.kind == "repelling" and pred.rho[-1] > 0:
-                    later = len(lin.C) + math.ceil(math.log(C.V_COLUMN_MAX / pred.rho[-1]) / v.rate)
-                    if later <= run.steps:
-                        entry.update(step=later, extrapolated=True)
+                later = extrapolate_escape(lin, pred, C.V_COLUMN_MAX)
+                if later is not None and later <= run.steps:
+                    entry.update(step=later, extrapolated=True)
                 if entry["step"] is None:
                     entry["note"] = (
                         f"linear growth does not reach {C.V_COLUMN_MAX:g} within {run.steps} steps"

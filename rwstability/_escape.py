@@ -172,6 +172,34 @@ def predict_escape(
     return Escape(first_above(rho, threshold), rho)
 
 
+def extrapolate_escape(
+    lin: Linearisation, predicted: Escape, threshold: float = DEFAULT_THRESHOLD
+) -> int | None:
+    """The step at which the late growth rate carries a prediction's last ρ past τ, beyond the linearised steps.
+
+    Applies when ``predicted`` (``predict_escape`` on ``lin``) does not cross τ within ``len(lin.C)`` steps,
+    the manifold is repelling (``verdict``) and the last predicted ρ is above 0: then ρ(T + k) ≈ ρ(T)·e^{rate·k}
+    and the crossing is T + ⌈ln(τ/ρ(T))/rate⌉. None otherwise (already crossed, or nothing grows). Used by
+    ``stability_summary`` and by the sensitivity study of ``rw reproduce``; callers mark the step as
+    extrapolated.
+
+    >>> from rwtasks import CircleWalk
+    >>> from rwstability import linearise
+    >>> lin = linearise(CircleWalk(3, 4, 1), steps=4, mu=500.0)
+    >>> rounding = predict_escape(lin, dtype="float64")
+    >>> rounding.step is None, extrapolate_escape(lin, rounding)
+    (True, 8)
+    >>> predict_escape(linearise(CircleWalk(3, 4, 1), steps=12, mu=500.0), dtype="float64").step
+    7
+    """
+    from rwstability._linear import verdict
+
+    v = verdict(lin)
+    if predicted.step is not None or v.kind != "repelling" or predicted.rho[-1] <= 0:
+        return None
+    return len(lin.C) + math.ceil(math.log(threshold / predicted.rho[-1]) / v.rate)
+
+
 def measure_escape(
     lin: Linearisation,
     sigma: float | None = None,
@@ -275,9 +303,7 @@ def stability_summary(
 
     v = verdict(lin)
     rounding = predict_escape(lin, dtype="float64", threshold=threshold)
-    extrapolated = None
-    if rounding.step is None and v.kind == "repelling" and rounding.rho[-1] > 0:
-        extrapolated = len(lin.C) + math.ceil(math.log(threshold / rounding.rho[-1]) / v.rate)
+    extrapolated = extrapolate_escape(lin, rounding, threshold)
     gaussian = {s: predict_escape(lin, sigma=s, threshold=threshold).step for s in sigmas}
     return StabilitySummary(
         v.kind,

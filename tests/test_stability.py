@@ -16,6 +16,7 @@ from rwstability import (
     Coordinates,
     active_coordinates,
     exact_jacobians,
+    extrapolate_escape,
     find_manifold,
     linearise,
     measure_escape,
@@ -158,6 +159,31 @@ def test_rounding_escape_at_paper_mu_within_factor_two_of_measured():
     for sigma in (1e-6, 1e-10):
         predicted, measured = predict_escape(lin, sigma=sigma).step, measure_escape(lin, sigma=sigma).step
         assert predicted is not None and 0.5 <= measured / predicted <= 2, (sigma, predicted, measured)
+
+
+@pytest.mark.parametrize("short", [3, 4, 5])
+def test_extrapolated_escape_is_within_one_step_of_the_longer_linearisation(short):
+    """μ = 500: the late rate of a 3-5 step linearisation carries ρ past τ within one step of where the
+    20-step linearisation crosses (step 7), and gives nothing once the prediction has crossed."""
+    task = CircleWalk(3, 4, 1)
+    long_step = predict_escape(linearise(task, steps=20, mu=500.0), dtype="float64").step
+    assert long_step == 7
+    lin = linearise(task, steps=short, mu=500.0)
+    rounding = predict_escape(lin, dtype="float64")
+    assert rounding.step is None
+    step = extrapolate_escape(lin, rounding)
+    assert step is not None and abs(step - long_step) <= 1, (short, step)
+    crossed = linearise(task, steps=12, mu=500.0)
+    assert extrapolate_escape(crossed, predict_escape(crossed, dtype="float64")) is None
+
+
+def test_neutral_manifold_has_no_extrapolated_escape():
+    """K = 3, N = 4, p = 1/2 over 8 steps: the late rate is positive (about 0.02) but inside the neutral band
+    (ln 2 / 4), so the verdict is neutral and nothing extrapolates, although ρ(8) > 0."""
+    lin = linearise(CircleWalk(3, 4, "1/2"), steps=8)
+    v = verdict(lin)
+    assert v.kind == "neutral" and 0 < v.rate < v.tolerance, v
+    assert extrapolate_escape(lin, predict_escape(lin, dtype="float64")) is None
 
 
 def test_ideal_gram_float_run_stays_exactly_on_manifold():
