@@ -27,8 +27,30 @@ def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.exp(-z)
 
 
+def log_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``log_loss``: -1/(z + ε)."""
+    return -1 / (z + eps)
+
+
+def squared_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``squared_loss``: 2(z - 1)."""
+    return 2 * (z - 1)
+
+
+def exp_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``exp_loss``: -exp(-z)."""
+    return -torch.exp(-z)
+
+
 #: One torch implementation per name of ``rwtasks.LOSSES``.
 LOSS_FUNCTIONS = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
+
+#: ℓ'(z) of each loss of ``LOSS_FUNCTIONS``, in closed form (the batched engine's gradient uses it).
+LOSS_DERIVATIVES = {
+    "log": log_loss_derivative,
+    "squared": squared_loss_derivative,
+    "exp": exp_loss_derivative,
+}
 
 
 class Loss:
