@@ -204,6 +204,7 @@ class _Forest:
     index: list[torch.Tensor]  # depth d: (M_d,) position·K + token of each node
     index_root: list[torch.Tensor]  # depth d: ((position·K + token)·K + root) of each node
     slot_label: torch.Tensor  # (L, 2) the label of each slot: root + 1, root - 1 (mod K)
+    root_bounds: np.ndarray  # (K + 1,) the leaves under root c are root_bounds[c]:root_bounds[c + 1]
     slot_of_input: np.ndarray  # (n,) 2·leaf + slot of each input
 
 
@@ -235,7 +236,8 @@ def _forest(tokens: np.ndarray, labels: np.ndarray, K: int, dev: torch.device) -
     slot_of_input = 2 * leaf_of + slot
     if len(np.unique(slot_of_input)) != len(slot_of_input):
         raise ValueError("a circle-walk input set holds each (sequence, label) once")
-    return _Forest(parent, index, index_root, torch.as_tensor(slot_label, device=dev), slot_of_input)
+    bounds = np.searchsorted(root, np.arange(K + 1))
+    return _Forest(parent, index, index_root, torch.as_tensor(slot_label, device=dev), bounds, slot_of_input)
 
 
 def _down(table: torch.Tensor, index: list[torch.Tensor], parent: list[torch.Tensor]) -> torch.Tensor:
@@ -337,7 +339,10 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             table = torch.cat([UE[:, :, None], VUE], dim=2).view((N - 1) * K, K + 1, B)
             leaf = _down(table, forest.index, forest.parent)  # (L, 1 + K, B)
             F = leaf[:, 1:]  # (L, K, B) Z·f
-            A = F.gather(1, slot_label)  # (L, 2, B)
+            A = torch.empty(L, 2, B, dtype=dt, device=dev)  # (L, 2, B) F at the labels root ± 1
+            for c in range(K):
+                lo, hi = int(forest.root_bounds[c]), int(forest.root_bounds[c + 1])
+                A[lo:hi] = F[lo:hi, [(c + 1) % K, (c - 1) % K]]
         else:  # Z and Z·e_yᵀ f of both slots; table row (j, k, root): U E, V U E at labels root ± 1
             table = torch.stack(
                 [UE[:, :, None].expand(N - 1, K, K, B), VUE[:, :, up], VUE[:, :, down]], dim=3
@@ -353,7 +358,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         L_run = weighted.sum((0, 1))  # (B,) the objective of each run
         # Outside the log-loss domain (z + ε <= 0) the loss is NaN or inf, so L is not finite either;
         # Z = 0 means every attention weight underflowed (logits apart by more than the dtype's range).
-        bad = ~torch.isfinite(L_run) | (Z.min(0).values <= 0)
+        bad = ~torch.isfinite(L_run) | (Z.amin(0) <= 0)
         for b in torch.nonzero(bad & alive).flatten().tolist():
             diverged[b] = t
         alive &= ~bad
