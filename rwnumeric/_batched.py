@@ -206,6 +206,7 @@ class _Forest:
     slot_label: torch.Tensor  # (L, 2) the label of each slot: root + 1, root - 1 (mod K)
     root_bounds: np.ndarray  # (K + 1,) the leaves under root c are root_bounds[c]:root_bounds[c + 1]
     slot_of_input: np.ndarray  # (n,) 2·leaf + slot of each input
+    binary: bool  # every node above the leaves has two children, nodes 2m and 2m + 1 under node m
 
 
 def _forest(tokens: np.ndarray, labels: np.ndarray, K: int, dev: torch.device) -> _Forest:
@@ -237,29 +238,37 @@ def _forest(tokens: np.ndarray, labels: np.ndarray, K: int, dev: torch.device) -
     if len(np.unique(slot_of_input)) != len(slot_of_input):
         raise ValueError("a circle-walk input set holds each (sequence, label) once")
     bounds = np.searchsorted(root, np.arange(K + 1))
-    return _Forest(parent, index, index_root, torch.as_tensor(slot_label, device=dev), bounds, slot_of_input)
+    binary = all(torch.equal(up, torch.arange(len(up), device=dev) // 2) for up in parent)
+    return _Forest(
+        parent, index, index_root, torch.as_tensor(slot_label, device=dev), bounds, slot_of_input, binary
+    )
 
 
-def _down(table: torch.Tensor, index: list[torch.Tensor], parent: list[torch.Tensor]) -> torch.Tensor:
-    """Per leaf, Σ over the positions j of ``table[row of (j, s_j[, root])]``: (L, Q, B) from a (rows, Q, B) table."""
+def _down(table: torch.Tensor, forest: _Forest, index: list[torch.Tensor]) -> torch.Tensor:
+    """Per leaf, Σ over the positions j of ``table[index row of (j, s_j)]``: (L, Q, B) from a (rows, Q, B) table."""
     rows, Q, B = table.shape
     flat = table.reshape(rows, Q * B)  # 2-D gathers copy whole rows
     total = flat.index_select(0, index[0])
-    for at, up in zip(index[1:], parent, strict=True):
-        total = total.index_select(0, up).add_(flat.index_select(0, at))
+    for at, up in zip(index[1:], forest.parent, strict=True):
+        if forest.binary:  # children 2m, 2m + 1 of node m
+            total = flat.index_select(0, at).view(-1, 2, Q * B).add_(total[:, None]).view(-1, Q * B)
+        else:
+            total = total.index_select(0, up).add_(flat.index_select(0, at))
     return total.view(-1, Q, B)
 
 
-def _up(
-    values: torch.Tensor, index: list[torch.Tensor], parent: list[torch.Tensor], rows: int
-) -> torch.Tensor:
+def _up(values: torch.Tensor, forest: _Forest, index: list[torch.Tensor], rows: int) -> torch.Tensor:
     """Σ over the leaves under each node of ``values`` (L, Q, B), added up per ``index`` row: (rows, Q, B)."""
     out = values.new_zeros((rows, *values.shape[1:]))
     for d in range(len(index) - 1, -1, -1):
         out.index_add_(0, index[d], values)
-        if d > 0:
+        if d == 0:
+            break
+        if forest.binary:
+            values = values.view(-1, 2, *values.shape[1:]).sum(1)
+        else:
             above = values.new_zeros((len(index[d - 1]), *values.shape[1:]))
-            values = above.index_add_(0, parent[d - 1], values)
+            values = above.index_add_(0, forest.parent[d - 1], values)
     return out
 
 
@@ -337,7 +346,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         VUE = E[:, None, None, :] * (VT * U[None]).permute(1, 0, 2)[None]  # (N-1, K, K, B) [j, k, i]
         if recorded:  # Z and Z·f for every class, then Z·e_yᵀ f of each slot
             table = torch.cat([UE[:, :, None], VUE], dim=2).view((N - 1) * K, K + 1, B)
-            leaf = _down(table, forest.index, forest.parent)  # (L, 1 + K, B)
+            leaf = _down(table, forest, forest.index)  # (L, 1 + K, B)
             F = leaf[:, 1:]  # (L, K, B) Z·f
             A = torch.empty(L, 2, B, dtype=dt, device=dev)  # (L, 2, B) F at the labels root ± 1
             for c in range(K):
@@ -347,7 +356,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             table = torch.stack(
                 [UE[:, :, None].expand(N - 1, K, K, B), VUE[:, :, up], VUE[:, :, down]], dim=3
             )
-            leaf = _down(table.view((N - 1) * K * K, 3, B), forest.index_root, forest.parent)  # (L, 3, B)
+            leaf = _down(table.view((N - 1) * K * K, 3, B), forest, forest.index_root)  # (L, 3, B)
             A = leaf[:, 1:]  # (L, 2, B)
         Z = leaf[:, 0] + eN  # (L, B)
         z = A / Z[:, None]  # (L, 2, B) e_yᵀ f
@@ -379,7 +388,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         values = torch.cat(
             [r, (r * z).sum(1, keepdim=True)] + ([(w_leaf / Z)[:, None]] if recorded else []), 1
         )
-        acc = _up(values, forest.index_root, forest.parent, (N - 1) * K * K).view(N - 1, K, K, -1, B)
+        acc = _up(values, forest, forest.index_root, (N - 1) * K * K).view(N - 1, K, K, -1, B)
         if recorded:
             R = acc[:, :, :, 3].sum(2)  # (N-1, K, B)
             profile = torch.cat([E * (U[None] * R).sum(1), (eN * R[-1].sum(0))[None]])  # (N, B)

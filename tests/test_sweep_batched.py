@@ -124,16 +124,15 @@ def test_forest_sums_equal_the_per_input_sums(p):
     root = seqs[:, -1]
     gen = np.random.default_rng(0)
     table = gen.normal(size=(N_ - 1, K_, K_, 2, B))  # [j, token, root, q, b]
-    down = _down(
-        torch.from_numpy(table.reshape(-1, 2, B)), forest.index_root, forest.parent
-    ).numpy()  # (L, 2, B)
+    assert forest.binary == (p == "1/3")
+    down = _down(torch.from_numpy(table.reshape(-1, 2, B)), forest, forest.index_root).numpy()  # (L, 2, B)
     for u in range(L):
         assert np.allclose(down[u], sum(table[j, seqs[u, j], root[u]] for j in range(N_ - 1)), atol=1e-13)
-    plain = _down(torch.from_numpy(table[:, :, 0].reshape(-1, 2, B).copy()), forest.index, forest.parent)
+    plain = _down(torch.from_numpy(table[:, :, 0].reshape(-1, 2, B).copy()), forest, forest.index)
     for u in range(L):
         assert np.allclose(plain[u].numpy(), sum(table[j, seqs[u, j], 0] for j in range(N_ - 1)), atol=1e-13)
     values = gen.normal(size=(L, 2, B))
-    up = _up(torch.from_numpy(values), forest.index_root, forest.parent, (N_ - 1) * K_ * K_).numpy()
+    up = _up(torch.from_numpy(values), forest, forest.index_root, (N_ - 1) * K_ * K_).numpy()
     expected = np.zeros(((N_ - 1) * K_ * K_, 2, B))
     for u in range(L):
         for j in range(N_ - 1):
