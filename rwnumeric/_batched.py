@@ -261,15 +261,29 @@ def _up(values: torch.Tensor, forest: _Forest, index: list[torch.Tensor], rows: 
     """Σ over the leaves under each node of ``values`` (L, Q, B), added up per ``index`` row: (rows, Q, B)."""
     out = values.new_zeros((rows, *values.shape[1:]))
     for d in range(len(index) - 1, -1, -1):
-        out.index_add_(0, index[d], values)
+        _add_rows(out, index[d], values)
         if d == 0:
             break
         if forest.binary:
             values = values.view(-1, 2, *values.shape[1:]).sum(1)
         else:
-            above = values.new_zeros((len(index[d - 1]), *values.shape[1:]))
-            values = above.index_add_(0, forest.parent[d - 1], values)
+            values = _add_rows(
+                values.new_zeros((len(index[d - 1]), *values.shape[1:])), forest.parent[d - 1], values
+            )
     return out
+
+
+def _add_rows(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """out[index[m]] += values[m] for every m, in place, in the same order at every call (same bytes)."""
+    if out.device.type == "cpu":  # the CPU index_add_ adds in index order
+        return out.index_add_(0, index, values)
+    return _add_rows_dense(out, index, values)  # elsewhere index_add_ adds atomically, in no fixed order
+
+
+def _add_rows_dense(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``_add_rows`` as a product with the (M, rows) one-hot matrix of ``index``."""
+    onehot = torch.nn.functional.one_hot(index, len(out)).to(values.dtype)  # (M, rows)
+    return out.add_((onehot.T @ values.reshape(len(index), -1)).view_as(out))
 
 
 def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> BatchedResult:
