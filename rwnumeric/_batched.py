@@ -312,8 +312,8 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     w = weights.new_zeros(2 * L, B).index_copy_(0, slot_of_input, weights).view(L, 2, B)  # per slot
     w_leaf = w.sum(1)  # (L, B)
     classes = len(pop0.prob_values)
-    class_onehot = torch.zeros(2 * L, classes, dtype=torch.float64, device=dev)  # (2L, classes)
-    class_onehot[slot_of_input, torch.as_tensor(pop0.prob_index, device=dev)] = 1.0
+    slot_class = torch.full((2 * L,), classes, dtype=torch.int64, device=dev)  # (2L,) absent slot: classes
+    slot_class[slot_of_input] = torch.as_tensor(pop0.prob_index, device=dev)
     class_values = torch.tensor(
         [[float(v) for v in pops[p].prob_values] for p in run_p], dtype=torch.float64, device=dev
     )  # (B, classes) probability of one input of each class, per run
@@ -345,6 +345,9 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     diverged: list[int | None] = [None] * B
     profile = torch.zeros(N, B, dtype=dt, device=dev)
     pred = torch.zeros(L, B, dtype=torch.int64, device=dev)
+    up_values = {
+        recorded: torch.empty(L, 4 if recorded else 3, B, dtype=dt, device=dev) for recorded in (False, True)
+    }
     bar = tqdm(total=T, disable=not (progress and sys.stderr.isatty()), desc="rw batched", unit="step")
     for t in range(T + 1):
         recorded = t % record_every == 0 or t == T
@@ -365,7 +368,8 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             A = torch.empty(L, 2, B, dtype=dt, device=dev)  # (L, 2, B) F at the labels root ± 1
             for c in range(K):
                 lo, hi = int(forest.root_bounds[c]), int(forest.root_bounds[c + 1])
-                A[lo:hi] = F[lo:hi, [(c + 1) % K, (c - 1) % K]]
+                A[lo:hi, 0] = F[lo:hi, (c + 1) % K]
+                A[lo:hi, 1] = F[lo:hi, (c - 1) % K]
         else:  # Z and Z·e_yᵀ f of both slots; table row (j, k, root): U E, V U E at labels root ± 1
             table = torch.stack(
                 [UE[:, :, None].expand(N - 1, K, K, B), VUE[:, :, up], VUE[:, :, down]], dim=3
@@ -388,7 +392,8 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         if recorded:
             pred = predict(F, rtol)  # (L, B) ŷ of f = F / Z: the tie rule is invariant under Z > 0
             correct = (pred[:, None] == slot_label).to(torch.float64).view(2 * L, B)
-            counts = class_onehot.T @ correct  # (classes, B) correct inputs per probability class
+            counts = _add_rows(correct.new_zeros(classes + 1, B), slot_class, correct)  # (classes + 1, B)
+            counts = counts[:classes]  # correct inputs per probability class
             hist["test_accuracy"][:, t] = (counts.T * class_values).sum(1).cpu().numpy()
             hist["train_loss"][:, t] = L_run.cpu().numpy()
         hist["ones_residual"][:, t] = ones_residuals(VT).cpu().numpy()
@@ -396,12 +401,13 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         # Backward in the factors (module doc): with r = g / Z, sums up the forest give
         # T1[i, j, k] = Σ_{n: y_n = i} 1{s_nj = k} r_n, T2[j, k] = Σ_n 1{s_nj = k} r_n z_n and, when
         # recorded, R[j, k] = Σ_n weight_n 1{s_nj = k} / Z_n.
-        r = g / Z[:, None]  # (L, 2, B)
+        values = up_values[recorded]  # (L, 3 or 4, B): r of both slots, Σ_slots r·z[, weight / Z]
+        r = torch.div(g, Z[:, None], out=values[:, :2])  # (L, 2, B)
         if not bool(alive.all()):
-            r = torch.where(alive, r, 0.0)  # frozen runs: no step
-        values = torch.cat(
-            [r, (r * z).sum(1, keepdim=True)] + ([(w_leaf / Z)[:, None]] if recorded else []), 1
-        )
+            r.masked_fill_(~alive, 0.0)  # frozen runs: no step
+        torch.sum(r * z, 1, out=values[:, 2])
+        if recorded:
+            torch.div(w_leaf, Z, out=values[:, 3])
         acc = _up(values, forest, forest.index_root, (N - 1) * K * K).view(N - 1, K, K, -1, B)
         if recorded:
             R = acc[:, :, :, 3].sum(2)  # (N-1, K, B)
