@@ -265,7 +265,8 @@ def _up(values: torch.Tensor, forest: _Forest, index: list[torch.Tensor], rows: 
         if d == 0:
             break
         if forest.binary:
-            values = values.view(-1, 2, *values.shape[1:]).sum(1)
+            pairs = values.view(-1, 2, *values.shape[1:])
+            values = pairs[:, 0] + pairs[:, 1]
         else:
             values = _add_rows(
                 values.new_zeros((len(index[d - 1]), *values.shape[1:])), forest.parent[d - 1], values
@@ -377,9 +378,9 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
             leaf = _down(table.view((N - 1) * K * K, 3, B), forest, forest.index_root)  # (L, 3, B)
             A = leaf[:, 1:]  # (L, 2, B)
         Z = leaf[:, 0] + eN  # (L, B)
-        z = A / Z[:, None]  # (L, 2, B) e_yᵀ f
-        weighted = w * loss_fn(z, eps)  # (L, 2, B)
-        g = w * loss_derivative(z, eps)  # (L, 2, B) weight ℓ'(z)
+        z = A.div_(Z[:, None])  # (L, 2, B) e_yᵀ f, in place of A
+        weighted = loss_fn(z, eps).mul_(w)  # (L, 2, B)
+        g = loss_derivative(z, eps).mul_(w)  # (L, 2, B) weight ℓ'(z)
         if absent is not None:
             weighted, g = weighted.masked_fill(absent, 0.0), g.masked_fill(absent, 0.0)
         L_run = weighted.sum((0, 1))  # (B,) the objective of each run
@@ -405,7 +406,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
         r = torch.div(g, Z[:, None], out=values[:, :2])  # (L, 2, B)
         if not bool(alive.all()):
             r.masked_fill_(~alive, 0.0)  # frozen runs: no step
-        torch.sum(r * z, 1, out=values[:, 2])
+        torch.mul(r[:, 0], z[:, 0], out=values[:, 2]).addcmul_(r[:, 1], z[:, 1])
         if recorded:
             torch.div(w_leaf, Z, out=values[:, 3])
         acc = _up(values, forest, forest.index_root, (N - 1) * K * K).view(N - 1, K, K, -1, B)
