@@ -75,7 +75,7 @@ def _full_sweep_seconds() -> float:
             "task": "circle",
             "fixed": {"K": K, "N": N, "M": M, "steps": STEPS, "init": "gaussian", "sigma": 0.01},
             "grid": {"seed": {"range": [0, RUNS // len(PS) - 1]}, "p": PS},
-            "pack_size": 50,
+            "pack_size": 32,
         }
     )
     with tempfile.TemporaryDirectory() as out:
