@@ -164,9 +164,10 @@ def train_batched(runs: Sequence[Run], progress: bool = False, record_every: int
     """Full-batch GD on the exact population for B runs at once; each run equals ``train(task, model, cfg)``.
 
     ``runs``: (task, model, cfg) triples with equal ``batch_key`` (validated as ``train`` does; the
-    batch must fit in memory: below 8·B·n·(K + 12) bytes in float64 for n inputs); ``record_every``: the history holds
-    the metrics at the steps t ≡ 0 (mod record_every) and at the last step (the others are NaN), except
-    ``ones_residual`` and ``circulant_residual`` (V only, cheap), which are recorded at every step.
+    batch must fit in memory: at its peak about 8·B·n·(2K + 8) bytes in float64 for n inputs);
+    ``record_every``: the history holds the metrics at the steps t ≡ 0 (mod record_every) and at the
+    last step (the others are NaN), except ``ones_residual`` and ``circulant_residual`` (V only,
+    cheap), which are recorded at every step.
 
     >>> from rwtasks import CircleWalk
     >>> model, cfg = ModelConfig(K=3, N=4, M=5), TrainConfig(steps=2, population=True)
@@ -238,7 +239,9 @@ def _forest(tokens: np.ndarray, labels: np.ndarray, K: int, dev: torch.device) -
     if len(np.unique(slot_of_input)) != len(slot_of_input):
         raise ValueError("a circle-walk input set holds each (sequence, label) once")
     bounds = np.searchsorted(root, np.arange(K + 1))
-    binary = all(torch.equal(up, torch.arange(len(up), device=dev) // 2) for up in parent)
+    binary = all(
+        len(up) % 2 == 0 and torch.equal(up, torch.arange(len(up), device=dev) // 2) for up in parent
+    )
     return _Forest(
         parent, index, index_root, torch.as_tensor(slot_label, device=dev), bounds, slot_of_input, binary
     )
