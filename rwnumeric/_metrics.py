@@ -41,8 +41,8 @@ def predict(f: torch.Tensor, rtol: float) -> torch.Tensor:
     tensor([0, 2])
     """
     K = f.shape[1]
-    top = f.max(dim=1, keepdim=True).values  # (n, 1[, B])
-    scale = f.abs().max(dim=1, keepdim=True).values  # (n, 1[, B])
+    top = f.amax(dim=1, keepdim=True)  # (n, 1[, B]); NaN where the row has a NaN
+    scale = torch.maximum(top.abs(), f.amin(dim=1, keepdim=True).abs())  # max_k |f_k|
     tied = f >= top - rtol * scale  # (n, K[, B])
     first = torch.full(tied[:, 0].shape, K, dtype=torch.int64, device=f.device)  # (n[, B])
     for k in range(K - 1, -1, -1):  # the last assignment is the smallest tied index
@@ -97,7 +97,8 @@ def circulant_projection(V: torch.Tensor) -> torch.Tensor:
     """C(V): the orthogonal projection onto circulant matrices, each entry the mean of its wrapped diagonal i-j ≡ d mod K.
 
     It is also the average of R^r V R^-r over the K rotations R of the circle. (The exact engine's
-    counterpart, the rotation sum K·C(G), is ``rwsymbolic._expect._symmetrise_matrix``.)
+    counterpart, the rotation sum K·C(G), is ``rwsymbolic._expect._symmetrise_matrix``.) V is (K, K),
+    or (K, K, B) for B matrices side by side.
 
     >>> circulant_projection(torch.tensor([[1.0, 2.0], [4.0, 3.0]], dtype=torch.float64))
     tensor([[2., 3.],
@@ -106,7 +107,7 @@ def circulant_projection(V: torch.Tensor) -> torch.Tensor:
     K = V.shape[0]
     idx = torch.arange(K, device=V.device)
     d = (idx[:, None] - idx[None, :]) % K  # (K, K) wrapped diagonal index i - j mod K
-    means = torch.zeros(K, dtype=V.dtype, device=V.device).scatter_add(0, d.reshape(-1), V.reshape(-1)) / K
+    means = V[idx[None, :], (idx[None, :] - idx[:, None]) % K].mean(dim=1)  # (K[, B]) mean of diagonal d
     return means[d]
 
 
@@ -116,14 +117,26 @@ def circulant_residual(V: np.ndarray) -> float:
     >>> circulant_residual(np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0], [2.0, 3.0, 1.0]]))
     0.0
     """
-    return _relative(V - circulant_projection(torch.from_numpy(np.ascontiguousarray(V))).numpy(), V)
+    return float(circulant_residuals(torch.from_numpy(np.ascontiguousarray(V))))
 
 
 def ones_residual(V: np.ndarray) -> float:
     """‖V - mean(V)·1_{K×K}‖_F / ‖V‖_F, distance from the nearest multiple of all-ones; 0 if V = 0."""
-    return _relative(V - V.mean(), V)
+    return float(ones_residuals(torch.from_numpy(np.ascontiguousarray(V))))
 
 
-def _relative(residual: np.ndarray, V: np.ndarray) -> float:
-    nv = np.linalg.norm(V)
-    return 0.0 if nv == 0 else float(np.linalg.norm(residual) / nv)
+def circulant_residuals(V: torch.Tensor) -> torch.Tensor:
+    """``circulant_residual`` of each matrix of V (K, K[, B]): a tensor of shape ([B])."""
+    return _relative(V - circulant_projection(V), V)
+
+
+def ones_residuals(V: torch.Tensor) -> torch.Tensor:
+    """``ones_residual`` of each matrix of V (K, K[, B]): a tensor of shape ([B])."""
+    return _relative(V - V.mean(dim=(0, 1)), V)
+
+
+def _relative(residual: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """‖residual‖_F / ‖V‖_F over the first two dimensions, 0 where V = 0."""
+    nv = torch.linalg.vector_norm(V, dim=(0, 1))
+    nr = torch.linalg.vector_norm(residual, dim=(0, 1))
+    return torch.where(nv > 0, nr / torch.where(nv > 0, nv, 1.0), 0.0)

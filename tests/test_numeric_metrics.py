@@ -7,10 +7,18 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import assert_close, transition_by_hand
+from conftest import assert_close, assert_rel, transition_by_hand
 
 from rwnumeric import ModelConfig, TrainConfig, predict, train
-from rwnumeric._metrics import EvalSet, circulant_residual, kl_divergence, ones_residual
+from rwnumeric._metrics import (
+    EvalSet,
+    circulant_projection,
+    circulant_residual,
+    circulant_residuals,
+    kl_divergence,
+    ones_residual,
+    ones_residuals,
+)
 from rwtasks import CircleWalk, FiniteTask
 
 
@@ -49,6 +57,28 @@ def test_structure_residuals_match_hand_values():
     nonc = np.diag([3.0, 0.0, 0.0])  # its circulant projection is I: residual diag(2, -1, -1)
     assert circulant_residual(nonc) == pytest.approx(math.sqrt(6) / 3, rel=1e-15)
     assert ones_residual(np.zeros((3, 3))) == 0.0 and circulant_residual(np.zeros((3, 3))) == 0.0
+
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+def test_batched_residuals_are_the_residuals_of_each_matrix():
+    """A trailing batch dimension: each (K, K) slice gets the single-matrix value, to 4 float64 epsilons
+    relative (the same sums in another order: a 16-term sum moves by a few epsilons at most)."""
+    gen = torch.Generator().manual_seed(0)
+    V = torch.randn(4, 4, 5, dtype=torch.float64, generator=gen)
+    V[:, :, 2] = 0.0
+    for b in range(5):
+        single = V[:, :, b].numpy()
+        assert_rel(circulant_projection(V)[:, :, b], circulant_projection(V[:, :, b]), 4 * EPS)
+        assert float(ones_residuals(V)[b]) == pytest.approx(ones_residual(single), rel=4 * EPS, abs=0)
+        assert float(circulant_residuals(V)[b]) == pytest.approx(
+            circulant_residual(single), rel=4 * EPS, abs=0
+        )
+    # by hand: diag(3, 0, 0) and its circulant projection I (residual sqrt(6)/3), side by side with 0
+    W = torch.zeros(3, 3, 2, dtype=torch.float64)
+    W[0, 0, 0] = 3.0
+    assert circulant_residuals(W).tolist() == [pytest.approx(math.sqrt(6) / 3, rel=1e-15), 0.0]
 
 
 @pytest.mark.parametrize("K,N,p", [(3, 5, 0.5), (4, 6, 0.8), (5, 4, 0.3)])

@@ -100,3 +100,56 @@ def test_runs_of_different_shapes_are_refused_naming_the_run():
         train_batched([(CircleWalk(3, 4, "1/2"), model, cfg), (CircleWalk(3, 4, 1), model, cfg)])
     with pytest.raises(ValueError, match=r"runs\[0\] cannot be batched: population=False"):
         train_batched([(CircleWalk(3, 4, "1/2"), model, TrainConfig(steps=1))])
+
+
+@pytest.mark.parametrize("p", ["1/3", "1"])
+def test_forest_sums_equal_the_per_input_sums(p):
+    """The forest layout against sums written per input: each input's leaf holds its token sequence and
+    its label in its slot; sums down the forest are Σ_j table[j, s_j(, root)], sums up are per
+    (position, token, root) totals. Float64 sums of at most 2^(N-2) terms in another order: 1e-13."""
+    import torch
+
+    from rwnumeric._batched import _down, _forest, _up
+
+    K_, N_, B = 4, 6, 3
+    pop = CircleWalk(K_, N_, p).population()
+    forest = _forest(pop.tokens, pop.labels, K_, torch.device("cpu"))
+    L = len(forest.slot_label)
+    leaf, slot = forest.slot_of_input // 2, forest.slot_of_input % 2
+    assert L == (K_ * 2 ** (N_ - 2) if p == "1/3" else K_)
+    assert np.array_equal(forest.slot_label.numpy()[leaf, slot], pop.labels)
+    seqs = np.zeros((L, N_ - 1), dtype=np.int64)
+    seqs[leaf] = pop.tokens  # every input of a leaf has the leaf's sequence
+    assert np.array_equal(seqs[leaf], pop.tokens)
+    root = seqs[:, -1]
+    gen = np.random.default_rng(0)
+    table = gen.normal(size=(N_ - 1, K_, K_, 2, B))  # [j, token, root, q, b]
+    assert forest.binary == (p == "1/3")
+    down = _down(torch.from_numpy(table.reshape(-1, 2, B)), forest, forest.index_root).numpy()  # (L, 2, B)
+    for u in range(L):
+        assert np.allclose(down[u], sum(table[j, seqs[u, j], root[u]] for j in range(N_ - 1)), atol=1e-13)
+    plain = _down(torch.from_numpy(table[:, :, 0].reshape(-1, 2, B).copy()), forest, forest.index)
+    for u in range(L):
+        assert np.allclose(plain[u].numpy(), sum(table[j, seqs[u, j], 0] for j in range(N_ - 1)), atol=1e-13)
+    values = gen.normal(size=(L, 2, B))
+    up = _up(torch.from_numpy(values), forest, forest.index_root, (N_ - 1) * K_ * K_).numpy()
+    expected = np.zeros(((N_ - 1) * K_ * K_, 2, B))
+    for u in range(L):
+        for j in range(N_ - 1):
+            expected[(j * K_ + seqs[u, j]) * K_ + root[u]] += values[u]
+    assert np.allclose(up, expected, atol=1e-13)
+
+
+def test_dense_row_sums_equal_index_add():
+    """The grouped sums off the CPU (a one-hot product) against index_add_, with repeated rows; 1e-14
+    absolute on sums of at most 4 standard normal terms."""
+    import torch
+
+    from rwnumeric._batched import _add_rows_dense
+
+    gen = torch.Generator().manual_seed(1)
+    index = torch.tensor([3, 0, 3, 1, 3, 0])
+    values = torch.randn(6, 2, 5, dtype=torch.float64, generator=gen)
+    expected = torch.zeros(4, 2, 5, dtype=torch.float64).index_add_(0, index, values)
+    got = _add_rows_dense(torch.zeros(4, 2, 5, dtype=torch.float64), index, values)
+    assert torch.allclose(got, expected, rtol=0, atol=1e-14) and bool(got[2].eq(0).all())
