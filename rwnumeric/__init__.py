@@ -8,7 +8,13 @@
 """
 
 from rwio import write_json_atomic
-from rwnumeric._batched import BATCHED_HISTORY_KEYS, BatchedResult, batch_key, train_batched
+from rwnumeric._batched import (
+    BATCHED_HISTORY_KEYS,
+    BatchedResult,
+    batch_key,
+    batched_peak_bytes,
+    train_batched,
+)
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
@@ -21,6 +27,7 @@ __all__ = [
     "BATCHED_HISTORY_KEYS",
     "BatchedResult",
     "batch_key",
+    "batched_peak_bytes",
     "train_batched",
     "DEFAULT_TIE_RTOL",
     "HISTORY_KEYS",

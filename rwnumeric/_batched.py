@@ -160,11 +160,23 @@ def _initial_model(model: ModelConfig, cfg: TrainConfig, dt: torch.dtype, dev: t
     )
 
 
+def batched_peak_bytes(K: int, n: int, B: int) -> int:
+    """Peak memory of ``train_batched`` in float64 for B runs over n inputs: about 8·B·n·(2K + 8) bytes.
+
+    The recorded step's class scores (n × K × B, once per label slot) and a few (n × B) arrays; float32
+    needs about half. ``rw sweep`` budgets each worker's packs with it.
+
+    >>> batched_peak_bytes(6, 24576, 32) / 2**20  # K = 6, N = 13: the benchmark's pack, 126 MB measured
+    120.0
+    """
+    return 8 * B * n * (2 * K + 8)
+
+
 def train_batched(runs: Sequence[Run], progress: bool = False, record_every: int = 1) -> BatchedResult:
     """Full-batch GD on the exact population for B runs at once; each run equals ``train(task, model, cfg)``.
 
     ``runs``: (task, model, cfg) triples with equal ``batch_key`` (validated as ``train`` does; the
-    batch must fit in memory: at its peak about 8·B·n·(2K + 8) bytes in float64 for n inputs);
+    batch must fit in memory: ``batched_peak_bytes``);
     ``record_every``: the history holds the metrics at the steps t ≡ 0 (mod record_every) and at the
     last step (the others are NaN), except ``ones_residual`` and ``circulant_residual`` (V only,
     cheap), which are recorded at every step.

@@ -214,13 +214,14 @@ def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def pack_memory(spec: Spec) -> int:
-    """Bytes of the largest pack at its peak: about 12 float64 arrays of (inputs × pack runs) plus one-hots."""
+    """Bytes of the largest pack at its peak (``rwnumeric.batched_peak_bytes`` of its shape)."""
+    from rwnumeric import batched_peak_bytes
     from rwtasks import CircleWalk
 
     largest = 0
     for K, N, p in {(r["K"], r["N"], r["p"]) for r in spec.runs}:
         n = K if p in ("0", "1") else CircleWalk(K, N, "1/2").walk_count
-        largest = max(largest, 8 * n * (spec.pack_size * (K + 12) + 2 * (N - 1) * K))
+        largest = max(largest, batched_peak_bytes(K, n, spec.pack_size))
     return largest
 
 
