@@ -8,7 +8,8 @@ linear forms in the atoms (Lemma B.1 with ℓ'(z) = -1/(z + ε) or 2(z - 1)):
 
 * D = 1 + Σ_j e_j and P_row = Σ_j V[row, s_j] e_j (sums over the group's positions, with counts);
 * S_j = e_j / D, f = P / D, z = P_y / D, and ℓ'(z) = n(z)/d(z) = A D^k / B with A, B the
-  homogenised n, d at (P_y, D) (log-loss: A = -1/ε·ε..., a constant, B = P_y + ε D up to a factor);
+  homogenised n, d at (P_y, D) (log-loss: A a constant, B ∝ P_y + ε D, k = 1; squared loss:
+  A = 2(P_y - D), B = 1, k = -1);
 * δ_j = ℓ'(z) S_j (V[y, s_j] - z) = A e_j X_{s_j} D^(k-2) / B with X_s = V[y, s] D - P_y, and
   δ_N = -A P_y D^(k-2) / B.
 
