@@ -414,6 +414,8 @@ def fraction_form(expr: object) -> object:
     >>> b = (10 + 10 * y) / (10 * x + 1 + y) + y
     >>> a == b, fraction_form(a) == fraction_form(b), fraction_form(a) == fraction_form(b + 1)
     (False, True, False)
+    >>> fraction_form(x) == fraction_form(y)
+    False
     """
     if isinstance(expr, sp.MatrixBase):
         return ("Matrix", expr.shape, tuple(fraction_form(v) for v in expr))
@@ -424,7 +426,7 @@ def fraction_form(expr: object) -> object:
     expr = sp.sympify(expr)
     symbols = sorted(expr.free_symbols, key=lambda s: (s.name, getattr(s, "dummy_index", 0) or 0))
     ctx = fmpq_mpoly_ctx.get((f"y{len(symbols)}_", max(len(symbols), 1)), "lex")
-    return _Canonical(ctx, symbols).freeze(expr)
+    return tuple(symbols), _Canonical(ctx, symbols).freeze(expr)  # the variables name the polynomials
 
 
 class _Canonical:

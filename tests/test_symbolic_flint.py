@@ -140,6 +140,7 @@ def test_fraction_form_identifies_equal_values_and_separates_different_ones():
     merged = (x + y * D) / (B * D)  # the same term over one denominator
     assert pieces != merged and fraction_form(pieces) == fraction_form(merged)
     assert fraction_form(pieces) != fraction_form(merged + z / D)
+    assert fraction_form(x / D) != fraction_form(y / D)  # same shape, other variable
     assert fraction_form(1 / (x / D + sp.Rational(1, 10))) == fraction_form(10 * D / (10 * x + D))
     assert fraction_form(sp.log(x / D + 1)) == fraction_form(sp.log((2 * x + 1 + y) / D))
     assert fraction_form(sp.log(x / D + 1)) != fraction_form(sp.log((2 * x + y) / D))
