@@ -1,6 +1,6 @@
 """Exact GD steps (rwsymbolic.derive) at the benchmark sizes below, with the no-symmetry baseline.
 
-Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [--step3-N 8]`);
+Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [--step3-N 8] [--arithmetic-only]`);
 prints two Markdown tables of wall-clock seconds. The first: "rotation" uses the circle's rotation
 symmetry (walks rooted at node 0) plus grouping by sufficient statistics; "full population" is the
 same grouped engine over all K·2^(N-1) walks (the enumeration baseline). V(1) for N = 64 is out of
@@ -85,11 +85,17 @@ def main() -> None:
         default=12,
         help="N of the step-3 comparison (default 12; the SymPy side takes several minutes, 8 a few seconds)",
     )
+    parser.add_argument(
+        "--arithmetic-only", action="store_true", help="print only the second table (python-flint vs SymPy)"
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # one case, in a fresh process
     args = parser.parse_args()
     sys.set_int_max_str_digits(0)
     if args.measure:
         print(_measure(args.measure))
+        return
+    if args.arithmetic_only:
+        _arithmetic_table(args.step3_N)
         return
     rows = []
     big = CircleWalk(6, 16, "7/10")
