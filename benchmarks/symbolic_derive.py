@@ -1,13 +1,15 @@
 """Exact GD steps (rwsymbolic.derive) at the benchmark sizes below, with the no-symmetry baseline.
 
-Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [--step3-N 12]`);
+Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [--step3-N 8] [--arithmetic-only]`);
 prints two Markdown tables of wall-clock seconds. The first: "rotation" uses the circle's rotation
 symmetry (walks rooted at node 0) plus grouping by sufficient statistics; "full population" is the
 same grouped engine over all K·2^(N-1) walks (the enumeration baseline). V(1) for N = 64 is out of
 reach of any enumeration (2^63 walks) and is the closed form's job (rwsymbolic._circle_linear), not
 derive's. The second: the same exact steps with python-flint's rationals (the default) against the
 pure SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``), each timed in a fresh process, and their ratio;
-step 3 is θ(3) in the engine's atom form (exponentials of step 2 as named atoms).
+step 3 is θ(3) in the engine's atom form (exponentials of step 2 as named atoms), at K = 6, N = 12 by
+default (the SymPy side then takes several minutes). The two paths return equal values written as
+different trees from step 3 on (``rwsymbolic._fastatoms``; compared in tests/test_symbolic_flint.py).
 """
 
 from __future__ import annotations
@@ -80,14 +82,20 @@ def main() -> None:
     parser.add_argument(
         "--step3-N",
         type=int,
-        default=8,
-        help="N of the step-3 comparison (default 8; 12 takes tens of minutes)",
+        default=12,
+        help="N of the step-3 comparison (default 12; the SymPy side takes several minutes, 8 a few seconds)",
+    )
+    parser.add_argument(
+        "--arithmetic-only", action="store_true", help="print only the second table (python-flint vs SymPy)"
     )
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # one case, in a fresh process
     args = parser.parse_args()
     sys.set_int_max_str_digits(0)
     if args.measure:
         print(_measure(args.measure))
+        return
+    if args.arithmetic_only:
+        _arithmetic_table(args.step3_N)
         return
     rows = []
     big = CircleWalk(6, 16, "7/10")

@@ -30,6 +30,8 @@ from rwsymbolic._expect import (
     population_inputs,
     rooted_walks,
 )
+from rwsymbolic._fastatoms import descend
+from rwsymbolic._fastq import use_flint
 from rwtasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -352,9 +354,15 @@ def derive(
             break
         ev = state.evaluated
         assert ev.grad_V is not None and ev.grad_tok is not None and ev.grad_c is not None
-        V = V - eta * ev.grad_V
-        w_tok = sp.Matrix([w_tok[k] - eta * mu * ev.grad_tok[k] for k in range(K)])
-        c = sp.Matrix([c[j] - eta * mu * ev.grad_c[j] for j in range(N)])
+        grads = [*ev.grad_V, *ev.grad_tok, *ev.grad_c]
+        if use_flint() and any(has_atoms(g) for g in grads):  # same values; sums scaled term by term
+            V = sp.Matrix(K, K, [descend(V[a, b], eta, ev.grad_V[a, b]) for a in range(K) for b in range(K)])
+            w_tok = sp.Matrix([descend(w_tok[k], eta * mu, ev.grad_tok[k]) for k in range(K)])
+            c = sp.Matrix([descend(c[j], eta * mu, ev.grad_c[j]) for j in range(N)])
+        else:
+            V = V - eta * ev.grad_V
+            w_tok = sp.Matrix([w_tok[k] - eta * mu * ev.grad_tok[k] for k in range(K)])
+            c = sp.Matrix([c[j] - eta * mu * ev.grad_c[j] for j in range(N)])
         bar.update(1)
     bar.close()
     return traj

@@ -24,6 +24,7 @@ from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._decide import sign
+from rwsymbolic._fastatoms import atom_pass
 from rwsymbolic._fastq import rational_sum, uniform_pass, use_flint
 from rwtasks import CircleWalk, Population
 
@@ -244,6 +245,8 @@ def group_pass(
         )
     if use_flint():  # a rational state with uniform attention: the whole pass in fmpq (same values)
         fast = uniform_pass(inputs, cls, first, inverse, V, w_tok, c, mu, loss, gradients)
+        if fast is None:  # exponential atoms: polynomials in the atoms (same values, another tree)
+            fast = atom_pass(inputs, cls, first, inverse, V, w_tok, c, mu, loss, gradients)
         if fast is not None:
             return GroupPass(**fast)  # type: ignore[arg-type]
     weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)

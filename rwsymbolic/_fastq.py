@@ -11,9 +11,10 @@ does the same exact arithmetic in C. Two places use it:
   that is every state with w(t) = 0, i.e. t = 0 and t = 1 (Lemma C.1's first value step).
 
 Every value handed back is a SymPy ``Rational`` equal to what SymPy computes (rationals have one
-reduced form, so the objects are identical). States with symbols other than μ (symbolic p) or with
-exponential atoms keep SymPy's expressions; ``RWSYMBOLIC_ARITHMETIC=sympy`` forces SymPy everywhere
-(the reference path, used by the benchmarks and the tests that compare the two).
+reduced form, so the objects are identical). Passes whose attention has exponential atoms are
+``rwsymbolic._fastatoms``' (equal values, another expression tree); states with symbols other than μ
+(symbolic p) keep SymPy's expressions; ``RWSYMBOLIC_ARITHMETIC=sympy`` forces SymPy everywhere (the
+reference path, used by the benchmarks and the tests that compare the two).
 """
 
 from __future__ import annotations

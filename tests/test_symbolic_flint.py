@@ -3,6 +3,10 @@
 The SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``) is the independent reference: it builds every value
 with SymPy's own Rational and expression arithmetic, so equal objects on both paths mean the fmpq
 arithmetic reproduced SymPy's exact values (rationals have one reduced form: ``==`` is identity of value).
+From t = 2 on the values are rational functions of named exponential atoms, written as different trees
+by the two paths; they are compared through ``rwsymbolic._fastatoms.fraction_form`` (reduced fractions
+over the atoms: equal forms are equal values) and, independently of FLINT, by SymPy's evaluation with
+the atoms at rational points.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import sympy as sp
 from flint import fmpq
 
 from rwsymbolic import _fastq, derive
-from rwsymbolic._atoms import has_atoms
+from rwsymbolic._atoms import expand_atoms, has_atoms
 from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import _unique_rows, exact_sum
+from rwsymbolic._fastatoms import atom_pass, descend, fraction_form
 from rwsymbolic._fastq import ARITHMETIC_ENV, rational_derivative, tree_sum, uniform_pass, use_flint
 from rwtasks import CircleWalk, qa_task1
 
@@ -27,9 +32,10 @@ _PER_INPUT = ("logits", "S", "f", "z")
 
 
 def _state_values(task, steps, per_input, names=_VALUES, **kw) -> list:
+    """(t, name, canonical form) of every value: ``fraction_form`` of the atom form (equal form => equal value)."""
     tr = derive(task, steps, **kw)
     names = names + (_PER_INPUT if per_input else ())
-    return [(s.t, name, getattr(s, name)) for s in tr.states for name in names]
+    return [(s.t, name, fraction_form(s.atom_form(name))) for s in tr.states for name in names]
 
 
 def _both_paths(monkeypatch, task, steps, per_input=True, **kw) -> tuple[list, list]:
@@ -39,17 +45,32 @@ def _both_paths(monkeypatch, task, steps, per_input=True, **kw) -> tuple[list, l
     return reference, _state_values(task, steps, per_input, **kw)
 
 
-def _count_fast_passes(monkeypatch) -> list[bool]:
-    """Record, for every group pass, whether the fmpq path handled it (the comparisons are not vacuous)."""
+def _count_fast_passes(monkeypatch, name="uniform_pass") -> list[bool]:
+    """Record, for every call of a fast pass, whether it handled the pass (the comparisons are not vacuous)."""
     taken: list[bool] = []
+    original = {"uniform_pass": uniform_pass, "atom_pass": atom_pass}[name]
 
     def spy(*args, **kwargs):
-        out = uniform_pass(*args, **kwargs)
+        out = original(*args, **kwargs)
         taken.append(out is not None)
         return out
 
-    monkeypatch.setattr("rwsymbolic._expect.uniform_pass", spy)
+    monkeypatch.setattr(f"rwsymbolic._expect.{name}", spy)
     return taken
+
+
+def _at_rational_atoms(values: list, seed: int) -> list:
+    """Every entry with each named atom and symbol replaced by a rational (SymPy's evaluation, no FLINT)."""
+    rng = random.Random(seed)
+    atoms: dict = {}
+    out = []
+    for v in values:
+        entries = list(v) if isinstance(v, (sp.MatrixBase, list)) else [v]
+        for e in entries:
+            for a in sorted(e.free_symbols, key=str):
+                atoms.setdefault(a, sp.Rational(rng.randint(1, 40), rng.randint(1, 40)))
+            out.append(e.xreplace(atoms))
+    return out
 
 
 @pytest.mark.parametrize("loss", ["log", "squared"])
@@ -57,10 +78,11 @@ def _count_fast_passes(monkeypatch) -> list[bool]:
 @pytest.mark.parametrize("rotate", [True, False])
 def test_flint_steps_equal_sympy_steps_for_rational_p(monkeypatch, loss, mu, rotate):
     taken = _count_fast_passes(monkeypatch)
+    with_atoms = _count_fast_passes(monkeypatch, "atom_pass")
     reference, fast = _both_paths(monkeypatch, CircleWalk(4, 5, "3/10"), 2, loss=loss, mu=mu, rotate=rotate)
     assert fast == reference
-    # t = 0 and t = 1 have w = 0 (uniform attention): fmpq; t = 2 has exponentials: SymPy's atoms
-    assert taken == [True, True, False]
+    # t = 0 and t = 1 have w = 0 (uniform attention): fmpq; t = 2 has exponentials: linear forms in the atoms
+    assert taken == [True, True, False] and with_atoms == [True]
 
 
 def test_flint_steps_equal_sympy_steps_on_a_finite_task(monkeypatch):
@@ -70,38 +92,92 @@ def test_flint_steps_equal_sympy_steps_on_a_finite_task(monkeypatch):
     assert taken[:2] == [True, True]
 
 
-def test_third_step_with_exponential_atoms_equals_sympy(monkeypatch):
-    # θ(3) is built from the atoms exp(logits(2)); flint adds the rational parts of every sum there.
+_SMALL = [
+    (3, 4, "2/5", "3/2", "log", True),
+    (3, 5, "1/3", "mu", "log", True),
+    (4, 5, "7/10", "1/2", "squared", True),
+    (4, 4, "1/2", "mu", "log", False),
+    (5, 6, "3/10", "1/2", "log", True),
+    (5, 5, "2/3", "mu", "squared", True),
+    (3, 6, "1/4", "2", "log", False),
+]
+
+
+@pytest.mark.parametrize(("K", "N", "p", "mu", "loss", "rotate"), _SMALL)
+def test_third_step_with_exponential_atoms_equals_sympy(monkeypatch, K, N, p, mu, loss, rotate):
+    # θ(3) is built from the atoms exp(logits(2)); the step-2 pass runs on linear forms in the atoms.
+    with_atoms = _count_fast_passes(monkeypatch, "atom_pass")
+
     def theta3() -> list:
-        tr = derive(CircleWalk(3, 4, "2/5"), 3, mu="3/2")
-        return [tr.states[3].atom_form(name) for name in ("V", "w_tok", "c")] + [tr.states[3].V]
+        tr = derive(CircleWalk(K, N, p), 3, mu=mu, loss=loss, rotate=rotate)
+        s2, s3 = tr.states[2], tr.states[3]
+        return [s3.atom_form(name) for name in ("V", "w_tok", "c")] + [
+            s2.atom_form(name) for name in ("mean_attention", "mean_f", "z")
+        ]
 
     monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
     reference = theta3()
     monkeypatch.setenv(ARITHMETIC_ENV, "flint")
     fast = theta3()
-    assert fast == reference
-    assert fast[3][0, 0].has(sp.exp) and has_atoms(fast[0][0, 0])
+    assert with_atoms == [True]
+    assert has_atoms(fast[0][0, 0]) and fast[0][0, 0] != reference[0][0, 0]  # two trees ...
+    assert [fraction_form(v) for v in fast] == [fraction_form(v) for v in reference]  # ... one value
+    # independent of FLINT: both evaluated by SymPy with the atoms at rational points
+    for seed in (1, 2):
+        assert _at_rational_atoms(fast, seed) == _at_rational_atoms(reference, seed)
+
+
+def test_public_values_expand_the_atoms_of_the_fast_path(monkeypatch):
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    state = derive(CircleWalk(3, 4, "2/5"), 3, mu="3/2").states[3]
+    assert state.V[0, 1].has(sp.exp) and state.V[0, 1] == expand_atoms(state.atom_form("V")[0, 1])
+
+
+def test_fraction_form_identifies_equal_values_and_separates_different_ones():
+    x, y, z = sp.symbols("x y z", positive=True)
+    B, D = x + 2 * y + 1, 1 + x + y
+    pieces = x / (B * D) + y / B  # the SymPy path's split of a group term
+    merged = (x + y * D) / (B * D)  # the same term over one denominator
+    assert pieces != merged and fraction_form(pieces) == fraction_form(merged)
+    assert fraction_form(pieces) != fraction_form(merged + z / D)
+    assert fraction_form(x / D) != fraction_form(y / D)  # same shape, other variable
+    assert fraction_form(1 / (x / D + sp.Rational(1, 10))) == fraction_form(10 * D / (10 * x + D))
+    assert fraction_form(sp.log(x / D + 1)) == fraction_form(sp.log((2 * x + 1 + y) / D))
+    assert fraction_form(sp.log(x / D + 1)) != fraction_form(sp.log((2 * x + y) / D))
+    assert fraction_form(sp.Matrix([[x, 1 / D]])) == fraction_form(sp.Matrix([[x, 2 / (2 * D)]]))
+
+
+def test_descend_is_the_gradient_step():
+    x, y = sp.symbols("x y", positive=True)
+    g = x / (x + y) + 3 * y / (1 + x) + sp.Rational(5, 7)
+    for rate in (sp.Rational(3, 4), sp.Integer(1), sp.Symbol("mu", positive=True)):
+        assert fraction_form(descend(sp.Rational(1, 3), rate, g)) == fraction_form(
+            sp.Rational(1, 3) - rate * g
+        )
 
 
 @pytest.mark.parametrize("loss", ["exp", "any"])
 def test_losses_without_a_rational_derivative_fall_back_to_sympy(monkeypatch, loss):
     taken = _count_fast_passes(monkeypatch)
+    with_atoms = _count_fast_passes(monkeypatch, "atom_pass")
     reference, fast = _both_paths(monkeypatch, CircleWalk(3, 4, "1/2"), 2, loss=loss, per_input=False)
     assert fast == reference
-    assert not any(taken[:2])
+    assert not any(taken[:2]) and with_atoms[:2] == [False, False]
 
 
 def test_symbolic_p_and_symbolic_eps_stay_in_sympy(monkeypatch):
     taken = _count_fast_passes(monkeypatch)
+    with_atoms = _count_fast_passes(monkeypatch, "atom_pass")
     names = ("V", "w_tok", "c", "mean_attention")
     reference, fast = _both_paths(monkeypatch, CircleWalk(3, 4, "p"), 2, per_input=False, names=names)
     assert fast == reference
+    assert with_atoms == [False, False, False]  # the probabilities are polynomials in p
     reference, fast = _both_paths(
         monkeypatch, CircleWalk(3, 4, "1/3"), 2, eps="eps", per_input=False, names=names
     )
     assert fast == reference
     assert len(taken) == 6 and not any(taken)  # polynomials in p; ℓ' = -1/(z + eps) not rational in z
+    assert with_atoms[3:] == [False, False, False]  # V(2) is a function of eps
 
 
 @pytest.mark.parametrize(("K", "N", "p"), [(3, 4, "1/3"), (4, 6, "7/10"), (5, 5, "1/2")])
