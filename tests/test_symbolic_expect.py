@@ -10,11 +10,14 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import mpmath
 import pytest
 import sympy as sp
 
-from rwsymbolic._expect import exact_sum
+from rwsymbolic._atoms import expand_atoms
+from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
 from rwsymbolic._fastq import ARITHMETIC_ENV
+from rwtasks import CircleWalk
 
 
 @pytest.mark.parametrize("arithmetic", ["sympy", "flint"])
@@ -33,3 +36,135 @@ def test_exact_sum_equals_fraction_sums_with_and_without_other_terms(monkeypatch
         assert sp.expand(exact_sum(mixed) - (expected + x + 3 * y)) == 0, (arithmetic, n)
     assert exact_sum([x]) == x and exact_sum([x, y]) == x + y
     assert exact_sum([sp.Rational(1, 2), x]) == x + sp.Rational(1, 2)
+
+
+# --- the group pass against a per-input evaluation of the reduced model -------------------------
+
+#: Both sides at 60 digits; values are O(1)-O(10), so 1e-40 leaves 19 digits of margin for the
+#: central differences below (error ~ h² = 1e-50) while a formula error shows at O(1e-3).
+_DIGITS, _TOL = 60, mpmath.mpf("1e-40")
+
+
+def _log_loss(eps: sp.Expr) -> Loss:
+    """ℓ(z) = -log(z + ε) and ℓ'(z) = -1/(z + ε), written out here (not rwsymbolic's make_loss)."""
+    return Loss("log", lambda z: -sp.log(z + eps), lambda z: -1 / (z + eps))
+
+
+def _mpf(x) -> mpmath.mpf:
+    return mpmath.mpf(sp.Float(sp.N(expand_atoms(x), _DIGITS), _DIGITS)._mpf_)
+
+
+class _Reduced:
+    """The reduced model per input, as the paper writes it, in 60-digit floats (mpmath, not the engine).
+
+    logit_j = w_tok[s_j] + μ c_j (j < N), logit_N = μ c_N; S = softmax(logits); f = Σ_{j<N} S_j V[:, s_j];
+    z = f[y]; L = Σ_inputs prob ℓ(z). Gradients by central differences of L (step 1e-25).
+    """
+
+    def __init__(self, pop, mu, eps) -> None:
+        self.pop, self.K, self.N = pop, pop.K, pop.N
+        self.mu, self.eps = _mpf(mu), _mpf(eps)
+        self.probs = [_mpf(q) for q in pop.exact_probs()]
+
+    def evaluate(self, theta: list) -> tuple:
+        """Per input logits, S, f and the loss at θ = (V row-major, w_tok, c)."""
+        K, N = self.K, self.N
+        V, w, c = theta[: K * K], theta[K * K : K * K + K], theta[K * K + K :]
+        logits, S, f, loss = [], [], [], mpmath.mpf(0)
+        for row, y, q in zip(self.pop.tokens.tolist(), self.pop.labels.tolist(), self.probs, strict=True):
+            lg = [w[s] + self.mu * c[j] for j, s in enumerate(row)] + [self.mu * c[N - 1]]
+            e = [mpmath.exp(x) for x in lg]
+            att = [x / mpmath.fsum(e) for x in e]
+            fx = [mpmath.fsum(att[j] * V[k * K + s] for j, s in enumerate(row)) for k in range(K)]
+            logits.append(lg)
+            S.append(att)
+            f.append(fx)
+            loss += q * -mpmath.log(fx[y] + self.eps)
+        return logits, S, f, loss
+
+    def gradient(self, theta: list) -> list:
+        """∂L/∂θ_n = (L(θ + h e_n) - L(θ - h e_n)) / 2h + O(h²): h = 1e-25 at 100 digits (rounding 1e-75)."""
+        out = []
+        with mpmath.workdps(100):
+            h = mpmath.mpf("1e-25")
+            for n in range(len(theta)):
+                up, down = list(theta), list(theta)
+                up[n] += h
+                down[n] -= h
+                out.append((self.evaluate(up)[3] - self.evaluate(down)[3]) / (2 * h))
+        return out
+
+
+def _close(got, want) -> bool:
+    return abs(_mpf(got) - want) < _TOL
+
+
+def _check_pass(gp, inputs, ref: _Reduced, theta: list, gradients: bool) -> None:
+    """Every field of a group pass against the per-input reference (full population for the means)."""
+    pop, K, N, L = ref.pop, ref.K, ref.N, ref.N - 1
+    logits, S, f, loss = ref.evaluate(theta)
+    probs = pop.exact_probs()
+    # per input of the summed set (the first inputs.size inputs of the population, rooted or whole)
+    for i in range(inputs.size):
+        g = int(gp.inverse[i])
+        assert gp.labels[g] == int(pop.labels[i])
+        pairs = [(int(gp.cls[j]), int(pop.tokens[i, j])) for j in range(L)]
+        for j, pr in enumerate(pairs):
+            assert _close(gp.logit_of[g][pr], logits[i][j]) and _close(gp.S_of[g][pr], S[i][j])
+        assert _close(gp.logit_query, logits[i][N - 1]) and _close(gp.S_query[g], S[i][N - 1])
+        assert all(_close(gp.f[g][k], f[i][k]) for k in range(K))
+        assert _close(gp.z[g], f[i][int(pop.labels[i])])
+    for g in range(len(gp.labels)):  # the weight of a group: the probability of its summed inputs
+        assert gp.weight[g] == sum(probs[i] for i in range(inputs.size) if int(gp.inverse[i]) == g)
+    # population means over the whole population
+    q = ref.probs
+    for j in range(N):
+        assert _close(gp.mean_attention[j], mpmath.fsum(a * b[j] for a, b in zip(q, S, strict=True)))
+        assert _close(gp.mean_logits[j], mpmath.fsum(a * b[j] for a, b in zip(q, logits, strict=True)))
+    assert all(
+        _close(gp.mean_f[k], mpmath.fsum(a * b[k] for a, b in zip(q, f, strict=True))) for k in range(K)
+    )
+    assert _close(gp.loss, loss)
+    correct = sp.Integer(0)
+    for prob, fx, y in zip(probs, f, pop.labels.tolist(), strict=True):
+        top = max(fx)
+        assert sorted(fx)[-2] < top - mpmath.mpf("1e-20")  # no near tie: the smallest argmax is clear
+        correct += prob * int(fx.index(top) == y)
+    assert gp.accuracy == correct
+    if not gradients:
+        assert gp.grad_V is None and gp.grad_tok is None and gp.grad_c is None
+        return
+    grad = ref.gradient(theta)
+    assert all(_close(gp.grad_V[n], grad[n]) for n in range(K * K))
+    assert all(_close(gp.grad_tok[k], grad[K * K + k]) for k in range(K))
+    assert all(_close(gp.grad_c[j], grad[K * K + K + j] / ref.mu) for j in range(N))  # ∂L/∂c_j = μ E[δ_j]
+
+
+def _state(K: int, N: int, rotation: bool):
+    """A rational state with unequal logits and V > 0 (z > 0 > -ε): V circulant and w_tok ∝ 1 under rotation.
+
+    c_2 = c_3 puts positions 2 and 3 into one class: walks 0 1 2 and 0 2 1 with the same label share a group.
+    """
+    R = sp.Rational
+    if rotation:
+        V = sp.Matrix(K, K, lambda a, b: [R(3, 5), R(1, 4), R(7, 6), R(1, 3)][(a - b) % K])
+        w_tok = [R(2, 7)] * K
+    else:
+        V = sp.Matrix(K, K, lambda a, b: R(3 * a - 2 * b + 5, 4 + a + b))
+        w_tok = [R(1, 2), R(-1, 3), R(1, 5), R(0)][:K]
+    c = [R(1, 3), R(-1, 2), R(-1, 2), R(3, 4)][: N - 1] + [R(1, 5)]
+    return V, w_tok, c
+
+
+@pytest.mark.parametrize("gradients", [True, False])
+@pytest.mark.parametrize("rotation", [True, False])
+def test_group_pass_equals_per_input_sums_of_the_reduced_model(gradients, rotation):
+    """CircleWalk(3, 4, 1/3), μ = 3/2, log-loss: every field of a pass at a state with unequal attention."""
+    task, mu, eps = CircleWalk(3, 4, "1/3"), sp.Rational(3, 2), sp.Rational(1, 10)
+    inputs = rooted_walks(task) if rotation else population_inputs(task.population())
+    V, w_tok, c = _state(3, 4, rotation)
+    gp = group_pass(inputs, V, w_tok, c, mu, _log_loss(eps), gradients)
+    assert gp.rotation is rotation and len(gp.labels) < inputs.size  # inputs do share groups
+    with mpmath.workdps(_DIGITS):
+        ref = _Reduced(task.population(), mu, eps)
+        _check_pass(gp, inputs, ref, [_mpf(x) for x in [*V, *w_tok, *c]], gradients)
