@@ -7,6 +7,7 @@ differentiated by SymPy for the gradients (docs/theory.md#reduction).
 
 from __future__ import annotations
 
+import functools
 import random
 from fractions import Fraction
 
@@ -14,7 +15,8 @@ import mpmath
 import pytest
 import sympy as sp
 
-from rwsymbolic._atoms import expand_atoms
+from rwsymbolic import derive
+from rwsymbolic._atoms import definition
 from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
 from rwsymbolic._fastq import ARITHMETIC_ENV
 from rwtasks import CircleWalk
@@ -50,8 +52,34 @@ def _log_loss(eps: sp.Expr) -> Loss:
     return Loss("log", lambda z: -sp.log(z + eps), lambda z: -1 / (z + eps))
 
 
-def _mpf(x) -> mpmath.mpf:
-    return mpmath.mpf(sp.Float(sp.N(expand_atoms(x), _DIGITS), _DIGITS)._mpf_)
+def _mpf(x, memo: dict | None = None) -> mpmath.mpf:
+    """An exact real value in mpmath at the working precision: each distinct subexpression evaluated once.
+
+    Named exponential atoms evaluate as exp of their exponent; SymPy's evalf of the expanded nested
+    exponentials is orders of magnitude slower on late steps.
+    """
+    memo = {} if memo is None else memo
+    x = sp.sympify(x)
+    if x in memo:
+        return memo[x]
+    if x.is_Rational:
+        value = mpmath.mpf(int(x.p)) / int(x.q)
+    elif definition(x) is not None:
+        value = mpmath.exp(_mpf(definition(x), memo))
+    elif isinstance(x, sp.exp):
+        value = mpmath.exp(_mpf(x.args[0], memo))
+    elif isinstance(x, sp.log):
+        value = mpmath.log(_mpf(x.args[0], memo))
+    elif x.is_Add:
+        value = mpmath.fsum(_mpf(a, memo) for a in x.args)
+    elif x.is_Mul:
+        value = mpmath.fprod(_mpf(a, memo) for a in x.args)
+    elif x.is_Pow:
+        value = _mpf(x.base, memo) ** _mpf(x.exp, memo)
+    else:
+        raise TypeError(f"no numeric value for {x!r}")
+    memo[x] = value
+    return value
 
 
 class _Reduced:
@@ -168,3 +196,67 @@ def test_group_pass_equals_per_input_sums_of_the_reduced_model(gradients, rotati
     with mpmath.workdps(_DIGITS):
         ref = _Reduced(task.population(), mu, eps)
         _check_pass(gp, inputs, ref, [_mpf(x) for x in [*V, *w_tok, *c]], gradients)
+
+
+# --- derive: the steps, the losses and the per-input values -------------------------------------
+
+
+def _reference_descent(task, steps: int, eta, mu, eps) -> list[list]:
+    """θ(0..steps) of GD from zero on the reduced model at 60 digits: V -= η ∂L/∂V, w_tok -= ημ ∂L/∂w_tok, c -= η ∂L/∂c.
+
+    The full model's W moves by -η ∇_W L, and w = W x̃_N with ‖x̃_N‖² = μ, so w_tok moves by -ημ ∂L/∂w_tok;
+    logit_j depends on c_j through μ c_j, so c = w_pos's coordinates move by -ημ E[δ_j] = -η ∂L/∂c_j.
+    """
+    ref = _Reduced(task.population(), mu, eps)
+    K, N = task.K, task.N
+    eta_f, mu_f = _mpf(eta), _mpf(mu)
+    theta = [mpmath.mpf(0)] * (K * K + K + N)
+    history = [list(theta)]
+    for _ in range(steps):
+        grad = ref.gradient(theta)
+        scale = [eta_f] * (K * K) + [eta_f * mu_f] * K + [eta_f] * N
+        theta = [x - s * g for x, s, g in zip(theta, scale, grad, strict=True)]
+        history.append(list(theta))
+    return history
+
+
+@pytest.mark.parametrize("rotate", [True, False])
+def test_derive_steps_equal_gradient_descent_on_the_reduced_model(rotate):
+    """CircleWalk(3, 3, 2/5), η = 7/10, μ = 3/2, ε = 1/10: θ(t), the means and the per-input values, t <= 3."""
+    task, eta, mu, eps = CircleWalk(3, 3, "2/5"), sp.Rational(7, 10), sp.Rational(3, 2), sp.Rational(1, 10)
+    tr = derive(task, 3, eta=eta, eps=eps, mu=mu, rotate=rotate)
+    assert (tr.K, tr.N, tr.population_size, tr.inputs.rotation) == (3, 3, 12, rotate)
+    assert [s.t for s in tr.states] == [0, 1, 2, 3]
+    pop = task.population()
+    with mpmath.workdps(_DIGITS):
+        ref = _Reduced(pop, mu, eps)
+        for state, theta in zip(tr.states, _reference_descent(task, 3, eta, mu, eps), strict=True):
+            values = [*state.V, *state.w_tok, *state.c]
+            assert all(_close(v, x) for v, x in zip(values, theta, strict=True)), state.t
+            if state.t < 2:
+                continue
+            # t = 2 through the plain values, t = 3 through the atom form (its expansion is slow in SymPy)
+            value = functools.partial(getattr, state) if state.t == 2 else state.atom_form
+            logits, S, f, loss = ref.evaluate(theta)
+            assert _close(value("loss"), loss)
+            q = ref.probs
+            assert all(
+                _close(value("mean_attention")[j], mpmath.fsum(a * b[j] for a, b in zip(q, S, strict=True)))
+                and _close(
+                    value("mean_logits")[j], mpmath.fsum(a * b[j] for a, b in zip(q, logits, strict=True))
+                )
+                for j in range(3)
+            )
+            assert all(
+                _close(value("mean_f")[k], mpmath.fsum(a * b[k] for a, b in zip(q, f, strict=True)))
+                for k in range(3)
+            )
+            # per input, in the order of task.population() (all K rotations of the rooted walks)
+            rows = [value(name) for name in ("logits", "S", "f", "z")]
+            assert [len(r) for r in rows] == [pop.size] * 4
+            for i in range(pop.size):
+                assert all(_close(rows[0][i][j], logits[i][j]) for j in range(3))
+                assert all(_close(rows[1][i][j], S[i][j]) for j in range(3))
+                assert rows[2][i].shape == (3, 1) and all(_close(rows[2][i][k], f[i][k]) for k in range(3))
+                assert _close(rows[3][i], f[i][int(pop.labels[i])])
+    assert any(x != 0 for x in tr.states[2].c) and any(x != 0 for x in tr.states[2].w_tok)
