@@ -8,18 +8,22 @@ differentiated by SymPy for the gradients (docs/theory.md#reduction).
 from __future__ import annotations
 
 import functools
+import io
 import random
+import re
+import sys
 from fractions import Fraction
 
 import mpmath
 import pytest
 import sympy as sp
 
-from rwsymbolic import derive
-from rwsymbolic._atoms import definition
+from rwsymbolic import derive, derive_estimate
+from rwsymbolic._atoms import definition, exp_atom
+from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
 from rwsymbolic._fastq import ARITHMETIC_ENV
-from rwtasks import CircleWalk
+from rwtasks import CircleWalk, qa_task1, symbol
 
 
 @pytest.mark.parametrize("arithmetic", ["sympy", "flint"])
@@ -260,3 +264,156 @@ def test_derive_steps_equal_gradient_descent_on_the_reduced_model(rotate):
                 assert rows[2][i].shape == (3, 1) and all(_close(rows[2][i][k], f[i][k]) for k in range(3))
                 assert _close(rows[3][i], f[i][int(pop.labels[i])])
     assert any(x != 0 for x in tr.states[2].c) and any(x != 0 for x in tr.states[2].w_tok)
+
+
+def _root_sum(n: int) -> sp.Expr:
+    """-(√2 + √3 + √5 + ...) over the first n primes: 3n SymPy operations, no atoms."""
+    return -sp.Add(*[sp.sqrt(sp.prime(i)) for i in range(1, n + 1)])
+
+
+def test_the_log_loss_is_minus_log_z_plus_eps_and_refuses_z_at_or_below_minus_eps():
+    """ℓ = -log(z + ε), ℓ' = -1/(z + ε); z + ε <= 0 is refused by both, named exactly or as its nearest double."""
+    eps = sp.Rational(1, 10)
+    loss = make_loss("log", eps)
+    assert loss.name == "log"
+    assert loss.value(sp.Rational(9, 10)) == 0  # -log(1), evaluated
+    assert loss.value(sp.Rational(2, 5)) == sp.log(2) and loss.derivative(sp.Rational(2, 5)) == -2
+    z = sp.Symbol("z")
+    assert loss.value(z) == -sp.log(z + eps) and loss.derivative(z) == -1 / (
+        z + eps
+    )  # sign unknown: no check
+    head = "the log-loss -log(z + eps) is undefined at "
+    for bad, shown in [(-eps, "z = -1/10"), (sp.Integer(-1), "z = -1")]:  # z + ε = 0 is refused too
+        for fn in (loss.value, loss.derivative):
+            with pytest.raises(ValueError, match=f"^{re.escape(head + shown)} \\(z \\+ eps <= 0\\)$"):
+                fn(bad)
+    # 40 operations or more without atoms: shown as the nearest double; 39: shown exactly
+    for z, ops in [(_root_sum(13) - sp.sqrt(2), 40), (_root_sum(14), 42)]:
+        assert sp.count_ops(z) == ops
+        shown = f"z ≈ {float(sp.N(z, 50)):.17g}"
+        with pytest.raises(ValueError, match=f"^{re.escape(head + shown)} \\(z \\+ eps <= 0\\)$"):
+            loss.value(z)
+    short = _root_sum(13)
+    assert sp.count_ops(short) == 39
+    with pytest.raises(ValueError, match=f"^{re.escape(head + 'z = ' + str(short))} \\(z \\+ eps <= 0\\)$"):
+        loss.value(short)
+    long = _root_sum(14)
+    # with exponential atoms the exact form is shown, however long (expanded: exp, not the atom's name)
+    atom = exp_atom(sp.Rational(1, 3))
+    with pytest.raises(
+        ValueError, match=f"^{re.escape(head + 'z = ' + str(long - sp.exp(sp.Rational(1, 3))))} "
+    ):
+        loss.value(long - atom)
+
+
+def test_named_abstract_and_callable_losses():
+    """squared (1 - z)², exp e^{-z}, "any" (ell, dell), a callable named by its __name__ or "custom"."""
+    z, third = sp.Symbol("z"), sp.Rational(1, 3)
+    squared, exp = make_loss("squared", sp.Rational(1, 10)), make_loss("exp", sp.Rational(1, 10))
+    assert (squared.name, squared.value(third), squared.derivative(third)) == (
+        "squared",
+        sp.Rational(4, 9),
+        -sp.Rational(4, 3),
+    )
+    assert (exp.name, exp.value(third), exp.derivative(third)) == ("exp", sp.exp(-third), -sp.exp(-third))
+    anyloss = make_loss("any", sp.Rational(1, 10))
+    assert anyloss.name == "any"
+    assert anyloss.value(z) == sp.Function("ell")(z) and anyloss.derivative(z) == sp.Function("dell")(z)
+
+    def cubic(v):
+        return v**3 - 2 * v
+
+    named = make_loss(cubic, sp.Rational(1, 10))
+    assert (named.name, named.value(third), named.derivative(third)) == (
+        "cubic",
+        -sp.Rational(17, 27),
+        -sp.Rational(5, 3),
+    )
+    assert make_loss(lambda v: v**2, 1).name == "<lambda>"
+    unnamed = make_loss(functools.partial(lambda v, a: a * v**2, a=3), 1)
+    assert (unnamed.name, unnamed.value(third), unnamed.derivative(third)) == ("custom", third, 2)
+    with pytest.raises(
+        ValueError, match=r"^loss='hinge' is not one of log, squared, exp, any \(or a callable\)$"
+    ):
+        make_loss("hinge", 1)
+
+
+def test_derive_refuses_non_positive_rates_and_other_tasks_with_their_values():
+    task = CircleWalk(3, 3, "1/2")
+    for kw, message in [
+        ({"eta": 0}, "eta=0 must be > 0"),
+        ({"eta": "-1/2"}, "eta=-1/2 must be > 0"),
+        ({"mu": 0}, "mu=0 must be > 0"),
+        ({"mu": -2}, "mu=-2 must be > 0"),
+        ({"eps": "-1/10"}, "eps=-1/10 must be > 0"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            derive(task, 1, **kw)
+    message = "task='walk' must be a CircleWalk or a FiniteTask (e.g. qa_task1())"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        derive("walk", 1)
+    symbolic = derive(task, 1, eta="eta", mu="mu", eps="eps")  # symbols are positive: accepted
+    assert (symbolic.eta, symbolic.mu, symbolic.eps) == (symbol("eta"), symbol("mu"), symbol("eps"))
+    rational = derive(task, 0, eta="7/10", mu="3/2", eps="1/20")
+    assert (rational.eta, rational.mu, rational.eps) == (
+        sp.Rational(7, 10),
+        sp.Rational(3, 2),
+        sp.Rational(1, 20),
+    )
+    assert len(derive(task, 0).states) == 1
+
+
+def test_derive_sums_over_the_whole_population_of_a_finite_task_and_without_rotation():
+    finite = derive(qa_task1(), 1, mu=1)
+    assert finite.inputs.rotation is False and finite.inputs.size == qa_task1().population().size
+    walk = derive(CircleWalk(3, 3, "1/2"), 1, rotate=False)
+    assert walk.inputs.rotation is False and walk.inputs.size == 12
+
+
+def test_derive_estimate_is_the_terms_times_1e_4_seconds_times_4_per_step():
+    """n inputs x (N-1+K) terms x 1e-4 s x 4^steps, n = 2^(N-1) rooted walks or the whole population."""
+    walk = CircleWalk(5, 6, "3/10")
+    assert derive_estimate(walk, 4) == pytest.approx(32 * 10 * 1e-4 * 4**4, rel=1e-12)  # 8.192 s
+    assert derive_estimate(walk, 4, rotate=False) == pytest.approx(160 * 10 * 1e-4 * 4**4, rel=1e-12)
+    assert derive_estimate(walk, 0) == pytest.approx(0.032, rel=1e-12)
+    qa = qa_task1()
+    expected = qa.population().size * (qa.N - 1 + qa.K) * 1e-4 * 4**2
+    assert derive_estimate(qa, 2) == pytest.approx(expected, rel=1e-12)
+    # 2^22 rooted walks are at the limit (N = 23), 2^23 are refused with the enumeration limit
+    assert derive_estimate(CircleWalk(3, 23, "1/2"), 0) == pytest.approx(2**22 * 25 * 1e-4, rel=1e-12)
+    with pytest.raises(
+        ValueError, match=r"^CircleWalk\(K=3, N=24\): exact expectations enumerate 2\^\(N-1\)"
+    ):
+        derive_estimate(CircleWalk(3, 24, "1/2"), 0)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("progress", "terminal", "shown"), [(True, True, True), (False, True, False), (True, False, False)]
+)
+def test_the_progress_bar_counts_steps_only_when_asked_and_on_a_terminal(
+    monkeypatch, progress, terminal, shown
+):
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    derive(CircleWalk(3, 3, "1/2"), 2, progress=progress)
+    text = err.getvalue()
+    assert ("rw derive" in text and "2/2" in text and "step" in text) is shown
+    assert text == "" or shown
+
+
+def test_step_state_names_its_values_and_prints_its_parameters():
+    """repr from V(1) of Lemma C.1 (K = N = 3, p = 1/2, η = μ = 1, ε = 1/10): V(1) = (10/9)(Πᵀ + (Πᵀ)²)."""
+    task = CircleWalk(3, 3, "1/2")
+    PiT = task.transition_matrix().T
+    V1 = sp.Rational(10, 9) * (PiT + PiT**2)
+    state = derive(task, 1, mu=1).states[1]
+    assert state.V == V1
+    assert repr(state) == f"StepState(t=1, V={V1.tolist()}, w_tok=[0, 0, 0], c=[0, 0, 0])"
+    with pytest.raises(AttributeError, match=r"^StepState has no value 'bogus'$"):
+        state.atom_form("bogus")
+    assert state.evaluated is state.evaluated  # evaluated once
