@@ -255,6 +255,14 @@ def test_derive_steps_equal_gradient_descent_on_the_reduced_model(rotate):
                 _close(value("mean_f")[k], mpmath.fsum(a * b[k] for a, b in zip(q, f, strict=True)))
                 for k in range(3)
             )
+            assert value("accuracy") == sum(
+                (
+                    prob * int(fx.index(max(fx)) == y)
+                    for prob, fx, y in zip(pop.exact_probs(), f, pop.labels.tolist(), strict=True)
+                ),
+                sp.Integer(0),
+            )  # the smallest argmax (ties have measure zero here: f's entries differ by more than 1e-20)
+            assert all(sorted(fx)[-2] < max(fx) - mpmath.mpf("1e-20") for fx in f)
             # per input, in the order of task.population() (all K rotations of the rooted walks)
             rows = [value(name) for name in ("logits", "S", "f", "z")]
             assert [len(r) for r in rows] == [pop.size] * 4
