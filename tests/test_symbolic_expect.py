@@ -338,6 +338,8 @@ def test_named_abstract_and_callable_losses():
         -sp.Rational(5, 3),
     )
     assert make_loss(lambda v: v**2, 1).name == "<lambda>"
+    a = sp.Symbol("a")  # a loss with a parameter: differentiated in z only
+    assert make_loss(lambda v: a * v**2, 1).derivative(third) == 2 * a / 3
     unnamed = make_loss(functools.partial(lambda v, a: a * v**2, a=3), 1)
     assert (unnamed.name, unnamed.value(third), unnamed.derivative(third)) == ("custom", third, 2)
     with pytest.raises(
@@ -402,6 +404,9 @@ def test_derive_estimate_is_the_terms_times_1e_4_seconds_times_4_per_step():
         ValueError, match=r"^CircleWalk\(K=3, N=24\): exact expectations enumerate 2\^\(N-1\)"
     ):
         derive_estimate(CircleWalk(3, 24, "1/2"), 0)
+    # without rotation the whole population is counted, and refused by its own (smaller) limit
+    with pytest.raises(ValueError, match=r"^CircleWalk\(K=3, N=24\): the exact population has K\*2\^\(N-1\)"):
+        derive_estimate(CircleWalk(3, 24, "1/2"), 0, rotate=False)
 
 
 class _Terminal(io.StringIO):
