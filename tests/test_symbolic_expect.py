@@ -18,6 +18,7 @@ import mpmath
 import pytest
 import sympy as sp
 
+import rwsymbolic._derive
 from rwsymbolic import derive, derive_estimate
 from rwsymbolic._atoms import definition, exp_atom
 from rwsymbolic._derive import make_loss
@@ -443,3 +444,21 @@ def test_step_state_names_its_values_and_prints_its_parameters():
     with pytest.raises(AttributeError, match=r"^StepState has no value 'bogus'$"):
         state.atom_form("bogus")
     assert state.evaluated is state.evaluated  # evaluated once
+
+
+def test_derive_estimate_enumerates_no_walks_below_the_limit(monkeypatch):
+    """The estimate is called before any work: it asks for the rooted walks only to refuse N with 2^(N-1) > 2²²."""
+    calls = []
+
+    def spy(task):
+        calls.append(task.N)
+        return rooted_walks(task)
+
+    monkeypatch.setattr(rwsymbolic._derive, "rooted_walks", spy)
+    for N in (3, 22, 23):  # 2^22 rooted walks at N = 23: at the limit, not enumerated
+        derive_estimate(CircleWalk(3, N, "1/2"), 1)
+    derive_estimate(CircleWalk(3, 5, "1/2"), 1, rotate=False)
+    assert calls == []
+    with pytest.raises(ValueError, match=r"enumerate 2\^\(N-1\)"):
+        derive_estimate(CircleWalk(3, 24, "1/2"), 1)
+    assert calls == [24]
