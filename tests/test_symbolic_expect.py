@@ -19,11 +19,12 @@ import pytest
 import sympy as sp
 
 import rwsymbolic._derive
+import rwsymbolic._expect
 from rwsymbolic import derive, derive_estimate
 from rwsymbolic._atoms import definition, exp_atom
 from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
-from rwsymbolic._fastq import ARITHMETIC_ENV
+from rwsymbolic._fastq import ARITHMETIC_ENV, uniform_pass
 from rwtasks import CircleWalk, qa_task1, symbol
 
 
@@ -462,3 +463,30 @@ def test_derive_estimate_enumerates_no_walks_below_the_limit(monkeypatch):
     with pytest.raises(ValueError, match=r"enumerate 2\^\(N-1\)"):
         derive_estimate(CircleWalk(3, 24, "1/2"), 1)
     assert calls == [24]
+
+
+def test_a_uniform_state_with_equal_nonzero_c_takes_the_fmpq_pass_with_the_sympy_values(monkeypatch):
+    """c_j = 1/2 for every j and w_tok = 0: every logit is μ/2, so S_j = 1/N and the fmpq pass applies (μ rational)."""
+    taken = []
+
+    def spy(*args, **kwargs):
+        out = uniform_pass(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    task, mu, eps = CircleWalk(3, 4, "1/3"), sp.Rational(3, 2), sp.Rational(1, 10)
+    V, _, _ = _state(3, 4, rotation=False)
+    state = (V, [sp.Integer(0)] * 3, [sp.Rational(1, 2)] * 4)
+    inputs = population_inputs(task.population())
+    monkeypatch.setattr(rwsymbolic._expect, "uniform_pass", spy)
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = group_pass(inputs, *state, mu, _log_loss(eps), True)
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    fast = group_pass(inputs, *state, mu, _log_loss(eps), True)
+    assert taken == [True]  # the SymPy pass does not call it; the flint pass takes it
+    assert fast.mean_logits == reference.mean_logits == [mu / 2] * 4
+    assert (fast.grad_V, fast.grad_tok, fast.grad_c) == (
+        reference.grad_V,
+        reference.grad_tok,
+        reference.grad_c,
+    )
