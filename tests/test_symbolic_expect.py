@@ -490,3 +490,18 @@ def test_a_uniform_state_with_equal_nonzero_c_takes_the_fmpq_pass_with_the_sympy
         reference.grad_tok,
         reference.grad_c,
     )
+
+
+def test_derive_defaults(monkeypatch):
+    """η = 1, ε = 1/10, μ the symbol "mu", the log-loss, rotation on, no progress bar even on a terminal."""
+    err = _Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    tr = derive(CircleWalk(3, 3, "1/2"), 1)
+    assert (tr.eta, tr.eps, tr.mu, tr.loss.name, tr.inputs.rotation) == (
+        1,
+        sp.Rational(1, 10),
+        symbol("mu"),
+        "log",
+        True,
+    )
+    assert err.getvalue() == ""
