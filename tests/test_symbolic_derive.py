@@ -171,6 +171,7 @@ def explicit_run():
     return task, P, _explicit_gd(task, P, 3, eta, eps), derive(task, 3, eta=eta, eps=eps, mu=4, rotate=False)
 
 
+@pytest.mark.slow  # the explicit SymPy model and its derivatives take about 25 s
 def test_reduction_matches_explicit_positional_embeddings_and_autodiff(explicit_run):
     task, P, history, tr = explicit_run
     for (V, W, logits), state in zip(history[:3], tr.states[:3], strict=True):
@@ -181,6 +182,7 @@ def test_reduction_matches_explicit_positional_embeddings_and_autodiff(explicit_
     assert any(x != 0 for x in tr.states[2].c)  # the positional part was exercised
 
 
+@pytest.mark.slow  # the explicit SymPy model and its derivatives take about 25 s
 def test_third_step_matches_explicit_model_to_forty_digits(explicit_run):
     # Step 3 sees exp(logits(2)); both sides are exact, compared at 50 digits with tolerance 1e-40
     # (a formula error would show at O(1e-3); exact equality of such exp sums is not needed here).
