@@ -19,6 +19,7 @@ reference path, used by the benchmarks and the tests that compare the two).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -206,10 +207,12 @@ def uniform_pass(
     T = T.reshape(n_groups, K).tolist()
     S = fmpq(1, N)
     # f = V X S = S Σ_s T[g, s] V[:, s]                                                   (G, K)
-    fq = [
-        [S * sum((t * v for t, v in zip(T[g], Vq[row]) if t), fmpq(0)) for row in range(K)]
-        for g in range(n_groups)
-    ]
+    F = (
+        fmpq_mat(n_groups, K, [t for row in T for t in row])
+        * fmpq_mat(K, K, [v for r in Vq for v in r]).transpose()
+    )
+    F = F * S
+    fq = [[F[g, row] for row in range(K)] for g in range(n_groups)]
     zq = [fq[g][ys[g]] for g in range(n_groups)]
     if inputs.rotation:  # Σ_r R^r v0 = (Σ_k v0_k) 1_K
         mean_f = [to_sympy(tree_sum([wq[g] * x for g in range(n_groups) for x in fq[g]]))] * K
@@ -246,14 +249,26 @@ def uniform_pass(
                     X[(y - s) % K if inputs.rotation else y * K + s][g] += t * w
                     # Σ_j δ_j e_{s_j}: S Σ_g w_g ℓ'(z_g) T[g, s] (V[y_g, s] - z_g)
                     X[r_tok + (0 if inputs.rotation else s)][g] += t * w * (Vq[y][s] - z)
-        # E[δ_j] = S Σ_{inputs} prob ℓ'(z) (V[y, s_j] - z), counted per (group, position, token, prob)
+        # E[δ_j] = S Σ_{inputs} prob ℓ'(z) (V[y, s_j] - z), counted per (group, position, token, prob).
+        # Per (group, position) the sum Σ_{s, prob} count · prob · D[g, s], D[g, s] = V[y_g, s] - z_g, is
+        # taken in Python integers over one common denominator (numerators as NumPy object arrays, so
+        # the tens of thousands of terms are added without an fmpq per term), then one fmpq per entry.
         codes = ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
         combo, counts = np.unique(codes * n_p + np.repeat(inputs.prob_index, L), return_counts=True)
-        for code, cnt in zip(combo.tolist(), counts.tolist()):
-            gjs, pi = divmod(code, n_p)
-            gj, s = divmod(gjs, K)
-            g, j = divmod(gj, L)
-            X[r_c + j][g] += cnt * probs[pi] * (Vq[ys[g]][s] - zq[g])
+        gjs, pi = np.divmod(combo, n_p)
+        gj, s_of = np.divmod(gjs, K)
+        D = [[Vq[ys[g]][s] - zq[g] for s in range(K)] for g in range(n_groups)]
+        den_p = math.lcm(*(int(x.q) for x in probs))
+        den_D = math.lcm(*(int(x.q) for row in D for x in row))
+        num_p = np.array([int(x.p) * (den_p // int(x.q)) for x in probs], dtype=object)
+        num_D = np.empty((n_groups, K), dtype=object)
+        num_D[:, :] = [[int(x.p) * (den_D // int(x.q)) for x in row] for row in D]
+        terms = counts.astype(object) * num_p[pi] * num_D[gj // L, s_of]
+        starts = np.flatnonzero(np.r_[True, gj[1:] != gj[:-1]])  # combo is sorted, so by (g, j)
+        den = den_p * den_D
+        for key, total in zip(gj[starts].tolist(), np.add.reduceat(terms, starts).tolist()):
+            g, j = divmod(key, L)
+            X[r_c + j][g] += fmpq(total, den)
         Xm = fmpq_mat(r_q + 1, n_groups, [x for row in X for x in row])
         R = Xm * fmpq_mat(n_groups, 1, gzq) * S
         entries = [to_sympy(R[i, 0]) for i in range(r_q + 1)]
