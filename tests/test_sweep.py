@@ -212,3 +212,18 @@ def test_a_spec_that_is_not_json_or_yaml_is_refused_naming_the_file(tmp_path, ca
     assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--memory-limit", "lots"]) == 2
     assert "--memory-limit='lots' is not a size" in capsys.readouterr().err
     assert not Path(tmp_path / "out").exists()
+
+
+def test_local_workers_keep_glibc_malloc_defaults_and_one_thread():
+    """Dask's MALLOC_TRIM_THRESHOLD_ (which pins glibc's mmap threshold and makes every large temporary of
+    the batched engine fault its pages in again) is left out of the workers' environment; the
+    single-thread settings stay."""
+    import dask
+    import dask.distributed  # noqa: F401  (loads distributed's configuration defaults)
+
+    from rwsweep._driver import _worker_environ
+
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
+    environ = _worker_environ()
+    assert "MALLOC_TRIM_THRESHOLD_" not in environ
+    assert {environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")} == {1}
