@@ -25,7 +25,7 @@ from sympy.functions.elementary.piecewise import ExprCondPair
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._decide import sign
 from rwsymbolic._fastatoms import atom_pass
-from rwsymbolic._fastq import rational_sum, uniform_pass, use_flint
+from rwsymbolic._fastq import position_keys, rational_sum, uniform_pass, use_flint
 from rwtasks import CircleWalk, Population
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
@@ -251,9 +251,8 @@ def group_pass(
             return GroupPass(**fast)  # type: ignore[arg-type]
     weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)
     # (group, position, token) -> exact weight: the position-token marginal of each group.
-    pos_keys = (inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens
     pos_weight = _weights(
-        pos_keys.reshape(-1), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values
+        position_keys(inputs, inverse), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values
     )
 
     logit_query = mu * c[N - 1]

@@ -44,7 +44,14 @@ import sympy as sp
 from flint import fmpq, fmpq_mpoly, fmpq_mpoly_ctx
 
 from rwsymbolic._atoms import exp_atom
-from rwsymbolic._fastq import _all_rational, _weights, rational_derivative, to_fmpq, to_sympy
+from rwsymbolic._fastq import (
+    _all_rational,
+    _weights,
+    position_combos,
+    rational_derivative,
+    to_fmpq,
+    to_sympy,
+)
 
 if TYPE_CHECKING:  # _expect imports this module; the types only
     from rwsymbolic._expect import Loss, SummedPopulation
@@ -226,12 +233,8 @@ def atom_pass(
     weight = _weights(inverse, inputs.prob_index, probs)
     wq = [weight[g] for g in range(n_groups)]
     # position weights: (group, position, token) -> Σ prob (integer counts per probability value)
-    codes = ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
-    combo, cnts = np.unique(codes * n_p + np.repeat(inputs.prob_index, L), return_counts=True)
     pos_weight: dict[int, dict[tuple[int, int], fmpq]] = {}  # group -> (position, token) -> weight
-    for code, cnt in zip(combo.tolist(), cnts.tolist()):
-        gjs, pi = divmod(code, n_p)
-        gj, s = divmod(gjs, K)
+    for gj, s, pi, cnt in zip(*(a.tolist() for a in position_combos(inputs, inverse, n_p)), strict=True):
         g, j = divmod(gj, L)
         row = pos_weight.setdefault(g, {})
         row[(j, s)] = row.get((j, s), fmpq(0)) + cnt * probs[pi]

@@ -107,6 +107,31 @@ def _weights(index: np.ndarray, prob_index: np.ndarray, values: Sequence[fmpq]) 
     return out
 
 
+def position_keys(inputs: SummedPopulation, inverse: np.ndarray) -> np.ndarray:
+    """The key (group·(N-1) + j)·K + s_j of every (input, position j < N) pair, flat: (n·(N-1),).
+
+    Shared by the group passes (``rwsymbolic._expect.group_pass``, ``uniform_pass``,
+    ``rwsymbolic._fastatoms.atom_pass``) to weigh each (group, position, token) by its inputs.
+    """
+    L, K = inputs.N - 1, inputs.K
+    return ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
+
+
+def position_combos(
+    inputs: SummedPopulation, inverse: np.ndarray, n_p: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (group, position, token, probability value) of the inputs, sorted by group and position.
+
+    Returns gj = group·(N-1) + j, the token s, the probability value's index and the input count of each.
+    """
+    combo, counts = np.unique(
+        position_keys(inputs, inverse) * n_p + np.repeat(inputs.prob_index, inputs.N - 1), return_counts=True
+    )
+    gjs, pi = np.divmod(combo, n_p)
+    gj, s = np.divmod(gjs, inputs.K)
+    return gj, s, pi, counts
+
+
 class _RationalDerivative:
     """ℓ' as a rational function num(z)/den(z) with rational coefficients, evaluated in ``fmpq``."""
 
@@ -253,10 +278,7 @@ def uniform_pass(
         # Per (group, position) the sum Σ_{s, prob} count · prob · D[g, s], D[g, s] = V[y_g, s] - z_g, is
         # taken in Python integers over one common denominator (numerators as NumPy object arrays, so
         # the tens of thousands of terms are added without an fmpq per term), then one fmpq per entry.
-        codes = ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
-        combo, counts = np.unique(codes * n_p + np.repeat(inputs.prob_index, L), return_counts=True)
-        gjs, pi = np.divmod(combo, n_p)
-        gj, s_of = np.divmod(gjs, K)
+        gj, s_of, pi, counts = position_combos(inputs, inverse, n_p)
         D = [[Vq[ys[g]][s] - zq[g] for s in range(K)] for g in range(n_groups)]
         den_p = math.lcm(*(int(x.q) for x in probs))
         den_D = math.lcm(*(int(x.q) for row in D for x in row))
@@ -264,7 +286,7 @@ def uniform_pass(
         num_D = np.empty((n_groups, K), dtype=object)
         num_D[:, :] = [[int(x.p) * (den_D // int(x.q)) for x in row] for row in D]
         terms = counts.astype(object) * num_p[pi] * num_D[gj // L, s_of]
-        starts = np.flatnonzero(np.r_[True, gj[1:] != gj[:-1]])  # combo is sorted, so by (g, j)
+        starts = np.flatnonzero(np.r_[True, gj[1:] != gj[:-1]])  # sorted by (g, j)
         den = den_p * den_D
         for key, total in zip(gj[starts].tolist(), np.add.reduceat(terms, starts).tolist()):
             g, j = divmod(key, L)
