@@ -89,6 +89,22 @@ def _scan(node: sp.Basic) -> tuple[frozenset, frozenset, bool, bool]:
     return out
 
 
+def record_plain(expr: sp.Basic, symbols: frozenset) -> sp.Basic:
+    """Record, without walking it, that ``expr`` is a plain expression in ``symbols``: no atom, exp or
+    undefined function (the builder knows, e.g. a polynomial or fraction built from FLINT's terms).
+
+    Large sums of fractions are scanned term by term afterwards; each recorded body is then looked up
+    instead of walked again.
+
+    >>> p = sp.Symbol("p")
+    >>> body = record_plain(sp.Add(p**2, 3 * p, 1), frozenset((p,)))
+    >>> has_atoms(body), free_symbols(body) == {p}
+    (False, True)
+    """
+    _SCANNED[id(expr)] = (expr, frozenset(symbols), frozenset(), False, False)
+    return expr
+
+
 def has_atoms(expr: sp.Basic) -> bool:
     """True when ``expr`` contains a named atom."""
     return bool(_scan(sp.sympify(expr))[1])

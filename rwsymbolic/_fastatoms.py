@@ -26,8 +26,10 @@ keeps the nested tree it built (1/(Σ_j r_j e_j/D + ε), ...). Both are rational
 named atoms (created in the same order, for the same exponents). ``fraction_form`` maps either to
 one canonical object that can be compared with ``==``: each term of a sum reduced to lowest terms
 with a monic denominator (polynomial gcd in FLINT's ``fmpq_mpoly``), terms over equal denominators,
-or over a denominator that divides exactly one of the largest ones, added, with the symbols and atoms
-as polynomial variables; other functions (log, Piecewise, comparisons) keep canonical arguments.
+or over a denominator that divides exactly one of the largest ones, added, then each fraction split
+into its polynomial quotient and remainder (the quotients added into one polynomial), with the
+symbols and atoms as polynomial variables; other functions (log, Piecewise, comparisons) keep
+canonical arguments.
 Equal ``fraction_form`` implies equal values (every step is an exact identity).
 
 The pass applies when V and the input probabilities are rational and ℓ' is the ratio of two
@@ -424,8 +426,20 @@ def fraction_form(expr: object) -> object:
         return tuple(sorted((k, fraction_form(v)) for k, v in expr.items()))
     expr = sp.sympify(expr)
     symbols = sorted(expr.free_symbols, key=lambda s: (s.name, getattr(s, "dummy_index", 0) or 0))
-    ctx = fmpq_mpoly_ctx.get((f"y{len(symbols)}_", max(len(symbols), 1)), "lex")
+    ctx = polynomial_context(symbols)
     return tuple(symbols), _Canonical(ctx, symbols).freeze(expr)  # the variables name the polynomials
+
+
+def polynomial_context(symbols: list[sp.Symbol]) -> fmpq_mpoly_ctx:
+    """FLINT's ring of polynomials with rational coefficients in ``symbols`` (lex order, generic names).
+
+    The names are positional (y{n}_0, y{n}_1, ...): two SymPy symbols with one name but different
+    assumptions stay two variables.
+
+    >>> polynomial_context(list(sp.symbols("p mu"))).names()
+    ('y2_0', 'y2_1')
+    """
+    return fmpq_mpoly_ctx.get((f"y{len(symbols)}_", max(len(symbols), 1)), "lex")
 
 
 class _Canonical:
@@ -439,6 +453,21 @@ class _Canonical:
 
     def freeze(self, expr: sp.Basic) -> object:
         return _frozen(self.value(expr))
+
+    def polynomial(self, expr: sp.Basic) -> fmpq_mpoly | None:
+        """``expr`` as one polynomial in the symbols, or None when it is not a polynomial."""
+        try:
+            value = self.value(expr)
+        except (ValueError, ZeroDivisionError):
+            return None
+        if set(value) - {()}:
+            return None  # an opaque function (exp, log, ...)
+        fractions = list(value.get((), {}).values())
+        if not fractions:
+            return self.ctx.from_dict({})
+        if len(fractions) > 1 or not fractions[0][1].is_one():
+            return None  # a denominator in the symbols
+        return fractions[0][0]
 
     # a value: {opaque key: {str(Q): (N, Q)}}; opaque key () is the plain rational part
     def value(self, expr: sp.Basic) -> dict:
@@ -518,10 +547,34 @@ class _Canonical:
 
 def _frozen(value: dict) -> frozenset:
     return frozenset(
-        (o, frozenset((str(n), str(q)) for n, q in _merge_divisors(fr).values()))
+        (o, frozenset((str(n), str(q)) for n, q in _proper(_merge_divisors(fr)).values()))
         for o, fr in value.items()
         if fr
     )
+
+
+def _proper(fr: dict) -> dict:
+    """Each fraction n/q as its quotient and remainder by q (lex order), the quotients added into one polynomial.
+
+    A sum can carry its polynomial part on its own or inside a fraction (n/q + P = (n + P q)/q); the
+    remainder of n by q (no term divisible by q's leading term) is one for both writings.
+    """
+    out: dict = {}
+    whole = []
+    for n, q in fr.values():
+        if q.is_one():
+            whole.append(n)
+            continue
+        quotient, remainder = divmod(n, q)
+        whole.append(quotient)
+        if not remainder.is_zero():
+            out[str(q)] = (remainder, q)
+    if whole:
+        total = sum(whole[1:], whole[0])
+        if not total.is_zero():
+            one = total.context().constant(1)
+            out[str(one)] = (total, one)
+    return out
 
 
 def _merge_divisors(fr: dict) -> dict:

@@ -230,15 +230,15 @@ def uniform_pass(
     function of z (log and squared losses). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
-    inputs, cls, first = groups.inputs, groups.cls, groups.first
+    inputs, first = groups.inputs, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
-    if not (_all_rational(list(V)) and _all_rational(w_tok) and _all_rational(c)):
-        return None
-    if not _all_rational(inputs.prob_values):
-        return None  # symbolic p: SymPy keeps the polynomials in p
     mu_q = to_fmpq(mu) if _all_rational([mu]) else None
-    if mu_q is None and any(cj != 0 for cj in c):
-        return None
+    rational = _all_rational([*V, *w_tok, *c, *inputs.prob_values])
+    if not rational or (mu_q is None and any(cj != 0 for cj in c)):
+        # symbols in the state (symbolic p, μ with c ≠ 0): polynomials in the symbols
+        from rwsymbolic._fastpoly import polynomial_pass  # (it imports this module)
+
+        return polynomial_pass(groups, V, w_tok, c, mu, loss, gradients)
     Vq = [[to_fmpq(V[a, b]) for b in range(K)] for a in range(K)]
     tok_q = [to_fmpq(w) for w in w_tok]
     cq = [to_fmpq(x) for x in c]
@@ -255,11 +255,7 @@ def uniform_pass(
     probs = [to_fmpq(v) for v in inputs.prob_values]
     n_groups, n_p = len(first), len(probs)
     wq = groups.group_weights(probs, tree_sum)
-    rows = inputs.tokens[first]  # (G, L) tokens of each group's first input
-    ys = inputs.labels[first].tolist()
-    # tokens counted per group: T[g, s] = #{j < N: s_j = s}                              (G, K)
-    T = np.bincount((np.arange(n_groups)[:, None] * K + rows).reshape(-1), minlength=n_groups * K)
-    T = T.reshape(n_groups, K).tolist()
+    rows, ys, T = token_counts(groups)
     S = fmpq(1, N)
     # f = V X S = S Σ_s T[g, s] V[:, s]                                                   (G, K)
     F = (
@@ -335,25 +331,52 @@ def uniform_pass(
     def vector(v: list[fmpq], scale: int) -> list[sp.Expr]:
         return [to_sympy(scale * x) for x in v]
 
-    S_sp, logit_sp = to_sympy(S), to_sympy(query)
-    cls_l = cls.tolist()
-    pairs_of = [dict.fromkeys(zip(cls_l, r)) for r in rows.tolist()]  # (class, token) keys in position order
-    out: dict[str, object] = {
-        "inverse": groups.inverse,
-        "cls": cls,
-        "labels": ys,
-        "logit_of": [dict.fromkeys(pairs, logit_sp) for pairs in pairs_of],
-        "logit_query": logit_sp,
-        "S_of": [dict.fromkeys(pairs, S_sp) for pairs in pairs_of],
-        "S_query": [S_sp] * n_groups,
-        "f": [vector(f, 1) for f in fq],
-        "z": [to_sympy(z) for z in zq],
-        "weight": [to_sympy(w) for w in wq],
-        "rotation": inputs.rotation,
-        "loss_fn": loss,
-        "mean_attention": vector(mean_att, rot),
-        "mean_logits": vector(mean_logit, rot) + [logit_sp],
-        "mean_f": mean_f,
-    }
+    out = uniform_fields(groups, rows, ys, to_sympy(query), to_sympy(S))
+    out.update(
+        {
+            "f": [vector(f, 1) for f in fq],
+            "z": [to_sympy(z) for z in zq],
+            "weight": [to_sympy(w) for w in wq],
+            "loss_fn": loss,
+            "mean_attention": vector(mean_att, rot),
+            "mean_logits": vector(mean_logit, rot) + [to_sympy(query)],
+            "mean_f": mean_f,
+        }
+    )
     out.update(grad)
     return out
+
+
+def token_counts(groups: Groups) -> tuple[np.ndarray, list[int], list[list[int]]]:
+    """The tokens (G, N-1) and label of each group's first input, and T[g, s] = #{j < N: s_j = s} (G, K).
+
+    >>> from rwtasks import CircleWalk
+    >>> from rwsymbolic._expect import group_pass, rooted_walks
+    >>> inputs = rooted_walks(CircleWalk(3, 3, "1/2"))
+    >>> rows, ys, T = token_counts(Groups(inputs, np.zeros(2, dtype=np.int64), np.arange(4), np.arange(4)))
+    >>> rows.tolist(), ys, T
+    ([[0, 1], [0, 1], [0, 2], [0, 2]], [2, 0, 1, 0], [[1, 1, 0], [1, 1, 0], [1, 0, 1], [1, 0, 1]])
+    """
+    inputs, first = groups.inputs, groups.first
+    n_groups, K = len(first), inputs.K
+    rows = inputs.tokens[first]  # (G, L) tokens of each group's first input
+    T = np.bincount((np.arange(n_groups)[:, None] * K + rows).reshape(-1), minlength=n_groups * K)
+    return rows, inputs.labels[first].tolist(), T.reshape(n_groups, K).tolist()
+
+
+def uniform_fields(
+    groups: Groups, rows: np.ndarray, ys: list[int], logit: sp.Expr, S: sp.Expr
+) -> dict[str, object]:
+    """The fields of a uniform-attention pass that do not depend on V: every logit ``logit``, every S_j = ``S``."""
+    cls_l = groups.cls.tolist()
+    pairs_of = [dict.fromkeys(zip(cls_l, r)) for r in rows.tolist()]  # (class, token) keys in position order
+    return {
+        "inverse": groups.inverse,
+        "cls": groups.cls,
+        "labels": ys,
+        "logit_of": [dict.fromkeys(pairs, logit) for pairs in pairs_of],
+        "logit_query": logit,
+        "S_of": [dict.fromkeys(pairs, S) for pairs in pairs_of],
+        "S_query": [S] * len(ys),
+        "rotation": groups.inputs.rotation,
+    }

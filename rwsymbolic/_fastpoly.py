@@ -1,0 +1,365 @@
+"""Uniform-attention group passes whose state is polynomial in the task's symbols (symbolic p), in FLINT.
+
+With a symbolic transition probability p the input probabilities are polynomials in p, and so are
+V(1) and every quantity of a pass with uniform attention (S_j = 1/N: t = 0 and t = 1 from zero
+initialisation): the group weights w_g, f = S Σ_s T[g, s] V[:, s] and z_g = f_g[y_g]. SymPy multiplies
+and adds these as nested expression trees; here they are ``fmpq_mpoly`` polynomials (FLINT's sparse
+polynomials with rational coefficients, one variable per symbol), added and multiplied in C.
+
+The loss derivative ℓ'(z) = n(z)/d(z) (log and squared losses, ``rwsymbolic._fastq.rational_derivative``)
+is a rational function of z_g, so each gradient entry S Σ_g w_g ℓ'(z_g) x_g (Lemma B.1) is a sum of
+rational functions of the symbols. The entry is written as Σ_d N_d / d, one term per distinct reduced
+denominator d = d(z_g) (z_g takes few distinct values: the groups with equal z share ℓ'(z)), each
+fraction in lowest terms (polynomial gcd) with a monic denominator. One common denominator would
+multiply hundreds of denominators of degree N - 1 together; the sum of reduced fractions stays as
+large as the data. For the squared loss ℓ' is a polynomial and every entry is one polynomial.
+
+The values equal the SymPy path's (``RWSYMBOLIC_ARITHMETIC=sympy``); the trees differ (expanded
+polynomials here, SymPy's nested products there) and compare equal through
+``rwsymbolic._fastatoms.fraction_form``. A state that is not polynomial (exponential atoms, 1/p,
+undefined functions), a loss whose ℓ' is not a rational function of z with rational coefficients
+(exp, abstract, symbolic ε) or logits that are not all equal to the query's leave the pass to SymPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy as sp
+from flint import fmpq, fmpq_mpoly
+
+from rwsymbolic._atoms import free_symbols, has_atoms, has_undefined, record_plain
+from rwsymbolic._fastatoms import _add, _Canonical, _reduce, polynomial_context
+from rwsymbolic._fastq import (
+    Groups,
+    _RationalDerivative,
+    rational_derivative,
+    to_sympy,
+    token_counts,
+    tree_sum,
+    uniform_fields,
+)
+
+if TYPE_CHECKING:  # _expect imports this module; the types only
+    from rwsymbolic._expect import Loss
+
+
+class _Polynomials:
+    """SymPy <-> ``fmpq_mpoly`` over a fixed list of symbols, each conversion back made once per polynomial."""
+
+    def __init__(self, symbols: list[sp.Symbol]) -> None:
+        self.symbols = symbols
+        self.ctx = polynomial_context(symbols)
+        self.canonical = _Canonical(self.ctx, symbols)
+        self._sympy: dict[str, sp.Expr] = {}
+        self._powers: dict[tuple[int, ...], tuple[sp.Expr, ...]] = {}
+
+    def of(self, expr: sp.Expr) -> fmpq_mpoly | None:
+        """``expr`` as a polynomial, or None when it is not one (a denominator, an exponential, ...)."""
+        return self.canonical.polynomial(expr)
+
+    def constant(self, x: fmpq | int) -> fmpq_mpoly:
+        return self.ctx.constant(fmpq(x))
+
+    def sympy(self, poly: fmpq_mpoly, cache: bool = True) -> sp.Expr:
+        """The SymPy Add of the polynomial's terms, in FLINT's (lex) order, built without SymPy's sorting.
+
+        ``cache``: reuse one object per distinct polynomial (values that repeat, e.g. z of the groups).
+        """
+        key = str(poly) if cache else ""
+        hit = self._sympy.get(key) if cache else None
+        if hit is None:
+            hit = self._build(poly)
+            if cache:
+                self._sympy[key] = hit
+        return hit
+
+    def _build(self, poly: fmpq_mpoly) -> sp.Expr:
+        numbers: list[sp.Expr] = []
+        terms: list[sp.Expr] = []
+        for exps, coef in zip(poly.monoms(), poly.coeffs(), strict=True):
+            mono = self._monomial(exps)
+            if not mono:
+                numbers.append(to_sympy(coef))
+            elif coef == 1:
+                terms.append(mono[0] if len(mono) == 1 else sp.Mul._from_args(mono, True))
+            else:
+                terms.append(sp.Mul._from_args((to_sympy(coef), *mono), True))
+        args = numbers + terms  # SymPy keeps the number of a sum first
+        if len(args) < 2:
+            return args[0] if args else sp.S.Zero
+        return self._plain(sp.Add._from_args(args, True), poly)
+
+    def _monomial(self, exps: tuple[int, ...]) -> tuple[sp.Expr, ...]:
+        hit = self._powers.get(exps)
+        if hit is None:
+            hit = self._powers[exps] = tuple(
+                self.symbols[i] if e == 1 else sp.Pow(self.symbols[i], e) for i, e in enumerate(exps) if e
+            )
+        return hit
+
+    def _plain(self, expr: sp.Expr, poly: fmpq_mpoly) -> sp.Expr:
+        """``expr`` recorded as free of atoms, with the symbols of ``poly`` (later scans look it up)."""
+        symbols = frozenset(self.symbols[i] for i, e in enumerate(poly.degrees()) if e > 0)
+        return record_plain(expr, symbols)
+
+    def fraction(self, num: fmpq_mpoly, den: fmpq_mpoly, inverse_den: sp.Expr) -> sp.Expr:
+        """num / den as lc · (num / lc) · inverse_den, ``inverse_den`` the shared SymPy 1/den."""
+        lc = num.leading_coefficient()
+        body = self.sympy(num / lc, cache=False)
+        factors = [to_sympy(lc), body, inverse_den] if lc != 1 else [body, inverse_den]
+        return self._plain(sp.Mul._from_args(factors, True), num * den)
+
+    def inverse(self, den: fmpq_mpoly) -> sp.Expr:
+        """The SymPy 1/den."""
+        return self._plain(sp.Pow(self.sympy(den), -1), den)
+
+
+def _symbols(values: Sequence[sp.Expr]) -> list[sp.Symbol] | None:
+    """The symbols of ``values`` sorted by name, or None when some value has exponential atoms or undefined functions."""
+    found: set[sp.Symbol] = set()
+    for v in values:
+        if has_atoms(v) or has_undefined(v):
+            return None
+        found |= free_symbols(v)
+    return sorted(found, key=lambda s: (s.name, str(s.assumptions0)))
+
+
+def polynomial_pass(
+    groups: Groups,
+    V: sp.Matrix,
+    w_tok: list[sp.Expr],
+    c: list[sp.Expr],
+    mu: sp.Expr,
+    loss: Loss,
+    gradients: bool,
+) -> dict[str, object] | None:
+    """The fields of ``rwsymbolic._expect.GroupPass`` with polynomial entries in ``fmpq_mpoly``, or None.
+
+    Applicable when V, w_tok, c, μ (where c ≠ 0) and the input probabilities are polynomials with
+    rational coefficients in the state's symbols, every logit x_jᵀ w_tok + μ c_j equals the query's
+    μ c_N (S_j = 1/N exactly), and ℓ' is a rational function of z with rational coefficients. The
+    formulas are ``rwsymbolic._fastq.uniform_pass``'s (Lemma B.1 with e_j = 1); the gradient entries
+    are sums of reduced fractions, one per distinct denominator (module docstring).
+
+    >>> from rwsymbolic import derive
+    >>> from rwtasks import CircleWalk
+    >>> V1 = derive(CircleWalk(3, 3, "p"), 1, mu=1).states[1].V
+    >>> sp.expand(V1[0, 0])
+    5*p**2/3 - 5*p/3 + 5/6
+    """
+    inputs, first = groups.inputs, groups.first
+    K, N, L = inputs.K, inputs.N, inputs.N - 1
+    deriv = rational_derivative(loss.derivative) if gradients else None
+    if gradients and deriv is None:
+        return None
+    uses_mu = any(cj != 0 for cj in c)
+    symbols = _symbols([*V, *w_tok, *c, *inputs.prob_values, *([mu] if uses_mu else [])])
+    if symbols is None:
+        return None
+    ring = _Polynomials(symbols)
+    # the logits first (cheap): a state whose attention is not uniform is refused before V is converted
+    logit_parts = [ring.of(v) for v in [*w_tok, *c, *([mu] if uses_mu else [])]]
+    if any(x is None for x in logit_parts):
+        return None
+    tokp, cp = logit_parts[:K], logit_parts[K : K + N]
+    mup = logit_parts[-1] if uses_mu else ring.constant(0)
+    query = mup * cp[N - 1]
+    class_rep = groups.class_representatives(cp)
+    if any(tokp[s] + mup * ck != query for ck in class_rep.values() for s in range(K)):
+        return None  # attention not uniform: exponentials appear, SymPy takes over
+    polys = [ring.of(v) for v in [*V, *inputs.prob_values]]
+    if any(x is None for x in polys):
+        return None
+    Vp = [[polys[a * K + b] for b in range(K)] for a in range(K)]
+    probs = polys[K * K :]
+
+    n_groups, S = len(first), fmpq(1, N)
+    wq = groups.group_weights(probs, tree_sum)
+    rows, ys, T = token_counts(groups)
+    # f = S Σ_s T[g, s] V[:, s], one vector per distinct token count                      (G, K)
+    f_of: dict[tuple[int, ...], list[fmpq_mpoly]] = {}
+    for counts in map(tuple, T):
+        if counts not in f_of:
+            f_of[counts] = [
+                tree_sum([t * Vp[row][s] for s, t in enumerate(counts) if t]) * S for row in range(K)
+            ]
+    fq = [f_of[tuple(counts)] for counts in T]
+    zq = [fq[g][ys[g]] for g in range(n_groups)]
+    rot = K if inputs.rotation else 1
+    total_weight = tree_sum(wq)
+    weight_of: dict[tuple[int, ...], list[fmpq_mpoly]] = {}  # Σ w_g per distinct token count
+    for g, counts in enumerate(map(tuple, T)):
+        weight_of.setdefault(counts, []).append(wq[g])
+    if inputs.rotation:  # Σ_r R^r v0 = (Σ_k v0_k) 1_K
+        mean_f = [tree_sum([tree_sum(ws) * tree_sum(f_of[k]) for k, ws in weight_of.items()])] * K
+    else:
+        mean_f = [tree_sum([tree_sum(ws) * f_of[k][row] for k, ws in weight_of.items()]) for row in range(K)]
+
+    grad: dict[str, object] | None = {}
+    if gradients:
+        assert deriv is not None
+        grad = _gradients(groups, ring, deriv, loss, Vp, probs, wq, zq, ys, T)
+        if grad is None:
+            return None
+
+    S_sp, logit_sp = to_sympy(S), ring.sympy(query)
+    out: dict[str, object] = uniform_fields(groups, rows, ys, logit_sp, S_sp)
+    out.update(
+        {
+            "f": [[ring.sympy(x) for x in f] for f in fq],
+            "z": [ring.sympy(z) for z in zq],
+            "weight": [ring.sympy(w) for w in wq],
+            "loss_fn": loss,
+            "mean_attention": [ring.sympy(total_weight * S * rot)] * N,
+            "mean_logits": [ring.sympy(total_weight * query * rot)] * L + [logit_sp],
+            "mean_f": [ring.sympy(x) for x in mean_f],
+        }
+    )
+    out.update(grad)
+    return out
+
+
+def _gradients(
+    groups: Groups,
+    ring: _Polynomials,
+    deriv: _RationalDerivative,
+    loss: Loss,
+    Vp: list[list[fmpq_mpoly]],
+    probs: list[fmpq_mpoly],
+    wq: list[fmpq_mpoly],
+    zq: list[fmpq_mpoly],
+    ys: list[int],
+    T: list[list[int]],
+) -> dict[str, object] | None:
+    """E[∇_V ℓ], E[Σ_j δ_j e_{s_j}] and E[δ] as sums of reduced fractions, one per distinct denominator.
+
+    Every entry is S Σ_g ℓ'(z_g) x_g with x_g a sum of (integer count · probability value) · b, the
+    factor b being V[y_g, s] - z_g (Σ_j δ_j e_{s_j} and E[δ_j]), 1 (E[∇_V ℓ]) or -z_g (δ_N). The
+    groups with equal z share ℓ'(z) = n/d: their counts are added first (integers, per factor and
+    probability value), then each class's polynomial is multiplied by n once, and the classes with
+    equal reduced d are added into one numerator.
+    """
+    inputs, K, N, L = groups.inputs, groups.inputs.K, groups.inputs.N, groups.inputs.N - 1
+    n_p, S = len(probs), fmpq(1, N)
+    # the distinct z (classes u) and, for each, ℓ'(z) = n/d in lowest terms with d monic
+    z_index: dict[str, int] = {}
+    u_of = [z_index.setdefault(str(z), len(z_index)) for z in zq]
+    z_of = {u: zq[g] for g, u in enumerate(u_of)}
+    nd = []
+    for u in range(len(z_index)):
+        z = z_of[u]
+        if z.is_constant():  # a number: ℓ's domain is checked as SymPy checks it
+            num_c, den_c = deriv.parts(_constant_term(z))
+            if den_c == 0 or (loss.name == "log" and num_c / den_c >= 0):
+                loss.derivative(to_sympy(_constant_term(z)))  # outside ℓ's domain: SymPy's message (raises)
+                return None
+        nd.append(_reduce(*deriv.parts(z)))
+
+    nv = K if inputs.rotation else K * K  # rotation: only the diagonals of gV (their averages)
+    nt = 1 if inputs.rotation else K
+    r_tok, r_c, r_q = nv, nv + nt, nv + nt + L
+    # factor codes b = y·K + s for V[y, s] - z, ONE for 1, MINUS_Z for -z
+    ONE, MINUS_Z = K * K, K * K + 1
+    U = len(z_index)
+    u_arr, y_arr, T_arr = (np.asarray(x, dtype=np.int64) for x in (u_of, ys, T))  # T: (G, K)
+
+    def code(entry: np.ndarray | int, g: np.ndarray, b: np.ndarray | int, pi: np.ndarray) -> np.ndarray:
+        return ((entry * U + u_arr[g]) * (K * K + 2) + b) * n_p + pi
+
+    codes: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    # the inputs counted per (group, probability value)
+    gp, gp_count = np.unique(groups.inverse * n_p + inputs.prob_index, return_counts=True)
+    g_of, pi_of = np.divmod(gp, n_p)
+    codes.append(code(r_q, g_of, MINUS_Z, pi_of))  # δ_N = -ℓ'(z) S z
+    counts.append(gp_count)
+    for s in range(K):
+        t = T_arr[g_of, s]
+        sel = t > 0
+        g, pi, cnt = g_of[sel], pi_of[sel], gp_count[sel] * t[sel]
+        y = y_arr[g]
+        # E[∇_V ℓ]: gV[y, s] = S Σ_g w_g ℓ'(z_g) T[g, s]
+        codes.append(code((y - s) % K if inputs.rotation else y * K + s, g, ONE, pi))
+        counts.append(cnt)
+        # Σ_j δ_j e_{s_j} = S Σ_g w_g ℓ'(z_g) T[g, s] (V[y_g, s] - z_g)
+        codes.append(code(r_tok + (0 if inputs.rotation else s), g, y * K + s, pi))
+        counts.append(cnt)
+    # E[δ_j] = S Σ_{inputs} prob ℓ'(z) (V[y, s_j] - z), counted per (group, position, token, prob)
+    gj, s_j, pi, cnt = groups.position_combos(n_p)
+    g, j = np.divmod(gj, L)
+    codes.append(code(r_c + j, g, y_arr[g] * K + s_j, pi))
+    counts.append(cnt)
+    uniq, inv = np.unique(np.concatenate(codes), return_inverse=True)
+    sums = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(sums, inv.reshape(-1), np.concatenate(counts))
+    rest, pis = np.divmod(uniq, n_p)  # sorted: the terms of one (entry, u, b) are adjacent
+
+    # A[entry, u] = Σ_b (Σ_pi count · prob) · b
+    acc: dict[tuple[int, int], list[fmpq_mpoly]] = {}
+    starts = np.flatnonzero(np.r_[True, rest[1:] != rest[:-1]]).tolist() + [len(rest)]
+    rest_l, pis_l, sums_l = rest.tolist(), pis.tolist(), sums.tolist()
+    for a, b_end in zip(starts[:-1], starts[1:], strict=True):
+        eu, b = divmod(rest_l[a], K * K + 2)
+        entry, u = divmod(eu, U)
+        weight = tree_sum([sums_l[i] * probs[pis_l[i]] for i in range(a, b_end)])
+        if b == ONE:
+            term = weight
+        elif b == MINUS_Z:
+            term = -weight * z_of[u]
+        else:
+            term = weight * (Vp[b // K][b % K] - z_of[u])
+        acc.setdefault((entry, u), []).append(term)
+
+    # numerators per (entry, reduced denominator): Σ_u n_u A[entry, u]
+    den_index: dict[str, int] = {}
+    dens: list[fmpq_mpoly] = []
+    for _, d in nd:
+        if den_index.setdefault(str(d), len(dens)) == len(dens):
+            dens.append(d)
+    d_of = [den_index[str(d)] for _, d in nd]
+    numer: dict[tuple[int, int], list[fmpq_mpoly]] = {}
+    for (entry, u), terms in acc.items():
+        numer.setdefault((entry, d_of[u]), []).append(nd[u][0] * tree_sum(terms))
+    rot = K if inputs.rotation else 1
+    inverse = [None if d.is_one() else ring.inverse(d) for d in dens]
+    univariate = ring.ctx.nvars() == 1
+    fractions: list[list[sp.Expr]] = [[] for _ in range(r_q + 1)]
+    whole: list[list[fmpq_mpoly]] = [[] for _ in range(r_q + 1)]  # polynomial parts
+    for (entry, di), terms in sorted(numer.items()):
+        d = dens[di]
+        num = tree_sum(terms) * (S * (rot if entry >= r_c else 1))  # E[δ] sums over the K rotations
+        if d.is_one():
+            whole[entry].append(num)
+            continue
+        if univariate:  # num/d = q + r/d with deg r < deg d: the quotients join the polynomial part
+            q, num = divmod(num, d)
+            whole[entry].append(q)
+        num, den = _reduce(num, d)
+        if num.is_zero():
+            continue
+        if den.is_one():  # the numerator is a multiple of the denominator
+            whole[entry].append(num)
+            continue
+        inv = (
+            inverse[di] if str(den) == str(d) else ring.inverse(den)
+        )  # a cancelled factor: a new denominator
+        assert inv is not None
+        fractions[entry].append(ring.fraction(num, den, inv))
+    values = [_add([ring.sympy(tree_sum(w)), *f]) for w, f in zip(whole, fractions, strict=True)]
+    out: dict[str, object] = {}
+    if inputs.rotation:  # Σ_r R^r G0 R^-r: entry (i, j) is the sum of G0's diagonal i - j (mod K)
+        out["grad_V"] = sp.Matrix(K, K, lambda i, j: values[(i - j) % K])
+        out["grad_tok"] = [values[r_tok]] * K
+    else:
+        out["grad_V"] = sp.Matrix(K, K, lambda i, j: values[i * K + j])
+        out["grad_tok"] = values[r_tok:r_c]
+    out["grad_c"] = values[r_c:]
+    return out
+
+
+def _constant_term(poly: fmpq_mpoly) -> fmpq:
+    """The constant coefficient of a polynomial."""
+    return poly.to_dict().get((0,) * poly.context().nvars(), fmpq(0))
