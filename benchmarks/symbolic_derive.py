@@ -7,7 +7,8 @@ same grouped engine over all K·2^(N-1) walks (the enumeration baseline). V(1) f
 reach of any enumeration (2^63 walks) and is the closed form's job (rwsymbolic._circle_linear), not
 derive's. The second: the same exact steps with python-flint's rationals (the default) against the
 pure SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``), each timed in a fresh process, and their ratio;
-step 3 is θ(3) in the engine's atom form (exponentials of step 2 as named atoms), at K = 6, N = 12 by
+the symbolic-p row has polynomials in p for probabilities and V(1) (``rwsymbolic._fastpoly``); step 3
+is θ(3) in the engine's atom form (exponentials of step 2 as named atoms), at K = 6, N = 12 by
 default (the SymPy side then takes several minutes). The two paths return equal values written as
 different trees from step 3 on (``rwsymbolic._fastatoms``; compared in tests/test_symbolic_flint.py).
 """
@@ -53,6 +54,8 @@ def _measure(case: str) -> float:
     """Seconds of one arithmetic-comparison case in this process (``--measure``)."""
     if case.startswith("step3:"):
         return _step3(CircleWalk(6, int(case.split(":")[1]), "7/10"))
+    if case == "symbolic-p":
+        return _v2_w2(CircleWalk(6, 16, "p"), "1/2", rotate=True)
     return _v2_w2(CircleWalk(6, 16, "7/10"), case, rotate=True)
 
 
@@ -66,8 +69,11 @@ def _arithmetic_table(step3_N: int) -> None:
     cases = [
         ("V(2), w(2), K=6, N=16, p=7/10, mu=1/2", "1/2"),
         ("V(2), w(2), K=6, N=16, p=7/10, mu symbolic", "mu"),
+        ("V(2), w(2), K=6, N=16, p symbolic, mu=1/2", "symbolic-p"),
         (f"θ(3) (atom form), K=6, N={step3_N}, p=7/10, mu=1/2", f"step3:{step3_N}"),
     ]
+    print()
+    print(f"load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print("| benchmark (rotation + grouping) | SymPy rationals (s) | python-flint (s) | ratio |")
     print("| --- | --- | --- | --- |")

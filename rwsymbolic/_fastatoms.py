@@ -496,11 +496,19 @@ class _Canonical:
                 acc = self._mul(acc, base)
             return acc
         # any other function: kept, with canonical arguments, as an opaque factor
-        key = (type(expr).__name__, tuple(self._single(a) for a in expr.args))
+        args = [self._single(a) for a in expr.args]
+        numbers = [a for a in args if isinstance(a, tuple) and len(a) == 3 and a[2] is not None]
+        if isinstance(expr, sp.Function) and args and len(numbers) == len(args):
+            # arguments that are numbers in value (p + (1 - p) = 1): SymPy's value of the function there
+            at_numbers = expr.func(*(a[2] for a in numbers))
+            if at_numbers != expr:
+                return self.value(at_numbers)
+        key = (type(expr).__name__, tuple(a[:2] if isinstance(a, tuple) and len(a) == 3 else a for a in args))
         return {key: self._fractions(self.one, self.one)}
 
     def _single(self, arg: sp.Basic) -> object:
-        """An argument of an opaque function as one reduced fraction (or its own opaque form)."""
+        """An argument of an opaque function as one reduced fraction (n, q, the SymPy number n/q when
+        constant) or its own opaque form."""
         if not isinstance(arg, sp.Expr) or arg.is_Relational:
             if isinstance(arg, sp.Basic) and arg.args:
                 return (type(arg).__name__, tuple(self._single(a) for a in arg.args))
@@ -509,7 +517,11 @@ class _Canonical:
         if set(value) - {()}:
             return _frozen(value)
         n, q = self._combine(value.get((), {}))
-        return (str(n), str(q))
+        number = None
+        if n.is_constant() and q.is_constant():
+            constant = n.to_dict().get((0,) * self.ctx.nvars(), fmpq(0)) / q.leading_coefficient()
+            number = to_sympy(constant)
+        return (str(n), str(q), number)
 
     def _fractions(self, n: fmpq_mpoly, q: fmpq_mpoly) -> dict:
         n, q = _reduce(n, q)

@@ -63,11 +63,14 @@ class _Polynomials:
     def constant(self, x: fmpq | int) -> fmpq_mpoly:
         return self.ctx.constant(fmpq(x))
 
-    def sympy(self, poly: fmpq_mpoly, cache: bool = True) -> sp.Expr:
+    def sympy(self, poly: fmpq_mpoly | fmpq, cache: bool = True) -> sp.Expr:
         """The SymPy Add of the polynomial's terms, in FLINT's (lex) order, built without SymPy's sorting.
 
         ``cache``: reuse one object per distinct polynomial (values that repeat, e.g. z of the groups).
+        An ``fmpq`` (``tree_sum`` of no terms) is its SymPy Rational.
         """
+        if isinstance(poly, fmpq):
+            return to_sympy(poly)
         key = str(poly) if cache else ""
         hit = self._sympy.get(key) if cache else None
         if hit is None:
@@ -79,18 +82,18 @@ class _Polynomials:
     def _build(self, poly: fmpq_mpoly) -> sp.Expr:
         numbers: list[sp.Expr] = []
         terms: list[sp.Expr] = []
-        for exps, coef in zip(poly.monoms(), poly.coeffs(), strict=True):
+        for exps, c in zip(poly.monoms(), poly.coeffs(), strict=True):
             mono = self._monomial(exps)
             if not mono:
-                numbers.append(to_sympy(coef))
-            elif coef == 1:
+                numbers.append(to_sympy(c))
+            elif c == 1:
                 terms.append(mono[0] if len(mono) == 1 else sp.Mul._from_args(mono, True))
             else:
-                terms.append(sp.Mul._from_args((to_sympy(coef), *mono), True))
+                terms.append(sp.Mul._from_args((to_sympy(c), *mono), True))
         args = numbers + terms  # SymPy keeps the number of a sum first
         if len(args) < 2:
             return args[0] if args else sp.S.Zero
-        return self._plain(sp.Add._from_args(args, True), poly)
+        return record_plain(sp.Add._from_args(args, True), self._used(poly))
 
     def _monomial(self, exps: tuple[int, ...]) -> tuple[sp.Expr, ...]:
         hit = self._powers.get(exps)
@@ -100,21 +103,20 @@ class _Polynomials:
             )
         return hit
 
-    def _plain(self, expr: sp.Expr, poly: fmpq_mpoly) -> sp.Expr:
-        """``expr`` recorded as free of atoms, with the symbols of ``poly`` (later scans look it up)."""
-        symbols = frozenset(self.symbols[i] for i, e in enumerate(poly.degrees()) if e > 0)
-        return record_plain(expr, symbols)
+    def _used(self, poly: fmpq_mpoly) -> frozenset:
+        """The symbols that occur in ``poly``."""
+        return frozenset(self.symbols[i] for i, e in enumerate(poly.degrees()) if e > 0)
 
     def fraction(self, num: fmpq_mpoly, den: fmpq_mpoly, inverse_den: sp.Expr) -> sp.Expr:
-        """num / den as lc · (num / lc) · inverse_den, ``inverse_den`` the shared SymPy 1/den."""
+        """num / den as lc · (num / lc) · ``inverse_den`` (the shared SymPy 1/den), lc num's leading coefficient."""
         lc = num.leading_coefficient()
-        body = self.sympy(num / lc, cache=False)
+        body = self._build(num / lc)
         factors = [to_sympy(lc), body, inverse_den] if lc != 1 else [body, inverse_den]
-        return self._plain(sp.Mul._from_args(factors, True), num * den)
+        return record_plain(sp.Mul._from_args(factors, True), self._used(num) | self._used(den))
 
     def inverse(self, den: fmpq_mpoly) -> sp.Expr:
         """The SymPy 1/den."""
-        return self._plain(sp.Pow(self.sympy(den), -1), den)
+        return record_plain(sp.Pow(self.sympy(den), -1), self._used(den))
 
 
 def _symbols(values: Sequence[sp.Expr]) -> list[sp.Symbol] | None:

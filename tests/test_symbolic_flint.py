@@ -20,12 +20,12 @@ import sympy as sp
 from flint import fmpq
 
 from rwsymbolic import _fastq, derive
-from rwsymbolic._atoms import expand_atoms, has_atoms
+from rwsymbolic._atoms import definition, expand_atoms, has_atoms
 from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import _unique_rows, exact_sum
+from rwsymbolic._expect import _unique_rows, exact_sum, group_pass, population_inputs
 from rwsymbolic._fastatoms import atom_pass, descend, fraction_form
 from rwsymbolic._fastq import ARITHMETIC_ENV, rational_derivative, tree_sum, uniform_pass, use_flint
-from rwtasks import CircleWalk, qa_task1
+from rwtasks import CircleWalk, lazy_circle_walk, majority_task, qa_task1
 
 _VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
 _PER_INPUT = ("logits", "S", "f", "z")
@@ -165,19 +165,186 @@ def test_losses_without_a_rational_derivative_fall_back_to_sympy(monkeypatch, lo
     assert not any(taken[:2]) and with_atoms[:2] == [False, False]
 
 
-def test_symbolic_p_and_symbolic_eps_stay_in_sympy(monkeypatch):
+def test_symbolic_eps_stays_in_sympy(monkeypatch):
     taken = _count_fast_passes(monkeypatch)
     with_atoms = _count_fast_passes(monkeypatch, "atom_pass")
     names = ("V", "w_tok", "c", "mean_attention")
-    reference, fast = _both_paths(monkeypatch, CircleWalk(3, 4, "p"), 2, per_input=False, names=names)
-    assert fast == reference
-    assert with_atoms == [False, False, False]  # the probabilities are polynomials in p
     reference, fast = _both_paths(
         monkeypatch, CircleWalk(3, 4, "1/3"), 2, eps="eps", per_input=False, names=names
     )
     assert fast == reference
-    assert len(taken) == 6 and not any(taken)  # polynomials in p; ℓ' = -1/(z + eps) not rational in z
-    assert with_atoms[3:] == [False, False, False]  # V(2) is a function of eps
+    assert (
+        taken == [False] * 3
+    )  # ℓ' = -1/(z + eps) is not a rational function of z with rational coefficients
+    assert with_atoms == [False] * 3  # V(2) is a function of eps
+
+
+def _same_value(a, b) -> bool:
+    """Equal values, entry by entry: the canonical form of a - b has no term (exact polynomial arithmetic)."""
+    if isinstance(a, (sp.MatrixBase, list, tuple)):
+        a, b = list(a), list(b)
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    return fraction_form(sp.sympify(a) - sp.sympify(b))[1] == frozenset()
+
+
+def _entries(value) -> list:
+    if isinstance(value, (sp.MatrixBase, list, tuple)):
+        return [e for v in value for e in _entries(v)]
+    return [sp.sympify(value)]
+
+
+def _renamed(value, names: dict):
+    if isinstance(value, (sp.MatrixBase, list, tuple)):
+        return [_renamed(v, names) for v in value]
+    return sp.sympify(value).xreplace(names)
+
+
+def _same_values_up_to_atom_names(fast: list, reference: list) -> bool:
+    """Equal values when each named atom exp(a) of ``fast`` is read as the atom of ``reference`` whose
+    exponent has a's value (the two paths write equal logits as different trees, hence name them apart)."""
+    atoms = [
+        {a for v in values for e in _entries(v) for a in e.atoms(sp.Dummy) if definition(a) is not None}
+        for values in (fast, reference)
+    ]
+    names = {}
+    for a in atoms[0]:
+        same = [b for b in atoms[1] if _same_value(definition(a), definition(b))]
+        if len(same) != 1:
+            return False
+        names[a] = same[0]
+    return all(_same_value(_renamed(x, names), y) for x, y in zip(fast, reference, strict=True))
+
+
+def _values_at(task, names, per_input, **kw) -> list:
+    """Every value at t = 0 and t = 1 (the polynomial passes) and θ(2) (built from their gradients)."""
+    tr = derive(task, 2, **kw)
+    names = names + (_PER_INPUT if per_input else ())
+    return [(s.t, name, s.atom_form(name)) for s in tr.states[:2] for name in names] + [
+        (2, name, tr.states[2].atom_form(name)) for name in ("V", "w_tok", "c")
+    ]
+
+
+_SYMBOLIC_P = [
+    (3, 4, "1/2", "log", True),
+    (4, 5, "mu", "log", True),
+    (4, 4, "3/2", "squared", False),
+    (5, 5, "mu", "squared", True),
+    (3, 5, "1/2", "log", False),
+    (5, 6, "2", "log", True),
+]
+_NO_ACCURACY = tuple(n for n in _VALUES if n != "accuracy")
+
+
+@pytest.mark.parametrize(("K", "N", "mu", "loss", "rotate"), _SYMBOLIC_P)
+def test_symbolic_p_steps_equal_sympy_steps(monkeypatch, K, N, mu, loss, rotate):
+    # t = 0 and t = 1 (uniform attention, polynomials in p) run in fmpq_mpoly, and θ(2) is built from them.
+    taken = _count_fast_passes(monkeypatch)
+    task = CircleWalk(K, N, "p")
+    kw = {"mu": mu, "loss": loss, "rotate": rotate}
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = _values_at(task, _NO_ACCURACY, K * N <= 20, **kw)
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    fast = _values_at(task, _NO_ACCURACY, K * N <= 20, **kw)
+    assert taken == [True, True]
+    assert [key[:2] for key in fast] == [key[:2] for key in reference]
+    assert all(_same_value(a[2], b[2]) for a, b in zip(fast, reference, strict=True))
+    # the two writings differ: expanded polynomials and reduced fractions here, SymPy's nested products there
+    assert fast[-3][2] != reference[-3][2]
+
+
+@pytest.mark.parametrize(("K", "N", "rotate"), [(3, 4, True), (4, 4, False)])
+def test_symbolic_p_accuracy_agrees_at_rational_points(monkeypatch, K, N, rotate):
+    # The accuracy is a Piecewise in p where argmax comparisons involve p; an exact tie of two expanded
+    # polynomials is an integer count here. Both agree at every p: compared at rational points.
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = [s.accuracy for s in derive(CircleWalk(K, N, "p"), 1, rotate=rotate).states]
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    tr = derive(CircleWalk(K, N, "p"), 1, rotate=rotate)
+    fast = [s.accuracy for s in tr.states]
+    for value in (sp.Rational(1, 5), sp.Rational(1, 2), sp.Rational(5, 7)):
+        at = {tr.task.p: value}
+        assert [a.xreplace(at) for a in fast] == [b.xreplace(at) for b in reference]
+
+
+@pytest.mark.parametrize(("K", "N", "loss", "rotate"), [(3, 4, "log", True), (4, 5, "squared", False)])
+def test_symbolic_p_at_a_rational_value_is_the_rational_p_run(monkeypatch, K, N, loss, rotate):
+    # Independent of the fraction forms: p = 1/3 substituted into the symbolic θ(2) (SymPy evaluates) is
+    # exactly θ(2) of the run with p = 1/3 (the fmpq pass, already compared with SymPy above).
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    taken = _count_fast_passes(monkeypatch)
+    symbolic = derive(CircleWalk(K, N, "p"), 2, mu="1/2", loss=loss, rotate=rotate)
+    rational = derive(CircleWalk(K, N, "1/3"), 2, mu="1/2", loss=loss, rotate=rotate)
+    at = {symbolic.task.p: sp.Rational(1, 3)}
+    for name in ("V", "w_tok", "c"):
+        for t in (1, 2):
+            got = [v.xreplace(at) for v in getattr(symbolic.states[t], name)]
+            assert got == list(getattr(rational.states[t], name))
+            assert all(v.is_Rational for v in got)
+    assert taken == [True] * 4  # t = 0, 1 of the symbolic run, then of the rational one
+
+
+def test_third_step_from_symbolic_p_equals_sympy(monkeypatch):
+    # θ(3) is built by SymPy's pass at t = 2 on either arithmetic's θ(2): equal values.
+    def theta3() -> list:
+        tr = derive(CircleWalk(3, 4, "p"), 3, mu="1/2")
+        return [tr.states[3].atom_form(name) for name in ("V", "w_tok", "c")]
+
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = theta3()
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    fast = theta3()
+    assert _same_values_up_to_atom_names(fast, reference)
+
+
+@pytest.mark.parametrize(
+    "task",
+    [lazy_circle_walk(3, 3, "p", "q"), majority_task(3, "q")],
+    ids=["lazy-circle-p-q", "majority-q"],
+)
+def test_tasks_with_symbolic_probabilities_equal_sympy(monkeypatch, task):
+    # two symbols (a multivariate fmpq_mpoly ring), and a task that is not a circle walk
+    taken = _count_fast_passes(monkeypatch)
+    monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
+    reference = _values_at(task, _NO_ACCURACY, True, mu="1/2")
+    monkeypatch.setenv(ARITHMETIC_ENV, "flint")
+    fast = _values_at(task, _NO_ACCURACY, True, mu="1/2")
+    assert taken == [True, True]
+    assert all(_same_value(a[2], b[2]) for a, b in zip(fast, reference, strict=True))
+
+
+def test_symbolic_mu_through_equal_logits_takes_the_polynomial_pass(monkeypatch):
+    # c_j = 1/2 for every j, w_tok = 0: every logit is μ/2 with μ a symbol, so S_j = 1/N and the logits
+    # are polynomials in μ; V rational, the probabilities polynomials in p.
+    taken = _count_fast_passes(monkeypatch)
+    mu, eps = sp.Symbol("mu", positive=True), sp.Rational(1, 10)
+    task = CircleWalk(3, 4, "p")
+    inputs = population_inputs(task.population())
+    V = sp.Matrix(3, 3, lambda a, b: sp.Rational(3 * a - 2 * b + 5, 4 + a + b))
+    state = (V, [sp.Integer(0)] * 3, [sp.Rational(1, 2)] * 4)
+    passes = []
+    for arithmetic in ("sympy", "flint"):
+        monkeypatch.setenv(ARITHMETIC_ENV, arithmetic)
+        passes.append(group_pass(inputs, *state, mu, make_loss("log", eps), True))
+    reference, fast = passes
+    assert taken == [True]  # the SymPy pass does not call it
+    assert fast.mean_logits == [mu / 2] * 4
+    for name in ("grad_V", "grad_tok", "grad_c", "mean_logits", "mean_attention", "mean_f", "z"):
+        assert _same_value(getattr(fast, name), getattr(reference, name)), name
+
+
+def test_a_state_that_is_not_polynomial_is_left_to_sympy(monkeypatch):
+    # V with 1/p entries: not a polynomial in p, so the pass declines and SymPy computes it.
+    taken = _count_fast_passes(monkeypatch)
+    task = CircleWalk(3, 3, "p")
+    p = task.p
+    inputs = population_inputs(task.population())
+    state = (sp.Matrix(3, 3, lambda a, b: (a + 1) / (p + b + 1)), [sp.Integer(0)] * 3, [sp.Integer(0)] * 3)
+    passes = []
+    for arithmetic in ("sympy", "flint"):
+        monkeypatch.setenv(ARITHMETIC_ENV, arithmetic)
+        passes.append(group_pass(inputs, *state, sp.Integer(1), make_loss("log", sp.Rational(1, 10)), True))
+    assert taken == [False]
+    assert passes[0].grad_V == passes[1].grad_V
 
 
 @pytest.mark.parametrize(("K", "N", "p"), [(3, 4, "1/3"), (4, 6, "7/10"), (5, 5, "1/2")])
