@@ -56,9 +56,15 @@ class _Polynomials:
         self._sympy: dict[str, sp.Expr] = {}
         self._powers: dict[tuple[int, ...], tuple[sp.Expr, ...]] = {}
 
-    def of(self, expr: sp.Expr) -> fmpq_mpoly | None:
-        """``expr`` as a polynomial, or None when it is not one (a denominator, an exponential, ...)."""
-        return self.canonical.polynomial(expr)
+    def of(self, values: Sequence[sp.Expr]) -> list[fmpq_mpoly] | None:
+        """``values`` as polynomials, or None when one is not (a denominator, an exponential, ...)."""
+        out = []
+        for v in values:
+            poly = self.canonical.polynomial(v)
+            if poly is None:
+                return None
+            out.append(poly)
+        return out
 
     def constant(self, x: fmpq | int) -> fmpq_mpoly:
         return self.ctx.constant(fmpq(x))
@@ -148,9 +154,9 @@ def polynomial_pass(
 
     >>> from rwsymbolic import derive
     >>> from rwtasks import CircleWalk
-    >>> V1 = derive(CircleWalk(3, 3, "p"), 1, mu=1).states[1].V
-    >>> sp.expand(V1[0, 0])
-    5*p**2/3 - 5*p/3 + 5/6
+    >>> V1 = derive(CircleWalk(3, 3, "p"), 1, mu=1).states[1].V  # the pass at t = 0, in fmpq_mpoly
+    >>> V1[0, 0]  # Lemma C.1: (η/(εNK)) [(Πᵀ)² + Πᵀ]_00 = (10/9) 2p(1 - p)
+    -20*p**2/9 + 20*p/9
     """
     inputs, first = groups.inputs, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
@@ -163,8 +169,8 @@ def polynomial_pass(
         return None
     ring = _Polynomials(symbols)
     # the logits first (cheap): a state whose attention is not uniform is refused before V is converted
-    logit_parts = [ring.of(v) for v in [*w_tok, *c, *([mu] if uses_mu else [])]]
-    if any(x is None for x in logit_parts):
+    logit_parts = ring.of([*w_tok, *c, *([mu] if uses_mu else [])])
+    if logit_parts is None:
         return None
     tokp, cp = logit_parts[:K], logit_parts[K : K + N]
     mup = logit_parts[-1] if uses_mu else ring.constant(0)
@@ -172,8 +178,8 @@ def polynomial_pass(
     class_rep = groups.class_representatives(cp)
     if any(tokp[s] + mup * ck != query for ck in class_rep.values() for s in range(K)):
         return None  # attention not uniform: exponentials appear, SymPy takes over
-    polys = [ring.of(v) for v in [*V, *inputs.prob_values]]
-    if any(x is None for x in polys):
+    polys = ring.of([*V, *inputs.prob_values])
+    if polys is None:
         return None
     Vp = [[polys[a * K + b] for b in range(K)] for a in range(K)]
     probs = polys[K * K :]
@@ -200,12 +206,9 @@ def polynomial_pass(
     else:
         mean_f = [tree_sum([tree_sum(ws) * f_of[k][row] for k, ws in weight_of.items()]) for row in range(K)]
 
-    grad: dict[str, object] | None = {}
-    if gradients:
-        assert deriv is not None
-        grad = _gradients(groups, ring, deriv, loss, Vp, probs, wq, zq, ys, T)
-        if grad is None:
-            return None
+    grad = _gradients(groups, ring, deriv, loss, Vp, probs, wq, zq, ys, T) if deriv is not None else {}
+    if grad is None:
+        return None  # z outside ℓ's domain: SymPy's path reports it
 
     S_sp, logit_sp = to_sympy(S), ring.sympy(query)
     out: dict[str, object] = uniform_fields(groups, rows, ys, logit_sp, S_sp)

@@ -23,11 +23,11 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import sympy as sp
-from flint import fmpq, fmpq_mat
+from flint import fmpq, fmpq_mat, fmpq_mpoly
 
 if TYPE_CHECKING:  # _expect imports this module; the types only
     from rwsymbolic._expect import Loss, SummedPopulation
@@ -65,8 +65,12 @@ def to_sympy(x: fmpq) -> sp.Rational:
     return _COPRIME(p, q) if _COPRIME is not None else sp.Rational(p, q)
 
 
-def tree_sum(terms: Sequence[fmpq]) -> fmpq:
-    """Σ terms added pairwise as a balanced tree.
+#: An exact FLINT value: a rational, or a polynomial with rational coefficients (``rwsymbolic._fastpoly``).
+Exact = TypeVar("Exact", fmpq, fmpq_mpoly)
+
+
+def tree_sum(terms: Sequence[Exact]) -> Exact:
+    """Σ terms added pairwise as a balanced tree (``fmpq`` 0 for no terms).
 
     Adding thousands of fractions with distinct denominators one by one makes every partial sum as
     long as the final one (quadratic work); pairing keeps the operands of each addition of similar
@@ -77,7 +81,7 @@ def tree_sum(terms: Sequence[fmpq]) -> fmpq:
     """
     level = list(terms)
     if not level:
-        return fmpq(0)
+        return cast(Any, fmpq(0))  # no polynomial ring to take a zero from
     while len(level) > 1:
         nxt = [a + b for a, b in zip(level[::2], level[1::2])]
         if len(level) % 2:
@@ -172,13 +176,14 @@ class _RationalDerivative:
         self.num, self.den = num, den  # coefficients, highest degree first
 
     @staticmethod
-    def _horner(coeffs: list[fmpq], z: fmpq) -> fmpq:
-        acc = fmpq(0)
+    def _horner(coeffs: list[fmpq], z: Exact) -> Exact:
+        acc = z * 0
         for a in coeffs:
             acc = acc * z + a
         return acc
 
-    def parts(self, z: fmpq) -> tuple[fmpq, fmpq]:
+    def parts(self, z: Exact) -> tuple[Exact, Exact]:
+        """(num(z), den(z)) for a rational or a polynomial z."""
         return self._horner(self.num, z), self._horner(self.den, z)
 
 
@@ -351,11 +356,11 @@ def token_counts(groups: Groups) -> tuple[np.ndarray, list[int], list[list[int]]
     """The tokens (G, N-1) and label of each group's first input, and T[g, s] = #{j < N: s_j = s} (G, K).
 
     >>> from rwtasks import CircleWalk
-    >>> from rwsymbolic._expect import group_pass, rooted_walks
-    >>> inputs = rooted_walks(CircleWalk(3, 3, "1/2"))
+    >>> from rwsymbolic._expect import rooted_walks
+    >>> inputs = rooted_walks(CircleWalk(3, 3, "1/2"))  # walks 0 2 1, 0 1 0, 0 2 0, 0 1 2: one group each
     >>> rows, ys, T = token_counts(Groups(inputs, np.zeros(2, dtype=np.int64), np.arange(4), np.arange(4)))
     >>> rows.tolist(), ys, T
-    ([[0, 1], [0, 1], [0, 2], [0, 2]], [2, 0, 1, 0], [[1, 1, 0], [1, 1, 0], [1, 0, 1], [1, 0, 1]])
+    ([[0, 2], [0, 1], [0, 2], [0, 1]], [1, 0, 0, 2], [[1, 0, 1], [1, 1, 0], [1, 0, 1], [1, 1, 0]])
     """
     inputs, first = groups.inputs, groups.first
     n_groups, K = len(first), inputs.K
