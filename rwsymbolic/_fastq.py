@@ -6,15 +6,18 @@ does the same exact arithmetic in C. Two places use it:
 
 * ``rational_sum``: the rational terms of ``rwsymbolic._expect.exact_sum`` are added as ``fmpq``
   (every step, exponential atoms or not);
-* ``uniform_pass``: a whole group pass when its state is rational and every logit equals the query's,
-  so the attention is exactly uniform (S_j = 1/N, no exponential appears). From zero initialisation
-  that is every state with w(t) = 0, i.e. t = 0 and t = 1 (Lemma C.1's first value step).
+* ``uniform_pass``: a whole group pass when every logit equals the query's, so the attention is
+  exactly uniform (S_j = 1/N, no exponential appears). From zero initialisation that is every state
+  with w(t) = 0, i.e. t = 0 and t = 1 (Lemma C.1's first value step).
 
-Every value handed back is a SymPy ``Rational`` equal to what SymPy computes (rationals have one
-reduced form, so the objects are identical). Passes whose attention has exponential atoms are
-``rwsymbolic._fastatoms``' (equal values, another expression tree); states with symbols other than μ
-(symbolic p) keep SymPy's expressions; ``RWSYMBOLIC_ARITHMETIC=sympy`` forces SymPy everywhere (the
-reference path, used by the benchmarks and the tests that compare the two).
+For a rational state every value handed back is a SymPy ``Rational`` equal to what SymPy computes
+(rationals have one reduced form, so the objects are identical). A state with symbols (symbolic p, or
+μ entering through equal logits) is polynomial in them: ``uniform_pass`` hands it to
+``rwsymbolic._fastpoly`` (FLINT's ``fmpq_mpoly``; equal values, expanded polynomials and sums of
+reduced fractions as the expression trees). Passes whose attention has exponential atoms are
+``rwsymbolic._fastatoms``' (equal values, another expression tree); ``RWSYMBOLIC_ARITHMETIC=sympy``
+forces SymPy everywhere (the reference path, used by the benchmarks and the tests that compare the
+two).
 """
 
 from __future__ import annotations
@@ -232,7 +235,8 @@ def uniform_pass(
 
     Applicable when V, w_tok, c and the input probabilities are rational, μ is rational or c = 0, every
     logit x_jᵀ w_tok + μ c_j equals the query's μ c_N (so S_j = 1/N exactly), and ℓ' is a rational
-    function of z (log and squared losses). The same formulas as ``group_pass`` with e_j = 1:
+    function of z (log and squared losses). A state with symbols goes to
+    ``rwsymbolic._fastpoly.polynomial_pass`` (the same conditions, polynomials for rationals). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
     inputs, first = groups.inputs, groups.first
