@@ -33,6 +33,7 @@ from flint import fmpq, fmpq_mpoly
 from rwsymbolic._atoms import free_symbols, has_atoms, has_undefined, record_plain
 from rwsymbolic._fastatoms import _add, _Canonical, _reduce, polynomial_context
 from rwsymbolic._fastq import (
+    _COPRIME,
     Groups,
     _RationalDerivative,
     rational_derivative,
@@ -55,6 +56,7 @@ class _Polynomials:
         self.canonical = _Canonical(self.ctx, symbols)
         self._sympy: dict[str, sp.Expr] = {}
         self._powers: dict[tuple[int, ...], tuple[sp.Expr, ...]] = {}
+        self._all = frozenset(symbols)
 
     def of(self, values: Sequence[sp.Expr]) -> list[fmpq_mpoly] | None:
         """``values`` as polynomials, or None when one is not (a denominator, an exponential, ...)."""
@@ -88,14 +90,16 @@ class _Polynomials:
     def _build(self, poly: fmpq_mpoly) -> sp.Expr:
         numbers: list[sp.Expr] = []
         terms: list[sp.Expr] = []
+        monomial, coprime = self._monomial, _COPRIME
         for exps, c in zip(poly.monoms(), poly.coeffs(), strict=True):
-            mono = self._monomial(exps)
+            mono = monomial(exps)
             if not mono:
                 numbers.append(to_sympy(c))
             elif c == 1:
                 terms.append(mono[0] if len(mono) == 1 else sp.Mul._from_args(mono, True))
             else:
-                terms.append(sp.Mul._from_args((to_sympy(c), *mono), True))
+                coef = coprime(int(c.p), int(c.q)) if coprime is not None else to_sympy(c)
+                terms.append(sp.Mul._from_args((coef, *mono), True))
         args = numbers + terms  # SymPy keeps the number of a sum first
         if len(args) < 2:
             return args[0] if args else sp.S.Zero
@@ -111,6 +115,8 @@ class _Polynomials:
 
     def _used(self, poly: fmpq_mpoly) -> frozenset:
         """The symbols that occur in ``poly``."""
+        if len(self.symbols) == 1:
+            return frozenset() if poly.is_constant() else self._all
         return frozenset(self.symbols[i] for i, e in enumerate(poly.degrees()) if e > 0)
 
     def fraction(self, num: fmpq_mpoly, den: fmpq_mpoly, inverse_den: sp.Expr) -> sp.Expr:
