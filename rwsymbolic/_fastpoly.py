@@ -8,11 +8,16 @@ polynomials with rational coefficients, one variable per symbol), added and mult
 
 The loss derivative ℓ'(z) = n(z)/d(z) (log and squared losses, ``rwsymbolic._fastq.rational_derivative``)
 is a rational function of z_g, so each gradient entry S Σ_g w_g ℓ'(z_g) x_g (Lemma B.1) is a sum of
-rational functions of the symbols. The entry is written as Σ_d N_d / d, one term per distinct reduced
-denominator d = d(z_g) (z_g takes few distinct values: the groups with equal z share ℓ'(z)), each
-fraction in lowest terms (polynomial gcd) with a monic denominator. One common denominator would
-multiply hundreds of denominators of degree N - 1 together; the sum of reduced fractions stays as
-large as the data. For the squared loss ℓ' is a polynomial and every entry is one polynomial.
+rational functions of the symbols. The groups with equal z share ℓ'(z) and are added first; the
+entry is written as a polynomial plus Σ_d r_d / d, one fraction per distinct reduced denominator
+d = d(z_g), in lowest terms (polynomial gcd) with a monic denominator and, for one symbol, deg r_d <
+deg d (the quotients join the polynomial). One common denominator would multiply hundreds of
+denominators of degree N - 1 together; the sum of reduced fractions stays as large as the data. For
+the squared loss ℓ' is a polynomial and every entry is one polynomial.
+
+The SymPy objects are built from FLINT's terms without SymPy's sorting and recorded as free of
+exponential atoms (``rwsymbolic._atoms.record_plain``), so the engine's later scans of the large
+sums look them up instead of walking them.
 
 The values equal the SymPy path's (``RWSYMBOLIC_ARITHMETIC=sympy``); the trees differ (expanded
 polynomials here, SymPy's nested products there) and compare equal through
