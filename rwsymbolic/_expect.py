@@ -25,7 +25,7 @@ from sympy.functions.elementary.piecewise import ExprCondPair
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._decide import sign
 from rwsymbolic._fastatoms import atom_pass
-from rwsymbolic._fastq import position_keys, rational_sum, uniform_pass, use_flint
+from rwsymbolic._fastq import Groups, exact_weights, rational_sum, uniform_pass, use_flint
 from rwtasks import CircleWalk, Population
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
@@ -186,16 +186,6 @@ def _position_classes(c: list[sp.Expr]) -> np.ndarray:
     return np.array([ids.setdefault(cj, len(ids)) for cj in c[:-1]], dtype=np.int64)
 
 
-def _weights(index: np.ndarray, prob_index: np.ndarray, n_keys: int, values: tuple[sp.Expr, ...]) -> dict:
-    """Exact Σ prob over inputs per key: integer counts per (key, probability value), then one Add each."""
-    n_p = len(values)
-    combo, counts = np.unique(index * n_p + prob_index, return_counts=True)
-    terms: dict[int, list[sp.Expr]] = {}
-    for code, cnt in zip(combo.tolist(), counts.tolist()):
-        terms.setdefault(code // n_p, []).append(cnt * values[code % n_p])
-    return {k: exact_sum(v) for k, v in terms.items()}
-
-
 def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(key, axis=0)``'s first index of each distinct row and each row's index among them.
 
@@ -243,20 +233,21 @@ def group_pass(
             f"x (N-1+K) = {L + K}), above the limit {MAX_WORK:.3g}: use fewer steps, smaller K or N, "
             "or rwnumeric"
         )
+    groups = Groups(inputs, cls, first, inverse)
     if use_flint():  # a rational state with uniform attention: the whole pass in fmpq (same values)
-        fast = uniform_pass(inputs, cls, first, inverse, V, w_tok, c, mu, loss, gradients)
+        fast = uniform_pass(groups, V, w_tok, c, mu, loss, gradients)
         if fast is None:  # exponential atoms: polynomials in the atoms (same values, another tree)
-            fast = atom_pass(inputs, cls, first, inverse, V, w_tok, c, mu, loss, gradients)
+            fast = atom_pass(groups, V, w_tok, c, mu, loss, gradients)
         if fast is not None:
             return GroupPass(**fast)  # type: ignore[arg-type]
-    weight = _weights(inverse, inputs.prob_index, n_groups, inputs.prob_values)
+    weight = groups.group_weights(inputs.prob_values, exact_sum)
     # (group, position, token) -> exact weight: the position-token marginal of each group.
-    pos_weight = _weights(
-        position_keys(inputs, inverse), np.repeat(inputs.prob_index, L), n_groups * L * K, inputs.prob_values
+    pos_weight = exact_weights(
+        groups.position_keys(), np.repeat(inputs.prob_index, L), inputs.prob_values, exact_sum
     )
 
     logit_query = mu * c[N - 1]
-    class_rep = {int(k): c[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
+    class_rep = groups.class_representatives(c)
     labels, logit_of, S_of, S_query, fs, zs, weights = [], [], [], [], [], [], []
     gV: list[list[list[sp.Expr]]] = [[[] for _ in range(K)] for _ in range(K)]
     g_tok: list[list[sp.Expr]] = [[] for _ in range(K)]

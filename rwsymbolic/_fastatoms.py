@@ -39,22 +39,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 import sympy as sp
 from flint import fmpq, fmpq_mpoly, fmpq_mpoly_ctx
 
 from rwsymbolic._atoms import exp_atom
 from rwsymbolic._fastq import (
+    Groups,
     _all_rational,
-    _weights,
-    position_combos,
     rational_derivative,
     to_fmpq,
     to_sympy,
+    tree_sum,
 )
 
 if TYPE_CHECKING:  # _expect imports this module; the types only
-    from rwsymbolic._expect import Loss, SummedPopulation
+    from rwsymbolic._expect import Loss
 
 #: A linear form in the pass's atoms: atom index (-1 for the constant) -> rational coefficient.
 Linear = dict[int, fmpq]
@@ -178,10 +177,7 @@ def _add(terms: list[sp.Expr]) -> sp.Expr:
 
 
 def atom_pass(
-    inputs: SummedPopulation,
-    cls: np.ndarray,
-    first: np.ndarray,
-    inverse: np.ndarray,
+    groups: Groups,
     V: sp.Matrix,
     w_tok: list[sp.Expr],
     c: list[sp.Expr],
@@ -195,6 +191,7 @@ def atom_pass(
     with n, d of degree ≤ 1 and rational coefficients. Values equal the SymPy path's (see the module
     docstring for the form of the expressions).
     """
+    inputs, cls, first = groups.inputs, groups.cls, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
     if not (_all_rational(list(V)) and _all_rational(inputs.prob_values)):
         return None
@@ -203,7 +200,7 @@ def atom_pass(
         return None
 
     logit_query = mu * c[N - 1]
-    class_rep = {int(k): c[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
+    class_rep = groups.class_representatives(c)
     rows = inputs.tokens[first].tolist()  # (G, L) tokens of each group's first input
     ys = inputs.labels[first].tolist()
     cls_l = cls.tolist()
@@ -230,11 +227,10 @@ def atom_pass(
     Vdiff = [[[Vq[a][b] - Vq[a][b2] for b2 in range(K)] for b in range(K)] for a in range(K)]
     probs = [to_fmpq(v) for v in inputs.prob_values]
     n_groups, n_p = len(first), len(probs)
-    weight = _weights(inverse, inputs.prob_index, probs)
-    wq = [weight[g] for g in range(n_groups)]
+    wq = groups.group_weights(probs, tree_sum)
     # position weights: (group, position, token) -> Σ prob (integer counts per probability value)
     pos_weight: dict[int, dict[tuple[int, int], fmpq]] = {}  # group -> (position, token) -> weight
-    for gj, s, pi, cnt in zip(*(a.tolist() for a in position_combos(inputs, inverse, n_p)), strict=True):
+    for gj, s, pi, cnt in zip(*(a.tolist() for a in groups.position_combos(n_p)), strict=True):
         g, j = divmod(gj, L)
         row = pos_weight.setdefault(g, {})
         row[(j, s)] = row.get((j, s), fmpq(0)) + cnt * probs[pi]
@@ -317,7 +313,7 @@ def atom_pass(
         rot * _exact_sum([to_sympy(pw) * logit[pr] for pr, pw in terms.items()]) for terms in mean_logit_terms
     ]
     out: dict[str, object] = {
-        "inverse": inverse,
+        "inverse": groups.inverse,
         "cls": cls,
         "labels": ys,
         "logit_of": logit_of,

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import sympy as sp
@@ -30,6 +31,8 @@ from flint import fmpq, fmpq_mat
 
 if TYPE_CHECKING:  # _expect imports this module; the types only
     from rwsymbolic._expect import Loss, SummedPopulation
+
+T = TypeVar("T", bound=Any)
 
 #: Environment variable choosing the arithmetic: "flint" (default) or "sympy" (pure SymPy reference).
 ARITHMETIC_ENV = "RWSYMBOLIC_ARITHMETIC"
@@ -96,40 +99,70 @@ def _all_rational(values: Sequence[object]) -> bool:
     return all(isinstance(v, sp.Basic) and v.is_Rational for v in values)
 
 
-def _weights(index: np.ndarray, prob_index: np.ndarray, values: Sequence[fmpq]) -> dict[int, fmpq]:
-    """Exact Σ prob per key: integer counts per (key, probability value), then one ``fmpq`` sum each."""
+@dataclass(frozen=True)
+class Groups:
+    """The grouping of one exact group pass, shared by its three arithmetics.
+
+    ``rwsymbolic._expect.group_pass`` builds it; its SymPy loop, ``uniform_pass`` and
+    ``rwsymbolic._fastatoms.atom_pass`` read it.
+
+    Attributes:
+        inputs: the population (tokens, labels, probability values and indices).
+        cls: the class of each position j < N (positions with structurally identical c_j share one).
+        first: the first input of each group (inputs with equal label and equal token multiset per class).
+        inverse: the group of each input.
+    """
+
+    inputs: SummedPopulation
+    cls: np.ndarray
+    first: np.ndarray
+    inverse: np.ndarray
+
+    def class_representatives(self, c: Sequence[T]) -> dict[int, T]:
+        """c_j of one position of each class (all positions of a class have the same c_j)."""
+        return {int(k): c[int(np.flatnonzero(self.cls == k)[0])] for k in np.unique(self.cls)}
+
+    def position_keys(self) -> np.ndarray:
+        """The key (group·(N-1) + j)·K + s_j of every (input, position j < N) pair, flat: (n·(N-1),)."""
+        inputs, L = self.inputs, self.inputs.N - 1
+        return ((self.inverse[:, None] * L + np.arange(L)[None, :]) * inputs.K + inputs.tokens).reshape(-1)
+
+    def position_combos(self, n_p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct (group, position, token, probability value) of the inputs, sorted by group and position.
+
+        Returns gj = group·(N-1) + j, the token s, the probability value's index and the input count of each.
+        """
+        inputs = self.inputs
+        combo, counts = np.unique(
+            self.position_keys() * n_p + np.repeat(inputs.prob_index, inputs.N - 1), return_counts=True
+        )
+        gjs, pi = np.divmod(combo, n_p)
+        gj, s = np.divmod(gjs, inputs.K)
+        return gj, s, pi, counts
+
+    def group_weights(self, values: Sequence[T], total: Callable[[list[T]], T]) -> list[T]:
+        """The exact weight Σ prob of each group, ``values`` the probability values in the caller's arithmetic."""
+        weight = exact_weights(self.inverse, self.inputs.prob_index, values, total)
+        return [weight[g] for g in range(len(self.first))]
+
+
+def exact_weights(
+    index: np.ndarray, prob_index: np.ndarray, values: Sequence[T], total: Callable[[list[T]], T]
+) -> dict[int, T]:
+    """Exact Σ prob over the inputs of each key, in the arithmetic of ``values`` and ``total``.
+
+    The inputs are counted per (key, probability value) in integers, then each key's terms
+    count · value are summed once by ``total`` (SymPy's ``exact_sum`` or FLINT's ``tree_sum``).
+
+    >>> exact_weights(np.array([0, 1, 0]), np.array([0, 0, 1]), [fmpq(1, 2), fmpq(1, 4)], tree_sum)
+    {0: 3/4, 1: 1/2}
+    """
     n_p = len(values)
     combo, counts = np.unique(index * n_p + prob_index, return_counts=True)
-    out: dict[int, fmpq] = {}
-    for code, cnt in zip(combo.tolist(), counts.tolist()):
-        key = code // n_p
-        out[key] = out.get(key, fmpq(0)) + cnt * values[code % n_p]
-    return out
-
-
-def position_keys(inputs: SummedPopulation, inverse: np.ndarray) -> np.ndarray:
-    """The key (group·(N-1) + j)·K + s_j of every (input, position j < N) pair, flat: (n·(N-1),).
-
-    Shared by the group passes (``rwsymbolic._expect.group_pass``, ``uniform_pass``,
-    ``rwsymbolic._fastatoms.atom_pass``) to weigh each (group, position, token) by its inputs.
-    """
-    L, K = inputs.N - 1, inputs.K
-    return ((inverse[:, None] * L + np.arange(L)[None, :]) * K + inputs.tokens).reshape(-1)
-
-
-def position_combos(
-    inputs: SummedPopulation, inverse: np.ndarray, n_p: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (group, position, token, probability value) of the inputs, sorted by group and position.
-
-    Returns gj = group·(N-1) + j, the token s, the probability value's index and the input count of each.
-    """
-    combo, counts = np.unique(
-        position_keys(inputs, inverse) * n_p + np.repeat(inputs.prob_index, inputs.N - 1), return_counts=True
-    )
-    gjs, pi = np.divmod(combo, n_p)
-    gj, s = np.divmod(gjs, inputs.K)
-    return gj, s, pi, counts
+    terms: dict[int, list[T]] = {}
+    for code, cnt in zip(combo.tolist(), counts.tolist(), strict=True):
+        terms.setdefault(code // n_p, []).append(cnt * values[code % n_p])
+    return {key: total(key_terms) for key, key_terms in terms.items()}
 
 
 class _RationalDerivative:
@@ -182,10 +215,7 @@ def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> _RationalDe
 
 
 def uniform_pass(
-    inputs: SummedPopulation,
-    cls: np.ndarray,
-    first: np.ndarray,
-    inverse: np.ndarray,
+    groups: Groups,
     V: sp.Matrix,
     w_tok: list[sp.Expr],
     c: list[sp.Expr],
@@ -200,6 +230,7 @@ def uniform_pass(
     function of z (log and squared losses). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
+    inputs, cls, first = groups.inputs, groups.cls, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
     if not (_all_rational(list(V)) and _all_rational(w_tok) and _all_rational(c)):
         return None
@@ -213,7 +244,7 @@ def uniform_pass(
     cq = [to_fmpq(x) for x in c]
     mu_c = (lambda x: mu_q * x) if mu_q is not None else (lambda x: fmpq(0))
     query = mu_c(cq[N - 1])
-    class_rep = {int(k): cq[int(np.flatnonzero(cls == k)[0])] for k in np.unique(cls)}
+    class_rep = groups.class_representatives(cq)
     logit_pair = {(k, s): tok_q[s] + mu_c(ck) for k, ck in class_rep.items() for s in range(K)}
     if any(v != query for v in logit_pair.values()):
         return None  # attention not uniform: exponentials appear, SymPy's atoms take over
@@ -223,8 +254,7 @@ def uniform_pass(
 
     probs = [to_fmpq(v) for v in inputs.prob_values]
     n_groups, n_p = len(first), len(probs)
-    weight = _weights(inverse, inputs.prob_index, probs)
-    wq = [weight[g] for g in range(n_groups)]
+    wq = groups.group_weights(probs, tree_sum)
     rows = inputs.tokens[first]  # (G, L) tokens of each group's first input
     ys = inputs.labels[first].tolist()
     # tokens counted per group: T[g, s] = #{j < N: s_j = s}                              (G, K)
@@ -278,7 +308,7 @@ def uniform_pass(
         # Per (group, position) the sum Σ_{s, prob} count · prob · D[g, s], D[g, s] = V[y_g, s] - z_g, is
         # taken in Python integers over one common denominator (numerators as NumPy object arrays, so
         # the tens of thousands of terms are added without an fmpq per term), then one fmpq per entry.
-        gj, s_of, pi, counts = position_combos(inputs, inverse, n_p)
+        gj, s_of, pi, counts = groups.position_combos(n_p)
         D = [[Vq[ys[g]][s] - zq[g] for s in range(K)] for g in range(n_groups)]
         den_p = math.lcm(*(int(x.q) for x in probs))
         den_D = math.lcm(*(int(x.q) for row in D for x in row))
@@ -309,7 +339,7 @@ def uniform_pass(
     cls_l = cls.tolist()
     pairs_of = [dict.fromkeys(zip(cls_l, r)) for r in rows.tolist()]  # (class, token) keys in position order
     out: dict[str, object] = {
-        "inverse": inverse,
+        "inverse": groups.inverse,
         "cls": cls,
         "labels": ys,
         "logit_of": [dict.fromkeys(pairs, logit_sp) for pairs in pairs_of],
