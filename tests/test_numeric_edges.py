@@ -23,7 +23,7 @@ from conftest import assert_close, forward_by_hand, transition_by_hand
 
 import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, init_generator, log_loss, squared_loss, train
-from rwnumeric._losses import Loss
+from rwnumeric._losses import LOSS_DERIVATIVES, Loss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
 from rwnumeric._model import FastModel, ReferenceModel
 from rwnumeric._train import _data
@@ -184,6 +184,21 @@ def test_builtin_losses_match_their_formulas():
     assert exp_loss(z, 0.1).tolist() == pytest.approx(
         [math.exp(0.05), 1.0, math.exp(-0.5), math.exp(-3.0)], rel=1e-15
     )
+
+
+def test_closed_form_loss_derivatives_match_hand_values_and_leave_z_unchanged():
+    """ℓ'(z) of each name: -1/(z + 0.1), 2(z - 1), -exp(-z), written out here; the in-place steps act on a new tensor."""
+    z = torch.tensor([-0.05, 0.0, 0.5, 3.0], dtype=torch.float64)
+    before = z.clone()
+    assert set(LOSS_DERIVATIVES) == {"log", "squared", "exp"}
+    assert LOSS_DERIVATIVES["log"](z, 0.1).tolist() == pytest.approx(
+        [-20.0, -10.0, -1 / 0.6, -1 / 3.1], rel=1e-15
+    )
+    assert LOSS_DERIVATIVES["squared"](z, 0.1).tolist() == [-2.1, -2.0, -1.0, 4.0]
+    assert LOSS_DERIVATIVES["exp"](z, 0.1).tolist() == pytest.approx(
+        [-math.exp(0.05), -1.0, -math.exp(-0.5), -math.exp(-3.0)], rel=1e-15
+    )
+    assert torch.equal(z, before)
 
 
 def test_a_callable_loss_without_a_name_is_called_callable_in_errors():

@@ -32,6 +32,18 @@ def test_tie_rule_picks_the_smallest_label_among_near_maxima():
     assert predict(f, 0.0).tolist() == [1, 0, 0, 1]
 
 
+def test_the_tie_tolerance_scales_with_each_rows_own_largest_magnitude():
+    """max_k |f_k| of the row itself: a row of magnitude 100 next to it does not widen the tie of a row of magnitude 1."""
+    f = torch.tensor([[1.0, 1.0 + 1e-8, 0.0], [-100.0, 5.0, 5.0]], dtype=torch.float64)
+    assert predict(f, 1e-9).tolist() == [1, 1]  # 1e-8 > 1e-9 x 1: no tie in row 0; an exact tie in row 1
+    assert predict(f[:1], 1e-9).tolist() == [1]
+
+
+def test_a_single_class_is_always_predicted():
+    f = torch.tensor([[1.0], [-2.0], [0.0]], dtype=torch.float64)
+    assert predict(f, 1e-9).tolist() == [0, 0, 0]
+
+
 def test_kl_normalisations_match_hand_values():
     f = torch.tensor([[1.0, 0.0, -1.0]], dtype=torch.float64)
     law = torch.tensor([[0.5, 0.5, 0.0]], dtype=torch.float64)
@@ -57,6 +69,12 @@ def test_structure_residuals_match_hand_values():
     nonc = np.diag([3.0, 0.0, 0.0])  # its circulant projection is I: residual diag(2, -1, -1)
     assert circulant_residual(nonc) == pytest.approx(math.sqrt(6) / 3, rel=1e-15)
     assert ones_residual(np.zeros((3, 3))) == 0.0 and circulant_residual(np.zeros((3, 3))) == 0.0
+
+
+def test_structure_residuals_of_matrices_with_norm_below_one_are_relative():
+    """The same hand values at norm below 1: ‖V‖_F = √10/10 and 3/10, the ratios unchanged by the scale."""
+    assert ones_residual(np.array([[0.1, 0.2], [0.2, 0.1]])) == pytest.approx(1 / math.sqrt(10), rel=1e-14)
+    assert circulant_residual(np.diag([0.3, 0.0, 0.0])) == pytest.approx(math.sqrt(6) / 3, rel=1e-14)
 
 
 EPS = float(np.finfo(np.float64).eps)

@@ -505,3 +505,25 @@ def test_derive_defaults(monkeypatch):
         True,
     )
     assert err.getvalue() == ""
+
+
+def test_the_term_by_term_step_is_taken_only_by_the_flint_arithmetic_on_exponential_atoms(monkeypatch):
+    """``descend`` (fmpq scaling of each term) updates θ only where python-flint is on and the gradient has atoms.
+
+    From zero init the first two gradients are rational (S is uniform until w_tok and c move, which they
+    do only after V(1) ≠ 0), the third has exponential atoms: 9 + 3 + 3 coordinates at K = N = 3. The
+    SymPy arithmetic, the reference the flint path is compared with, never calls it.
+    """
+    calls: list[int] = []
+    descend = rwsymbolic._derive.descend
+
+    def spy(x, rate, g):
+        calls.append(1)
+        return descend(x, rate, g)
+
+    monkeypatch.setattr(rwsymbolic._derive, "descend", spy)
+    for arithmetic, expected in [("sympy", 0), ("flint", 15)]:
+        calls.clear()
+        monkeypatch.setenv(ARITHMETIC_ENV, arithmetic)
+        derive(CircleWalk(3, 3, "2/5"), 3, eta="7/10", mu="3/2")
+        assert len(calls) == expected, arithmetic
