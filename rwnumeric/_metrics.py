@@ -136,7 +136,16 @@ def ones_residuals(V: torch.Tensor) -> torch.Tensor:
 
 
 def _relative(residual: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-    """‖residual‖_F / ‖V‖_F over the first two dimensions, 0 where V = 0."""
-    nv = torch.linalg.vector_norm(V, dim=(0, 1))
-    nr = torch.linalg.vector_norm(residual, dim=(0, 1))
+    """‖residual‖_F / ‖V‖_F over the first two dimensions, 0 where V = 0.
+
+    Both are scaled first by the power of two 2^-e that brings max |V_ij| into [1/2, 1): exact, so the
+    quotient has the same bits wherever the plain norms are finite and nonzero, and ‖V‖_F² can neither
+    underflow to 0 (float64 entries below about 1e-162 gave 0) nor overflow (entries above about 1e154
+    gave NaN).
+    """
+    _, e = torch.frexp(V.abs().amax(dim=(0, 1)))
+    top = math.frexp(torch.finfo(V.dtype).max)[1] - 1  # 2^top: the dtype's largest power of two
+    scale = torch.ldexp(torch.ones_like(e, dtype=V.dtype), (-e).clamp(max=top))
+    nv = torch.linalg.vector_norm(V * scale, dim=(0, 1))
+    nr = torch.linalg.vector_norm(residual * scale, dim=(0, 1))
     return torch.where(nv > 0, nr / torch.where(nv > 0, nv, 1.0), 0.0)
