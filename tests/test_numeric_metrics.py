@@ -77,17 +77,26 @@ def test_structure_residuals_of_matrices_with_norm_below_one_are_relative():
     assert circulant_residual(np.diag([0.3, 0.0, 0.0])) == pytest.approx(math.sqrt(6) / 3, rel=1e-14)
 
 
-@pytest.mark.parametrize("scale", [2.0**-600, 2.0**600])
+@pytest.mark.parametrize("scale", [2.0**-600, 2.0**600, 2.0**-1060])
 def test_structure_residuals_far_from_one_are_the_hand_values(scale):
     """The hand values of diag(3, 0, 0) and [[1, 2], [2, 1]] at entries where ‖V‖_F² underflows (about
-    1e-181: it gave 0) or overflows (about 1e180: it gave NaN) in float64; scaling by a power of two is
-    exact, so the ratio is the unscaled one to the same 1e-15."""
+    1e-181: it gave 0; 2^-1060 is subnormal, and scaling it up must not overflow to inf) or overflows
+    (about 1e180: it gave NaN) in float64; scaling by a power of two is exact, so the ratio is the
+    unscaled one to the same 1e-15."""
     assert circulant_residual(np.diag([3.0, 0.0, 0.0]) * scale) == pytest.approx(math.sqrt(6) / 3, rel=1e-15)
     two = np.array([[1.0, 2.0], [2.0, 1.0]]) * scale
     assert ones_residual(two) == pytest.approx(1 / math.sqrt(10), rel=1e-15)
     W = torch.zeros(3, 3, 2, dtype=torch.float64)
     W[0, 0, 0] = 3.0 * scale
     assert circulant_residuals(W).tolist() == [pytest.approx(math.sqrt(6) / 3, rel=1e-15), 0.0]
+
+
+def test_each_matrix_of_a_batch_is_scaled_by_its_own_magnitude():
+    """diag(3, 0, 0) at 2^600 beside diag(3, 0, 0) at 1: one scale for the batch would bring the second
+    to about 1e-181, where ‖V‖_F² underflows; each gets the hand value √6/3."""
+    W = torch.zeros(3, 3, 2, dtype=torch.float64)
+    W[0, 0, 0], W[0, 0, 1] = 3.0 * 2.0**600, 3.0
+    assert circulant_residuals(W).tolist() == [pytest.approx(math.sqrt(6) / 3, rel=1e-15)] * 2
 
 
 EPS = float(np.finfo(np.float64).eps)
