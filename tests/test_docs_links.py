@@ -152,11 +152,15 @@ def test_gallery_renders_the_report_or_says_how_to_make_it(tmp_path):
             {"figure": "fig4", "claim": "c|1", "paper": "p", "ours": "o", "agrees": True, "criterion": "k"},
             {"figure": "fig5", "claim": "c2", "paper": "p", "ours": "o", "agrees": False, "criterion": "k"},
         ],
-        "options_reproducing_paper": {"fig4": ["main"], "fig5": []},
+        "options_reproducing_paper": {  # the form rwrepro's build_report writes
+            "fig4": [{"choices": "mu1_f32", "differs_from_main": "μ=1, float32"}],
+            "fig5": [],
+        },
     }
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "fig4").mkdir()
     (tmp_path / "fig4" / "fig4.png").write_bytes(b"\x89PNG")
     page = hooks.gallery_markdown(tmp_path)
-    assert "1 of 2 claims agree" in page and "c\\|1" in page and "**no**" in page and "none tried" in page
+    assert "1 of 2 claims agree" in page and "c\\|1" in page and "**no**" in page
+    assert "| fig4 | μ=1, float32 (`mu1_f32`) |" in page and "| fig5 | none of the options tried |" in page
     assert "![fig4/fig4.png](gallery/fig4/fig4.png)" in page

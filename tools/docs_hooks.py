@@ -88,7 +88,8 @@ def gallery_markdown(out: Path) -> str:
         "| --- | --- |",
     ]
     for fig, options in report["options_reproducing_paper"].items():
-        lines.append(f"| {fig} | {_cell(', '.join(options)) if options else 'none tried'} |")
+        named = ", ".join(f"{o['differs_from_main']} (`{o['choices']}`)" for o in options)
+        lines.append(f"| {fig} | {_cell(named) if options else 'none of the options tried'} |")
     lines.append("")
     for png in gallery_figures(out):
         rel = png.relative_to(out).as_posix()
