@@ -102,3 +102,30 @@ def test_all_quick_records_are_not_marked_row_by_row(tmp_path):
     assert build_report(tmp_path)["mode"] == "quick"
     md = (tmp_path / "REPORT.md").read_text(encoding="utf-8")
     assert "(quick sizes)" in md and "| fig4 | claim A |" in md
+
+
+def test_the_docs_gallery_renders_the_report_that_build_report_writes(tmp_path):
+    """The docs site's gallery (tools/docs_hooks.py) reads out/report.json as build_report writes it: the
+    reproducing options by their description and key, a figure without one said so (it crashed on the
+    options' real form while its own fixture used plain strings)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "docs_hooks", Path(__file__).parents[1] / "tools" / "docs_hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    _record(
+        tmp_path,
+        "fig6",
+        False,
+        [_option("main_key", "main", False, "fig6"), _option("f32", "float32", True, "fig6")],
+    )
+    _record(
+        tmp_path, "fig9", False, [_option("m", "main", False, "fig9"), _option("g", "other", False, "fig9")]
+    )
+    build_report(tmp_path)
+    page = hooks.gallery_markdown(tmp_path)
+    assert "| fig6 | float32 (`f32`) |" in page
+    assert "| fig9 | none of the options tried |" in page
