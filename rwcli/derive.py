@@ -141,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
     if estimate > limit:
         raise ValueError(
             f"--steps {steps} on {task!r} is estimated at ~{estimate:.3g} s of exact work, above --max-seconds "
-            f"{limit}: use fewer steps, smaller K or N, rwnumeric (rw train) for floating-point trajectories, "
-            "or raise --max-seconds"
+            f"{limit}: use fewer steps, smaller K or N, a rational --p (symbolic p costs about 1000x from two "
+            "steps on), rwnumeric (rw train) for floating-point trajectories, or raise --max-seconds"
         )
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits

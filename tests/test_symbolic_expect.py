@@ -25,7 +25,7 @@ from rwsymbolic._atoms import definition, exp_atom
 from rwsymbolic._derive import make_loss
 from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
 from rwsymbolic._fastq import ARITHMETIC_ENV, uniform_pass
-from rwtasks import CircleWalk, qa_task1, symbol
+from rwtasks import CircleWalk, lazy_circle_walk, qa_task1, symbol
 
 
 @pytest.mark.parametrize("arithmetic", ["sympy", "flint"])
@@ -400,6 +400,12 @@ def test_derive_estimate_is_the_terms_times_1e_4_seconds_times_4_per_step():
     qa = qa_task1()
     expected = qa.population().size * (qa.N - 1 + qa.K) * 1e-4 * 4**2
     assert derive_estimate(qa, 2) == pytest.approx(expected, rel=1e-12)
+    # symbolic probabilities: 1000x from two steps on (rational functions of p inside the atoms)
+    assert derive_estimate(CircleWalk(4, 5, "p"), 1) == pytest.approx(16 * 8 * 1e-4 * 4, rel=1e-12)
+    assert derive_estimate(CircleWalk(4, 5, "p"), 2) == pytest.approx(16 * 8 * 1e-4 * 16 * 1000, rel=1e-12)
+    assert derive_estimate(CircleWalk(4, 5, "1"), 2) == pytest.approx(16 * 8 * 1e-4 * 16, rel=1e-12)
+    lazy = lazy_circle_walk(3, 3, "1/2", "q")  # a finite task whose probabilities hold the symbol q
+    assert derive_estimate(lazy, 2) == pytest.approx(lazy.population().size * 5 * 1e-4 * 16 * 1000, rel=1e-12)
     # 2^22 rooted walks are at the limit (N = 23), 2^23 are refused with the enumeration limit
     assert derive_estimate(CircleWalk(3, 23, "1/2"), 0) == pytest.approx(2**22 * 25 * 1e-4, rel=1e-12)
     with pytest.raises(
