@@ -110,6 +110,24 @@ def render(traj: Trajectory) -> str:
     return "\n".join(lines)
 
 
+#: Characters of a witness shown by ``--verdict`` on the terminal (the JSON keeps it whole): with
+#: symbolic p a difference of late steps runs to tens of thousands of characters.
+_WITNESS_CHARS = 400
+
+
+def _clip(text: str) -> str:
+    """``text`` if short, else its first ``_WITNESS_CHARS`` characters and how long it is.
+
+    >>> _clip("short")
+    'short'
+    >>> _clip("x" * 401).endswith("xx … (401 characters; all of them in --json)")
+    True
+    """
+    if len(text) <= _WITNESS_CHARS:
+        return text
+    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; all of them in --json)"
+
+
 def render_verdicts(traj: Trajectory) -> str:
     """One line per step and structure predicate: proved, refuted (with the witness) or undecided."""
     from rwsymbolic import verdict_json
@@ -122,7 +140,9 @@ def render_verdicts(traj: Trajectory) -> str:
         lines.append(f"\nt = {state.t}")
         for name, entry in verdict_json(state).items():
             witness = (
-                f" (witness {entry['witness']})" if entry["outcome"] != "proved" and entry["witness"] else ""
+                f" (witness {_clip(entry['witness'])})"
+                if entry["outcome"] != "proved" and entry["witness"]
+                else ""
             )
             lines.append(f"  {name}: {entry['outcome']}{witness}")
     return "\n".join(lines)

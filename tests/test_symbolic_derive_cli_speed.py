@@ -124,3 +124,17 @@ def test_console_command_reaches_step_4():
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     assert "t = 4" in done.stdout and "loss = ≈" in done.stdout
+
+
+def test_verdict_text_clips_long_witnesses_and_the_json_keeps_them_whole():
+    """Symbolic p at t = 2: a witness difference of thousands of characters is cut to its first 400 on the
+    terminal, with its length; verdict_json (what --json writes) keeps all of it."""
+    from rwcli.derive import render_verdicts
+    from rwsymbolic import verdict_json
+
+    traj = derive(CircleWalk(3, 4, "p"), steps=2)
+    longest = max((str(e["witness"]) for e in verdict_json(traj.states[2]).values() if e["witness"]), key=len)
+    assert len(longest) > 1000
+    text = render_verdicts(traj)
+    assert f"{longest[:400]} … ({len(longest)} characters; all of them in --json)" in text
+    assert longest not in text
