@@ -41,6 +41,9 @@ from rwsymbolic._fastq import (
     _COPRIME,
     Groups,
     _RationalDerivative,
+    derivative_at,
+    gradient_fields,
+    gradient_rows,
     rational_derivative,
     to_sympy,
     token_counts,
@@ -267,16 +270,11 @@ def _gradients(
     nd = []
     for u in range(len(z_index)):
         z = z_of[u]
-        if z.is_constant():  # a number: ℓ's domain is checked as SymPy checks it
-            num_c, den_c = deriv.parts(_constant_term(z))
-            if den_c == 0 or (loss.name == "log" and num_c / den_c >= 0):
-                loss.derivative(to_sympy(_constant_term(z)))  # outside ℓ's domain: SymPy's message (raises)
-                return None
+        if z.is_constant() and derivative_at(deriv, loss, _constant_term(z)) is None:
+            return None  # a number outside ℓ's domain, checked as SymPy checks it
         nd.append(_reduce(*deriv.parts(z)))
 
-    nv = K if inputs.rotation else K * K  # rotation: only the diagonals of gV (their averages)
-    nt = 1 if inputs.rotation else K
-    r_tok, r_c, r_q = nv, nv + nt, nv + nt + L
+    r_tok, r_c, r_q = gradient_rows(K, L, inputs.rotation)
     # factor codes b = y·K + s for V[y, s] - z, ONE for 1, MINUS_Z for -z
     ONE, MINUS_Z = K * K, K * K + 1
     U = len(z_index)
@@ -365,15 +363,7 @@ def _gradients(
         assert inv is not None
         fractions[entry].append(ring.fraction(num, den, inv))
     values = [_add([ring.sympy(tree_sum(w)), *f]) for w, f in zip(whole, fractions, strict=True)]
-    out: dict[str, object] = {}
-    if inputs.rotation:  # Σ_r R^r G0 R^-r: entry (i, j) is the sum of G0's diagonal i - j (mod K)
-        out["grad_V"] = sp.Matrix(K, K, lambda i, j: values[(i - j) % K])
-        out["grad_tok"] = [values[r_tok]] * K
-    else:
-        out["grad_V"] = sp.Matrix(K, K, lambda i, j: values[i * K + j])
-        out["grad_tok"] = values[r_tok:r_c]
-    out["grad_c"] = values[r_c:]
-    return out
+    return gradient_fields(values, K, inputs.rotation)
 
 
 def _constant_term(poly: fmpq_mpoly) -> fmpq:

@@ -287,18 +287,14 @@ def uniform_pass(
         assert deriv is not None
         gzq = []
         for z in zq:
-            num, den = deriv.parts(z)
-            gz = num / den if den != 0 else None
-            if gz is None or (loss.name == "log" and gz >= 0):  # -1/(z + ε) >= 0: z + ε <= 0
-                loss.derivative(to_sympy(z))  # outside ℓ's domain: SymPy's own message (it raises)
+            gz = derivative_at(deriv, loss, z)
+            if gz is None:
                 return None
             gzq.append(gz)
         # Every gradient entry is S Σ_g ℓ'(z_g) x_g with small rationals x_g: the rows of X (one per
         # entry, one column per group) times the column ℓ'(z), a single FLINT product that puts the
         # large denominators of ℓ'(z) over one common denominator once for all entries.
-        nv = K if inputs.rotation else K * K  # rotation: only the diagonals of gV (their averages)
-        nt = 1 if inputs.rotation else K
-        r_tok, r_c, r_q = nv, nv + nt, nv + nt + L
+        r_tok, r_c, r_q = gradient_rows(K, L, inputs.rotation)
         X = [[fmpq(0)] * n_groups for _ in range(r_q + 1)]  # (entries, G)
         for g in range(n_groups):
             y, w, z = ys[g], wq[g], zq[g]
@@ -328,14 +324,10 @@ def uniform_pass(
             X[r_c + j][g] += fmpq(total, den)
         Xm = fmpq_mat(r_q + 1, n_groups, [x for row in X for x in row])
         R = Xm * fmpq_mat(n_groups, 1, gzq) * S
-        entries = [to_sympy(R[i, 0]) for i in range(r_q + 1)]
-        if inputs.rotation:  # Σ_r R^r G0 R^-r: entry (i, j) is the sum of G0's diagonal i - j (mod K)
-            grad["grad_V"] = sp.Matrix(K, K, lambda i, j: entries[(i - j) % K])
-            grad["grad_tok"] = [entries[r_tok]] * K
-        else:
-            grad["grad_V"] = sp.Matrix(K, K, lambda i, j: entries[i * K + j])
-            grad["grad_tok"] = entries[r_tok:r_c]
-        grad["grad_c"] = [rot * x for x in entries[r_c:]]
+        entries = [to_sympy(R[i, 0]) for i in range(r_c)] + [
+            to_sympy(rot * R[i, 0]) for i in range(r_c, r_q + 1)
+        ]
+        grad = gradient_fields(entries, K, inputs.rotation)
 
     def vector(v: list[fmpq], scale: int) -> list[sp.Expr]:
         return [to_sympy(scale * x) for x in v]
@@ -354,6 +346,58 @@ def uniform_pass(
     )
     out.update(grad)
     return out
+
+
+def derivative_at(deriv: _RationalDerivative, loss: Loss, z: fmpq) -> fmpq | None:
+    """ℓ'(z) at a rational z, or None outside ℓ's domain (a pole, or for the log-loss ℓ'(z) = -1/(z + ε)
+    ≥ 0, i.e. z + ε ≤ 0), after SymPy's own check there, which raises with SymPy's message.
+
+    >>> from rwsymbolic._derive import make_loss
+    >>> loss = make_loss("log", sp.Rational(1, 10))
+    >>> derivative_at(rational_derivative(loss.derivative), loss, fmpq(2, 5))
+    -2
+    """
+    num, den = deriv.parts(z)
+    if den != 0:
+        gz = num / den
+        if not (loss.name == "log" and gz >= 0):
+            return gz
+    loss.derivative(to_sympy(z))
+    return None
+
+
+def gradient_rows(K: int, L: int, rotation: bool) -> tuple[int, int, int]:
+    """The first rows (r_tok, r_c, r_q) of Σ_j δ_j e_{s_j}, E[δ_j] and δ_N among a uniform pass's gradient
+    entries: first E[∇_V ℓ] (its K diagonals under rotation, else its K·K entries), then Σ_j δ_j e_{s_j}
+    (1 entry under rotation, else K), E[δ_j] (L = N - 1 entries) and δ_N (1); r_q + 1 entries in all.
+
+    >>> gradient_rows(3, 4, True), gradient_rows(3, 4, False)
+    ((3, 4, 8), (9, 12, 16))
+    """
+    r_tok = K if rotation else K * K
+    r_c = r_tok + (1 if rotation else K)
+    return r_tok, r_c, r_c + L
+
+
+def gradient_fields(entries: Sequence[sp.Expr], K: int, rotation: bool) -> dict[str, object]:
+    """``GroupPass``'s grad_V, grad_tok and grad_c from the entries laid out as in ``gradient_rows``.
+
+    Under rotation the sum over the K rotations Σ_r R^r G0 R^-r has entry (i, j) equal to the sum of G0's
+    diagonal i - j (mod K), and every token entry equal; ``entries`` from r_c on are the E[δ_j] and δ_N
+    already summed over the rotations.
+    """
+    r_tok, r_c, _ = gradient_rows(K, 0, rotation)
+    if rotation:
+        return {
+            "grad_V": sp.Matrix(K, K, lambda i, j: entries[(i - j) % K]),
+            "grad_tok": [entries[r_tok]] * K,
+            "grad_c": list(entries[r_c:]),
+        }
+    return {
+        "grad_V": sp.Matrix(K, K, lambda i, j: entries[i * K + j]),
+        "grad_tok": list(entries[r_tok:r_c]),
+        "grad_c": list(entries[r_c:]),
+    }
 
 
 def token_counts(groups: Groups) -> tuple[np.ndarray, list[int], list[list[int]]]:
