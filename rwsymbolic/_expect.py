@@ -23,6 +23,7 @@ import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
+from rwsymbolic._circle_linear import _circulant
 from rwsymbolic._decide import sign
 from rwsymbolic._fastatoms import atom_pass
 from rwsymbolic._fastq import Groups, exact_weights, rational_sum, uniform_pass, use_flint
@@ -340,8 +341,7 @@ def group_pass(
 def _symmetrise_matrix(G0: sp.Matrix) -> sp.Matrix:
     """Σ_r R^r G0 R^-r: entry (i, j) depends only on (i - j) mod K (the rotation average of G0)."""
     K = G0.rows
-    diag = [exact_sum([G0[(i + d) % K, i] for i in range(K)]) for d in range(K)]
-    return sp.Matrix(K, K, lambda i, j: diag[(i - j) % K])
+    return _circulant([exact_sum([G0[(i + d) % K, i] for i in range(K)]) for d in range(K)], transpose=True)
 
 
 def _symmetrise_vector(v0: list[sp.Expr]) -> list[sp.Expr]:

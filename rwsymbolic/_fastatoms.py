@@ -45,6 +45,7 @@ import sympy as sp
 from flint import fmpq, fmpq_mpoly, fmpq_mpoly_ctx
 
 from rwsymbolic._atoms import exp_atom
+from rwsymbolic._circle_linear import _circulant
 from rwsymbolic._fastq import (
     Groups,
     _all_rational,
@@ -334,7 +335,7 @@ def atom_pass(
     if gradients:
         if inputs.rotation:  # Σ_r R^r G0 R^-r: entry (i, j) is the sum of G0's diagonal i - j (mod K)
             diag = [_total([gV[(i + d) % K][i] for i in range(K)]).sympy(atoms) for d in range(K)]
-            out["grad_V"] = sp.Matrix(K, K, lambda i, j: diag[(i - j) % K])
+            out["grad_V"] = _circulant(diag, transpose=True)
             # Σ_s Σ_{j<N} δ_j e_{s_j} summed over tokens is Σ_{j<N} δ_j = -δ_N (Σ_j S_j (a_j - z) = -S_N (0 - z))
             total = _Sum()
             for factors_, coef in g_c[N - 1].products.items():

@@ -32,6 +32,8 @@ import numpy as np
 import sympy as sp
 from flint import fmpq, fmpq_mat, fmpq_mpoly
 
+from rwsymbolic._circle_linear import _circulant
+
 if TYPE_CHECKING:  # _expect imports this module; the types only
     from rwsymbolic._expect import Loss, SummedPopulation
 
@@ -389,7 +391,7 @@ def gradient_fields(entries: Sequence[sp.Expr], K: int, rotation: bool) -> dict[
     r_tok, r_c, _ = gradient_rows(K, 0, rotation)
     if rotation:
         return {
-            "grad_V": sp.Matrix(K, K, lambda i, j: entries[(i - j) % K]),
+            "grad_V": _circulant(list(entries[:K]), transpose=True),
             "grad_tok": [entries[r_tok]] * K,
             "grad_c": list(entries[r_c:]),
         }
