@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, Inexact, localcontext
 from enum import StrEnum
 from fractions import Fraction
 
@@ -78,27 +79,101 @@ def sign(x: arb) -> int | None:
 
 
 def relative_radius(x: arb) -> float:
-    """rad / max(|mid|, 1): how wide a ball is, relative to its size (absolute below 1); inf if not finite."""
+    """rad / max(|mid|, 1): how wide a ball is, relative to its size (absolute below 1); inf if not finite.
+
+    A ball beyond the float64 range gets its ratio in ball arithmetic (or inf), never NaN.
+
+    >>> round(relative_radius(arb(3, 0.75)), 6), relative_radius(arb(10) ** 400) < 1e-15
+    (0.25, True)
+    >>> relative_radius(arb("0 +/- inf")), relative_radius(arb("nan")), relative_radius(arb(2) ** 2**70)
+    (inf, inf, inf)
+    """
     if not x.is_finite():
         return math.inf
-    return float(x.rad()) / max(abs(float(x.mid())), 1.0)
+    rad, mid = float(x.rad()), abs(float(x.mid()))
+    if math.isfinite(rad) and math.isfinite(mid):
+        return rad / max(mid, 1.0)
+    value = float((x.rad() / abs(x.mid()).max(arb(1))).upper())
+    return value if math.isfinite(value) else math.inf
 
 
-def ball_json(x: arb) -> dict[str, float]:
+#: The exported form of a ball that no float64 ball [mid ± rad] encloses (see ``ball_json``).
+UNBOUNDED = {"mid": None, "rad": None, "unbounded": True}
+
+
+def ball_json(x: arb) -> dict:
     """{"mid": m, "rad": r} with float64 m and r such that [m ± r] still contains the ball.
 
     m is the float nearest to the midpoint; r bounds |x - m| from above and is rounded up, so the
-    exported ball encloses the exact value as the arb ball does.
+    exported ball encloses the exact value as the arb ball does. A ball that no float64 pair encloses
+    (not finite: a NaN midpoint or an infinite radius, as at a precision too low for the run; or a
+    midpoint or radius beyond the float64 range) is exported as ``UNBOUNDED``,
+    {"mid": null, "rad": null, "unbounded": true}: the enclosure is the whole real line, never NaN or inf.
 
     >>> b = ball_json(arb(1) / 3)
     >>> abs(b["mid"] - 1 / 3) <= b["rad"] < 1e-15
     True
+    >>> ball_json(arb("nan")), ball_json(arb("0 +/- inf")) == ball_json(arb(10) ** 400) == UNBOUNDED
+    ({'mid': None, 'rad': None, 'unbounded': True}, True)
     """
-    if not x.is_finite():
-        raise ValueError(f"cannot export a non-finite ball {x}")
-    m = float(x.mid())
-    if not math.isfinite(m):
-        raise ValueError(f"the ball {x} is outside the float64 range")
-    upper = abs(x - arb(m)).upper()
-    r = 0.0 if upper.is_zero() else math.nextafter(float(upper), math.inf)
-    return {"mid": m, "rad": r}
+    if x.is_finite():
+        m = float(x.mid())
+        if math.isfinite(m):
+            upper = abs(x - arb(m)).upper()
+            r = 0.0 if upper.is_zero() else math.nextafter(float(upper), math.inf)
+            if math.isfinite(r):
+                return {"mid": m, "rad": r}
+    return dict(UNBOUNDED)
+
+
+def _significant_digits(mid: Decimal, rad: Decimal) -> int:
+    """Digits that resolve the ball: one below the radius's leading digit, between 3 and 12 (12 for a point)."""
+    if rad == 0:
+        return 12
+    size = max(abs(mid), rad)
+    return min(12, max(3, size.adjusted() - rad.adjusted() + 2))
+
+
+def _decimal_text(value: Decimal) -> str:
+    """A short decimal: fixed notation for magnitudes 1e-4..1e12, else scientific; no trailing zeros."""
+    value = value.normalize()
+    if value == 0:
+        return "0"
+    return format(value, "f") if -5 < value.adjusted() < 12 else format(value, "e")
+
+
+def interval_text(ball: dict | None) -> str:
+    """The exported ball ``ball_json(x)`` as an explicit interval "[lower, upper]", both ends rounded outward.
+
+    The ends mid - rad and mid + rad are computed exactly from the float64 pair, then rounded down and
+    up to a few significant digits (``_significant_digits``: more for a tighter ball), so the printed
+    interval still contains the exact value. An unbounded ball prints as "(-∞, +∞)", a missing one
+    (None) as "—".
+
+    >>> interval_text({"mid": 0.5, "rad": 2**-10}), interval_text({"mid": 0.0, "rad": 1.25})
+    ('[0.49902, 0.50098]', '[-1.25, 1.25]')
+    >>> interval_text(ball_json(arb(0))), interval_text(ball_json(arb(1) / 4)), interval_text(UNBOUNDED)
+    ('[0, 0]', '[0.25, 0.25]', '(-∞, +∞)')
+    >>> interval_text(ball_json(arb(2) / 3 * 10**-20))
+    '[6.66666666666e-21, 6.66666666667e-21]'
+    """
+    if ball is None:
+        return "—"
+    if ball.get("unbounded"):
+        return "(-∞, +∞)"
+    mid, rad = Decimal(ball["mid"]), Decimal(ball["rad"])  # exact: every float64 is a finite decimal
+    with localcontext(Context(prec=2200, traps=[Inexact])):  # float64 sums need < 1200 digits: exact
+        lo, hi = mid - rad, mid + rad
+    digits = _significant_digits(mid, rad)
+    lo = Context(prec=digits, rounding=ROUND_FLOOR).plus(lo)
+    hi = Context(prec=digits, rounding=ROUND_CEILING).plus(hi)
+    return f"[{_decimal_text(lo)}, {_decimal_text(hi)}]"
+
+
+def ball_interval(x: arb) -> str:
+    """``interval_text(ball_json(x))``: how an enclosure is printed in messages and reports.
+
+    >>> ball_interval(arb("0.6 +/- 0.0517")), ball_interval(arb("nan"))
+    ('[0.548, 0.652]', '(-∞, +∞)')
+    """
+    return interval_text(ball_json(x))

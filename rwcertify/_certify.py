@@ -8,6 +8,7 @@ with the exact weight 1/n. The precision starts at ``prec`` bits and doubles unt
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -15,7 +16,7 @@ import numpy as np
 import sympy as sp
 from flint import arb
 
-from rwcertify._balls import MAX_PREC, MIN_PREC, Outcome, precision, sign
+from rwcertify._balls import MAX_PREC, MIN_PREC, Outcome, ball_interval, precision, sign
 from rwcertify._engine import Trajectory, run_trajectory
 from rwcertify._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
 from rwcertify._walks import WalkSet
@@ -78,6 +79,20 @@ def _check_size(n: int, task: CircleWalk | FiniteTask, what: str) -> None:
             f"K={task.K}, N={task.N}; the limit is {MAX_INCIDENCE:.0e}: use at most "
             f"{MAX_INCIDENCE // (task.K * (task.N - 1))} walks"
         )
+
+
+def _attempt(bits: int, widest: float) -> dict:
+    """One precision attempt as JSON: its widest relative radius, or null and "unbounded": true when it is inf.
+
+    The radius is inf when a ball is not finite or the run stopped; JSON has no inf, and ``rw proofs``
+    copies the attempts into its output as they are.
+
+    >>> _attempt(64, 1e-9), _attempt(16, float("inf"))
+    ({'prec': 64, 'max_relative_radius': 1e-09}, {'prec': 16, 'max_relative_radius': None, 'unbounded': True})
+    """
+    if math.isfinite(widest):
+        return {"prec": bits, "max_relative_radius": widest}
+    return {"prec": bits, "max_relative_radius": None, "unbounded": True}
 
 
 def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, test_size: int, seed: int):
@@ -177,7 +192,7 @@ def certify(
             gram = enclose_gram(pos, M, task.N)
         traj = run_trajectory(train_set, eval_set, gram.mu, eta_q, eps_q, steps, bits, record_steps, progress)
         widest = traj.max_relative_radius()
-        attempts.append({"prec": bits, "max_relative_radius": widest})
+        attempts.append(_attempt(bits, widest))
         if widest <= tol or bits * 2 > max_prec:
             break
         bits *= 2
@@ -341,7 +356,7 @@ def statements(
                 "parent_attention",
                 f"mean attention on position N-1 at step {steps} is ≥ {parent_threshold}",
                 outcome,
-                f"parent attention ∈ {parent.str(10, radius=True)}",
+                f"parent attention ∈ {ball_interval(parent)}",
             )
         )
     return out

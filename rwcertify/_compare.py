@@ -19,6 +19,9 @@ FLOAT_TOL = 1e-9
 
 
 def _excess(x: float, ball: dict) -> float:
+    """How far x lies outside the exported ball (relative); 0 for an unbounded ball, which holds every real."""
+    if ball.get("unbounded"):
+        return 0.0
     return max(0.0, abs(x - ball["mid"]) - ball["rad"]) / max(1.0, abs(ball["mid"]))
 
 
@@ -29,7 +32,8 @@ def compare_float(
 
     ``data`` is ``to_json(cert)`` (the exported balls). Returns the per-step excess, the first step
     whose excess exceeds ``float_tol`` (None if none does) and the first step at which the float test
-    accuracy differs from a certified (decided) accuracy.
+    accuracy differs from a certified (decided) accuracy. When the certified run stopped early, the
+    float run goes only as far as its last recorded step; with no recorded step nothing is compared.
     """
     from rwnumeric import ModelConfig, TrainConfig, train  # heavy (torch): imported only when comparing
 
@@ -41,8 +45,19 @@ def compare_float(
     task = cert.task
     model = ModelConfig(K=task.K, N=task.N, M=cfg["M"], pos=cfg["pos"], gram=gram)
     steps = [s["step"] for s in data["steps"]]
+    stopped = data["precision"]["stopped"]
+    if not steps:
+        return {
+            "gram": gram,
+            "float_tol": float_tol,
+            "first_step_outside": None,
+            "first_accuracy_mismatch": None,
+            "summary": f"float64 rwnumeric run with gram = {gram!r}: not compared, the certified run recorded no step"
+            + (f" (it stopped: {stopped})." if stopped else "."),
+            "steps": [],
+        }
     train_cfg = TrainConfig(
-        steps=cfg["steps"],
+        steps=cfg["steps"] if stopped is None else steps[-1],
         eta=float(eval_fraction(cfg["eta"])),
         eps=float(eval_fraction(cfg["eps"])),
         seed=cfg["seed"],

@@ -28,7 +28,7 @@ import numpy as np
 from flint import arb, arb_mat
 from tqdm import tqdm
 
-from rwcertify._balls import exact_ball, is_exact_zero, precision, relative_radius, sign
+from rwcertify._balls import ball_interval, exact_ball, is_exact_zero, precision, relative_radius, sign
 from rwcertify._walks import WalkSet
 
 
@@ -212,10 +212,10 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
         if not z + eps > 0:
             if z + eps <= 0:
                 raise ValueError(
-                    f"the log-loss -log(z + eps) is undefined: z + eps = {z + eps} <= 0 for input {i}"
+                    f"the log-loss -log(z + eps) is undefined: z + eps ∈ {ball_interval(z + eps)} <= 0 for input {i}"
                 )
             raise _Undecided(
-                f"the balls no longer show z + eps > 0 (input {i}: z + eps = {(z + eps).str(5)})"
+                f"the balls no longer show z + eps > 0 (input {i}: z + eps ∈ {ball_interval(z + eps)})"
             )
         loss -= weights[i] * (z + eps).log()
         g = -weights[i] / (z + eps)  # w_i ℓ'(z_i)

@@ -1,7 +1,10 @@
 """JSON (format ``rw-certify``, schema ``certify.schema.json``) and Markdown views of a certification.
 
 Every ball is exported as {"mid", "rad"} with float64 numbers chosen so that [mid ± rad] still
-contains the exact value (``ball_json``). Rationals (accuracy bounds, μ, η, ε) are exact strings.
+contains the exact value (``ball_json``); a ball no float64 pair encloses (not finite at the working
+precision) as {"mid": null, "rad": null, "unbounded": true}, so the JSON never holds NaN or inf.
+Rationals (accuracy bounds, μ, η, ε) are exact strings. The Markdown prints each ball as an explicit
+interval [lower, upper] rounded outward (``interval_text``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from importlib import resources
 import sympy as sp
 from flint import arb
 
-from rwcertify._balls import ball_json, is_exact_zero, precision
+from rwcertify._balls import ball_json, interval_text, is_exact_zero, precision
 from rwcertify._certify import Certification, _accuracy_bounds
 from rwcertify._engine import StepRecord
 from rwtasks import CircleWalk, FiniteTask
@@ -102,15 +105,30 @@ def _task(task: CircleWalk | FiniteTask) -> dict:
     return {"name": type(task).__name__, "K": task.K, "N": task.N, "p": None}
 
 
-def _b(ball: dict | None) -> str:
-    return "—" if ball is None else f"{ball['mid']:.12g} ± {ball['rad']:.2g}"
+def radius_text(attempt: dict) -> str:
+    """An attempt's widest relative radius as printed: two significant digits, or "unbounded"."""
+    return "unbounded" if attempt.get("unbounded") else f"{attempt['max_relative_radius']:.2g}"
+
+
+def tolerance_line(data: dict) -> str:
+    """One line saying that the tolerance was not met: the widest relative radius at the final precision.
+
+    >>> tolerance_line({"config": {"tol": 1e-20, "max_prec": 16},
+    ...                 "precision": {"prec": 16, "attempts": [{"prec": 16, "max_relative_radius": 0.027}]}})
+    'tolerance NOT met: widest relative ball radius 0.027 at 16 bits > --tol 1e-20 (doubling the precision again would pass --max-prec 16)'
+    """
+    cfg, prec = data["config"], data["precision"]
+    return (
+        f"tolerance NOT met: widest relative ball radius {radius_text(prec['attempts'][-1])} at {prec['prec']} "
+        f"bits > --tol {cfg['tol']:g} (doubling the precision again would pass --max-prec {cfg['max_prec']})"
+    )
 
 
 def to_markdown(data: dict) -> str:
     """A readable report of ``to_json``'s output: configuration, statements, float comparison, per-step table."""
     t, cfg, prec = data["task"], data["config"], data["precision"]
     attempts = ", ".join(
-        f"{a['prec']} bits → widest relative radius {a['max_relative_radius']:.2g}" for a in prec["attempts"]
+        f"{a['prec']} bits → widest relative radius {radius_text(a)}" for a in prec["attempts"]
     )
     lines = [
         f"# Certified trajectory: {t['name']} K = {t['K']}, N = {t['N']}, p = {t['p']}",
@@ -142,6 +160,9 @@ def to_markdown(data: dict) -> str:
         "",
         "## Per step (evaluation set)",
         "",
+        "Each enclosure is the interval [lower, upper] that contains the exact value, both ends rounded outward; "
+        "(-∞, +∞) where the balls are not finite at this precision.",
+        "",
         "| step | train loss | parent attention | mean attention spread | test accuracy |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -149,6 +170,7 @@ def to_markdown(data: dict) -> str:
         acc = s["test_accuracy"]
         a = acc["lower"] if acc["decided"] else f"[{acc['lower']}, {acc['upper']}]"
         lines.append(
-            f"| {s['step']} | {_b(s['train_loss'])} | {_b(s['parent_attention'])} | {_b(s['mean_attention_spread'])} | {a} |"
+            f"| {s['step']} | {interval_text(s['train_loss'])} | {interval_text(s['parent_attention'])} | "
+            f"{interval_text(s['mean_attention_spread'])} | {a} |"
         )
     return "\n".join(lines) + "\n"

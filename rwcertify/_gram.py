@@ -15,6 +15,8 @@ from fractions import Fraction
 
 from flint import arb, arb_mat, fmpq
 
+from rwcertify._balls import ball_interval
+
 #: Embeddings whose Gram matrix the engine encloses: "sine" (μ = M/2) and "onehot" (P = I, μ = 1).
 CERTIFIED_POS = ("sine", "onehot")
 
@@ -89,7 +91,7 @@ def check_gram(G: arb_mat, mu: Fraction) -> tuple[float, float]:
     >>> check_gram(arb_mat([[2, 1], [1, 2]]), Fraction(2))
     Traceback (most recent call last):
     ...
-    ValueError: the enclosed Gram entry (1, 2) = 1.00000000000000 does not contain 0: ...
+    ValueError: the enclosed Gram entry (1, 2) ∈ [1, 1] does not contain 0: ...
     """
     mu_ball = arb(mu.numerator) / mu.denominator
     off = diag = 0.0
@@ -99,7 +101,8 @@ def check_gram(G: arb_mat, mu: Fraction) -> tuple[float, float]:
             target = mu_ball if i == j else arb(0)
             if not g.contains(target):
                 raise ValueError(
-                    f"the enclosed Gram entry ({i + 1}, {j + 1}) = {g} does not contain {target}: "
+                    f"the enclosed Gram entry ({i + 1}, {j + 1}) ∈ {ball_interval(g)} does not contain "
+                    f"{'μ = ' + str(mu) if i == j else '0'}: "
                     "the embeddings are not orthogonal with squared norm μ at this size"
                 )
             rad = math.nextafter(float(g.rad()), math.inf) if not g.rad().is_zero() else 0.0

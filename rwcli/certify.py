@@ -89,13 +89,17 @@ def _positive_float(text: str, name: str, high: float) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate everything, certify, optionally compare a float64 run, write both files."""
+    """Validate everything, certify, optionally compare a float64 run, write both files.
+
+    Exit status 0 once both files are written, whatever the outcomes (an inconclusive statement, an unmet
+    ``--tol`` or a run stopped by too wide balls is a result, printed and recorded, not an error).
+    """
     from rwio import check_output_dir, write_json_atomic, write_text_atomic
 
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
     from rwcertify import certify  # python-flint: imported only when the command runs
     from rwcertify._balls import MAX_PREC, MIN_PREC
-    from rwcertify._export import schema, to_json, to_markdown
+    from rwcertify._export import schema, to_json, to_markdown, tolerance_line
 
     if args.task == "circle" and args.p is None:
         raise ValueError("--p is required: the certified engine needs a number in [0, 1], e.g. --p 1/2")
@@ -137,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     md = write_text_atomic(to_markdown(data), out / "CERTIFY.md")
     for s in cert.statements:
         print(f"{s.name:18s} {s.outcome.value:12s} {s.claim}")
+    if cert.trajectory.stopped is not None:
+        print(f"the certified run stopped: {cert.trajectory.stopped}")
+    if not cert.tolerance_met:
+        print(tolerance_line(data))
     if data["float_comparison"]:
         print(data["float_comparison"]["summary"])
     print(f"wrote {js} and {md}")
