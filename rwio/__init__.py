@@ -12,6 +12,7 @@ from rwio._atomic import (
     WriteError,
     save_figure_atomic,
     write_bytes_atomic,
+    write_files_atomic,
     write_json_atomic,
     write_text_atomic,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "format_bytes",
     "save_figure_atomic",
     "write_bytes_atomic",
+    "write_files_atomic",
     "write_json_atomic",
     "write_text_atomic",
 ]

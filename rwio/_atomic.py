@@ -57,6 +57,43 @@ def _replace_atomically(path: str | os.PathLike, write: Callable[[str], None]) -
     return path
 
 
+def write_files_atomic(writers: dict[Path, Callable[[str], None]]) -> list[Path]:
+    """Write several files that belong together: each ``writer(tmp)`` fills a temporary file beside its
+    path, in order, and only when all have succeeded are they renamed onto their paths (in order).
+
+    A failure leaves every target as it was (the temporary files are removed) and raises a one-line
+    ``WriteError`` for an ``OSError``. Returns the paths.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> def text(s):
+    ...     return lambda tmp: pathlib.Path(tmp).write_text(s)
+    >>> [p.read_text() for p in write_files_atomic({folder / "a": text("1"), folder / "b": text("2")})]
+    ['1', '2']
+    """
+    temps: list[tuple[Path, str]] = []
+    current = None
+    try:
+        for path, write in writers.items():
+            current = Path(path)
+            current.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _temp_beside(current)
+            temps.append((current, tmp))
+            write(tmp)
+        for path, tmp in temps:
+            current = path
+            os.replace(tmp, path)
+    except BaseException as err:
+        for _, tmp in temps:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, WriteError):
+            failure = WriteError(f"cannot write {current}: {err.strerror or err}")
+            failure.errno = err.errno
+            raise failure from None
+        raise
+    return [path for path, _ in temps]
+
+
 def write_bytes_atomic(data: bytes, path: str | os.PathLike) -> Path:
     """Write ``data`` to ``path`` atomically; returns the path."""
 
