@@ -37,6 +37,24 @@ def parse_int(text: str | None, name: str, low: int) -> int:
     return check_int(value, f"--{name}", low)
 
 
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str, name: str) -> int:
+    """``--name`` as a number of bytes: an integer, or a number with K, M, G or T (binary units; "B" and
+    "iB" optional), e.g. 500M or 2GiB; a one-line ValueError otherwise.
+
+    >>> parse_size("2GiB", "max-bytes"), parse_size("500M", "max-bytes"), parse_size("4096", "max-bytes")
+    (2147483648, 524288000, 4096)
+    """
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([KMGT]?)(?:i?B)?\s*", text or "", re.IGNORECASE)
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(f"--{name}={text!r} is not a size: give bytes as e.g. 500M, 2GiB or 4096")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
 def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
     """The task the options name; circle walks without --p get the symbol p."""
     from rwtasks import CircleWalk, qa_task1, qa_task2

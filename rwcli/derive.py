@@ -10,6 +10,7 @@ from rwio import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
     from rwsymbolic import Trajectory
+    from rwtasks import CircleWalk, FiniteTask
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -39,7 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its derivative dell)",
     )
     parser.add_argument(
-        "--json", metavar="FILE", help="also write the exact oracle JSON (rwsymbolic/oracle.schema.json)"
+        "--json",
+        metavar="FILE",
+        help="also write the exact oracle: the header FILE (rwsymbolic/oracle/oracle.schema.json) and, "
+        "with per-input values, FILE's stem + .inputs.npz beside it",
     )
     parser.add_argument(
         "--verdict",
@@ -51,13 +55,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-seconds",
         default="600",
         dest="max_seconds",
-        help="refuse up front when the estimated exact work exceeds this many seconds (default 600)",
+        help="refuse up front when the estimated time of the whole job (derivation, read-outs, writing) "
+        "exceeds this many seconds (default 600)",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        default=None,
+        dest="max_bytes",
+        help="refuse up front when the estimated size of the files written by --json exceeds this "
+        "(e.g. 500M, 2GiB; default: the free space of the target's folder)",
     )
     parser.add_argument(
         "--per-input",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         dest="per_input",
-        help="include per-input logits, S, f in the JSON even above 4096 inputs",
+        help="with --json: write (or not) the per-input logits, S, f (default: when the population has "
+        "at most 4096 inputs)",
     )
 
 
@@ -120,12 +134,12 @@ def _clip(text: str) -> str:
 
     >>> _clip("short")
     'short'
-    >>> _clip("x" * 401).endswith("xx … (401 characters; all of them in --json)")
+    >>> _clip("x" * 401).endswith("xx … (401 characters; the exact value is in --json)")
     True
     """
     if len(text) <= _WITNESS_CHARS:
         return text
-    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; all of them in --json)"
+    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; the exact value is in --json)"
 
 
 def render_verdicts(traj: Trajectory) -> str:
@@ -148,26 +162,80 @@ def render_verdicts(traj: Trajectory) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Build the task, derive the trajectory, print it, and write the oracle JSON if asked."""
-    if args.json:
-        check_output_file(args.json, "--json")
-    steps = parse_int(args.steps, "steps", 0)
-    task = task_from_args(args)
-    from rwsymbolic import derive, derive_estimate, long_integers, write_oracle
+def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask, steps: int) -> str:
+    """The job's estimate (one line), after refusing in one line when it cannot fit: time, memory, files."""
+    import shutil
+    from pathlib import Path
+
+    from rwcli._task_args import parse_size
+    from rwio import available_memory, format_bytes
+    from rwsymbolic import job_estimate, symbolic_probabilities
 
     limit = parse_int(args.max_seconds, "max-seconds", 1)
-    estimate = derive_estimate(task, steps)
-    if estimate > limit:
-        raise ValueError(
-            f"--steps {steps} on {task!r} is estimated at ~{estimate:.3g} s of exact work, above --max-seconds "
-            f"{limit}: use fewer steps, smaller K or N, a rational --p (symbolic p costs about 1000x from two "
-            "steps on), rwnumeric (rw train) for floating-point trajectories, or raise --max-seconds"
+    max_bytes = None if args.max_bytes is None else parse_size(args.max_bytes, "max-bytes")
+    est = job_estimate(task, steps, json=bool(args.json), per_input=args.per_input)
+    files = f", {format_bytes(est.file_bytes)} of files" if args.json else ""
+    summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory{files}"
+    alternatives = (
+        "use fewer --steps, smaller K or N"
+        + (", --no-per-input" if args.json and est.per_input_bytes else "")
+        + (
+            ", a rational --p (symbolic p costs about 1000x from two steps on)"
+            if symbolic_probabilities(task)
+            else ""
         )
+        + ", or rw train --population for a floating-point trajectory"
+    )
+    if est.seconds > limit:
+        raise ValueError(
+            f"--steps {steps} on {task!r} is estimated at {summary}: above --max-seconds {limit}; "
+            f"{alternatives}, or raise --max-seconds"
+        )
+    free = available_memory()
+    if free is not None and est.memory > free:
+        raise ValueError(
+            f"--steps {steps} on {task!r} is estimated at {summary}: more memory than the "
+            f"{format_bytes(free)} available; {alternatives}"
+        )
+    if args.json:
+        folder = Path(args.json).resolve().parent
+        while not folder.exists():
+            folder = folder.parent
+        disk = shutil.disk_usage(folder).free
+        cap = disk if max_bytes is None else min(max_bytes, disk)
+        if est.file_bytes > cap:
+            which = (
+                f"--max-bytes {format_bytes(max_bytes)}"
+                if max_bytes is not None and max_bytes <= disk
+                else (f"the {format_bytes(disk)} free in {folder}")
+            )
+            raise ValueError(
+                f"--json {args.json}: the files are estimated at {summary}: above {which}; {alternatives}"
+            )
+    return summary
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the task, estimate the job (refusing what cannot fit), derive, print, write the oracle."""
+    import sys
+
+    if args.json:
+        check_output_file(args.json, "--json")
+    elif args.per_input is not None:
+        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
+    steps = parse_int(args.steps, "steps", 0)
+    task = task_from_args(args)
+    summary = _refuse_if_too_large(args, task, steps)
+    print(f"rw derive: estimated {summary}", file=sys.stderr)
+    from rwsymbolic import derive, long_integers, per_input_path, write_oracle
+
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render_verdicts(traj) if args.verdict else render(traj))
     if args.json:
-        path = write_oracle(traj, args.json, per_input=True if args.per_input else None, verdict=args.verdict)
+        path = write_oracle(traj, args.json, per_input=args.per_input, verdict=args.verdict, progress=True)
         print(f"\nwrote {path}")
+        columns = per_input_path(path)
+        if columns.exists():
+            print(f"wrote {columns}")
     return 0

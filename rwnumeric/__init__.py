@@ -19,9 +19,9 @@ from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
-from rwnumeric._oracle_loader import load_oracle
 from rwnumeric._schema import load_metrics_schema
 from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
+from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
 
 __all__ = [
     "BATCHED_HISTORY_KEYS",

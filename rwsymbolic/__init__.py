@@ -11,18 +11,10 @@ from rwsymbolic._circle_linear import (
     label_token_sum,
     transition_power,
 )
+from rwsymbolic._cost import PER_INPUT_LIMIT, JobEstimate, job_estimate, symbolic_probabilities
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
 from rwsymbolic._json import decimal_value, exact_json, exact_string, long_integers, nearest_double
-from rwsymbolic._oracle import (
-    ORACLE_SCHEMA_PATH,
-    PER_INPUT_LIMIT,
-    load_oracle_schema,
-    oracle_dict,
-    read_oracle,
-    verdict_json,
-    write_oracle,
-)
 from rwsymbolic._signal import (
     MAX_FACTOR_N,
     SIGNAL_SCHEMA_PATH,
@@ -49,6 +41,18 @@ from rwsymbolic._structure import (
     structure_verdicts,
     w_token_columns_zero,
 )
+from rwsymbolic.oracle import (
+    ORACLE_FORMAT,
+    ORACLE_SCHEMA_PATH,
+    ORACLE_VERSION,
+    Oracle,
+    load_oracle,
+    load_oracle_schema,
+    per_input_path,
+    read_oracle,
+    verdict_json,
+    write_oracle,
+)
 
 __all__ = [
     # exact gradient descent and structure predicates (_derive, _expect, _structure)
@@ -71,16 +75,23 @@ __all__ = [
     "outcome",
     "structure_verdicts",
     "PREDICATES",
-    # exact oracles and the exact-value JSON encoding (_oracle, _json)
+    # oracle files (rwsymbolic.oracle) and the exact-value JSON encoding of the other files (_json)
     "exact_json",
     "exact_string",
     "long_integers",
     "nearest_double",
     "decimal_value",
+    "ORACLE_FORMAT",
     "ORACLE_SCHEMA_PATH",
+    "ORACLE_VERSION",
     "PER_INPUT_LIMIT",
+    "JobEstimate",
+    "Oracle",
+    "job_estimate",
+    "per_input_path",
+    "symbolic_probabilities",
+    "load_oracle",
     "load_oracle_schema",
-    "oracle_dict",
     "read_oracle",
     "write_oracle",
     "verdict_json",

@@ -20,6 +20,7 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwsymbolic._atoms import expand_atoms, has_atoms
+from rwsymbolic._cost import job_estimate
 from rwsymbolic._decide import nearest_float, sign
 from rwsymbolic._expect import (
     MAX_INPUTS,
@@ -276,45 +277,17 @@ def _positive(value: sp.Expr, name: str) -> sp.Expr:
     return value
 
 
-#: Seconds per (input x (N-1+K) position-token term) of one step at t = 0, and the growth per step:
-#: measured with ``benchmarks/derive_cli.py`` (K=5, N=6: about 1 s at T = 3, 3 s at T = 4 on two cores),
-#: rounded up so that the estimate errs on the slow side.
-_SECONDS_PER_TERM, _GROWTH_PER_STEP = 1e-4, 4.0
-#: With symbolic probabilities (symbolic p) every value from t = 2 on holds rational functions of the
-#: symbols inside the exponential atoms: ``derive`` with the loss, accuracy and mean attention of the
-#: last state, then ``write_oracle``, measured on two cores at 175x (K = 3, N = 5, T = 2), 450x
-#: (K = 4, N = 5, T = 2), over 1000x (K = 4, N = 6, T = 2) and 560x (K = 3, N = 3, T = 3) the
-#: rational-p estimate.
-_SYMBOLIC_FACTOR = 1000.0
-
-
 def derive_estimate(task: CircleWalk | FiniteTask, steps: int, rotate: bool = True) -> float:
-    """A rough upper estimate of ``derive``'s seconds for ``steps`` steps (the cost grows ~4x per step).
-
-    Exact expressions nest one exponential deeper per step, so the work is roughly the number of inputs
-    the engine sums over, times the N-1+K terms of each, times a factor 4 per step; with symbolic
-    probabilities, 1000 times that from two steps on (rational functions of p inside the atoms).
+    """Estimated seconds of ``derive`` for ``steps`` steps, with every state's loss, accuracy and mean
+    attention (``rwsymbolic.job_estimate``'s cost model, without an oracle file).
 
     >>> from rwtasks import CircleWalk
-    >>> derive_estimate(CircleWalk(5, 6, "3/10"), 4) < 30 < derive_estimate(CircleWalk(5, 6, "3/10"), 6)
+    >>> derive_estimate(CircleWalk(5, 6, "3/10"), 4) < 10 < derive_estimate(CircleWalk(5, 9, "3/10"), 4)
     True
-    >>> derive_estimate(CircleWalk(4, 5, "p"), 2) / derive_estimate(CircleWalk(4, 5, "7/10"), 2)
-    1000.0
     """
     if isinstance(task, CircleWalk) and rotate and 2 ** (task.N - 1) > MAX_INPUTS:
         rooted_walks(task)  # refuses with the enumeration limit, which comes before any time estimate
-    n = 2 ** (task.N - 1) if isinstance(task, CircleWalk) and rotate else task.population().size
-    seconds = _SECONDS_PER_TERM * n * (task.N - 1 + task.K) * _GROWTH_PER_STEP**steps
-    if steps >= 2 and _symbolic_probabilities(task):
-        seconds *= _SYMBOLIC_FACTOR
-    return seconds
-
-
-def _symbolic_probabilities(task: CircleWalk | FiniteTask) -> bool:
-    """True when the task's input probabilities have free symbols (a symbolic p)."""
-    if isinstance(task, CircleWalk):
-        return bool(task.p.free_symbols)
-    return any(v.free_symbols for v in task.population().prob_values)
+    return job_estimate(task, steps, json=False, rotate=rotate).seconds
 
 
 def derive(

@@ -22,7 +22,11 @@ IMPORT_TO_DIST = {
 IMPORTED_ELSEWHERE: set[str] = set()
 #: Modules that only a host program loads, which brings the import with it: the pytest plugin runs
 #: inside pytest, so pytest is not a runtime dependency of the toolkit.
-HOSTED = {Path("rwcheck/pytest_plugin.py"): {"pytest"}}
+HOSTED = {
+    Path("rwcheck/pytest_plugin.py"): {"pytest"},
+    # The frozen fixtures' test file: copied out by rw check --emit, run by pytest beside its runtime copy.
+    Path("rwcheck/_fixture_test.py"): {"pytest", "rwcheck_runtime"},
+}
 
 
 def _name(requirement: str) -> str:
@@ -65,4 +69,6 @@ def test_test_notebook_and_docs_packages_are_extras_only():
 def test_every_package_data_entry_names_an_existing_file():
     for package, names in CONFIG["tool"]["setuptools"]["package-data"].items():
         for name in names:
-            assert list((ROOT / package).glob(name)), f"package-data {package}: {name!r} matches no file"
+            assert list((ROOT / package.replace(".", "/")).glob(name)), (
+                f"package-data {package}: {name!r} matches no file"
+            )

@@ -1,13 +1,14 @@
-"""Property: the exact oracle JSON round-trips (write, validate against the schema, load, compare).
+"""Property: the exact oracle round-trips (write, validate against the schema, load, compare).
 
 For random small configurations (circle walks and finite tasks; η, ε, μ rational or symbolic; the
-log, squared, exp, a user and the abstract loss; 0-2 steps) ``rwsymbolic.write_oracle`` writes a file
-that validates against ``rwsymbolic/oracle.schema.json``; ``rwsymbolic.read_oracle`` gives back every
-exact value of the trajectory (V, w_tok, c, loss, accuracy, mean attention/logits/f per step and
-logits, S, f per input); a second write gives the same bytes; and ``rwnumeric.load_oracle`` gives
-each value's nearest double (within one unit in the last place of the 40-digit value) or, when the
-values contain symbols, refuses with its documented error. Exact comparison: structural equality,
-else a difference that simplifies to 0 (see ``same`` for the symbolic Piecewise accuracies).
+log, squared, exp, a user and the abstract loss; 0-2 steps) ``rwsymbolic.write_oracle`` writes a
+header that validates against ``rwsymbolic/oracle/oracle.schema.json`` and per-input columns;
+``load_oracle(path, exact=True)`` gives back every exact value of the trajectory (V, w_tok, c, loss,
+accuracy, mean attention/logits/f per step, the engine's own objects from the node table; logits, S,
+f per input where the file has their exact form, always for rationals); a second write gives the
+same bytes; and ``load_oracle(path)`` gives each value's double within its certified error bound of
+the 40-digit value and within one unit in the last place, or, when the values contain symbols,
+refuses with its documented error.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from rwcheck.strategies import (
     symbolic_any_loss,
 )
 from rwnumeric import load_oracle
-from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, read_oracle, write_oracle
+from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, per_input_path, write_oracle
+from rwsymbolic._atoms import free_symbols as user_symbols
+from rwsymbolic._atoms import has_undefined
 
 TASKS = {
     "circle": circle_configs(K=(3, 5), N=(2, 4)),
@@ -107,47 +110,64 @@ def oracle_configs(draw, family: str, symbolic: bool):
     return task, steps, draw(etas()), draw(epsilons()), draw(mus()), symbolic_any_loss(loss)
 
 
+STEP_KEYS = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
+
+
+def atom_values(state) -> dict[str, list]:
+    """Every per-step value the oracle stores for one state, flattened, in the engine's atom form."""
+    return {k: flat(state.atom_form(k)) for k in STEP_KEYS}
+
+
 @pytest.mark.parametrize("values", ["numbers", "symbols"])
 @pytest.mark.parametrize("family", sorted(TASKS))
 @settings(max_examples=scaled(10))
 @given(data=st.data())
-def test_oracle_json_round_trips(family, values, data) -> None:
+def test_oracle_round_trips(family, values, data) -> None:
     task, steps, eta, eps, mu, loss = data.draw(oracle_configs(family, values == "symbols"), label="config")
     traj = derive(task, steps, eta=eta, eps=eps, mu=mu, loss=loss)
     with tempfile.TemporaryDirectory() as folder:
         path = write_oracle(traj, Path(folder) / "oracle.json", per_input=True)
-        raw = path.read_bytes()
-        document = json.loads(raw)
+        document = json.loads(path.read_bytes())
         jsonschema.validate(document, load_oracle_schema())
-        assert write_oracle(traj, Path(folder) / "again.json", per_input=True).read_bytes() == raw, (
-            "not reproducible"
-        )
-        back = read_oracle(path)
-        cfg = back["config"]
+        again = write_oracle(traj, Path(folder) / "again.json", per_input=True)
+        assert per_input_path(again).read_bytes() == per_input_path(path).read_bytes(), "not reproducible"
+        assert json.loads(again.read_bytes())["nodes"] == document["nodes"], "not reproducible"
+        back = load_oracle(path, exact=True)
+        cfg = back.config
         assert (cfg["K"], cfg["N"], cfg["steps"]) == (task.K, task.N, steps)
         for name, value in (("eta", traj.eta), ("eps", traj.eps), ("mu", traj.mu)):
             assert same(sp.sympify(cfg[name], locals={str(s): s for s in value.free_symbols}), value), name
-        assert [s["t"] for s in back["steps"]] == list(range(steps + 1))
+        assert [s["t"] for s in back.steps] == list(range(steps + 1))
         symbolic = False
-        for state, entry in zip(traj.states, back["steps"], strict=True):
-            read = {k: flat(v) for k, v in entry.items() if k not in ("t", "per_input")}
-            read.update({k: flat(v) for k, v in entry["per_input"].items()})
-            for key, values in exact_values(state).items():
-                assert len(read[key]) == len(values), f"step {state.t} {key}: length"
-                for i, (a, b) in enumerate(zip(read[key], values, strict=True)):
-                    assert same(a, b), f"step {state.t} {key}[{i}]: read {a} != written {b}"
-                    symbolic |= bool(sp.sympify(b).free_symbols or sp.sympify(b).atoms(AppliedUndef))
+        for state in traj.states:
+            for key, want in atom_values(state).items():
+                got = flat(back.exact(key, state.t, atoms="named"))
+                assert got == want, f"step {state.t} {key}: read {got} != written {want}"
+                symbolic |= any(user_symbols(b) or has_undefined(b) for b in want)
+            for key in ("logits", "S", "f"):
+                got, want = flat(back.exact(key, state.t, atoms="named")), flat(state.atom_form(key))
+                assert len(got) == len(want), f"step {state.t} {key}: length"
+                for i, (a, b) in enumerate(zip(got, want, strict=True)):
+                    assert a is not None or not sp.sympify(b).is_Rational, (
+                        f"step {state.t} {key}[{i}]: a rational not written"
+                    )
+                    assert a is None or a == b, f"step {state.t} {key}[{i}]: read {a} != written {b}"
         event(f"symbolic values: {symbolic}, steps={steps}")
         if symbolic:
             with pytest.raises(ValueError, match=r"is symbolic \(float is null\)"):
                 load_oracle(path)
             return
         floats = load_oracle(path)
-        for state, entry in zip(traj.states, floats["steps"], strict=True):
+        for state in traj.states:
             for key, values in exact_values(state).items():
-                got = np.asarray(entry[key], dtype=np.float64).ravel()
+                got = floats.value(key, state.t).ravel()
+                bound = floats.error(key, state.t).astype(np.float64).ravel()
                 want = np.array([float(sp.N(v, 40)) for v in values])
                 ulp = np.spacing(np.abs(want))
-                assert np.all(np.abs(got - want) <= ulp), (
-                    f"step {state.t} {key}: floats are not the nearest doubles"
-                )
+                assert np.all(np.abs(got - want) <= ulp), f"step {state.t} {key}: not the nearest doubles"
+                assert np.all(bound <= ulp), f"step {state.t} {key}: bounds wider than an ulp"
+                truth = [sp.N(v, 40) for v in values]
+                assert all(
+                    abs(sp.Float(g, 40) - x) <= sp.Float(e, 40)
+                    for g, e, x in zip(got, bound, truth, strict=True)
+                ), f"step {state.t} {key}: a bound does not hold"

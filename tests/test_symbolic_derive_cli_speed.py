@@ -19,6 +19,7 @@ from rwcli.main import main
 from rwsymbolic import (
     derive,
     derive_estimate,
+    load_oracle,
     load_oracle_schema,
     nearest_double,
     outcome,
@@ -63,8 +64,14 @@ def test_late_step_values_use_named_atoms_and_their_doubles_match_sympy():
 
 def test_estimate_grows_with_steps_and_refusal_is_one_line_exit_2(capsys):
     walk = CircleWalk(5, 6, "3/10")
-    assert derive_estimate(walk, 4) < 30 < derive_estimate(walk, 9)
-    code = main(["derive", "--K", "5", "--N", "6", "--p", "3/10", "--steps", "9", "--pos-norm", "1"])
+    assert (
+        derive_estimate(walk, 4)
+        < derive_estimate(walk, 8)
+        < 60
+        < 600
+        < derive_estimate(CircleWalk(5, 12, "3/10"), 5)
+    )
+    code = main(["derive", "--K", "5", "--N", "12", "--p", "3/10", "--steps", "5", "--pos-norm", "1"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "estimated" in err and "--max-seconds 600" in err and "rw train" in err
@@ -101,7 +108,10 @@ def test_oracle_with_verdict_round_trips_through_schema(tmp_path):
     traj = derive(CircleWalk(3, 3, "3/10"), steps=1, mu=1)
     data = json.loads(write_oracle(traj, tmp_path / "o.json", verdict=True).read_text())
     jsonschema.validate(data, load_oracle_schema())
-    assert data["steps"][1]["verdict"]["is_proportional_to_ones"]["witness"].startswith("entries")
+    witness = data["steps"][1]["verdict"]["is_proportional_to_ones"]["witness"]
+    assert set(witness) == {"entries", "difference"} and isinstance(witness["difference"], int)
+    difference = load_oracle(tmp_path / "o.json").node(witness["difference"])
+    assert difference != 0 and difference.is_Rational
 
 
 def test_console_command_reaches_step_4():
@@ -136,5 +146,5 @@ def test_verdict_text_clips_long_witnesses_and_the_json_keeps_them_whole():
     longest = max((str(e["witness"]) for e in verdict_json(traj.states[2]).values() if e["witness"]), key=len)
     assert len(longest) > 1000
     text = render_verdicts(traj)
-    assert f"{longest[:400]} … ({len(longest)} characters; all of them in --json)" in text
+    assert f"{longest[:400]} … ({len(longest)} characters; the exact value is in --json)" in text
     assert longest not in text
