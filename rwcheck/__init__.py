@@ -23,7 +23,6 @@ from rwcheck._check import (
     PropertyResult,
     Report,
     check,
-    load_factory,
     load_report_schema,
     tolerance_rule,
     write_report,
@@ -37,11 +36,14 @@ from rwcheck._compare import (
     tolerance,
 )
 from rwcheck._config import CheckConfig
+from rwcheck._emit import DEFAULT_SPECS, FixtureSpec, emit_fixtures, estimate_fixtures, read_specs
 from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, first_value_step_closed_form
 from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
+from rwcheck._runtime import load_factory
 from rwcheck._testcase import ConformanceTests
 
 __all__ = [
+    "DEFAULT_SPECS",
     "PROPERTIES",
     "QUANTITIES",
     "REPORT_SCHEMA_PATH",
@@ -49,6 +51,7 @@ __all__ = [
     "CheckOptions",
     "ConformanceTests",
     "Divergence",
+    "FixtureSpec",
     "ImplementationCrash",
     "ImplementationError",
     "Mismatch",
@@ -58,11 +61,14 @@ __all__ = [
     "Tolerance",
     "assert_matches_exact",
     "check",
+    "emit_fixtures",
+    "estimate_fixtures",
     "exact_trajectory",
     "first_value_step_closed_form",
     "load_factory",
     "load_report_schema",
     "probe",
+    "read_specs",
     "run",
     "tolerance",
     "tolerance_rule",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,43 +108,6 @@ def tolerance_rule(dtype: str) -> str:
         "|l| ≤ 1 + μ²ηT; the bugs this suite targets move some value by 1e-3 or more. Accuracies are "
         "compared exactly (1e-12 for float sums), except at steps with an exact near-tie in f."
     )
-
-
-def load_factory(target: str) -> Factory:
-    """``MODULE:FACTORY`` or ``path/to/file.py:FACTORY`` to the callable; one-line ValueError otherwise.
-
-    A file's folder goes on ``sys.path`` first, so the file can import its neighbours.
-
-    >>> load_factory("rwcheck:CheckConfig").__name__
-    'CheckConfig'
-    """
-    module_name, sep, attr = target.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"{target!r} is not MODULE:FACTORY or path/to/file.py:FACTORY")
-    try:
-        if module_name.endswith(".py") or "/" in module_name:
-            path = Path(module_name)
-            if not path.is_file():
-                raise ValueError(f"{target!r}: the file {path} does not exist")
-            folder = str(path.resolve().parent)  # importable from the file, as under `python file.py`
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
-            name = f"rwcheck_user_{path.stem}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except ValueError:
-        raise
-    except Exception as err:  # the user's module failed to import: one line
-        raise ValueError(f"{target!r}: importing {module_name} raised {type(err).__name__}: {err}") from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ValueError(f"{target!r}: {module_name} has no callable {attr}")
-    return factory
 
 
 def hypothesis_test(

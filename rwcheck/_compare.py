@@ -1,26 +1,45 @@
-"""Numeric read-outs against the exact trajectory of ``rwsymbolic.derive``: tolerance, first divergence."""
+"""Numeric read-outs against the exact trajectory of ``rwsymbolic.derive``: tolerance, first divergence.
+
+The expected values come through the oracle format: the trajectory is written by
+``rwsymbolic.write_oracle`` (certified doubles) and read back by the numpy-only reader, then compared
+by ``rwcheck._runtime.first_difference``, the same code a frozen fixture (``rw check --emit``) runs.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
 import torch
 
 from rwcheck._config import CheckConfig
-from rwcheck._protocol import LABELS, QUANTITIES, Factory, Readouts, finite_or_text, run
+from rwcheck._protocol import Factory, Readouts, finite_or_text, run
+from rwcheck._runtime import Difference, expected_readouts, first_difference, scaled_error
 from rwcheck.strategies import symbolic_loss
 from rwnumeric import DEFAULT_TIE_RTOL
-from rwsymbolic import Trajectory, decimal_value, derive
+from rwsymbolic import Trajectory, decimal_value, derive, write_oracle
 
-#: Digits of the exact values when they are turned into floats (far beyond float64's 16).
+#: Digits of the exact f when near-ties of the accuracy are looked for (far beyond float64's 16).
 DIGITS = 40
-#: Accuracies are sums of at most a few thousand float probabilities: exact up to this.
-ACCURACY_ATOL = 1e-12
 #: Roundings per step that the tolerance allows for, per unit of logit size (see ``tolerance``).
 MARGIN = 256
+
+__all__ = [
+    "MARGIN",
+    "Divergence",
+    "Mismatch",
+    "Tolerance",
+    "assert_matches_exact",
+    "compare",
+    "exact_trajectory",
+    "expected_steps",
+    "near_tie_steps",
+    "scaled_error",
+    "tolerance",
+]
 
 
 @dataclass(frozen=True)
@@ -90,12 +109,25 @@ class Divergence:
     config: str
     config_json: dict = field(default_factory=dict, compare=False)
 
-    def describe(self) -> str:
-        where = f"[{', '.join(map(str, self.index))}]" if self.index else ""
-        return (
-            f"{LABELS[self.quantity]}{where} at t={self.step}: expected {self.expected:.17g}, got {self.got:.17g} "
-            f"(scaled error {self.error:.3g} > rtol {self.rtol:.3g})"
+    @classmethod
+    def of(cls, diff: Difference, config: CheckConfig, note: str = "") -> Divergence:
+        """The divergence of a ``rwcheck._runtime.Difference`` on ``config``."""
+        return cls(
+            diff.step,
+            diff.quantity,
+            diff.index,
+            diff.expected,
+            diff.got,
+            diff.error,
+            diff.limit,
+            config.describe() + note,
+            config.to_json(),
         )
+
+    def describe(self) -> str:
+        """One line: where, both values, and the error against the tolerance (NaN and inf named)."""
+        d = Difference(self.step, self.quantity, self.index, self.expected, self.got, self.error, self.rtol)
+        return d.describe()
 
     def to_json(self) -> dict:
         return {
@@ -119,60 +151,58 @@ class Mismatch(AssertionError):
         self.divergence = divergence
 
 
-class _Floats:
-    """Floats of exact expressions at DIGITS digits, memoised (per-input lists repeat expressions)."""
+def near_tie_steps(traj: Trajectory, dtype: str) -> frozenset[int]:
+    """Steps whose accuracy is not compared: some exact gap max f - f_k is positive but within twice the
+    dtype's tie tolerance (the float tie rule may then differ from the exact one)."""
+    rtol = DEFAULT_TIE_RTOL[dtype]
+    memo: dict[sp.Expr, sp.Float] = {}
 
-    def __init__(self) -> None:
-        self.memo: dict[sp.Expr, float] = {}
-
-    def __call__(self, expr: object) -> sp.Float:
-        expr = sp.sympify(expr)
-        if expr not in self.memo:
-            value = decimal_value(expr, DIGITS)
-            if value is None:
+    def value(expr: sp.Expr) -> sp.Float:
+        if expr not in memo:
+            v = decimal_value(expr, DIGITS)
+            if v is None:
                 raise ValueError(f"the exact value {expr} is not a number (symbols or an abstract loss)")
-            self.memo[expr] = value
-        return self.memo[expr]
+            memo[expr] = v
+        return memo[expr]
 
-    def array(self, rows: Iterable[Iterable[object]]) -> np.ndarray:
-        return np.array([[float(self(e)) for e in row] for row in rows], dtype=np.float64)
+    def near(fs: list) -> bool:
+        for f in fs:
+            values = [value(v) for v in f]
+            top, scale = max(values), max(abs(v) for v in values)
+            for v in values:
+                gap = top - v
+                if 0 < gap <= 2 * rtol * scale and gap > sp.Float("1e-30", DIGITS) * max(scale, 1):
+                    return True
+        return False
 
-
-def expected_values(traj: Trajectory, config: CheckConfig, t: int, floats: _Floats) -> dict[str, np.ndarray]:
-    """The exact read-outs at step t as float64 arrays, in the kit's layout (W_xN = [w_tok; P c])."""
-    value = traj.states[t].atom_form  # named exponentials: evaluated once each, fast on late steps
-    w_tok = np.array([float(floats(v)) for v in value("w_tok")])
-    c = np.array([float(floats(v)) for v in value("c")])
-    return {
-        "V": floats.array(value("V").tolist()),
-        "W_xN": np.concatenate([w_tok, config.P @ c]),
-        "S": floats.array(value("S")),
-        "f": floats.array([list(fi) for fi in value("f")]),
-        "loss": np.array(float(floats(value("loss")))),
-        "accuracy": np.array(float(floats(value("accuracy")))),
-    }
+    return frozenset(s.t for s in traj.states if near(s.atom_form("f")))
 
 
-def scaled_error(got: np.ndarray, expected: np.ndarray) -> tuple[float, tuple[int, ...]]:
-    """max |got - expected| / max(1, max |expected|) and the index of the worst entry (NaN counts as worst)."""
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: counted as the worst error below
-        diff = np.abs(got - expected)
-    diff = np.where(got == expected, 0.0, np.where(np.isnan(diff), np.inf, diff))  # equal infinities agree
-    index = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
-    scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
-    return float(diff[index]) / scale, tuple(int(i) for i in index)
+_EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}
 
 
-def _near_tie(fs: list, floats: _Floats, rtol: float) -> bool:
-    """Some exact gap max f - f_k lies in (0, 2·rtol·max|f|]: the float tie rule may then differ from the exact one."""
-    for f in fs:
-        values = [floats(v) for v in f]
-        top, scale = max(values), max(abs(v) for v in values)
-        for v in values:
-            gap = top - v
-            if 0 < gap <= 2 * rtol * scale and gap > sp.Float("1e-30", DIGITS) * max(scale, 1):
-                return True
-    return False
+def expected_steps(config: CheckConfig, steps: int) -> tuple[list[dict[str, np.ndarray]], frozenset[int]]:
+    """The exact read-outs at t = 0..steps as float64 arrays in the kit's layout (W_xN = [w_tok; P c]),
+    through the oracle format, and the steps whose accuracy is not compared (``near_tie_steps``)."""
+    key = (
+        *_task_key(config),
+        steps,
+        config.eta,
+        config.eps,
+        config.mu,
+        config.loss,
+        config.dtype,
+        config.P.tobytes(),
+    )
+    if key not in _EXPECTED:
+        if len(_EXPECTED) > 256:
+            _EXPECTED.clear()
+        traj = exact_trajectory(config, steps)
+        with tempfile.TemporaryDirectory(prefix="rwcheck-") as folder:
+            header = write_oracle(traj, Path(folder) / "oracle.json", per_input=True)
+            expected = expected_readouts(header, config.P)
+        _EXPECTED[key] = (expected, near_tie_steps(traj, config.dtype))
+    return _EXPECTED[key]
 
 
 def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | None = None) -> list[str]:
@@ -182,42 +212,14 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     accuracy is compared exactly (it is a sum of exact probabilities), except at a step where some
     exact gap max f - f_k is positive but below twice the tie tolerance (noted, not compared).
     """
-    traj = exact_trajectory(config, steps)
-    limit_values = tolerance(config, steps).rtol if rtol is None else rtol
-    floats = _Floats()
-    notes = []
-    for t in range(steps + 1):
-        expected = expected_values(traj, config, t, floats)
-        for q in QUANTITIES:
-            values = readouts.values.get(q)
-            if values is None:
-                continue
-            got = values[t]
-            if q == "accuracy":
-                if _near_tie(traj.states[t].atom_form("f"), floats, DEFAULT_TIE_RTOL[config.dtype]):
-                    notes.append(f"accuracy at t={t} not compared: an exact near-tie in f")
-                    continue
-                error, index = abs(float(got) - float(expected[q])), ()
-                error = float("inf") if np.isnan(error) else error
-                limit = ACCURACY_ATOL
-            else:
-                error, index = scaled_error(got, expected[q])
-                limit = limit_values
-            if not error <= limit:
-                raise Mismatch(
-                    Divergence(
-                        t,
-                        q,
-                        index,
-                        float(expected[q][index]),
-                        float(got[index]),
-                        error,
-                        limit,
-                        config.describe(),
-                        config.to_json(),
-                    )
-                )
-    return notes
+    limit = tolerance(config, steps).rtol if rtol is None else rtol
+    expected, skip = expected_steps(config, steps)
+    diff = first_difference(readouts, expected, limit, skip)
+    if diff is not None:
+        raise Mismatch(Divergence.of(diff, config))
+    if not readouts.provided("accuracy"):
+        return []
+    return [f"accuracy at t={t} not compared: an exact near-tie in f" for t in sorted(skip)]
 
 
 def assert_matches_exact(

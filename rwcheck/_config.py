@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from rwnumeric import LOSS_FUNCTIONS, positional_embeddings
+from rwnumeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -85,6 +85,11 @@ class CheckConfig:
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    @property
+    def tie_rtol(self) -> float:
+        """The accuracy's tie tolerance for ``dtype`` (``rwnumeric.DEFAULT_TIE_RTOL``)."""
+        return DEFAULT_TIE_RTOL[self.dtype]
 
     # the population -----------------------------------------------------------------------------
     @property

@@ -11,7 +11,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         metavar="MODULE:FACTORY",
-        help="the factory config -> implementation, as module:name or path/to/file.py:name",
+        nargs="?",
+        default=None,
+        help="the factory config -> implementation, as module:name or path/to/file.py:name "
+        "(optional with --emit: recorded as the fixtures' implementation)",
     )
     parser.add_argument("--steps", default="2", help="GD steps T checked, t = 0..T (0..4, default 2)")
     parser.add_argument(
@@ -29,6 +32,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwcheck/report.schema.json)"
     )
+    parser.add_argument(
+        "--emit",
+        metavar="DIR",
+        help="instead of checking, write frozen exact oracles and a standalone pytest file into DIR "
+        "(needs numpy, pytest and your framework only; docs/check.md#frozen-fixtures)",
+    )
+    parser.add_argument(
+        "--configs",
+        metavar="FILE",
+        help="with --emit: the configurations, a JSON or YAML list of {family, params, mu, eta, eps, "
+        "loss, embedding, M, seed} (default: the built-in set of rwcheck.DEFAULT_SPECS)",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        default="600",
+        dest="max_seconds",
+        help="with --emit: refuse up front when the estimated time exceeds this many seconds (default 600)",
+    )
+
+
+def _emit(args: argparse.Namespace, steps: int) -> int:
+    """``--emit DIR``: validate, estimate (refusing what cannot fit), write the fixtures, say how to run them."""
+    import shlex
+
+    from rwcli._task_args import parse_int
+    from rwio import available_memory, check_output_dir, format_bytes
+
+    if args.json:
+        raise ValueError("--json writes a check report; with --emit nothing is checked: leave it out")
+    folder = check_output_dir(args.emit, "--emit", files=("manifest.json", "oracles"))
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    from rwcheck import DEFAULT_SPECS, emit_fixtures, estimate_fixtures, load_factory, read_specs
+
+    specs = read_specs(args.configs) if args.configs else list(DEFAULT_SPECS)
+    if args.target is not None:
+        load_factory(args.target)  # a target that does not import is refused before the work
+    seconds, memory = estimate_fixtures(specs, steps)
+    free = available_memory()
+    if seconds > limit or (free is not None and memory > free):
+        raise ValueError(
+            f"--emit: {len(specs)} configurations at --steps {steps} are estimated at ~{seconds:.3g} s and "
+            f"~{format_bytes(memory)} of memory, above --max-seconds {limit}"
+            + (f" or the {format_bytes(free)} available" if free is not None else "")
+            + ": use fewer or smaller configurations, fewer --steps, or raise --max-seconds"
+        )
+    print(f"rw check --emit: {len(specs)} configurations, estimated ~{seconds:.3g} s")
+    command = "rw check " + " ".join(shlex.quote(a) for a in _argv())
+    manifest = emit_fixtures(folder, specs, steps, implementation=args.target, command=command)
+    print(f"wrote {manifest} and the oracles, the runtime and test_rwcheck_fixtures.py in {folder}")
+    how = "" if args.target else " --rwfixture-factory MODULE:FACTORY"
+    print(f"run them with: pytest {shlex.quote(str(folder))}{how}  (numpy, pytest and your framework only)")
+    return 0
+
+
+def _argv() -> list[str]:
+    import sys
+
+    argv = sys.argv[1:]
+    return argv[1:] if argv and argv[0] == "check" else argv
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +98,17 @@ def run(args: argparse.Namespace) -> int:
     from rwcli._task_args import parse_int
     from rwio import check_output_file
 
+    if args.emit:
+        steps = parse_int(args.steps, "steps", 0)
+        if steps > 4:
+            raise ValueError(f"--steps={steps} is out of range: steps must be an integer in 0..4")
+        return _emit(args, steps)
+    if args.configs:
+        raise ValueError("--configs chooses the configurations of --emit DIR: give --emit DIR too")
+    if args.target is None:
+        raise ValueError(
+            "MODULE:FACTORY is required (the implementation to check), unless --emit DIR is given"
+        )
     if args.json:
         check_output_file(args.json, "--json")  # before any work
     steps = parse_int(args.steps, "steps", 0)

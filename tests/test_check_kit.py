@@ -27,7 +27,7 @@ from rwcheck import (
     run,
     tolerance,
 )
-from rwcheck._compare import MARGIN, _Floats, expected_values, scaled_error
+from rwcheck._compare import MARGIN, expected_steps, scaled_error
 from rwcheck.strategies import check_configs
 from rwcli.main import main
 from rwtasks import CircleWalk, FiniteTask
@@ -154,12 +154,12 @@ def test_plain_example_error_is_far_inside_the_tolerance() -> None:
         config = CheckConfig.build(
             CircleWalk(4, 5, "3/10"), mu=10, eta=2, eps="1/10", embedding="random", M=9, dtype=dtype
         )
-        traj, floats = exact_trajectory(config, 2), _Floats()
+        expected_all, _ = expected_steps(config, 2)
         rtol = tolerance(config, 2).rtol
         for factory in (model, training):
             readouts = run(factory, config, 2)
             for t in range(3):
-                expected = expected_values(traj, config, t, floats)
+                expected = expected_all[t]
                 for q in ("V", "W_xN", "S", "f", "loss"):
                     error, _ = scaled_error(readouts.values[q][t], expected[q])
                     assert error <= rtol / 16, (dtype, factory.__name__, q, t, error, rtol)

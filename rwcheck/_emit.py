@@ -1,0 +1,281 @@
+"""``rw check --emit DIR``: frozen exact oracles and a standalone pytest file for a user's CI.
+
+For each chosen configuration the folder gets the oracle of the exact trajectory (``write_oracle``,
+per-input values included) and the positional embeddings P the implementation is handed; a
+``manifest.json`` with the configurations, their tolerances per dtype, the steps whose accuracy is not
+compared (exact near-ties), the toolkit version, the tolerance rule and the SHA-256 digest of every
+file; and the test itself: ``test_rwcheck_fixtures.py`` with ``conftest.py`` (its options), and the
+toolkit's protocol runner and oracle reader (``rwcheck_runtime.py``, ``rwcheck_columns.py``, copied
+from ``rwcheck._runtime`` and ``rwsymbolic.oracle._columns``), which need numpy alone. The user's CI
+then runs ``pytest DIR`` with numpy, pytest and their framework, without SymPy or python-flint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rwcheck._compare import exact_trajectory, near_tie_steps, tolerance
+from rwcheck._config import DTYPES, CheckConfig
+from rwio import write_bytes_atomic, write_json_atomic
+from rwnumeric import DEFAULT_TIE_RTOL
+from rwsymbolic import job_estimate, write_oracle
+from rwtasks import LOSSES, CircleWalk, FiniteTask, make_task
+
+MANIFEST_FORMAT = "rwtoolkit-fixtures"
+MANIFEST_VERSION = 1
+#: Files copied into the fixture folder: (package module, name in the folder).
+_COPIES = (
+    ("rwcheck/_runtime.py", "rwcheck_runtime.py"),
+    ("rwsymbolic/oracle/_columns.py", "rwcheck_columns.py"),
+    ("rwcheck/_fixture_test.py", "test_rwcheck_fixtures.py"),
+    ("rwcheck/_fixture_conftest.py", "conftest.py"),
+)
+#: The copied runtime reads oracles through the copied reader, not through the toolkit.
+_IMPORTS = {"from rwsymbolic.oracle._columns import": "from rwcheck_columns import"}
+_CONFIG_KEYS = ("family", "params", "mu", "eta", "eps", "loss", "embedding", "M", "seed")
+
+
+@dataclass(frozen=True)
+class FixtureSpec:
+    """One configuration of a fixture: a catalogue task (family and parameters) and the model's settings."""
+
+    family: str
+    params: dict
+    mu: str
+    eta: str
+    eps: str
+    loss: str = "log"
+    embedding: str = "sine"
+    M: int | None = None
+    seed: int = 0
+
+    def task(self) -> CircleWalk | FiniteTask:
+        return make_task(self.family, self.params)
+
+    def check_config(self, dtype: str = "float64") -> CheckConfig:
+        return CheckConfig.build(
+            self.task(), self.mu, self.eta, self.eps, self.embedding, self.M, self.seed, self.loss, dtype
+        )
+
+
+#: The configurations written when none are chosen: the paper's log-loss -log(z + ε) (what a training
+#: loop of the paper implements; other losses through ``--configs``) on circle walks with 0 < p < 1 and
+#: the stuck p ∈ {0, 1}, and finite tasks, with the three embeddings and several μ, η, ε.
+DEFAULT_SPECS = (
+    FixtureSpec("circle", {"K": 3, "N": 3, "p": "1/2"}, "1", "1", "1/10", embedding="onehot", M=3),
+    FixtureSpec("circle", {"K": 4, "N": 5, "p": "3/10"}, "7/2", "1", "1/10", M=7),
+    FixtureSpec("circle", {"K": 5, "N": 4, "p": "1"}, "5/2", "1/2", "1/10", M=5),
+    FixtureSpec("circle", {"K": 3, "N": 4, "p": "7/10"}, "2", "2", "1/4", embedding="random", M=6, seed=1),
+    FixtureSpec("circle", {"K": 5, "N": 5, "p": "1/3"}, "3", "1", "1/10", M=6),
+    FixtureSpec("circle", {"K": 4, "N": 4, "p": "0"}, "2", "1", "1/2", embedding="onehot", M=4),
+    FixtureSpec("first_of_two", {"L": 3}, "1", "1", "1/10", M=5),
+    FixtureSpec("majority", {"L": 3}, "2", "1/2", "1/2", embedding="onehot", M=4),
+)
+
+
+def read_specs(path: str | Path) -> list[FixtureSpec]:
+    """The configurations of a JSON or YAML file: a list (or {"configs": [...]}) of objects with
+    ``family``, ``params`` (a catalogue task, as in a task spec) and ``mu``, ``eta``, ``eps``, and
+    optionally ``loss``, ``embedding``, ``M``, ``seed``. Errors name the entry and key (ValueError)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"--configs {path}: cannot be read ({err.strerror or err})") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(
+            f"--configs {path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {first}"
+        ) from None
+    if isinstance(data, dict) and set(data) == {"configs"}:
+        data = data["configs"]
+    if not isinstance(data, list) or not data:
+        raise ValueError(
+            f"--configs {path}: expected a non-empty list of configurations (or {{'configs': [...]}})"
+        )
+    specs = []
+    for i, entry in enumerate(data):
+        where = f"--configs {path}: configs[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} is {type(entry).__name__}, expected an object")
+        unknown = sorted(set(entry) - set(_CONFIG_KEYS))
+        missing = [k for k in ("family", "params", "mu", "eta", "eps") if k not in entry]
+        if unknown or missing:
+            raise ValueError(
+                f"{where}: {'unknown keys ' + str(unknown) if unknown else 'missing keys ' + str(missing)}; "
+                f"allowed: {', '.join(_CONFIG_KEYS)}"
+            )
+        if not isinstance(entry["params"], dict):
+            raise ValueError(f"{where}.params must be an object of the family's parameters")
+        spec = FixtureSpec(
+            family=str(entry["family"]),
+            params=dict(entry["params"]),
+            mu=str(entry["mu"]),
+            eta=str(entry["eta"]),
+            eps=str(entry["eps"]),
+            loss=str(entry.get("loss", "log")),
+            embedding=str(entry.get("embedding", "sine")),
+            M=None if entry.get("M") is None else int(entry["M"]),
+            seed=int(entry.get("seed", 0)),
+        )
+        if spec.loss not in LOSSES:
+            raise ValueError(f"{where}.loss={spec.loss!r} must be one of {', '.join(LOSSES)}")
+        try:
+            config = spec.check_config()
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if not all(v.is_number for v in (config.task.population().prob_values)):
+            raise ValueError(
+                f"{where}: the task's probabilities must be numbers (no symbols) for float oracles"
+            )
+        specs.append(spec)
+    return specs
+
+
+def _task_json(spec: FixtureSpec, config: CheckConfig) -> dict:
+    return {
+        "family": spec.family,
+        **{k: str(v) for k, v in spec.params.items()},
+        "K": config.K,
+        "N": config.N,
+    }
+
+
+def fixture_id(index: int, spec: FixtureSpec) -> str:
+    """A file-safe id: index, family and the task's parameters.
+
+    >>> fixture_id(1, FixtureSpec("circle", {"K": 4, "N": 5, "p": "3/10"}, "1", "1", "1/10"))
+    '01-circle-K4-N5-p3_10'
+    """
+    parts = [f"{k}{str(v).replace('/', '_')}" for k, v in spec.params.items()]
+    return "-".join([f"{index:02d}", spec.family, *parts])
+
+
+def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> tuple[float, int]:
+    """Seconds and peak memory (bytes) of writing the fixtures of ``specs`` (``rwsymbolic.job_estimate``)."""
+    seconds, memory = 0.0, 0
+    for spec in specs:
+        est = job_estimate(spec.task(), steps, per_input=True)
+        seconds += est.seconds
+        memory = max(memory, est.memory)
+    return seconds, memory
+
+
+def _copy(source: str, text_of: Callable[[str], str]) -> str:
+    text = text_of(source)
+    for old, new in _IMPORTS.items():
+        text = text.replace(old, new)
+    return text
+
+
+def _package_text(relative: str) -> str:
+    root = Path(__file__).resolve().parent.parent
+    return (root / relative).read_text(encoding="utf-8")
+
+
+def _toolkit_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rwtoolkit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def emit_fixtures(
+    folder: str | Path,
+    specs: Sequence[FixtureSpec] = DEFAULT_SPECS,
+    steps: int = 2,
+    implementation: str | None = None,
+    command: str = "",
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the frozen fixtures of ``specs`` (t = 0..``steps``) into ``folder``; returns the manifest's path.
+
+    Every file is written atomically; the same specs, steps and implementation give the same bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> manifest = emit_fixtures(tempfile.mkdtemp(), DEFAULT_SPECS[:1], steps=1)
+    >>> sorted(p.name for p in manifest.parent.iterdir())
+    ['conftest.py', 'manifest.json', 'oracles', 'rwcheck_columns.py', 'rwcheck_runtime.py', 'test_rwcheck_fixtures.py']
+    """
+    from rwcheck._check import tolerance_rule
+
+    folder = Path(folder)
+    files: dict[str, str] = {}
+
+    def put(name: str, data: bytes) -> None:
+        write_bytes_atomic(data, folder / name)
+        files[name] = hashlib.sha256(data).hexdigest()
+
+    entries: list[dict[str, Any]] = []
+    for index, spec in enumerate(specs):
+        ident = fixture_id(index, spec)
+        if progress is not None:
+            progress(ident)
+        config = spec.check_config()
+        traj = exact_trajectory(config, steps)
+        header = write_oracle(traj, folder / "oracles" / f"{ident}.json", per_input=True)
+        for path in (header, header.with_name(f"{ident}.inputs.npz")):
+            files[f"oracles/{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(config.P, dtype=np.float64), allow_pickle=False)
+        put(f"oracles/{ident}.P.npy", buffer.getvalue())
+        by_dtype = {
+            d: CheckConfig(config.task, config.mu, config.eta, config.eps, config.P, dtype=d) for d in DTYPES
+        }
+        entries.append(
+            {
+                "id": ident,
+                "description": config.describe(),
+                "config": {
+                    "task": _task_json(spec, config),
+                    "K": config.K,
+                    "N": config.N,
+                    "M": config.M,
+                    "mu": str(config.mu),
+                    "eta": str(config.eta),
+                    "eps": str(config.eps),
+                    "loss": config.loss,
+                    "embedding": config.embedding,
+                    "seed": config.seed,
+                },
+                "steps": steps,
+                "oracle": f"oracles/{ident}.json",
+                "P": f"oracles/{ident}.P.npy",
+                "rtol": {d: tolerance(c, steps).rtol for d, c in by_dtype.items()},
+                "tie_rtol": {d: DEFAULT_TIE_RTOL[d] for d in DTYPES},
+                "accuracy_not_compared": {d: sorted(near_tie_steps(traj, d)) for d in DTYPES},
+            }
+        )
+    for source, name in _COPIES:
+        put(name, _copy(source, _package_text).encode("utf-8"))
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "toolkit": {"name": "rwtoolkit", "version": _toolkit_version()},
+        "command": command,
+        "implementation": implementation,
+        "tolerance_rule": {d: tolerance_rule(d) for d in DTYPES},
+        "quantities": ["V", "W_xN", "S", "f", "loss", "accuracy"],
+        "configs": entries,
+        "files": dict(sorted(files.items())),
+    }
+    return write_json_atomic(manifest, folder / "manifest.json")
