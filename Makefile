@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench docs docs-check lint wheel-check mutate
+.PHONY: demo test bench docs docs-check lint wheel-check fixture-check mutate
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -56,6 +56,11 @@ lint: $(TEST_STAMP)
 # Build the wheel with the standard frontend, install it into a fresh venv, run the console command.
 wheel-check: $(TEST_STAMP)
 	$(BIN)/python tools/wheel_check.py --python $(PY)
+
+# rw check --emit's fixtures in a fresh venv with numpy, pytest and torch only: plain_torch passes, every
+# planted bug fails at its first wrong quantity.
+fixture-check: $(STAMP)
+	$(BIN)/python tools/fixture_check.py --python $(PY)
 
 # Mutation testing of the numeric and exact cores (by hand, not in CI; docs/testing.md).
 mutate: $(TEST_STAMP)
