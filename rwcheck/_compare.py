@@ -96,18 +96,19 @@ def _task_key(config: CheckConfig) -> tuple:
 
 
 @dataclass(frozen=True)
-class Divergence:
-    """The first step and quantity where an implementation leaves the exact trajectory."""
+class Divergence(Difference):
+    """The first step and quantity where an implementation leaves the exact trajectory, on a config.
 
-    step: int
-    quantity: str
-    index: tuple[int, ...]
-    expected: float
-    got: float
-    error: float
-    rtol: float
-    config: str
+    A ``rwcheck._runtime.Difference`` (``limit`` is the tolerance, also as ``rtol``) with the
+    configuration it was found on, in words and as JSON.
+    """
+
+    config: str = ""
     config_json: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def rtol(self) -> float:
+        return self.limit
 
     @classmethod
     def of(cls, diff: Difference, config: CheckConfig, note: str = "") -> Divergence:
@@ -123,11 +124,6 @@ class Divergence:
             config.describe() + note,
             config.to_json(),
         )
-
-    def describe(self) -> str:
-        """One line: where, both values, and the error against the tolerance (NaN and inf named)."""
-        d = Difference(self.step, self.quantity, self.index, self.expected, self.got, self.error, self.rtol)
-        return d.describe()
 
     def to_json(self) -> dict:
         return {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import numpy as np
 
 from rwcheck._compare import exact_trajectory, near_tie_steps, tolerance
 from rwcheck._config import DTYPES, CheckConfig
-from rwio import write_bytes_atomic, write_json_atomic
+from rwio import read_data_file, write_bytes_atomic, write_json_atomic
 from rwnumeric import DEFAULT_TIE_RTOL
 from rwsymbolic import job_estimate, write_oracle
 from rwtasks import LOSSES, CircleWalk, FiniteTask, make_task
@@ -86,22 +85,7 @@ def read_specs(path: str | Path) -> list[FixtureSpec]:
     ``family``, ``params`` (a catalogue task, as in a task spec) and ``mu``, ``eta``, ``eps``, and
     optionally ``loss``, ``embedding``, ``M``, ``seed``. Errors name the entry and key (ValueError)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"--configs {path}: cannot be read ({err.strerror or err})") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ValueError(
-            f"--configs {path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {first}"
-        ) from None
+    data = read_data_file(path, "--configs")
     if isinstance(data, dict) and set(data) == {"configs"}:
         data = data["configs"]
     if not isinstance(data, list) or not data:

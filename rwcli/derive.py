@@ -180,7 +180,7 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
         "use fewer --steps, smaller K or N"
         + (", --no-per-input" if args.json and est.per_input_bytes else "")
         + (
-            ", a rational --p (symbolic p costs about 1000x from two steps on)"
+            ", a rational --p (symbolic p costs up to twice as much from two steps on)"
             if symbolic_probabilities(task)
             else ""
         )

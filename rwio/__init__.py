@@ -18,6 +18,7 @@ from rwio._atomic import (
 )
 from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
+from rwio._read import read_data_file
 
 __all__ = [
     "MemoryEstimateError",
@@ -28,6 +29,7 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "format_bytes",
+    "read_data_file",
     "save_figure_atomic",
     "write_bytes_atomic",
     "write_files_atomic",

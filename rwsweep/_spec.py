@@ -152,24 +152,14 @@ def config_hash(config: dict) -> str:
 
 
 def _read(path: str | os.PathLike) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise SpecError(f"SPEC {p} is not a file")
-    text = p.read_text()
-    try:
-        if p.suffix in (".yaml", ".yml"):
-            import yaml
+    from rwio import read_data_file
 
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as err:  # noqa: BLE001 - any parse error becomes one line naming the file
-        line = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise SpecError(
-            f"SPEC {p} is not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {line}"
-        ) from None
+    try:
+        data = read_data_file(path, "SPEC")
+    except ValueError as err:
+        raise SpecError(str(err)) from None
     if not isinstance(data, dict):
-        raise SpecError(f"SPEC {p} must hold a mapping (keys task, fixed, grid, random, ...)")
+        raise SpecError(f"SPEC {Path(path)} must hold a mapping (keys task, fixed, grid, random, ...)")
     return data
 
 

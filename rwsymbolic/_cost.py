@@ -12,8 +12,9 @@ machines (``benchmarks/oracle_cost.py`` prints the measured costs beside these e
   the last state's loss adds about 0.3 of its pass.
 
 With symbolic probabilities (a symbolic p) every value from t = 2 on holds rational functions of the
-symbols inside the exponential atoms: about 1000 times the rational-p time (measured 175x to over
-1000x). Memory follows the same terms (about 15 KB per input and term at t = 2 and 50 KB · G^1.5 ·
+symbols inside the exponential atoms: up to twice the rational-p time (measured 0.6x to 1.6x with
+this oracle writer at K <= 4, N <= 11; the former writer, which printed every value as an expanded
+string, took 175x to over 1000x). Memory follows the same terms (about 15 KB per input and term at t = 2 and 50 KB · G^1.5 ·
 (t - 2) from t = 3, on top of 110 MB for the interpreter and libraries); the file sizes follow the node
 table (about 5 nodes per input at t = 2 and 3.5 per input and term from t = 3, 45 bytes each, plus
 the digits of the exact rationals) and the per-input columns (about one byte per value once deflated,
@@ -34,7 +35,7 @@ _LAST_LOSS = 0.3
 #: The oracle writer: this fraction of the passes from t = 3 with per-input values, of everything without.
 _WRITE_PER_INPUT, _WRITE = 0.25, 0.05
 #: Symbolic probabilities: this factor on every cost from two steps on.
-SYMBOLIC_FACTOR = 1000.0
+SYMBOLIC_FACTOR = 2.0
 #: Bytes: the interpreter and libraries; per input·term at t = 2; per G^1.5·(t - 2) from t = 3; the
 #: writer's chunks of per-input rows.
 _BASE_MEMORY, _ATOM_MEMORY, _QUADRATIC_MEMORY, _CHUNK_MEMORY = 110e6, 15e3, 50e3, 50e6

@@ -135,6 +135,17 @@ def test_the_reproduction_snippet_runs_on_its_own(fixtures):
     assert "Difference(step=1, quantity='V'" in ran.stdout
 
 
+def test_a_changed_file_fails_the_digest_test(fixtures, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(fixtures, copy)
+    P = next((copy / "oracles").glob("*.P.npy"))
+    P.write_bytes(P.read_bytes()[:-8] + b"\x00" * 8)
+    done = _blocked(str(copy), "-q", "-p", "no:cacheprovider", "-k", "emitted", cwd=copy)
+    assert done.returncode == 1 and f"oracles/{P.name} changed since it was emitted" in done.stdout
+
+
 def test_without_an_implementation_the_test_says_how_to_name_one(fixtures):
     done = _blocked(str(fixtures), "-q", "-p", "no:cacheprovider", cwd=fixtures)
     assert done.returncode == 1 and "no implementation named: pass --rwfixture-factory" in done.stdout
@@ -171,7 +182,7 @@ def test_a_configs_file_chooses_the_configurations(tmp_path):
     [
         (["--emit", "out", "--steps", "5"], "steps must be an integer in 0..4"),
         (["--emit", "out", "--json", "r.json"], "with --emit nothing is checked"),
-        (["--emit", "out", "--configs", "missing.yaml"], "cannot be read"),
+        (["--emit", "out", "--configs", "missing.yaml"], "missing.yaml is not a file"),
         (["--emit", "out", "--configs", "bad.json"], "configs[0]: unknown keys ['size']"),
         (["--emit", "out", "--configs", "badtask.json"], "configs[0]:"),
         (["--emit", "out", "--max-seconds", "0"], "--max-seconds must be >= 1"),
