@@ -32,6 +32,12 @@ assert rwsymbolic.load_signal_schema()["type"] == "object"
 assert rwtasks.task_spec_schema()["type"] == "object"
 print("schemas load from the installed packages")
 """
+ORACLE = """
+from rwsymbolic import load_oracle
+oracle = load_oracle("o.json")
+assert oracle.value("S", 2).shape == (12, 3) and oracle.error("V", 2).max() < 1e-15
+print("the oracle reads back from the installed packages")
+"""
 
 
 def run(cmd: list[str], cwd: Path, what: str) -> str:
@@ -64,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         names = zipfile.ZipFile(wheel).namelist()
         for data in (
             "rwnumeric/metrics.schema.json",
-            "rwsymbolic/oracle.schema.json",
+            "rwsymbolic/oracle/oracle.schema.json",
+            "rwsymbolic/oracle/oracle-v1.schema.json",
+            "rwcheck/_runtime.py",
+            "rwcheck/_fixture_test.py",
             "rwtasks/task_spec.schema.json",
         ):
             if data not in names:
@@ -85,6 +94,40 @@ def main(argv: list[str] | None = None) -> int:
                 f"wheel check: rw signal --K 4 --N 7 did not report the vanishing point 1/2: {out!r}"
             )
         run([str(py), "-c", SMOKE], work, "loading the schemas")
+        # The oracle writer and reader, and the fixtures, from the installed files (the fixtures copy
+        # module sources out of site-packages).
+        run(
+            [
+                str(rw),
+                "derive",
+                "--K",
+                "3",
+                "--N",
+                "3",
+                "--p",
+                "1/2",
+                "--pos-norm",
+                "1",
+                "--steps",
+                "2",
+                "--json",
+                "o.json",
+            ],
+            work,
+            "rw derive --json",
+        )
+        run([str(py), "-c", ORACLE], work, "load_oracle of the written oracle")
+        (work / "one.json").write_text(
+            '[{"family": "circle", "params": {"K": 3, "N": 3, "p": "1/2"}, "mu": 1, "eta": 1, "eps": "1/10"}]'
+        )
+        run(
+            [str(rw), "check", "--emit", "fx", "--configs", "one.json", "--steps", "1"],
+            work,
+            "rw check --emit",
+        )
+        for name in ("manifest.json", "rwcheck_runtime.py", "rwcheck_columns.py", "test_rwcheck_fixtures.py"):
+            if not (work / "fx" / name).is_file():
+                raise SystemExit(f"wheel check: rw check --emit wrote no {name}")
         if any(n.startswith(f"{TESTING_PACKAGE}/") for n in names):
             run(
                 [str(py), "-c", f"import {TESTING_PACKAGE}, {TESTING_PACKAGE}.strategies"],
