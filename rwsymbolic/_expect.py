@@ -26,7 +26,8 @@ from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
 from rwsymbolic._circle_linear import _circulant
 from rwsymbolic._decide import sign
 from rwsymbolic._fastatoms import atom_pass
-from rwsymbolic._fastq import Groups, exact_weights, rational_sum, uniform_pass, use_flint
+from rwsymbolic._fastpoly import polynomial_pass
+from rwsymbolic._fastq import Groups, exact_sum, exact_weights, rational_state, uniform_pass, use_flint
 from rwtasks import CircleWalk, Population
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
@@ -155,32 +156,6 @@ class GroupPass:
         return self._cache["accuracy"]
 
 
-def exact_sum(terms: list[sp.Expr]) -> sp.Expr:
-    """Σ terms, with the rational terms added as one balanced tree of unreduced fractions.
-
-    SymPy adds Rationals one by one and reduces each partial sum by a gcd; with thousands of distinct
-    large denominators that is quadratic and dominates a step. Here numerators and denominators are
-    combined pairwise and reduced once at the end (exactly the same value); with python-flint the
-    rational terms are added as ``fmpq`` in C instead (``rwsymbolic._fastq``).
-    """
-    if use_flint():
-        rational = [t for t in terms if t.is_Rational]
-        if len(rational) < 2:
-            return sp.Add(*terms)
-        return sp.Add(rational_sum(rational), *(t for t in terms if not t.is_Rational))
-    rationals = [(int(t.p), int(t.q)) for t in terms if t.is_Rational]
-    others = [t for t in terms if not t.is_Rational]
-    if len(rationals) < 2:
-        return sp.Add(*terms)
-    while len(rationals) > 1:
-        nxt = [(a * d + b * c, b * d) for (a, b), (c, d) in zip(rationals[::2], rationals[1::2])]
-        if len(rationals) % 2:
-            nxt.append(rationals[-1])
-        rationals = nxt
-    num, den = rationals[0]
-    return sp.Add(sp.Rational(num, den), *others)
-
-
 def _position_classes(c: list[sp.Expr]) -> np.ndarray:
     """Class id per position 1..N-1: positions with structurally identical c_j share a class."""
     ids: dict[sp.Expr, int] = {}
@@ -236,7 +211,10 @@ def group_pass(
         )
     groups = Groups(inputs, cls, first, inverse)
     if use_flint():  # a rational state with uniform attention: the whole pass in fmpq (same values)
-        fast = uniform_pass(groups, V, w_tok, c, mu, loss, gradients)
+        if rational_state(V, w_tok, c, mu, inputs.prob_values):
+            fast = uniform_pass(groups, V, w_tok, c, mu, loss, gradients)
+        else:  # symbols in the state (symbolic p, μ with c ≠ 0): polynomials in the symbols
+            fast = polynomial_pass(groups, V, w_tok, c, mu, loss, gradients)
         if fast is None:  # exponential atoms: polynomials in the atoms (same values, another tree)
             fast = atom_pass(groups, V, w_tok, c, mu, loss, gradients)
         if fast is not None:

@@ -49,6 +49,7 @@ from rwsymbolic._circle_linear import _circulant
 from rwsymbolic._fastq import (
     Groups,
     _all_rational,
+    exact_sum,
     rational_derivative,
     to_fmpq,
     to_sympy,
@@ -313,7 +314,7 @@ def atom_pass(
         for row in range(K):
             mean_f[row].add_linear(fmpq(1), _combo([(Vq[row][s], Es) for s, Es in by_token.items()]), key)
     mean_logits = [
-        rot * _exact_sum([to_sympy(pw) * logit[pr] for pr, pw in terms.items()]) for terms in mean_logit_terms
+        rot * exact_sum([to_sympy(pw) * logit[pr] for pr, pw in terms.items()]) for terms in mean_logit_terms
     ]
     out: dict[str, object] = {
         "inverse": groups.inverse,
@@ -396,12 +397,6 @@ def descend(x: sp.Expr, rate: sp.Expr, g: sp.Expr) -> sp.Expr:
     if not (rate.is_Rational and g.is_Add and x.is_Rational):
         return x - rate * g
     return _add([x, *(_product(-to_fmpq(rate), (t,)) for t in g.args)])
-
-
-def _exact_sum(terms: list[sp.Expr]) -> sp.Expr:
-    from rwsymbolic._expect import exact_sum  # the engine's own sum (same form as the SymPy path)
-
-    return exact_sum(terms)
 
 
 def fraction_form(expr: object) -> object:

@@ -4,7 +4,7 @@ SymPy's ``Rational`` is a Python object: every product and sum allocates, sympif
 gcd in Python, and on a step of a large population that is nearly all of the time. FLINT's ``fmpq``
 does the same exact arithmetic in C. Two places use it:
 
-* ``rational_sum``: the rational terms of ``rwsymbolic._expect.exact_sum`` are added as ``fmpq``
+* ``rational_sum``: the rational terms of ``exact_sum`` are added as ``fmpq``
   (every step, exponential atoms or not);
 * ``uniform_pass``: a whole group pass when every logit equals the query's, so the attention is
   exactly uniform (S_j = 1/N, no exponential appears). From zero initialisation that is every state
@@ -106,6 +106,48 @@ def rational_sum(terms: Sequence[sp.Rational]) -> sp.Rational:
 
 def _all_rational(values: Sequence[object]) -> bool:
     return all(isinstance(v, sp.Basic) and v.is_Rational for v in values)
+
+
+def rational_state(
+    V: sp.Matrix, w_tok: Sequence[sp.Expr], c: Sequence[sp.Expr], mu: sp.Expr, probs: Sequence[sp.Expr]
+) -> bool:
+    """True when a pass's state is for ``uniform_pass`` (rationals; μ rational or c = 0); else its
+    symbols make it ``rwsymbolic._fastpoly.polynomial_pass``'s.
+
+    >>> zero = [sp.S.Zero] * 2
+    >>> rational_state(sp.zeros(2, 2), zero, zero, sp.Symbol("mu"), [sp.Rational(1, 2)])
+    True
+    >>> rational_state(sp.zeros(2, 2), zero, zero, sp.Symbol("mu"), [sp.Symbol("p")])
+    False
+    """
+    mu_rational = _all_rational([mu])
+    return _all_rational([*V, *w_tok, *c, *probs]) and (mu_rational or all(cj == 0 for cj in c))
+
+
+def exact_sum(terms: list[sp.Expr]) -> sp.Expr:
+    """Σ terms, with the rational terms added as one balanced tree of unreduced fractions.
+
+    SymPy adds Rationals one by one and reduces each partial sum by a gcd; with thousands of distinct
+    large denominators that is quadratic and dominates a step. Here numerators and denominators are
+    combined pairwise and reduced once at the end (exactly the same value); with python-flint the
+    rational terms are added as ``fmpq`` in C instead (``rational_sum``).
+    """
+    if use_flint():
+        rational = [t for t in terms if t.is_Rational]
+        if len(rational) < 2:
+            return sp.Add(*terms)
+        return sp.Add(rational_sum(rational), *(t for t in terms if not t.is_Rational))
+    rationals = [(int(t.p), int(t.q)) for t in terms if t.is_Rational]
+    others = [t for t in terms if not t.is_Rational]
+    if len(rationals) < 2:
+        return sp.Add(*terms)
+    while len(rationals) > 1:
+        nxt = [(a * d + b * c, b * d) for (a, b), (c, d) in zip(rationals[::2], rationals[1::2])]
+        if len(rationals) % 2:
+            nxt.append(rationals[-1])
+        rationals = nxt
+    num, den = rationals[0]
+    return sp.Add(sp.Rational(num, den), *others)
 
 
 @dataclass(frozen=True)
@@ -237,19 +279,15 @@ def uniform_pass(
 
     Applicable when V, w_tok, c and the input probabilities are rational, μ is rational or c = 0, every
     logit x_jᵀ w_tok + μ c_j equals the query's μ c_N (so S_j = 1/N exactly), and ℓ' is a rational
-    function of z (log and squared losses). A state with symbols goes to
-    ``rwsymbolic._fastpoly.polynomial_pass`` (the same conditions, polynomials for rationals). The same formulas as ``group_pass`` with e_j = 1:
+    function of z (log and squared losses). A state with symbols is ``rwsymbolic._fastpoly.polynomial_pass``'s
+    (``rational_state`` tells them apart; the same conditions, polynomials for rationals). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
     inputs, first = groups.inputs, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
+    if not rational_state(V, w_tok, c, mu, inputs.prob_values):
+        return None  # symbols: rwsymbolic._fastpoly.polynomial_pass (group_pass routes them there)
     mu_q = to_fmpq(mu) if _all_rational([mu]) else None
-    rational = _all_rational([*V, *w_tok, *c, *inputs.prob_values])
-    if not rational or (mu_q is None and any(cj != 0 for cj in c)):
-        # symbols in the state (symbolic p, μ with c ≠ 0): polynomials in the symbols
-        from rwsymbolic._fastpoly import polynomial_pass  # (it imports this module)
-
-        return polynomial_pass(groups, V, w_tok, c, mu, loss, gradients)
     Vq = [[to_fmpq(V[a, b]) for b in range(K)] for a in range(K)]
     tok_q = [to_fmpq(w) for w in w_tok]
     cq = [to_fmpq(x) for x in c]

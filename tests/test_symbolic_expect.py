@@ -23,8 +23,8 @@ import rwsymbolic._expect
 from rwsymbolic import derive, derive_estimate
 from rwsymbolic._atoms import definition, exp_atom
 from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import Loss, exact_sum, group_pass, population_inputs, rooted_walks
-from rwsymbolic._fastq import ARITHMETIC_ENV, uniform_pass
+from rwsymbolic._expect import Loss, group_pass, population_inputs, rooted_walks
+from rwsymbolic._fastq import ARITHMETIC_ENV, exact_sum, uniform_pass
 from rwtasks import CircleWalk, lazy_circle_walk, qa_task1, symbol
 
 

@@ -22,9 +22,17 @@ from flint import fmpq
 from rwsymbolic import _fastq, derive
 from rwsymbolic._atoms import definition, expand_atoms, has_atoms
 from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import _unique_rows, exact_sum, group_pass, population_inputs
+from rwsymbolic._expect import _unique_rows, group_pass, population_inputs
 from rwsymbolic._fastatoms import atom_pass, descend, fraction_form
-from rwsymbolic._fastq import ARITHMETIC_ENV, rational_derivative, tree_sum, uniform_pass, use_flint
+from rwsymbolic._fastpoly import polynomial_pass
+from rwsymbolic._fastq import (
+    ARITHMETIC_ENV,
+    exact_sum,
+    rational_derivative,
+    tree_sum,
+    uniform_pass,
+    use_flint,
+)
 from rwtasks import CircleWalk, lazy_circle_walk, majority_task, qa_task1
 
 _VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
@@ -46,16 +54,21 @@ def _both_paths(monkeypatch, task, steps, per_input=True, **kw) -> tuple[list, l
 
 
 def _count_fast_passes(monkeypatch, name="uniform_pass") -> list[bool]:
-    """Record, for every call of a fast pass, whether it handled the pass (the comparisons are not vacuous)."""
+    """Record, for every call of a fast pass, whether it handled the pass (the comparisons are not vacuous).
+
+    "uniform_pass" counts the uniform-attention passes in FLINT: ``uniform_pass`` for a rational state,
+    ``polynomial_pass`` for a state with symbols (``group_pass`` asks exactly one of them).
+    """
     taken: list[bool] = []
-    original = {"uniform_pass": uniform_pass, "atom_pass": atom_pass}[name]
+    originals = {"uniform_pass": uniform_pass, "polynomial_pass": polynomial_pass, "atom_pass": atom_pass}
+    for key in ("uniform_pass", "polynomial_pass") if name == "uniform_pass" else (name,):
 
-    def spy(*args, **kwargs):
-        out = original(*args, **kwargs)
-        taken.append(out is not None)
-        return out
+        def spy(*args, _original=originals[key], **kwargs):
+            out = _original(*args, **kwargs)
+            taken.append(out is not None)
+            return out
 
-    monkeypatch.setattr(f"rwsymbolic._expect.{name}", spy)
+        monkeypatch.setattr(f"rwsymbolic._expect.{key}", spy)
     return taken
 
 
