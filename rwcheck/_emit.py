@@ -160,16 +160,13 @@ def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> tuple[float, 
     return seconds, memory
 
 
-def _copy(source: str, text_of: Callable[[str], str]) -> str:
-    text = text_of(source)
+def _copy(relative: str) -> str:
+    """The text of the installed module ``relative`` (a path below the packages' folder), its imports of
+    the toolkit rewritten to the copies beside it."""
+    text = (Path(__file__).resolve().parent.parent / relative).read_text(encoding="utf-8")
     for old, new in _IMPORTS.items():
         text = text.replace(old, new)
     return text
-
-
-def _package_text(relative: str) -> str:
-    root = Path(__file__).resolve().parent.parent
-    return (root / relative).read_text(encoding="utf-8")
 
 
 def _toolkit_version() -> str:
@@ -250,7 +247,7 @@ def emit_fixtures(
             }
         )
     for source, name in _COPIES:
-        put(name, _copy(source, _package_text).encode("utf-8"))
+        put(name, _copy(source).encode("utf-8"))
     manifest = {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,

@@ -57,7 +57,7 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     import shlex
 
     from rwcli._task_args import parse_int
-    from rwio import available_memory, check_output_dir, format_bytes
+    from rwio import check_memory, check_output_dir, format_bytes
 
     if args.json:
         raise ValueError("--json writes a check report; with --emit nothing is checked: leave it out")
@@ -69,14 +69,14 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     if args.target is not None:
         load_factory(args.target)  # a target that does not import is refused before the work
     seconds, memory = estimate_fixtures(specs, steps)
-    free = available_memory()
-    if seconds > limit or (free is not None and memory > free):
+    what = f"--emit: {len(specs)} configurations at --steps {steps} (estimated at ~{seconds:.3g} s)"
+    alternative = "use fewer or smaller configurations or fewer --steps"
+    if seconds > limit:
         raise ValueError(
-            f"--emit: {len(specs)} configurations at --steps {steps} are estimated at ~{seconds:.3g} s and "
-            f"~{format_bytes(memory)} of memory, above --max-seconds {limit}"
-            + (f" or the {format_bytes(free)} available" if free is not None else "")
-            + ": use fewer or smaller configurations, fewer --steps, or raise --max-seconds"
+            f"{what[:-1]} and ~{format_bytes(memory)} of memory): above --max-seconds {limit}; "
+            f"{alternative}, or raise --max-seconds"
         )
+    check_memory(memory, what, alternative)
     print(f"rw check --emit: {len(specs)} configurations, estimated ~{seconds:.3g} s")
     command = "rw check " + " ".join(shlex.quote(a) for a in _argv())
     manifest = emit_fixtures(folder, specs, steps, implementation=args.target, command=command)

@@ -168,7 +168,7 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
     from pathlib import Path
 
     from rwcli._task_args import parse_size
-    from rwio import available_memory, format_bytes
+    from rwio import check_memory, format_bytes
     from rwsymbolic import job_estimate, symbolic_probabilities
 
     limit = parse_int(args.max_seconds, "max-seconds", 1)
@@ -191,12 +191,7 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
             f"--steps {steps} on {task!r} is estimated at {summary}: above --max-seconds {limit}; "
             f"{alternatives}, or raise --max-seconds"
         )
-    free = available_memory()
-    if free is not None and est.memory > free:
-        raise ValueError(
-            f"--steps {steps} on {task!r} is estimated at {summary}: more memory than the "
-            f"{format_bytes(free)} available; {alternatives}"
-        )
+    check_memory(est.memory, f"--steps {steps} on {task!r} (estimated at {summary})", alternatives)
     if args.json:
         folder = Path(args.json).resolve().parent
         while not folder.exists():

@@ -47,6 +47,7 @@ class Oracle:
         self.config: dict = header["config"]
         self.model: dict | None = header.get("model")
         self._per_input: PerInput | None = None
+        self._decoded: dict[str, list[sp.Basic]] = {}
         if self.version >= 2 and header.get("per_input"):
             self._per_input = PerInput(path, header, verify=verify)
         self.steps: list[dict[str, Any]]
@@ -142,21 +143,13 @@ class Oracle:
         return {k: columns.column(k) for k in ("tokens", "labels", "weight") if k in columns.members}
 
     def _nodes(self, atoms: str) -> list[sp.Basic]:
-        return self._decoded_named if atoms == "named" else self._decoded_exp
-
-    @cached_property
-    def _decoded_exp(self) -> list[sp.Basic]:
+        """The node table decoded once per kind of atoms ("exp" or "named")."""
         from rwsymbolic._json import long_integers
 
-        with long_integers():
-            return decode_nodes(self.header["nodes"], "exp")
-
-    @cached_property
-    def _decoded_named(self) -> list[sp.Basic]:
-        from rwsymbolic._json import long_integers
-
-        with long_integers():
-            return decode_nodes(self.header["nodes"], "named")
+        if atoms not in self._decoded:
+            with long_integers():
+                self._decoded[atoms] = decode_nodes(self.header["nodes"], atoms)
+        return self._decoded[atoms]
 
     @cached_property
     def _v1_names(self) -> dict[str, object]:

@@ -34,7 +34,7 @@ from rwsymbolic._derive import StepState, Trajectory
 from rwsymbolic._json import long_integers
 from rwsymbolic.oracle._balls import BallTable
 from rwsymbolic.oracle._columns import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
-from rwsymbolic.oracle._nodes import NodeTable
+from rwsymbolic.oracle._nodes import NodeTable, nested_map
 from rwtasks import CircleWalk
 
 #: A per-input exact value is written when it adds at most this many characters to the node table.
@@ -127,28 +127,17 @@ def _flat(value: object) -> list[int]:
     return [value]  # type: ignore[list-item]
 
 
-def _shaped(ids: object, flat: list[Any]) -> object:
-    """``flat`` (one entry per index of ``ids``, in order) in the nesting of ``ids``."""
-    it = iter(flat)
-
-    def build(node: object) -> object:
-        if isinstance(node, list):
-            return [build(n) for n in node]
-        return next(it)
-
-    return build(ids)
-
-
 def value_entry(table: NodeTable, balls: BallTable, value: object) -> dict:
     """{"exact": indices, "float": doubles or null, "error": bounds or null} of a scalar, list or Matrix."""
     ids = table.add_nested(value)
-    doubles = balls.doubles(_flat(ids))
-    if any(d is None for d in doubles):
+    flat = _flat(ids)
+    doubles = dict(zip(flat, balls.doubles(flat)))  # a node's double and bound, wherever it appears
+    if any(d is None for d in doubles.values()):
         return {"exact": ids, "float": None, "error": None}
     return {
         "exact": ids,
-        "float": _shaped(ids, [d[0] for d in doubles]),  # type: ignore[index]
-        "error": _shaped(ids, [d[1] for d in doubles]),  # type: ignore[index]
+        "float": nested_map(ids, lambda i: doubles[i][0]),  # type: ignore[index]
+        "error": nested_map(ids, lambda i: doubles[i][1]),  # type: ignore[index]
     }
 
 
@@ -190,7 +179,7 @@ class _GroupValues:
         self.floats = all(d is not None for d in doubles)
         self.value = np.array([d[0] if d else 0.0 for d in doubles], dtype=np.float64)
         self.error = bounds_float32([d[1] if d else 0.0 for d in doubles])
-        short = [size <= SHORT_CHARS or i < base for size, i in zip(sizes, ids)]
+        short = [size <= SHORT_CHARS for size in sizes]  # a value already in the table adds 0
         table.truncate(base)
         balls.truncate(base)
         # Keep the short values only (re-added in the same order: the same indices every time).
