@@ -39,22 +39,7 @@ def _replace_atomically(path: str | os.PathLike, write: Callable[[str], None]) -
     An ``OSError`` on the way becomes a one-line ``WriteError`` naming ``path``; the temp file is removed
     and an existing ``path`` is left as it was.
     """
-    path = Path(path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _temp_beside(path)
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException as err:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError) and not isinstance(err, WriteError):
-            failure = WriteError(f"cannot write {path}: {err.strerror or err}")
-            failure.errno = err.errno
-            raise failure from None
-        raise
-    return path
+    return write_files_atomic({Path(path): write})[0]
 
 
 def write_files_atomic(writers: dict[Path, Callable[[str], None]]) -> list[Path]:
