@@ -1,0 +1,115 @@
+"""What a model is: its parameters, its initialisation, its forward pass and its read-outs, declared once.
+
+A model of this toolkit maps an input X̃ = [X; P] ∈ R^{(K+M)×N} (one-hot tokens X with the zero query column N,
+positional embeddings P) to attention scores over the N positions, the attention S = softmax(scores) and the
+prediction f ∈ R^K (docs/notation.md). :class:`Model` subclasses declare the parameter shapes and write
+``forward`` with the primitives of :class:`~rwmodels.Tape`; every engine evaluates and differentiates that one
+method in its own arithmetic (docs/guide/models.md).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rwmodels._arith import Arithmetic, Array
+from rwmodels._tape import Tape, Var
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A batch of inputs in one arithmetic: X (n, K, N), X̃ = [X; P] (n, K+M, N) and x̃_N (K+M,).
+
+    Built by :func:`embed` from token ids; the query column N of X is zero, so x̃_N = [0; p_N].
+    """
+
+    X: Array
+    Xt: Array
+    xN: Array
+
+    @property
+    def K(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def N(self) -> int:
+        return int(self.X.shape[2])
+
+
+def embed(arithmetic: Arithmetic, tokens: np.ndarray, K: int, P: Array) -> Inputs:
+    """The inputs X̃ = [X; P] of token ids ``tokens`` (n, N-1), 0-based, in ``arithmetic``.
+
+    ``P`` (M, N) is already an array of the arithmetic. X's entries are the arithmetic's 0 and 1.
+
+    >>> from rwmodels import FLOAT64
+    >>> inputs = embed(FLOAT64, np.array([[1, 0]]), 2, np.eye(3))
+    >>> inputs.Xt[0].tolist()
+    [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    tokens = np.asarray(tokens, dtype=np.int64)
+    n, L = tokens.shape
+    onehot = np.zeros((n, K, L + 1), dtype=np.int64)
+    onehot[np.arange(n)[:, None], tokens, np.arange(L)[None, :]] = 1
+    X = arithmetic.asarray(onehot)
+    M = int(P.shape[0])
+    Pn = P.reshape((1, M, L + 1)) + arithmetic.zeros((n, M, L + 1))
+    Xt = _concat_rows(arithmetic, X, Pn)
+    xN = _concat_rows(arithmetic, arithmetic.zeros((K,)), P[:, L])
+    return Inputs(X=X, Xt=Xt, xN=xN)
+
+
+def _concat_rows(arithmetic: Arithmetic, top: Array, bottom: Array) -> Array:
+    """[top; bottom] along the second-to-last axis (the first for vectors), in either array library."""
+    if isinstance(top, np.ndarray):
+        return np.concatenate([top, bottom], axis=-2 if top.ndim > 1 else 0)
+    import torch
+
+    return torch.cat([top, bottom], dim=-2 if top.ndim > 1 else 0)
+
+
+@dataclass
+class Readouts:
+    """What a forward pass gives per input: scores (n, N), attention S (n, N), prediction f (n, K)."""
+
+    scores: Var
+    S: Var
+    f: Var
+
+
+class Model(ABC):
+    """One model of the registry: parameter shapes, forward pass, and what its zero initialisation does.
+
+    Subclasses set ``name`` and ``summary`` and implement ``shapes`` and ``forward``; hyperparameters (such as
+    a head dimension) are constructor arguments, listed by ``hyperparameters``.
+    """
+
+    #: The registry name (``--model``) and one line for ``--help``.
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    #: The names of the constructor's keyword arguments (``rwmodels.get_model`` passes only these).
+    HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        """The constructor arguments that fix the parameter shapes (written in every output file)."""
+        return {}
+
+    @abstractmethod
+    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+        """Every trained parameter's shape, in order, for K tokens and input dimension D = K + M."""
+
+    @abstractmethod
+    def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
+        """Scores, attention and prediction of every input, written with ``tape``'s primitives."""
+
+    def zeros(self, arithmetic: Arithmetic, K: int, D: int) -> dict[str, Array]:
+        """The zero initialisation: every parameter zero."""
+        return {name: arithmetic.zeros(shape) for name, shape in self.shapes(K, D).items()}
+
+    def describe(self) -> dict[str, Any]:
+        """The model as written in output files: name and hyperparameters."""
+        return {"name": self.name, **self.hyperparameters}
