@@ -3,7 +3,9 @@
 ``check(factory)`` runs every property (what ``rw check MODULE:FACTORY`` prints);
 ``assert_matches_exact(factory, config, steps)`` compares one configuration step by step;
 ``ConformanceTests`` is the test class to subclass under pytest; ``rwcheck.strategies`` holds the
-hypothesis strategies. The model protocol is described in ``rwcheck._protocol`` and docs/check.md.
+hypothesis strategies. The model protocol is described in ``rwcheck._protocol`` and docs/check.md;
+``CheckOptions(model="key_query", head_dim=d)`` (``rw check --model key_query``) checks an implementation
+of another model of ``rwmodels`` against the generic exact engine (``rwcheck._models`` says what it must expose).
 
 >>> import torch
 >>> from rwtasks import CircleWalk

@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from rwcheck._compare import MARGIN, Mismatch
+from rwcheck._models import ONE_LAYER_ONLY, trajectory_statements
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
 from rwcheck._protocol import LABELS, Factory, ImplementationError, probe
 from rwio import write_json_atomic
+from rwmodels import get_model
 
 REPORT_SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 STATUSES = ("pass", "fail", "not checked")
@@ -60,16 +62,19 @@ class Report:
 
     def to_json(self) -> dict:
         o = self.options
+        options: dict = {
+            "steps": o.steps,
+            "examples": o.examples,
+            "dtype": o.dtype,
+            "task": o.task,
+            "losses": list(o.losses),
+        }
+        if o.generic:  # the paper's model writes the report it always wrote
+            options["model"] = get_model(o.model, d=o.head_dim).describe()
         return {
             "implementation": self.implementation,
             "protocol": self.protocol,
-            "options": {
-                "steps": o.steps,
-                "examples": o.examples,
-                "dtype": o.dtype,
-                "task": o.task,
-                "losses": list(o.losses),
-            },
+            "options": options,
             "tolerance": tolerance_rule(o.dtype),
             "properties": [r.to_json() for r in self.results],
             "counts": self.counts(),
@@ -80,7 +85,7 @@ class Report:
         o = self.options
         lines = [
             f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
-            f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}",
+            f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}" + _model_text(o),
             f"tolerance: {tolerance_rule(o.dtype)}",
             "",
         ]
@@ -97,6 +102,15 @@ class Report:
         c = self.counts()
         lines += ["", f"{c['pass']} pass, {c['fail']} fail, {c['not checked']} not checked"]
         return "\n".join(lines)
+
+
+def _model_text(options: CheckOptions) -> str:
+    """ ", model key_query d=2 (P = rational_positions(N, μ))" for a model other than the paper's, else ""."""
+    if not options.generic:
+        return ""
+    described = get_model(options.model, d=options.head_dim).describe()
+    words = [str(described.pop("name"))] + [f"{k}={v}" for k, v in described.items()]
+    return f", model {' '.join(words)} (exact: rwmodels.descend, P = rational_positions(N, μ))"
 
 
 def tolerance_rule(dtype: str) -> str:
@@ -171,13 +185,26 @@ def check(
 def _check(
     factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
 ) -> Report:
-    readouts = probe(factory, options.dtype)
+    readouts = probe(factory, options.dtype, options.model, options.head_dim)
+    rows = (
+        trajectory_statements(options.model, options.head_dim, TRAJECTORY) if options.generic else TRAJECTORY
+    )
     results: list[PropertyResult] = []
     for prop in PROPERTIES:
         if progress is not None:
             progress(prop.id)
         if prop.id == "trajectory":
-            results += _trajectory_rows(prop, factory, options, readouts)
+            results += _trajectory_rows(prop, factory, options, readouts, rows)
+            continue
+        if options.generic and prop.id in ONE_LAYER_ONLY:
+            results.append(
+                PropertyResult(
+                    prop.id,
+                    prop.statement,
+                    "not checked",
+                    f"a statement about the paper's model (one_layer), not --model {options.model}",
+                )
+            )
             continue
         if options.steps < prop.min_steps:
             results.append(
@@ -240,14 +267,14 @@ def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]
 
 
 def _trajectory_rows(
-    prop: Property, factory: Factory, options: CheckOptions, readouts
+    prop: Property, factory: Factory, options: CheckOptions, readouts, statements: dict[str, str]
 ) -> list[PropertyResult]:
     """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked."""
     notes: list[str] = []
     error = _search(prop, factory, options, notes)
     failure, quantity = _failure(error) if error is not None else (None, "")
     rows = []
-    for q, statement in TRAJECTORY.items():
+    for q, statement in statements.items():
         if not readouts.provided(q):
             rows.append(PropertyResult(q, statement, "not checked", readouts.missing_reason(q)))
         elif failure is None:

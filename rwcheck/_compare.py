@@ -8,6 +8,7 @@ by ``rwcheck._runtime.first_difference``, the same code a frozen fixture (``rw c
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +151,13 @@ class Mismatch(AssertionError):
 def near_tie_steps(traj: Trajectory, dtype: str) -> frozenset[int]:
     """Steps whose accuracy is not compared: some exact gap max f - f_k is positive but within twice the
     dtype's tie tolerance (the float tie rule may then differ from the exact one)."""
+    near = near_tie(dtype)
+    return frozenset(s.t for s in traj.states if near(s.atom_form("f")))
+
+
+def near_tie(dtype: str) -> Callable[[list], bool]:
+    """Whether exact rows f (lists of SymPy values) have a gap max f - f_k positive but within twice the
+    dtype's tie tolerance (``near_tie_steps`` per step; ``rwcheck._models`` on any model's f)."""
     rtol = DEFAULT_TIE_RTOL[dtype]
     memo: dict[sp.Expr, sp.Float] = {}
 
@@ -171,7 +179,7 @@ def near_tie_steps(traj: Trajectory, dtype: str) -> frozenset[int]:
                     return True
         return False
 
-    return frozenset(s.t for s in traj.states if near(s.atom_form("f")))
+    return near
 
 
 _EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}

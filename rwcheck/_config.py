@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import torch
 
+from rwmodels import DEFAULT_MODEL, get_model, rational_positions
 from rwnumeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
@@ -24,6 +26,9 @@ class CheckConfig:
     ‖p_i‖² = ``mu``; ``embedding`` names how it was built ("sine", "onehot", "random").
 
     Read-outs are indexed like ``tokens``/``labels``/``weights``: input n of the population.
+
+    ``model`` names the model of ``rwmodels`` checked (``one_layer``, the paper's, by default) and
+    ``head_dim`` its head dimension d (``key_query`` only); ``for_model`` makes the config of another model.
 
     Examples
     --------
@@ -43,6 +48,8 @@ class CheckConfig:
     seed: int = 0
     loss: str = "log"
     dtype: str = "float64"
+    model: str = DEFAULT_MODEL
+    head_dim: int | None = None
 
     @classmethod
     def build(
@@ -68,6 +75,30 @@ class CheckConfig:
         M = task.N + 1 if M is None else M
         P = positional_embeddings(embedding, M, task.N, float(mu), seed)
         return cls(task, mu, eta, eps, P, embedding, seed, loss, dtype)
+
+    def for_model(self, model: str, head_dim: int | None = None) -> CheckConfig:
+        """The same task, μ, η, ε, loss and dtype for ``model``, with P = ``rwmodels.rational_positions(N, μ)``.
+
+        A model other than the paper's may see P itself (not only PᵀP = μI), so its exact trajectory needs
+        one concrete P with rational entries; the implementation is handed that P as float64 (the nearest
+        double of each entry), M = 4⌈N/4⌉. The paper's model keeps the config as it is.
+        """
+        spec = get_model(model, d=head_dim)  # one-line ValueError for an unknown model or hyperparameter
+        if model == DEFAULT_MODEL:
+            return replace(self, model=model, head_dim=None)
+        head_dim = spec.hyperparameters.get("d")  # the model's default when not given
+        P = np.asarray(rational_positions(self.N, self.mu), dtype=np.float64)
+        return replace(self, P=P, embedding="rational", seed=0, model=model, head_dim=head_dim)
+
+    @property
+    def model_spec(self) -> Any:
+        """The ``rwmodels.Model`` checked (its parameter names and shapes: ``shapes``)."""
+        return get_model(self.model, d=self.head_dim)
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every trained parameter's name and shape for this config, in the order they are compared."""
+        return self.model_spec.shapes(self.K, self.K + self.M)
 
     # sizes ----------------------------------------------------------------------------------------
     @property
@@ -139,10 +170,15 @@ class CheckConfig:
             if isinstance(task, CircleWalk)
             else (f"FiniteTask(K={task.K}, N={task.N}, {len(task.labels)} inputs)")
         )
-        return (
+        text = (
             f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
             f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}"
         )
+        if self.model != DEFAULT_MODEL:
+            text += ", model=" + " ".join(
+                [self.model] + [f"{k}={v}" for k, v in self.model_spec.hyperparameters.items()]
+            )
+        return text
 
     def to_json(self) -> dict:
         """JSON-able description (exact values as strings such as "3/10")."""
@@ -159,6 +195,8 @@ class CheckConfig:
             "loss": self.loss,
             "dtype": self.dtype,
         }
+        if self.model != DEFAULT_MODEL:
+            out["model"] = self.model_spec.describe()
         if isinstance(task, CircleWalk):
             out["task"] = {"name": "circle", "p": str(task.p)}
         else:

@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 
 from rwcheck._compare import Divergence, Mismatch, compare, scaled_error, tolerance
 from rwcheck._config import CheckConfig
+from rwcheck._models import compare_model
 from rwcheck._protocol import Factory, ImplementationError, Readouts, run
+from rwcheck._runtime import run_model
 from rwcheck.strategies import balanced_check_configs, check_configs, embeddings
+from rwmodels import DEFAULT_MODEL, get_model
 from rwnumeric import positional_embeddings
 from rwtasks import LOSSES, CircleWalk
 
@@ -35,6 +38,9 @@ class CheckOptions:
     dtype: str = "float64"
     task: str = "circle"
     losses: tuple[str, ...] = ("log",)
+    #: The model of ``rwmodels`` checked (``rw check --model``) and its head dimension (key_query only).
+    model: str = DEFAULT_MODEL
+    head_dim: int | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -55,9 +61,18 @@ class CheckOptions:
         bad = [name for name in self.losses if name not in LOSSES]
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
+        get_model(self.model, d=self.head_dim)  # one line for an unknown model or a hyperparameter it lacks
+
+    @property
+    def generic(self) -> bool:
+        """Whether the model is checked through the generic exact engine (any model but the paper's)."""
+        return self.model != DEFAULT_MODEL
 
     def configs(self) -> st.SearchStrategy[CheckConfig]:
-        return check_configs(task=self.task, dtype=self.dtype, loss_names=self.losses)
+        drawn = check_configs(task=self.task, dtype=self.dtype, loss_names=self.losses)
+        if not self.generic:
+            return drawn
+        return drawn.map(lambda config: config.for_model(self.model, self.head_dim))
 
 
 #: The exact engine reaches t = 4 on the drawn configurations (K, N <= 7) in seconds; its work grows about
@@ -68,6 +83,8 @@ MAX_STEPS = 4
 def _run(factory: Factory, config: CheckConfig, steps: int) -> Readouts:
     """Run the implementation; a crash of the user's code fails the property on this config."""
     try:
+        if config.model != DEFAULT_MODEL:  # another model of rwmodels: parameters by its names
+            return run_model(factory, config, steps, config.shapes)
         return run(factory, config, steps)
     except (ImplementationError, Mismatch):
         raise
@@ -121,6 +138,8 @@ def trajectory(factory: Factory, data: st.DataObject, options: CheckOptions) -> 
     config = data.draw(options.configs(), label="config")
     readouts = _run(factory, config, options.steps)
     try:
+        if config.model != DEFAULT_MODEL:
+            return compare_model(readouts, config, options.steps)
         return compare(readouts, config, options.steps)
     except ValueError as err:  # the exact log-loss is undefined on this config (z + ε ≤ 0): not a claim
         if "undefined" in str(err):

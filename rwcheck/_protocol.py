@@ -18,7 +18,9 @@ from rwcheck._runtime import (
     finite_or_text,
     first_non_finite,
     run,
+    run_model,
 )
+from rwmodels import DEFAULT_MODEL
 
 __all__ = [
     "LABELS",
@@ -35,8 +37,13 @@ __all__ = [
 ]
 
 
-def probe(factory: Factory, dtype: str = "float64") -> Readouts:
+def probe(
+    factory: Factory, dtype: str = "float64", model: str = DEFAULT_MODEL, head_dim: int | None = None
+) -> Readouts:
     """Run the implementation on one small config for one step before any work starts.
+
+    ``model``, ``head_dim``: another model of ``rwmodels`` (``rw check --model``, ``rwcheck._models``); the
+    config is then ``CheckConfig.for_model`` of the same small one and the parameters go by the model's names.
 
     Returns its read-outs (which say the protocol and what it provides); raises ``ImplementationError`` (one line) when the
     factory fails, returns something else, has wrong shapes, or gives NaN/inf at t = 0.
@@ -46,8 +53,11 @@ def probe(factory: Factory, dtype: str = "float64") -> Readouts:
     config = CheckConfig.build(
         CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype
     )
+    generic = model != DEFAULT_MODEL
+    if generic:
+        config = config.for_model(model, head_dim)
     try:
-        readouts = run(factory, config, 1)
+        readouts = run_model(factory, config, 1, config.shapes) if generic else run(factory, config, 1)
     except ImplementationError:
         raise
     except Exception as err:  # the user's code failed: one line naming the exception
@@ -55,9 +65,10 @@ def probe(factory: Factory, dtype: str = "float64") -> Readouts:
         raise ImplementationError(
             f"the implementation raised {type(err).__name__}: {message} (on {config.describe()})"
         ) from None
-    bad = first_non_finite(readouts, ("V", "W_xN", "S", "f"), 0)
+    checked = (*config.shapes, "S", "f") if generic else ("V", "W_xN", "S", "f")
+    bad = first_non_finite(readouts, checked, 0)
     if bad is not None:
         raise ImplementationError(
-            f"the implementation gives non-finite {LABELS[bad]} at t=0 (NaN or inf) on {config.describe()}"
+            f"the implementation gives non-finite {LABELS.get(bad, bad)} at t=0 (NaN or inf) on {config.describe()}"
         )
     return readouts

@@ -23,6 +23,10 @@ implementation is one of
 
 A read-out the implementation does not provide is reported as not checked, never passed.
 
+Another model of ``rwmodels`` (``rw check --model key_query``) is run by ``run_model``: the same two
+protocols with the model's parameters by their own names (``config.shapes``: V, W_K, W_Q) instead of
+V and W; what such an implementation must expose is written in ``rwcheck._models``.
+
 The config handed to the factory has ``K``, ``M``, ``N``, ``P`` (M×N float64), ``tokens`` (n, N-1),
 ``labels`` (n,), ``weights`` (n,), ``mu``, ``eta``, ``eps`` (``fractions.Fraction``), ``loss``,
 ``dtype`` and ``torch_dtype``, ``inputs()`` (X̃ as a torch tensor), ``query()`` (x̃_N),
@@ -138,7 +142,7 @@ def run(factory: Factory, config: Any, steps: int) -> Readouts:
     return _run_loop(impl, config, steps)  # type: ignore[arg-type]
 
 
-def _parameter(module: Any, name: str, shape: tuple[int, int]) -> Any:
+def _parameter(module: Any, name: str, shape: tuple[int, ...]) -> Any:
     import torch
 
     value = getattr(module, name, None)
@@ -268,6 +272,143 @@ def _run_loop(loop: Iterator[object], config: Any, steps: int) -> Readouts:
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# any model of the registry (rw check --model NAME): parameters by the model's names
+# ------------------------------------------------------------------------------------------------
+#: The model-independent read-outs, compared after a model's parameters at each step.
+READOUTS = ("S", "f", "loss", "accuracy")
+
+
+def model_quantities(shapes: Mapping[str, tuple[int, ...]]) -> tuple[str, ...]:
+    """What is compared at each step for a model with these parameters: the parameters in their order, then
+    ``READOUTS``."""
+    return (*shapes, *READOUTS)
+
+
+def run_model(factory: Factory, config: Any, steps: int, shapes: Mapping[str, tuple[int, ...]]) -> Readouts:
+    """``run`` for a model whose parameters are ``shapes`` (name -> shape, ``config.shapes``).
+
+    (a) a ``torch.nn.Module`` with exactly these parameters, ``forward(Xt)`` -> f and optionally
+    ``attention(Xt)`` -> S, trained by the kit as in ``run``; (b) an iterator yielding at t = 0, 1, … a
+    mapping with every parameter's name and any of ``"S"``, ``"f"``, ``"loss"``, ``"accuracy"`` (or a tuple
+    of the parameters in the order of ``shapes``). The read-outs are keyed by the parameters' names.
+    """
+    impl = build(factory, config)
+    if _is_module(impl):
+        return _run_model_module(impl, config, steps, dict(shapes))
+    return _run_model_loop(impl, config, steps, dict(shapes))  # type: ignore[arg-type]
+
+
+def _model_start(
+    protocol: str, steps: int, names: tuple[str, ...]
+) -> tuple[Readouts, dict[str, list[np.ndarray]]]:
+    series: dict[str, list[np.ndarray]] = {q: [] for q in names}
+    return Readouts(protocol, steps, {q: series[q] for q in names}), series
+
+
+def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tuple[int, ...]]) -> Readouts:
+    import torch
+
+    params = {name: _parameter(module, name, shape) for name, shape in shapes.items()}
+    ids = {id(p) for p in params.values()}
+    others = [name for name, p in module.named_parameters() if id(p) not in ids]
+    if others:
+        raise ImplementationError(
+            f"the module has parameters other than {', '.join(shapes)}: {', '.join(others)}"
+        )
+    K, N = config.K, config.N
+    Xt = config.inputs()
+    n = Xt.shape[0]
+    labels = torch.as_tensor(config.labels)
+    weights = torch.as_tensor(config.weights, dtype=config.torch_dtype)
+    attention = getattr(module, "attention", None)
+    out, series = _model_start("module", steps, model_quantities(shapes))
+    if not callable(attention):
+        out.values["S"] = None
+    for t in range(steps + 1):
+        for p in params.values():
+            p.grad = None
+        f = module(Xt)
+        if not isinstance(f, torch.Tensor):
+            raise ImplementationError(
+                f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}"
+            )
+        f_np = _array(f, "forward(Xt)", (n, K))
+        loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
+        for name, p in params.items():
+            series[name].append(_array(p, name, shapes[name]))
+        series["f"].append(f_np)
+        series["loss"].append(np.array(float(loss.detach())))
+        series["accuracy"].append(np.array(accuracy(f_np, config)))
+        if callable(attention):
+            with torch.no_grad():
+                series["S"].append(_array(attention(Xt), "attention(Xt)", (n, N)))
+        if t == steps:
+            break
+        loss.backward()
+        with torch.no_grad():
+            for p in params.values():
+                if p.grad is not None:
+                    p -= float(config.eta) * p.grad
+    return out
+
+
+def _run_model_loop(
+    loop: Iterator[object], config: Any, steps: int, shapes: dict[str, tuple[int, ...]]
+) -> Readouts:
+    K, n, N = config.K, len(config.labels), config.N
+    optional = {"S": (n, N), "f": (n, K), "loss": (), "accuracy": ()}
+    names = tuple(shapes)
+    out, series = _model_start("loop", steps, model_quantities(shapes))
+    try:
+        for t in range(steps + 1):
+            try:
+                state = next(loop)
+            except StopIteration:
+                raise ImplementationError(
+                    f"the training loop stopped after {t} states; {steps + 1} are needed"
+                ) from None
+            if isinstance(state, tuple) and len(state) == len(names):
+                state = dict(zip(names, state))
+            if not isinstance(state, Mapping):
+                raise ImplementationError(
+                    f"state {t} of the training loop is {type(state).__name__}, expected a dict with keys "
+                    f"{', '.join(names)} (or a tuple of them in this order)"
+                )
+            missing = [name for name in names if name not in state]
+            if missing:
+                raise ImplementationError(f"state {t} of the training loop has no {missing[0]!r} key")
+            extra = sorted(set(state) - {*names, *optional})
+            if extra:
+                raise ImplementationError(
+                    f"state {t} of the training loop has unknown keys {extra}; "
+                    f"allowed: {', '.join(names)}, {', '.join(optional)}"
+                )
+            for name in names:
+                series[name].append(_array(state[name], f"{name} at t={t}", shapes[name]))
+            for key, shape in optional.items():
+                values = out.values[key]
+                if values is None:
+                    continue
+                if key not in state:
+                    if t > 0:
+                        raise ImplementationError(
+                            f"state {t} of the training loop has no {key!r} but state 0 had one"
+                        )
+                    out.values[key] = None
+                    continue
+                values.append(_array(state[key], f"{key} at t={t}", shape))
+                if t > 0 and len(values) != t + 1:
+                    raise ImplementationError(
+                        f"state {t} of the training loop has {key!r} but state 0 had none"
+                    )
+    finally:
+        close = getattr(loop, "close", None)
+        if close is not None:
+            close()
+    return out
+
+
 def predict(f: np.ndarray, rtol: float) -> np.ndarray:
     """ŷ: the smallest index within rtol·max_k|f_k| of max_k f_k per row of f (n, K); K for a NaN row.
 
@@ -333,7 +474,7 @@ class Difference:
         'S[0, 1] at t=2: expected 0.25, got NaN (the implementation gave NaN)'
         """
         where = f"[{', '.join(map(str, self.index))}]" if self.index else ""
-        head = f"{LABELS[self.quantity]}{where} at t={self.step}: expected {self.expected:.17g}, "
+        head = f"{LABELS.get(self.quantity, self.quantity)}{where} at t={self.step}: expected {self.expected:.17g}, "
         if not math.isfinite(self.got):
             word = "NaN" if math.isnan(self.got) else ("inf" if self.got > 0 else "-inf")
             return head + f"got {word} (the implementation gave {word})"
@@ -345,8 +486,9 @@ def first_difference(
     expected: list[dict[str, np.ndarray]],
     rtol: float,
     skip_accuracy: frozenset[int] = frozenset(),
+    quantities: tuple[str, ...] = QUANTITIES,
 ) -> Difference | None:
-    """The first (step, quantity), in the order t = 0, 1, … and ``QUANTITIES``, outside the tolerance.
+    """The first (step, quantity), in the order t = 0, 1, … and ``quantities``, outside the tolerance.
 
     Every quantity but the accuracy is compared by ``scaled_error`` against ``rtol``; the accuracy is
     compared up to ``ACCURACY_ATOL`` except at the steps of ``skip_accuracy`` (exact near-ties in f,
@@ -354,7 +496,7 @@ def first_difference(
     provide are skipped (the caller reports them as not checked).
     """
     for t, want in enumerate(expected):
-        for q in QUANTITIES:
+        for q in quantities:
             values = readouts.values.get(q)
             if values is None:
                 continue

@@ -29,6 +29,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("circle", "finite", "any"),
         help="configurations drawn: circle walks (K 3..5, N 2..5; default), small finite tasks, or either",
     )
+    from rwmodels import DEFAULT_MODEL, model_help, model_names
+
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        choices=model_names(),
+        help=f"the model your implementation implements (default {DEFAULT_MODEL}; any other is checked against "
+        f"the generic exact engine rwmodels.descend, rwcheck._models): {model_help()}",
+    )
+    parser.add_argument(
+        "--head-dim",
+        default=None,
+        dest="head_dim",
+        metavar="D",
+        help="with --model key_query: the head dimension d, W_K and W_Q of d rows (>= 1, default 2)",
+    )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwcheck/report.schema.json)"
     )
@@ -93,11 +109,32 @@ def _argv() -> list[str]:
     return argv[1:] if argv and argv[0] == "check" else argv
 
 
+def _model_args(args: argparse.Namespace) -> tuple[str, int | None]:
+    """``--model`` and ``--head-dim``, refused in one line where they do not go together (before any work)."""
+    from rwcli._task_args import parse_int
+    from rwmodels import DEFAULT_MODEL, MODELS
+
+    model = getattr(args, "model", DEFAULT_MODEL)
+    head_dim = getattr(args, "head_dim", None)
+    if head_dim is not None and "d" not in MODELS[model].HYPERPARAMETERS:
+        raise ValueError(
+            f"--head-dim is the head dimension of --model key_query; --model {model} has none: leave it out"
+        )
+    d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
+    if model != DEFAULT_MODEL and args.emit:
+        raise ValueError(
+            f"--emit writes frozen oracles of the paper's model (one_layer) only; --model {model} is checked "
+            "live: leave out --emit"
+        )
+    return model, d
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate the options, probe the implementation, run every property, print the report; exit 0/1/2."""
     from rwcli._task_args import parse_int
     from rwio import check_output_file
 
+    model, head_dim = _model_args(args)
     if args.emit:
         steps = parse_int(args.steps, "steps", 0)
         if steps > 4:
@@ -117,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
 
     from rwcheck import PROPERTIES, CheckOptions, check, load_factory, write_report
 
-    options = CheckOptions(steps=steps, examples=examples, dtype=args.dtype, task=args.task)
+    options = CheckOptions(
+        steps=steps, examples=examples, dtype=args.dtype, task=args.task, model=model, head_dim=head_dim
+    )
     factory = load_factory(args.target)
     bar = tqdm(total=len(PROPERTIES), disable=not sys.stderr.isatty(), desc="rw check", unit="property")
 

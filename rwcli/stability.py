@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+import rwmodels
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 from rwio import check_output_file
 
@@ -35,6 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "replaces --task/--K/--N/--p; a sweep must have one point",
     )
     parser.add_argument(
+        "--model",
+        default=rwmodels.DEFAULT_MODEL,
+        choices=rwmodels.model_names(),
+        help=f"the model (default {rwmodels.DEFAULT_MODEL}): {rwmodels.model_help()}. key_query: is its "
+        "stuck manifold W_K = W_Q = 0 stable? (report rwstability/stability_generic.schema.json)",
+    )
+    parser.add_argument(
+        "--head-dim", help="head dimension d of --model key_query, integer >= 1 (default 2); key_query only"
+    )
+    parser.add_argument(
         "--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)"
     )
     parser.add_argument("--eta", default="1", help="learning rate > 0 (default 1)")
@@ -56,9 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threshold",
         default="1e-3",
-        help="escape threshold on V's relative distance from the manifold, in (0, 1)",
+        help="escape threshold on V's relative distance from the manifold, in (0, 1); key_query: escape "
+        "when ||(W_K, W_Q)|| has grown by the factor 1/threshold",
     )
-    parser.add_argument("--json", metavar="FILE", help="write the report (rwstability/stability.schema.json)")
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the report (rwstability/stability.schema.json; --model key_query: stability_generic.schema.json)",
+    )
     parser.add_argument(
         "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma, per mu)"
     )
@@ -87,6 +103,14 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--json", args.json), ("--png", args.png)):
         if path:
             check_output_file(path, option)
+    if args.head_dim is not None and "d" not in rwmodels.MODELS[args.model].HYPERPARAMETERS:
+        raise ValueError(f"--head-dim applies to a model with a head dimension, not to --model {args.model}")
+    if args.model != rwmodels.DEFAULT_MODEL and args.png:
+        raise ValueError(
+            f"--png draws the {rwmodels.DEFAULT_MODEL} report only: drop --png with --model {args.model}"
+        )
+    d = None if args.head_dim is None else parse_int(args.head_dim, "head-dim", 1)
+    model = rwmodels.get_model(args.model, d=d)
     steps = parse_int(args.steps, "steps", 2)
     seeds = parse_int(args.seeds, "seeds", 1)
     eta, mu, eps = (_positive_float(getattr(args, n), n) for n in ("eta", "mu", "eps"))
@@ -105,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             list(grid["dtypes"]),
             grid["seeds"],
         )
+    if args.model != rwmodels.DEFAULT_MODEL:
+        return _run_model(args, model, task, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
     checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes)
 
     import torch
@@ -127,4 +153,45 @@ def run(args: argparse.Namespace) -> int:
     if args.png:
         plot_report(report, args.png)
         print(f"wrote {args.png}")
+    return 0
+
+
+def _run_model(
+    args: argparse.Namespace,
+    model: rwmodels.Model,
+    task,
+    steps,
+    eta,
+    eps,
+    sigmas,
+    seeds,
+    threshold,
+    mus,
+    dtypes,
+) -> int:
+    """``--model`` other than the paper's: the generic stuck-manifold report (rwstability._generic)."""
+    from rwstability import check_model_report_args
+
+    checked = check_model_report_args(task, model, steps, sigmas, seeds, threshold, mus, dtypes)
+
+    import torch
+
+    from rwio import write_json_atomic
+    from rwstability import model_stability_report, task_info
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # same bytes on every machine: one summation order
+    try:
+        report = model_stability_report(
+            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes
+        )
+    finally:
+        torch.set_num_threads(previous)
+    info = task_info(checked)
+    where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
+    name = "" if info["name"] == "circle" else f"{info['name']} "
+    hyper = " ".join(f"{k}={v}" for k, v in model.hyperparameters.items())
+    print(f"rw stability --model {model.name} {hyper} {name}{where}: {report['verdict']['line']}")
+    if args.json:
+        print(f"wrote {write_json_atomic(report, args.json)}")
     return 0

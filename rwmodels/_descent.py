@@ -20,7 +20,7 @@ from rwmodels._tape import Tape
 
 
 class ElementLoss(Protocol):
-    """ℓ and ℓ' applied to an array z of label scores, in the arrays' arithmetic."""
+    """ℓ and ℓ' applied to an array z of label values z = e_yᵀ f, in the arrays' arithmetic."""
 
     def value(self, z: Array) -> Array: ...
 
@@ -40,7 +40,9 @@ class Batch:
         return int(self.labels.shape[0])
 
 
-def batch(arithmetic: Arithmetic, tokens: np.ndarray, labels: np.ndarray, weights: Any, K: int, P: Array) -> Batch:
+def batch(
+    arithmetic: Arithmetic, tokens: np.ndarray, labels: np.ndarray, weights: Any, K: int, P: Array
+) -> Batch:
     """The population (token ids, labels, weights) embedded with positions ``P`` in ``arithmetic``."""
     return Batch(
         inputs=embed(arithmetic, tokens, K, P),
@@ -54,7 +56,7 @@ class Evaluation:
     """A state θ and everything evaluated at it: read-outs per input, the population loss and its gradient."""
 
     params: dict[str, Array]
-    scores: Array  # (n, N)
+    logits: Array  # (n, N) attention logits
     S: Array  # (n, N)
     f: Array  # (n, K)
     z: Array  # (n,) e_yᵀ f
@@ -95,7 +97,7 @@ def evaluate(
         seed = arithmetic.zeros(tuple(f.shape))
         seed[rows, batch.labels] = batch.weights * loss.derivative(z)
         grads = tape.gradient(out.f, seed, inputs)
-    return Evaluation(dict(params), out.scores.value, out.S.value, f, z, total, grads)
+    return Evaluation(dict(params), out.logits.value, out.S.value, f, z, total, grads)
 
 
 def descend(

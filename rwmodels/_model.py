@@ -1,7 +1,7 @@
 """What a model is: its parameters, its initialisation, its forward pass and its read-outs, declared once.
 
 A model of this toolkit maps an input X̃ = [X; P] ∈ R^{(K+M)×N} (one-hot tokens X with the zero query column N,
-positional embeddings P) to attention scores over the N positions, the attention S = softmax(scores) and the
+positional embeddings P) to attention logits over the N positions, the attention S = softmax(logits) and the
 prediction f ∈ R^K (docs/notation.md). :class:`Model` subclasses declare the parameter shapes and write
 ``forward`` with the primitives of :class:`~rwmodels.Tape`; every engine evaluates and differentiates that one
 method in its own arithmetic (docs/guide/models.md).
@@ -73,9 +73,9 @@ def _concat_rows(arithmetic: Arithmetic, top: Array, bottom: Array) -> Array:
 
 @dataclass
 class Readouts:
-    """What a forward pass gives per input: scores (n, N), attention S (n, N), prediction f (n, K)."""
+    """What a forward pass gives per input: attention logits (n, N), attention S (n, N), prediction f (n, K)."""
 
-    scores: Var
+    logits: Var
     S: Var
     f: Var
 

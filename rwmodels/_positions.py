@@ -55,9 +55,9 @@ def rational_positions(N: int, mu: Fraction | int | str) -> np.ndarray:
         raise ValueError(f"mu={mu} is out of range: mu must be > 0")
     v = mu.denominator
     a, b, c, d = four_squares(mu.numerator * v)
-    q = np.array(
-        [[a, -b, -c, -d], [b, a, -d, c], [c, d, a, -b], [d, -c, b, a]], dtype=object
-    ) * Fraction(1, v)
+    q = np.array([[a, -b, -c, -d], [b, a, -d, c], [c, d, a, -b], [d, -c, b, a]], dtype=object) * Fraction(
+        1, v
+    )
     blocks = -(-N // 4)
     P = np.zeros((4 * blocks, 4 * blocks), dtype=object) + Fraction(0)
     for i in range(blocks):

@@ -37,7 +37,9 @@ def get_model(name: str, **hyperparameters: Any) -> Model:
     given = {key: value for key, value in hyperparameters.items() if value is not None}
     extra = sorted(set(given) - set(cls.HYPERPARAMETERS))
     if extra:
-        raise ValueError(f"model {name!r} has no hyperparameter {extra[0]!r} (it takes: {', '.join(cls.HYPERPARAMETERS) or 'none'})")
+        raise ValueError(
+            f"model {name!r} has no hyperparameter {extra[0]!r} (it takes: {', '.join(cls.HYPERPARAMETERS) or 'none'})"
+        )
     return cls(**given)
 
 

@@ -57,7 +57,7 @@ class Tape:
     def _var(self, value: Array, *parents: tuple[Operand, Callable[[Array], Array]]) -> Var:
         self._count += 1
         kept = tuple((p, vjp) for p, vjp in parents if isinstance(p, Var))
-        return Var(value, self._count, kept)  # type: ignore[arg-type]
+        return Var(value, self._count, kept)
 
     def input(self, value: Array) -> Var:
         """A value to differentiate with respect to (a parameter)."""
@@ -67,7 +67,9 @@ class Tape:
     def matmul(self, a: Operand, b: Operand) -> Var:
         """``a @ b`` with numpy's rules (1-D operands promoted, leading axes broadcast)."""
         A, B = _value(a), _value(b)
-        return self._var(A @ B, (a, lambda g: self._matmul_left(A, B, g)), (b, lambda g: self._matmul_right(A, B, g)))
+        return self._var(
+            A @ B, (a, lambda g: self._matmul_left(A, B, g)), (b, lambda g: self._matmul_right(A, B, g))
+        )
 
     def swap(self, a: Operand) -> Var:
         """The transpose of the last two axes."""
@@ -157,7 +159,10 @@ class Tape:
     def _promoted(A: Array, B: Array, g: Array) -> tuple[Array, Array, Array]:
         """1-D operands as matrices (a row for A, a column for B) and the cotangent shaped to match."""
         if A.ndim == 1:
-            A, g = A.reshape((1,) + tuple(A.shape)), g.reshape(tuple(g.shape[:-1]) + (1,) + tuple(g.shape[-1:]))
+            A, g = (
+                A.reshape((1,) + tuple(A.shape)),
+                g.reshape(tuple(g.shape[:-1]) + (1,) + tuple(g.shape[-1:])),
+            )
         if B.ndim == 1:
             B, g = B.reshape(tuple(B.shape) + (1,)), g.reshape(tuple(g.shape) + (1,))
         return A, B, g

@@ -1,9 +1,9 @@
-"""Separate key and query matrices: scores X̃ᵀ W_Kᵀ W_Q x̃_N, with W_K, W_Q ∈ R^{d×(K+M)} (docs/guide/models.md).
+"""Separate key and query matrices: logits X̃ᵀ W_Kᵀ W_Q x̃_N, with W_K, W_Q ∈ R^{d×(K+M)} (docs/guide/models.md).
 
-The parameterisation most implementations use. The scores are those of the merged model with W = W_Kᵀ W_Q,
+The parameterisation most implementations use. The logits are those of the merged model with W = W_Kᵀ W_Q,
 but gradient descent on (W_K, W_Q) is not gradient descent on W: with G = ∂L/∂W the factors move by
-∇_{W_K} L = W_Q Gᵀ and ∇_{W_Q} L = W_K G. In particular W_K = W_Q = 0 is a stationary point of the scores:
-from the zero initialisation both gradients vanish at every step, the scores stay 0 and the attention stays
+∇_{W_K} L = W_Q Gᵀ and ∇_{W_Q} L = W_K G. In particular W_K = W_Q = 0 is a stationary point of the logits:
+from the zero initialisation both gradients vanish at every step, the logits stay 0 and the attention stays
 uniform (1/N on every position) for every t, while V learns the token average. Only a non-zero initial
 W_K, W_Q (``rw derive --model key_query --init gaussian``) lets the attention move.
 """
@@ -19,14 +19,14 @@ from rwmodels._tape import Tape, Var
 
 
 class KeyQuery(Model):
-    """Scores (W_K X̃)ᵀ (W_Q x̃_N), attention S = softmax(scores), prediction f = V X S; head dimension d.
+    """Logits (W_K X̃)ᵀ (W_Q x̃_N), attention S = softmax(logits), prediction f = V X S; head dimension d.
 
     >>> KeyQuery(d=2).shapes(3, 7)
     {'V': (3, 3), 'W_K': (2, 7), 'W_Q': (2, 7)}
     """
 
     name: ClassVar[str] = "key_query"
-    summary: ClassVar[str] = "separate key and query: scores X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)"
+    summary: ClassVar[str] = "separate key and query: logits X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)"
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ("d",)
 
     def __init__(self, d: int = 2) -> None:
@@ -44,8 +44,8 @@ class KeyQuery(Model):
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
         keys = tape.matmul(params["W_K"], inputs.Xt)  # (n, d, N) W_K x̃_j
         query = tape.matmul(params["W_Q"], inputs.xN)  # (d,) W_Q x̃_N
-        scores = tape.matmul(tape.swap(keys), query)  # (n, N)
-        S = tape.softmax(scores)
+        logits = tape.matmul(tape.swap(keys), query)  # (n, N)
+        S = tape.softmax(logits)
         XS = tape.attend(inputs.X, S)
         f = tape.matmul(XS, tape.swap(params["V"]))
-        return Readouts(scores=scores, S=S, f=f)
+        return Readouts(logits=logits, S=S, f=f)

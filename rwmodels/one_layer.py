@@ -17,7 +17,7 @@ from rwmodels._tape import Tape, Var
 
 
 class OneLayer(Model):
-    """Scores X̃ᵀ (W x̃_N), attention S = softmax(scores), prediction f = V X S.
+    """Logits X̃ᵀ (W x̃_N), attention S = softmax(logits), prediction f = V X S.
 
     >>> OneLayer().shapes(3, 7)
     {'V': (3, 3), 'W': (7, 7)}
@@ -31,11 +31,11 @@ class OneLayer(Model):
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
         w = tape.matmul(params["W"], inputs.xN)  # (D,) W x̃_N
-        scores = tape.matmul(inputs.Xt.swapaxes(-1, -2), w)  # (n, N) x̃_jᵀ W x̃_N
-        S = tape.softmax(scores)
+        logits = tape.matmul(inputs.Xt.swapaxes(-1, -2), w)  # (n, N) x̃_jᵀ W x̃_N
+        S = tape.softmax(logits)
         XS = tape.attend(inputs.X, S)  # (n, K)
         f = tape.matmul(XS, tape.swap(params["V"]))  # (n, K) = (V X S)ᵀ
-        return Readouts(scores=scores, S=S, f=f)
+        return Readouts(logits=logits, S=S, f=f)
 
 
 def reduced_coordinates(V: Array, W: Array, P: Array, mu: object) -> tuple[Array, Array, Array]:

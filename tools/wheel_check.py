@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             "rwcheck/_runtime.py",
             "rwcheck/_fixture_test.py",
             "rwtasks/task_spec.schema.json",
+            "rwstability/stability_generic.schema.json",
+            "rwmodels/key_query.py",
         ):
             if data not in names:
                 raise SystemExit(f"wheel check: {wheel.name} lacks the package data file {data}")

@@ -1,0 +1,183 @@
+"""Exact population gradient descent for any model of the registry (``rw derive --model``).
+
+The generic path: the model's one definition (``rwmodels``) evaluated and differentiated in the exact arithmetic
+(``rwsymbolic._arith.EXACT``) on the task's whole population, positions P rational with PᵀP = μI
+(``rwmodels.rational_positions``). The paper's model from zero init has its fast path, the reduced engine
+``rwsymbolic.derive`` (tests/test_models.py shows it equal to this one); every other model, and any model from a
+non-zero start, runs here.
+
+Initialisations: ``zero`` (every parameter 0) or ``gaussian``: i.i.d. N(0, σ²) entries drawn by numpy's
+``default_rng(seed)`` parameter by parameter in the model's order, each rounded to the nearest multiple of 2^-20
+so that the start is an exact rational (the same seed gives the same rationals on every machine).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from tqdm import tqdm
+
+from rwmodels import Batch, Evaluation, Model, batch, descend, rational_positions
+from rwsymbolic._arith import EXACT, ExactLoss, exact_element
+from rwsymbolic._derive import make_loss
+from rwsymbolic._expect import Loss
+from rwtasks import CircleWalk, FiniteTask, check_int, exact
+
+#: Initialisations of the generic path.
+INITS = ("zero", "gaussian")
+#: Grid of a Gaussian start: entries are multiples of 2^-GRID_BITS.
+GRID_BITS = 20
+#: Seconds per exact multiply-add of the first steps, and the factor by which a step costs more than the one
+#: before from step ``GROWTH_FROM`` on: the rationals of the log-loss grow in length with every step, and
+#: exponentials of non-zero logits nest. Measured on a 2-core machine (key_query, K = 5, N = 6, zero init:
+#: 0.05, 0.06, 0.08, 0.15, 4.0 s for 0..4 steps; benchmarks/ has the command).
+SECONDS_PER_OP = 2e-7
+GROWTH_FROM, GROWTH = 3, 30.0
+#: Most steps from a non-zero start (nested exponentials grow with every step).
+MAX_EXP_STEPS = 3
+
+
+@dataclass
+class ModelTrajectory:
+    """θ(0..T) of exact GD for ``model`` on ``task``: one ``Evaluation`` per step (parameters and read-outs)."""
+
+    task: CircleWalk | FiniteTask
+    model: Model
+    eta: sp.Expr
+    eps: sp.Expr
+    mu: sp.Expr
+    loss: Loss
+    init: str
+    P: np.ndarray
+    batch: Batch
+    states: list[Evaluation] = field(default_factory=list)
+
+    @property
+    def K(self) -> int:
+        return self.batch.inputs.K
+
+    @property
+    def N(self) -> int:
+        return self.batch.inputs.N
+
+    @property
+    def population_size(self) -> int:
+        return self.batch.size
+
+    def readout(self, t: int, name: str) -> Any:
+        """loss, accuracy (None when a comparison is undecided), mean_attention (N) or mean_f (K) at step t."""
+        state = self.states[t]
+        if name == "loss":
+            return state.loss
+        if name == "accuracy":
+            return state.accuracy(self.batch, EXACT)
+        if name == "mean_attention":
+            return state.mean_attention(self.batch.weights, EXACT)
+        if name == "mean_f":
+            return EXACT.sum(state.f * self.batch.weights.reshape((-1, 1)), 0)
+        raise ValueError(f"no read-out {name!r}: use loss, accuracy, mean_attention, mean_f")
+
+
+def initial_parameters(
+    model: Model, K: int, D: int, init: str, sigma: object, seed: int
+) -> dict[str, np.ndarray]:
+    """The exact start of ``init`` (see the module text).
+
+    >>> from rwmodels import get_model
+    >>> start = initial_parameters(get_model("key_query", d=1), 2, 3, "gaussian", "1/10", 0)
+    >>> start["W_K"][0, 0]
+    -56169/1048576
+    """
+    if init not in INITS:
+        raise ValueError(f"--init={init!r} is not one of {', '.join(INITS)}")
+    if init == "zero":
+        return model.zeros(EXACT, K, D)
+    scale = Fraction(str(sigma))
+    if not scale > 0:
+        raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
+    rng = np.random.default_rng(seed)
+    grid = 2**GRID_BITS
+    out = {}
+    for name, shape in model.shapes(K, D).items():
+        draws = rng.standard_normal(shape)
+        out[name] = EXACT.asarray(
+            np.vectorize(lambda x: Fraction(round(float(x) * float(scale) * grid), grid), otypes=[object])(
+                draws
+            )
+        )
+    return out
+
+
+def model_estimate(
+    task: CircleWalk | FiniteTask, model: Model, steps: int, init: str, mu: object = 1
+) -> float:
+    """Estimated seconds of ``derive_model`` (multiply-adds of one step times a measured cost per operation)."""
+    population = task.population()
+    n, K, N = population.size, population.K, population.N
+    D = K + 4 * -(-N // 4)
+    per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D).values()) / D)
+    start = GROWTH_FROM - (1 if init != "zero" else 0)
+    return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - start) for t in range(steps + 1))
+
+
+def derive_model(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = 1,
+    loss: str = "log",
+    init: str = "zero",
+    sigma: object = "1/100",
+    seed: int = 0,
+    progress: bool = False,
+) -> ModelTrajectory:
+    """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
+
+    ``eta``, ``eps`` as for ``derive``; ``mu`` must be a positive rational (the positions are built from it).
+
+    >>> from rwmodels import get_model
+    >>> from rwtasks import CircleWalk
+    >>> traj = derive_model(CircleWalk(3, 3, "1/2"), get_model("key_query", d=1), 2)
+    >>> traj.states[2].params["W_K"].tolist(), traj.readout(2, "mean_attention").tolist()
+    ([[0, 0, 0, 0, 0, 0, 0]], [1/3, 1/3, 1/3])
+    """
+    steps = check_int(steps, "steps", 0)
+    if init != "zero" and steps > MAX_EXP_STEPS:
+        raise ValueError(
+            f"--steps {steps} from --init {init}: the exact generic engine takes at most {MAX_EXP_STEPS} steps "
+            "from a non-zero start (nested exponentials); use fewer steps or rw train for a float trajectory"
+        )
+    eta_x, eps_x, mu_x = exact(eta, "eta"), exact(eps, "eps"), exact(mu, "mu")
+    for name, value in (("eta", eta_x), ("eps", eps_x), ("mu", mu_x)):
+        if not (value.is_Rational and value > 0):
+            raise ValueError(f"--{name}={value} is out of range: the generic engine needs a rational > 0")
+    lossfn = make_loss(loss, eps_x)
+    population = task.population()
+    K = population.K
+    P = EXACT.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
+    data = batch(EXACT, population.tokens, population.labels, population.exact_probs(), K, P)
+    start = initial_parameters(model, K, K + P.shape[0], init, sigma, seed)
+    bar = tqdm(total=steps + 1, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
+    states = descend(
+        model,
+        EXACT,
+        start,
+        data,
+        ExactLoss(lossfn.value, lossfn.derivative),
+        exact_element(eta_x),
+        steps,
+        lambda t: bar.update(1),
+    )
+    bar.close()
+    label = init if init == "zero" else f"gaussian(sigma={sigma}, seed={seed}, grid=2^-{GRID_BITS})"
+    return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states)
+
+
+__all__ = ["INITS", "ModelTrajectory", "derive_model", "initial_parameters", "model_estimate"]

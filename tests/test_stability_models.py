@@ -1,0 +1,138 @@
+"""``rw stability --model``: the generic stuck-manifold report of a registered model (rwstability._generic).
+
+Oracles, each independent of the code under test:
+  * central finite differences of the GD map θ ↦ θ − η∇L(θ) (the tape gradient, no jacrev): step h = 1e-5,
+    truncation O(h²·‖∇³L‖) ~ 1e-10 and rounding O(ε/h) ~ 1e-11 per entry, so 1e-7 absolute on entries of size
+    ~1 leaves a margin of 1000;
+  * the merged model's gradient G = ∂L/∂W at (V*(t), W = 0): for key_query the off-manifold block is
+    I − η [[0, G], [Gᵀ, 0]] per head row, so its spectral radius is 1 + η σ_max(G) (1e-12 relative: a few
+    hundred roundings on a number of size 1).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from rwmodels import evaluate, get_model, rational_positions
+from rwnumeric._arith import TorchArithmetic
+from rwstability import generic_schema, off_manifold_jacobian
+from rwstability._generic import _LogLoss, _population
+from rwtasks import CircleWalk
+
+ARGS = ["stability", "--model", "key_query", "--K", "3", "--N", "4", "--p", "3/10", "--steps", "6"]
+FD_STEP, FD_ATOL = 1e-5, 1e-7
+
+
+def _setup(task: CircleWalk, d: int = 2):
+    model, ar, loss = get_model("key_query", d=d), TorchArithmetic(torch.float64), _LogLoss(0.1)
+    P = np.asarray(rational_positions(task.N, 1), dtype=np.float64)
+    return model, ar, loss, _population(task, ar, P), task.K + P.shape[0]
+
+
+def test_rw_stability_key_query_report(tmp_path, capsys):
+    import jsonschema
+
+    from rwcli.main import main
+
+    args = ARGS + ["--sigmas", "1e-6", "--seeds", "1"]
+    assert main(args + ["--json", str(tmp_path / "a.json")]) == 0
+    assert main(args + ["--json", str(tmp_path / "b.json")]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("rw stability --model key_query d=2 K=3 N=4 p=3/10: unstable (off-manifold growth")
+    a = (tmp_path / "a.json").read_bytes()
+    assert a == (tmp_path / "b.json").read_bytes()
+    report = json.loads(a)
+    jsonschema.validate(report, generic_schema())
+    assert report["model"] == {"name": "key_query", "d": 2}
+    assert report["manifold"]["parameters"] == ["W_K", "W_Q"]
+    res = report["results"][0]
+    assert res["max_leak"] == 0.0 and res["off_dim"] == 2 * 2 * 7
+    assert res["steps"][0]["radius"] == 1.0  # V(0) = 0: the Hessian vanishes exactly
+    # The oracle: radius of A_t = 1 + η σ_max(G_t), G_t the merged model's W-gradient on the trajectory.
+    task = CircleWalk(3, 4, "3/10")
+    model, ar, loss, data, D = _setup(task)
+    from rwmodels import descend
+
+    states = descend(model, ar, model.zeros(ar, 3, D), data, loss, 1.0, 6)
+    merged = get_model("one_layer")
+    for t, row in enumerate(res["steps"]):
+        G = evaluate(merged, ar, {"V": states[t].params["V"], "W": ar.zeros((D, D))}, data, loss).gradient[
+            "W"
+        ]
+        expected = 1 + float(torch.linalg.matrix_norm(G, ord=2))
+        assert row["radius"] == pytest.approx(expected, rel=1e-12)
+        assert row["sigma_max"] == pytest.approx(expected, rel=1e-12)  # A_t is symmetric
+    assert report["verdict"]["kind"] == "unstable" and report["verdict"]["log_growth"] > 1
+
+
+def _gd_map(model, ar, data, loss, names, shapes, x):
+    params, start = {}, 0
+    for n in names:
+        size = int(np.prod(shapes[n]))
+        params[n] = x[start : start + size].reshape(shapes[n])
+        start += size
+    g = evaluate(model, ar, params, data, loss).gradient
+    return x - torch.cat([g[n].reshape(-1) for n in names])
+
+
+@pytest.mark.parametrize("where", ["on-manifold", "off-manifold"])
+def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
+    task = CircleWalk(3, 4, "3/10")
+    model, ar, loss, data, D = _setup(task)
+    shapes = model.shapes(3, D)
+    rng = np.random.default_rng(0)
+    params = {n: ar.asarray(0.5 * rng.standard_normal(s)) for n, s in shapes.items()}
+    if where == "on-manifold":
+        params = {**params, "W_K": ar.zeros(shapes["W_K"]), "W_Q": ar.zeros(shapes["W_Q"])}
+    A, B = off_manifold_jacobian(model, ar, params, data, loss, 1.0, ["W_K", "W_Q"])
+    names = ["V", "W_K", "W_Q"]
+    x0 = torch.cat([params[n].reshape(-1) for n in names])
+    nV = 9
+    fd = torch.zeros(len(x0) - nV, len(x0), dtype=torch.float64)
+    for i in range(len(x0)):
+        e = torch.zeros_like(x0)
+        e[i] = FD_STEP
+        plus, minus = (_gd_map(model, ar, data, loss, names, shapes, x0 + s * e) for s in (1, -1))
+        fd[:, i] = (plus - minus)[nV:] / (2 * FD_STEP)
+    torch.testing.assert_close(A, fd[:, nV:], rtol=0, atol=FD_ATOL)
+    torch.testing.assert_close(B, fd[:, :nV], rtol=0, atol=FD_ATOL)
+    if where == "on-manifold":
+        assert not B.any()  # the manifold is invariant: the GD map's Jacobian is block triangular
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--model", "one_layer", "--K", "3", "--N", "4", "--p", "1", "--head-dim", "2"],
+            "--head-dim applies to",
+        ),
+        (["--K", "3", "--N", "4", "--p", "1", "--head-dim", "3"], "not to --model one_layer"),
+        (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--head-dim", "0"], "--head-dim"),
+        (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--png", "x.png"], "--png draws"),
+        (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
+        (["--model", "key_query", "--K", "3", "--N", "4"], "p is a symbol"),
+        (["--model", "key_query", "--task", "qa1", "--steps", "2000"], "multiply-adds"),
+        (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--sigmas", "2"], "sigmas"),
+    ],
+    ids=[
+        "head-dim-one-layer",
+        "head-dim-default-model",
+        "head-dim-0",
+        "png",
+        "steps",
+        "symbolic-p",
+        "work",
+        "sigma",
+    ],
+)
+def test_rw_stability_model_bad_input_is_one_line_exit_2(extra, message, capsys):
+    from rwcli.main import main
+
+    assert main(["stability"] + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
