@@ -29,21 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("circle", "finite", "any"),
         help="configurations drawn: circle walks (K 3..5, N 2..5; default), small finite tasks, or either",
     )
-    from rwmodels import DEFAULT_MODEL, model_help, model_names
+    from rwcli._models import add_model_arguments
 
-    parser.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        choices=model_names(),
-        help=f"the model your implementation implements (default {DEFAULT_MODEL}; any other is checked against "
-        f"the generic exact engine rwmodels.descend, rwcheck._models): {model_help()}",
-    )
-    parser.add_argument(
-        "--head-dim",
-        default=None,
-        dest="head_dim",
-        metavar="D",
-        help="with --model key_query: the head dimension d, W_K and W_Q of d rows (>= 1, default 2)",
+    add_model_arguments(
+        parser,
+        "any other is checked against the generic exact engine rwmodels.descend, rwcheck._models",
     )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwcheck/report.schema.json)"
@@ -111,16 +101,11 @@ def _argv() -> list[str]:
 
 def _model_args(args: argparse.Namespace) -> tuple[str, int | None]:
     """``--model`` and ``--head-dim``, refused in one line where they do not go together (before any work)."""
-    from rwcli._task_args import parse_int
-    from rwmodels import DEFAULT_MODEL, MODELS
+    from rwcli._models import model_from_args
+    from rwmodels import DEFAULT_MODEL
 
-    model = getattr(args, "model", DEFAULT_MODEL)
-    head_dim = getattr(args, "head_dim", None)
-    if head_dim is not None and "d" not in MODELS[model].HYPERPARAMETERS:
-        raise ValueError(
-            f"--head-dim is the head dimension of --model key_query; --model {model} has none: leave it out"
-        )
-    d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
+    chosen = model_from_args(args)
+    model, d = chosen.name, chosen.hyperparameters.get("d")
     if model != DEFAULT_MODEL and args.emit:
         raise ValueError(
             f"--emit writes frozen oracles of the paper's model (one_layer) only; --model {model} is checked "

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from rwcli._models import add_model_arguments, model_from_args
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 from rwio import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
+    from rwmodels import Model
     from rwsymbolic import Trajectory
+    from rwsymbolic._model_derive import ModelTrajectory
     from rwtasks import CircleWalk, FiniteTask
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
@@ -27,11 +30,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--eps", default="1/10", help="ε > 0 of the log-loss -log(z+ε) (default 1/10)")
     parser.add_argument(
-        "--pos-norm",
-        default="mu",
-        dest="pos_norm",
-        help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu)",
+        "--mu",
+        default=None,
+        dest="mu",
+        help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu; a rational for a model "
+        "other than one_layer or a non-zero --init)",
     )
+    parser.add_argument(
+        "--pos-norm", default=None, dest="pos_norm", help=argparse.SUPPRESS
+    )  # deprecated --mu
+    add_model_arguments(
+        parser, "another model, or any model from --init gaussian, runs the generic exact engine"
+    )
+    parser.add_argument(
+        "--init",
+        default="zero",
+        choices=("zero", "gaussian"),
+        help="zero (default), or gaussian: i.i.d. N(0, sigma^2) entries from --seed, rounded to multiples "
+        "of 2^-20 so that the start is exact (runs the generic engine, at most 3 steps)",
+    )
+    parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
+    parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
     parser.add_argument(
         "--loss",
@@ -210,21 +229,115 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
     return summary
 
 
+def _mu(args: argparse.Namespace) -> str:
+    """--mu, or the deprecated --pos-norm (with its message), or the symbol mu."""
+    import sys
+
+    if args.pos_norm is not None:
+        if args.mu is not None:
+            raise ValueError("--pos-norm is the deprecated name of --mu: give one of them")
+        print("rw derive: --pos-norm is deprecated, use --mu (the same value)", file=sys.stderr)
+        return str(args.pos_norm)
+    return "mu" if args.mu is None else str(args.mu)
+
+
+def render_model(traj: ModelTrajectory) -> str:
+    """The generic engine's trajectory: each parameter by the model's name, then the read-outs."""
+    from rwsymbolic._arith import to_sympy
+
+    lines = [
+        f"rw derive: {traj.task!r}, model={traj.model.describe()}, init={traj.init}, eta={traj.eta}, "
+        f"eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, population={traj.population_size} inputs"
+    ]
+    for t, state in enumerate(traj.states):
+        lines.append(f"\nt = {t}")
+        for name, value in state.params.items():
+            rows = to_sympy(value).tolist()
+            lines.append(f"{name} = " + "\n    ".join(_show(row) for row in rows))
+        accuracy = traj.readout(t, "accuracy")
+        lines.append("loss = " + _show(to_sympy(state.loss)))
+        lines.append("accuracy = " + ("undecided" if accuracy is None else _show(to_sympy(accuracy))))
+        lines.append("mean attention = " + _show(list(to_sympy(traj.readout(t, "mean_attention")))))
+    return "\n".join(lines)
+
+
+def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
+    """The generic exact engine (rwsymbolic.derive_model): refuse what it cannot do, estimate, derive, print."""
+    import sys
+
+    from rwio import check_memory
+    from rwsymbolic._model_derive import MAX_EXP_STEPS, derive_model, model_estimate, positive_rational
+
+    for flag, given in (("--json", args.json), ("--verdict", args.verdict), ("--per-input", args.per_input)):
+        if given:
+            raise ValueError(
+                f"{flag} applies to the paper's model from zero init (the oracle holds its reduced "
+                "coordinates); drop it, or use rw check --model for another model's exact comparison"
+            )
+    if args.init != "zero" and steps > MAX_EXP_STEPS:
+        raise ValueError(f"--steps={steps} is out of range with --init {args.init}: at most {MAX_EXP_STEPS}")
+    if args.loss == "any":
+        raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
+    seed = parse_int(args.seed, "seed", 0)
+    task = task_from_args(args)
+    mu = _mu(args)
+    if mu == "mu":
+        mu = "1"
+        print("rw derive: the generic engine needs a rational mu; using --mu 1", file=sys.stderr)
+    for value, name in ((args.eta, "eta"), (args.eps, "eps"), (mu, "mu")):
+        positive_rational(value, name)
+    if args.init != "zero":
+        positive_rational(args.sigma, "sigma")
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    seconds = model_estimate(task, model, steps, args.init)
+    population = task.population().size
+    memory = 64 * population * task.population().N * 40 * (steps + 1) + 200 * 2**20
+    summary = f"~{seconds:.3g} s, ~{memory / 2**20:.0f} MiB of memory"
+    if seconds > limit:
+        raise ValueError(
+            f"--steps {steps} with --model {args.model} on {task!r} is estimated at {summary}: above "
+            f"--max-seconds {limit}; use fewer --steps, smaller K or N, or rw train --model for a float trajectory"
+        )
+    check_memory(
+        memory, f"--steps {steps} with --model {args.model} (estimated at {summary})", "use fewer --steps"
+    )
+    print(f"rw derive: estimated {summary}", file=sys.stderr)
+    traj = derive_model(
+        task,
+        model,
+        steps,
+        eta=args.eta,
+        eps=args.eps,
+        mu=mu,
+        loss=args.loss,
+        init=args.init,
+        sigma=args.sigma,
+        seed=seed,
+        progress=True,
+    )
+    print(render_model(traj))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the task, estimate the job (refusing what cannot fit), derive, print, write the oracle."""
     import sys
 
     if args.json:
         check_output_file(args.json, "--json")
-    elif args.per_input is not None:
-        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
+    model = model_from_args(args)
     steps = parse_int(args.steps, "steps", 0)
+    if model.name != "one_layer" or args.init != "zero":
+        return _run_model(args, model, steps)
+    if not args.json and args.per_input is not None:
+        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
     task = task_from_args(args)
+    mu = _mu(args)
     summary = _refuse_if_too_large(args, task, steps)
     print(f"rw derive: estimated {summary}", file=sys.stderr)
     from rwsymbolic import derive, long_integers, per_input_path, write_oracle
 
-    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=args.pos_norm, loss=args.loss, progress=True)
+    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=mu, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render_verdicts(traj) if args.verdict else render(traj))
     if args.json:

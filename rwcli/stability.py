@@ -6,6 +6,7 @@ import argparse
 import math
 
 import rwmodels
+from rwcli._models import add_model_arguments, model_from_args
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 from rwio import check_output_file
 
@@ -35,15 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="task specification file of rw explore (JSON, schema rwtasks/task_spec.schema.json); "
         "replaces --task/--K/--N/--p; a sweep must have one point",
     )
-    parser.add_argument(
-        "--model",
-        default=rwmodels.DEFAULT_MODEL,
-        choices=rwmodels.model_names(),
-        help=f"the model (default {rwmodels.DEFAULT_MODEL}): {rwmodels.model_help()}. key_query: is its "
-        "stuck manifold W_K = W_Q = 0 stable? (report rwstability/stability_generic.schema.json)",
-    )
-    parser.add_argument(
-        "--head-dim", help="head dimension d of --model key_query, integer >= 1 (default 2); key_query only"
+    add_model_arguments(
+        parser,
+        "another model: is its stuck manifold (the parameters GD from zero keeps at 0) stable? "
+        "Report rwstability/stability_generic.schema.json",
     )
     parser.add_argument(
         "--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)"
@@ -103,14 +99,11 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--json", args.json), ("--png", args.png)):
         if path:
             check_output_file(path, option)
-    if args.head_dim is not None and "d" not in rwmodels.MODELS[args.model].HYPERPARAMETERS:
-        raise ValueError(f"--head-dim applies to a model with a head dimension, not to --model {args.model}")
+    model = model_from_args(args)
     if args.model != rwmodels.DEFAULT_MODEL and args.png:
         raise ValueError(
             f"--png draws the {rwmodels.DEFAULT_MODEL} report only: drop --png with --model {args.model}"
         )
-    d = None if args.head_dim is None else parse_int(args.head_dim, "head-dim", 1)
-    model = rwmodels.get_model(args.model, d=d)
     steps = parse_int(args.steps, "steps", 2)
     seeds = parse_int(args.seeds, "seeds", 1)
     eta, mu, eps = (_positive_float(getattr(args, n), n) for n in ("eta", "mu", "eps"))

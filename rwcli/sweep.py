@@ -39,6 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="LocalCluster memory limit per worker, e.g. 4GiB (default auto: system memory / workers)",
     )
+    import rwmodels
+
+    parser.add_argument(
+        "--model",
+        default=None,
+        choices=rwmodels.model_names(),
+        help="the model of every run, replacing the spec's model field (default: the spec's, else "
+        f"{rwmodels.DEFAULT_MODEL}, whose runs use the batched engine; another model trains each run with its "
+        f"tape gradient): {rwmodels.model_help()}",
+    )
+    parser.add_argument(
+        "--head-dim",
+        default=None,
+        dest="head_dim",
+        metavar="D",
+        help="head dimension d of a model that has one (key_query), integer >= 1, replacing the spec's head_dim",
+    )
     parser.add_argument(
         "--max-tasks",
         help="packs submitted to Dask at once (default: twice the worker threads); bounds scheduler memory",
@@ -87,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     from rwio import check_memory, format_bytes
     from rwsweep import load_spec, pack_memory, run_sweep
 
-    spec = load_spec(args.spec)
+    head_dim = _positive_int(args.head_dim, "head-dim")
+    spec = load_spec(args.spec, model=args.model, head_dim=head_dim)
     if args.scheduler is None:
         import os
 

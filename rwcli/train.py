@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rwio import check_output_dir
+
+if TYPE_CHECKING:
+    from rwmodels import Model
+    from rwtasks import CircleWalk, FiniteTask
 
 TASKS = ("circle", "qa1", "qa2")
 
@@ -13,6 +19,14 @@ TASKS = ("circle", "qa1", "qa2")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``rw train``, one per ModelConfig/TrainConfig field (defaults: the paper's Fig 4 setting, p = 1/2)."""
     a = parser.add_argument
+    from rwcli._models import add_model_arguments
+
+    add_model_arguments(
+        parser,
+        "another model trains with its tape gradient on the exact population only (--population), with the "
+        "--pos/--M/--pos-norm embeddings as P, --init/--sigma/--seed drawn in the order of its parameters; "
+        "its metrics.json holds the model, config and per-step loss, accuracy and mean attention",
+    )
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
     a("--N", type=int, default=None, help="circle: walk length incl. the label, >= 2 (default 97; QA: 17/19)")
@@ -128,23 +142,8 @@ def _loss_note(loss: str, value: float) -> str:
     return " (negative because -log(z+eps) < 0 where z+eps > 1)" if loss == "log" and value < 0 else ""
 
 
-def run(args: argparse.Namespace) -> int:
-    """Build the task and configs from the flags, train, write DIR/metrics.json.
-
-    The printed ``train_loss`` is the mean training loss at the last step; with the log-loss
-    -log(z + eps) it is negative once the predicted probabilities z of the labels plus eps exceed 1.
-    """
-    if not 1 <= args.threads <= (os.cpu_count() or 1):
-        raise ValueError(
-            f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
-        )
-    path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
-    from rwnumeric import (  # torch loads here, not for --help
-        ModelConfig,
-        TrainConfig,
-        train,
-        write_json_atomic,
-    )
+def _task(args: argparse.Namespace) -> CircleWalk | FiniteTask:
+    """The task of --task/--K/--N/--p (the exact population checked against its limit with --population)."""
     from rwtasks import MAX_EXACT_WALKS, CircleWalk, qa_task1, qa_task2
 
     if args.task == "circle":
@@ -165,6 +164,36 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(
                     f"{flag}={given} does not match --task {args.task}, whose {flag[2:]} is {fixed}"
                 )
+    return task
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the task and configs from the flags, train, write DIR/metrics.json.
+
+    The printed ``train_loss`` is the mean training loss at the last step; with the log-loss
+    -log(z + eps) it is negative once the predicted probabilities z of the labels plus eps exceed 1.
+    """
+    if not 1 <= args.threads <= (os.cpu_count() or 1):
+        raise ValueError(
+            f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
+        )
+    from rwcli._models import model_from_args
+    from rwmodels import DEFAULT_MODEL
+
+    net = model_from_args(args)
+    if net.name != DEFAULT_MODEL:
+        _refuse_paper_only(args, net.name)
+    path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    from rwnumeric import (  # torch loads here, not for --help
+        ModelConfig,
+        TrainConfig,
+        train,
+        write_json_atomic,
+    )
+
+    task = _task(args)
+    if net.name != DEFAULT_MODEL:
+        return _run_model(args, net, task, path)
     model = ModelConfig(
         K=task.K,
         N=task.N,
@@ -205,5 +234,89 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"wrote {path}: step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
         f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
+    )
+    return 0
+
+
+#: Options of the paper's model only (its fast paths and head): (flag, is it given?) for another --model.
+_PAPER_ONLY = (
+    ("--relu-width", lambda a: a.relu_width is not None),
+    ("--normalize-attention", lambda a: a.normalize_attention),
+    ("--gram computed", lambda a: a.gram != "ideal"),
+    ("--reference", lambda a: a.reference),
+    ("--rotate", lambda a: a.rotate),
+    ("--snapshots", lambda a: a.snapshots != ""),
+    ("--record-params", lambda a: a.record_params),
+    ("--kl-norm", lambda a: a.kl_norm != "softmax"),
+    ("--tie-rtol", lambda a: a.tie_rtol is not None),
+)
+
+
+def _refuse_paper_only(args: argparse.Namespace, name: str) -> None:
+    """One line before any work for an option that only ``one_layer`` (the paper's model) supports."""
+    for flag, given in _PAPER_ONLY:
+        if given(args):
+            raise ValueError(
+                f"{flag} applies only to --model one_layer (the paper's model); drop it for --model {name}"
+            )
+    if not args.population:
+        raise ValueError(
+            f"--model {name} trains on the exact population only (sampled walks are one_layer's): add --population"
+        )
+
+
+def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTask, path: Path) -> int:
+    """Another registered model: full-batch GD in torch with its tape gradient (rwnumeric.train_model)."""
+    import torch
+
+    from rwio import check_memory, format_bytes
+    from rwnumeric import model_memory_estimate, positional_embeddings, train_model, write_json_atomic
+    from rwnumeric._train import _task_description
+
+    record = None if args.record_steps is None else set(_snapshots(args.record_steps, "--record-steps"))
+    P = positional_embeddings(args.pos, args.M, task.N, args.pos_norm, args.pos_seed)
+    memory = model_memory_estimate(task, net, args.M, args.steps, args.dtype)
+    check_memory(
+        memory,
+        f"rw train --model {net.name} on K={task.K}, N={task.N}, M={args.M} ({format_bytes(memory)})",
+        "use a smaller M, N or --head-dim",
+    )
+    previous = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        result = train_model(
+            task,
+            net,
+            P,
+            args.steps,
+            eta=args.eta,
+            eps=args.eps,
+            loss=args.loss,
+            init=args.init,
+            sigma=args.sigma,
+            seed=args.seed,
+            dtype=args.dtype,
+            device=args.device,
+            record_steps=record,
+            progress=True,
+            config={
+                "task": _task_description(task),
+                "positions": {
+                    "pos": args.pos,
+                    "M": args.M,
+                    "pos_norm": args.pos_norm,
+                    "pos_seed": args.pos_seed,
+                },
+            },
+        )
+    finally:
+        torch.set_num_threads(previous)
+    write_json_atomic(result.to_json(), path)
+    last = result.history[-1]
+    loss = last["train_loss"]
+    print(
+        f"wrote {path}: model {net.name} {net.hyperparameters}, step {last['step']}, train_loss {loss:.6g}"
+        f"{_loss_note(args.loss, loss)}, test_accuracy {last['test_accuracy']:.4g}, "
+        f"parent_attention {last['parent_attention']:.4g}"
     )
     return 0

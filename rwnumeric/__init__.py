@@ -19,6 +19,13 @@ from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
+from rwnumeric._model_train import (
+    MODEL_HISTORY_KEYS,
+    Diverged,
+    ModelTrainResult,
+    model_memory_estimate,
+    train_model,
+)
 from rwnumeric._schema import load_metrics_schema
 from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
 from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
@@ -30,10 +37,13 @@ __all__ = [
     "batched_peak_bytes",
     "train_batched",
     "DEFAULT_TIE_RTOL",
+    "Diverged",
     "HISTORY_KEYS",
     "LOSS_FUNCTIONS",
+    "MODEL_HISTORY_KEYS",
     "POS_RTOL",
     "ModelConfig",
+    "ModelTrainResult",
     "TrainConfig",
     "TrainResult",
     "check_orthogonal_equal_norm",
@@ -43,9 +53,11 @@ __all__ = [
     "load_oracle",
     "log_loss",
     "memory_estimate",
+    "model_memory_estimate",
     "positional_embeddings",
     "predict",
     "squared_loss",
     "train",
+    "train_model",
     "write_json_atomic",
 ]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rwmodels import DEFAULT_MODEL
 from rwsweep._spec import Spec
 from rwsweep._summaries import SUMMARY_COLUMNS
 
@@ -75,7 +76,8 @@ def plan_packs(spec: Spec) -> list[Pack]:
     return packs
 
 
-def _schema():
+def _schema(models: bool = False):
+    """The row schema; with ``models`` (a spec whose model is not one_layer) the columns model and head_dim."""
     import pyarrow as pa
 
     from rwsweep._spec import FIELDS
@@ -86,6 +88,8 @@ def _schema():
         "normalize_attention": pa.bool_(),
     }
     config = [pa.field(f, types.get(f, pa.float64())) for f in FIELDS]
+    if models:
+        config += [pa.field("model", pa.string()), pa.field("head_dim", pa.int64())]
     steps = ("escape_step", "symmetry_break_step", "learning_step", "diverged_step")
     summaries = [
         pa.field(c, pa.int64() if c in steps else pa.bool_() if c == "signal_zero" else pa.float64())
@@ -123,29 +127,24 @@ def run_pack(
 ) -> tuple[str, int]:
     """Train one pack with ``rwnumeric.train_batched`` and write its rows atomically to ``chunks/``.
 
+    Runs of a model other than one_layer (configs with a ``model`` field) train one by one with
+    ``rwnumeric.train_model`` instead (``_train_models``); the rows have the same summary columns.
     Runs on a Dask worker, one torch thread (the same summation order on every machine).
     """
-    from dataclasses import fields
-
     import numpy as np
     import pyarrow as pa
     import torch
 
     from rwio import write_bytes_atomic
-    from rwnumeric import ModelConfig, TrainConfig, train_batched
     from rwsweep._summaries import run_summaries
-    from rwtasks import CircleWalk
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    model_fields = [f.name for f in fields(ModelConfig)]
-    train_fields = [f.name for f in fields(TrainConfig)]
-    runs = []
-    for c in configs:  # the spec's fields are named as in ModelConfig and TrainConfig
-        model = ModelConfig(**{k: c[k] for k in model_fields if k in c})
-        cfg = TrainConfig(**{k: c[k] for k in train_fields if k in c}, population=True, threads=1)
-        runs.append((CircleWalk(c["K"], c["N"], c["p"]), model, cfg))
-    result = train_batched(runs, record_every=record_every)
+    models = bool(configs) and "model" in configs[0]
+    if models:
+        result = _train_models(configs, record_every)
+    else:
+        result = _train_batched(configs, record_every)
     wall = time.perf_counter() - start
     versions = _versions()
     rows = []
@@ -163,7 +162,7 @@ def run_pack(
                 "pack_wall_s": wall,
             }
         )
-    table = pa.Table.from_pylist(rows, schema=_schema())
+    table = pa.Table.from_pylist(rows, schema=_schema(models))
     if metrics:
         T = configs[0]["steps"] + 1
         long = {
@@ -175,6 +174,76 @@ def run_pack(
         write_bytes_atomic(_parquet_bytes(pa.table(long)), Path(out) / "metrics" / f"{pack_id}.parquet")
     write_bytes_atomic(_parquet_bytes(table), Path(out) / "chunks" / f"{pack_id}.parquet")
     return pack_id, len(rows)
+
+
+def _train_batched(configs: Sequence[dict], record_every: int):
+    """The paper model's runs of one pack on the batched engine (``rwnumeric.train_batched``)."""
+    from dataclasses import fields
+
+    from rwnumeric import ModelConfig, TrainConfig, train_batched
+    from rwtasks import CircleWalk
+
+    model_fields = [f.name for f in fields(ModelConfig)]
+    train_fields = [f.name for f in fields(TrainConfig)]
+    runs = []
+    for c in configs:  # the spec's fields are named as in ModelConfig and TrainConfig
+        model = ModelConfig(**{k: c[k] for k in model_fields if k in c})
+        cfg = TrainConfig(**{k: c[k] for k in train_fields if k in c}, population=True, threads=1)
+        runs.append((CircleWalk(c["K"], c["N"], c["p"]), model, cfg))
+    return train_batched(runs, record_every=record_every)
+
+
+def _train_models(configs: Sequence[dict], record_every: int):
+    """Runs of another registered model, one by one with ``rwnumeric.train_model`` on the exact population.
+
+    The same history keys as the batched engine (``BATCHED_HISTORY_KEYS``): loss, accuracy and parent
+    attention every ``record_every`` steps and at the last (NaN between), V's ones and circulant residuals
+    at every step; after a divergence the run's history is NaN and its ``diverged`` step is set.
+    """
+    import numpy as np
+
+    from rwmodels import get_model
+    from rwnumeric import BATCHED_HISTORY_KEYS, BatchedResult, Diverged, positional_embeddings, train_model
+    from rwnumeric._metrics import circulant_residual, ones_residual, v_direction_error
+    from rwtasks import CircleWalk
+
+    T = configs[0]["steps"]
+    hist = {key: np.full((len(configs), T + 1), np.nan) for key in BATCHED_HISTORY_KEYS}
+    finals: list[dict] = []
+    diverged: list[int | None] = []
+    for b, c in enumerate(configs):
+        task = CircleWalk(c["K"], c["N"], c["p"])
+        model = get_model(c["model"], d=c["head_dim"])
+        P = positional_embeddings(c["pos"], c["M"], c["N"], c["pos_norm"], c["pos_seed"])
+        try:
+            result = train_model(
+                task, model, P, c["steps"], eta=c["eta"], eps=c["eps"], loss=c["loss"], init=c["init"],
+                sigma=c["sigma"], seed=c["seed"], dtype=c["dtype"], keep_params=True,
+            )  # fmt: skip
+        except Diverged as err:
+            finals.append({})
+            diverged.append(err.step)
+            continue
+        for record in result.history:
+            t = record["step"]
+            V = result.params[t]["V"]
+            hist["ones_residual"][b, t] = ones_residual(V)
+            hist["circulant_residual"][b, t] = circulant_residual(V)
+            if t % record_every == 0 or t == T:
+                for key in ("train_loss", "test_accuracy", "parent_attention"):
+                    hist[key][b, t] = record[key]
+        V = np.asarray(result.final["V"])
+        last = result.history[-1]
+        finals.append(
+            {
+                "V": result.final["V"],
+                "attention_profile": result.final["attention_profile"],
+                "test_accuracy": last["test_accuracy"],
+                "v_direction_error": v_direction_error(V, task.transition_matrix_float()),
+            }
+        )
+        diverged.append(None)
+    return BatchedResult(hist, finals, diverged)
 
 
 def finished_hashes(out: str | os.PathLike) -> set[str]:
@@ -195,7 +264,8 @@ def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
     from rwio import write_bytes_atomic
 
     paths = sorted((Path(out) / "chunks").glob("*.parquet"))
-    table = pa.concat_tables([pq.read_table(p, schema=_schema()) for p in paths])
+    schema = _schema(spec.model != DEFAULT_MODEL)
+    table = pa.concat_tables([pq.read_table(p, schema=schema) for p in paths])
     position = {h: i for i, h in enumerate(spec.hashes)}
     first: dict[str, int] = {}
     for row, h in enumerate(table.column("config_hash").to_pylist()):
@@ -214,11 +284,25 @@ def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def pack_memory(spec: Spec) -> int:
-    """Bytes of the largest pack at its peak (``rwnumeric.batched_peak_bytes`` of its shape)."""
+    """Bytes of the largest pack at its peak (``rwnumeric.batched_peak_bytes`` of its shape).
+
+    Another model's pack trains one run at a time: its largest run (``rwnumeric.model_memory_estimate``).
+    """
     from rwnumeric import batched_peak_bytes
     from rwtasks import CircleWalk
 
     largest = 0
+    if spec.model != DEFAULT_MODEL:
+        from rwmodels import get_model
+        from rwnumeric import model_memory_estimate
+
+        model = get_model(spec.model, d=spec.head_dim)
+        for K, N, p, M, steps, dtype in {
+            (r["K"], r["N"], r["p"], r["M"], r["steps"], r["dtype"]) for r in spec.runs
+        }:
+            task = CircleWalk(K, N, p)
+            largest = max(largest, model_memory_estimate(task, model, M, steps, dtype))
+        return largest
     for K, N, p in {(r["K"], r["N"], r["p"]) for r in spec.runs}:
         n = K if p in ("0", "1") else CircleWalk(K, N, "1/2").walk_count
         largest = max(largest, batched_peak_bytes(K, n, spec.pack_size))

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rwmodels import DEFAULT_MODEL as _DEFAULT_MODEL
+
 SCHEMA_PATH = Path(__file__).with_name("sweep.schema.json")
 #: Runs computed together in one Dask task unless the spec says otherwise. For the shape of
 #: ``benchmarks/sweep_batched.py``, 32 runs per pack cost less per run than 8 or 64 (the arrays of
@@ -139,6 +141,9 @@ class Spec:
     pack_size: int
     metrics: bool
     source: dict
+    #: The registered model of every run (``rwmodels.MODELS``) and its head dimension (None without one).
+    model: str = _DEFAULT_MODEL
+    head_dim: int | None = None
 
 
 def config_hash(config: dict) -> str:
@@ -247,8 +252,14 @@ def _draws(random: dict) -> list[dict]:
     return out
 
 
-def load_spec(source: str | os.PathLike | dict) -> Spec:
+def load_spec(
+    source: str | os.PathLike | dict, model: str | None = None, head_dim: int | None = None
+) -> Spec:
     """Read, validate and expand a spec (a JSON/YAML file or a dict); ``SpecError`` names the bad field.
+
+    ``model`` / ``head_dim`` (``rw sweep --model/--head-dim``) replace the spec's ``model`` / ``head_dim``.
+    A run of a model other than the default ``one_layer`` also holds ``model`` and ``head_dim`` (so its
+    config hash differs from the paper model's); a ``one_layer`` run is as before.
 
     >>> spec = load_spec({"task": "circle", "fixed": {"K": 3, "steps": 2},
     ...                   "grid": {"N": {"range": [3, 4]}, "p": {"linspace": [0, 1, 3]}}})
@@ -260,7 +271,12 @@ def load_spec(source: str | os.PathLike | dict) -> Spec:
     rwsweep._spec.SpecError: spec field grid.N[0]: N=1 must be an integer >= 2
     """
     data = dict(source) if isinstance(source, dict) else _read(source)
+    if model is not None:
+        data["model"] = model
+    if head_dim is not None:
+        data["head_dim"] = head_dim
     _schema_errors(data)
+    model_name, d = _model(data)
     defaults = _defaults()
     fixed = {k: _check(k, v, f"fixed.{k}") for k, v in data.get("fixed", {}).items()}
     grid = {k: _axis_values(k, v, f"grid.{k}") for k, v in data.get("grid", {}).items()}
@@ -284,8 +300,17 @@ def load_spec(source: str | os.PathLike | dict) -> Spec:
             run.update(draw)
             if run["M"] is None:  # M = null: M = N (one-hot positions need it)
                 run["M"] = run["N"]
+            if model_name != _DEFAULT_MODEL:
+                run["model"], run["head_dim"] = model_name, d
             runs.append(run)
     _check_runs(runs)
+    if model_name != _DEFAULT_MODEL:
+        for field, paper in (("normalize_attention", False), ("gram", "ideal")):
+            if any(r[field] != paper for r in runs):
+                raise SpecError(
+                    f"spec field {field}: {field}={paper!r} is the only value for model {model_name} "
+                    "(the other values are the paper model's, one_layer)"
+                )
     varied = tuple(k for k in FIELDS if len({repr(r[k]) for r in runs}) > 1)
     return Spec(
         name=str(data.get("name", "sweep")),
@@ -296,7 +321,28 @@ def load_spec(source: str | os.PathLike | dict) -> Spec:
         pack_size=int(data.get("pack_size", DEFAULT_PACK_SIZE)),
         metrics=bool(data.get("metrics", False)),
         source=data,
+        model=model_name,
+        head_dim=d,
     )
+
+
+def _model(data: dict) -> tuple[str, int | None]:
+    """The spec's ``model`` (checked against ``rwmodels.MODELS``) and ``head_dim`` (its ``d``, or None)."""
+    import rwmodels
+
+    name = data.get("model", rwmodels.DEFAULT_MODEL)
+    head_dim = data.get("head_dim")
+    if name not in rwmodels.MODELS:
+        raise SpecError(
+            f"spec field model: {name!r} is not a registered model; use one of {', '.join(rwmodels.MODELS)}"
+        )
+    if head_dim is not None and "d" not in rwmodels.MODELS[name].HYPERPARAMETERS:
+        raise SpecError(f"spec field head_dim: model {name} has no head dimension (leave head_dim out)")
+    try:
+        model = rwmodels.get_model(name, d=head_dim)
+    except ValueError as err:
+        raise SpecError(f"spec field head_dim: {err}") from None
+    return name, model.hyperparameters.get("d")
 
 
 def _check_runs(runs: list[dict]) -> None:

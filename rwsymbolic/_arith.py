@@ -1,7 +1,7 @@
 """The exact arithmetic of ``rwmodels``: SymPy elements in numpy object arrays, decisions by ``_decide.sign``.
 
 Every model of the registry runs exactly through it (``rwsymbolic.derive_model``): rationals stay rationals,
-exponentials of rational scores stay exact (``sympy.exp``), and a comparison is decided by algebra or by a
+exponentials stay exact as the engine's named atoms (``rwsymbolic._atoms.exp_atom``: exp(a) once per distinct a), and a comparison is decided by algebra or by a
 certified evaluation, never by a rounded value (docs/guide/exact.md).
 """
 
@@ -17,6 +17,7 @@ from flint import fmpq
 from sympy.core.sympify import converter
 
 from rwmodels import ObjectArithmetic
+from rwsymbolic._atoms import exp_atom
 from rwsymbolic._decide import nearest_float, sign
 
 # A rational element is a python-flint fmpq (tens of times faster than a SymPy Rational on the long
@@ -36,8 +37,8 @@ def exact_element(value: Any) -> fmpq | sp.Expr:
 
 def _exp(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
     if isinstance(x, fmpq):
-        return fmpq(1) if x == 0 else sp.exp(sp.Rational(int(x.p), int(x.q)))
-    return sp.exp(x)
+        return fmpq(1) if x == 0 else exp_atom(sp.Rational(int(x.p), int(x.q)))
+    return exp_atom(x)
 
 
 def _sign(x: fmpq | sp.Expr) -> int | None:

@@ -38,6 +38,9 @@ GRID_BITS = 20
 #: 0.05, 0.06, 0.08, 0.15, 4.0 s for 0..4 steps; benchmarks/ has the command).
 SECONDS_PER_OP = 2e-7
 GROWTH_FROM, GROWTH = 3, 30.0
+#: From a non-zero start every logit is a new exponential atom: measured 0.9, 2.0, 3.4 s for 1..3 steps
+#: (key_query, K = 3, N = 4, 12672 multiply-adds a step), i.e. about 1e-4 s per multiply-add and step.
+SECONDS_PER_ATOM_OP = 1e-4
 #: Most steps from a non-zero start (nested exponentials grow with every step).
 MAX_EXP_STEPS = 3
 
@@ -121,8 +124,21 @@ def model_estimate(
     n, K, N = population.size, population.K, population.N
     D = K + 4 * -(-N // 4)
     per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D).values()) / D)
-    start = GROWTH_FROM - (1 if init != "zero" else 0)
-    return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - start) for t in range(steps + 1))
+    if init != "zero":
+        return SECONDS_PER_ATOM_OP * per_step * (steps + 1) * 1.2**steps
+    return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - GROWTH_FROM) for t in range(steps + 1))
+
+
+def positive_rational(value: object, name: str) -> sp.Rational:
+    """``value`` read by ``rwtasks.exact``; one line naming ``--name`` unless it is a rational > 0.
+
+    >>> positive_rational("7/2", "mu")
+    7/2
+    """
+    x = exact(value, name)
+    if not (x.is_Rational and x > 0):
+        raise ValueError(f"--{name}={value} is out of range: the generic engine needs a rational > 0")
+    return x
 
 
 def derive_model(
@@ -154,10 +170,7 @@ def derive_model(
             f"--steps {steps} from --init {init}: the exact generic engine takes at most {MAX_EXP_STEPS} steps "
             "from a non-zero start (nested exponentials); use fewer steps or rw train for a float trajectory"
         )
-    eta_x, eps_x, mu_x = exact(eta, "eta"), exact(eps, "eps"), exact(mu, "mu")
-    for name, value in (("eta", eta_x), ("eps", eps_x), ("mu", mu_x)):
-        if not (value.is_Rational and value > 0):
-            raise ValueError(f"--{name}={value} is out of range: the generic engine needs a rational > 0")
+    eta_x, eps_x, mu_x = (positive_rational(v, n) for v, n in ((eta, "eta"), (eps, "eps"), (mu, "mu")))
     lossfn = make_loss(loss, eps_x)
     population = task.population()
     K = population.K
@@ -180,4 +193,11 @@ def derive_model(
     return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states)
 
 
-__all__ = ["INITS", "ModelTrajectory", "derive_model", "initial_parameters", "model_estimate"]
+__all__ = [
+    "INITS",
+    "ModelTrajectory",
+    "derive_model",
+    "initial_parameters",
+    "model_estimate",
+    "positive_rational",
+]

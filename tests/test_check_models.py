@@ -93,9 +93,12 @@ def test_rw_check_model_console_reports_the_first_difference(capsys) -> None:
     [
         (
             ["--head-dim", "2"],
-            "--head-dim is the head dimension of --model key_query; --model one_layer has none",
+            "--head-dim is out of place: --model one_layer has no head dimension",
         ),
-        (["--model", "one_layer", "--head-dim", "2"], "--model one_layer has none: leave it out"),
+        (
+            ["--model", "one_layer", "--head-dim", "2"],
+            "--model one_layer has no head dimension (leave it out)",
+        ),
         (["--model", "key_query", "--head-dim", "0"], "--head-dim=0 is out of range"),
         (["--model", "key_query", "--head-dim", "two"], "--head-dim='two' is not an integer"),
         (["--model", "key_query", "--head-dim", "-1"], "--head-dim=-1 is out of range"),

@@ -109,9 +109,9 @@ def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
     [
         (
             ["--model", "one_layer", "--K", "3", "--N", "4", "--p", "1", "--head-dim", "2"],
-            "--head-dim applies to",
+            "--head-dim is out of place",
         ),
-        (["--K", "3", "--N", "4", "--p", "1", "--head-dim", "3"], "not to --model one_layer"),
+        (["--K", "3", "--N", "4", "--p", "1", "--head-dim", "3"], "--model one_layer has no head dimension"),
         (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--head-dim", "0"], "--head-dim"),
         (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--png", "x.png"], "--png draws"),
         (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),

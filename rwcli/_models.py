@@ -1,0 +1,39 @@
+"""``--model`` and ``--head-dim`` of every command: one reading of the model registry (rwmodels.MODELS)."""
+
+from __future__ import annotations
+
+import argparse
+
+import rwmodels
+from rwcli._task_args import parse_int
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``--model NAME`` (the registered models, listed in --help) and ``--head-dim D``."""
+    parser.add_argument(
+        "--model",
+        default=rwmodels.DEFAULT_MODEL,
+        choices=rwmodels.model_names(),
+        help=f"the model (default {rwmodels.DEFAULT_MODEL}{'; ' + what if what else ''}): {rwmodels.model_help()}",
+    )
+    parser.add_argument(
+        "--head-dim",
+        default=None,
+        dest="head_dim",
+        metavar="D",
+        help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows), integer >= 1 (default 2)",
+    )
+
+
+def model_from_args(args: argparse.Namespace) -> rwmodels.Model:
+    """The model of ``--model`` / ``--head-dim``; one line naming the option when they do not go together.
+
+    >>> model_from_args(argparse.Namespace(model="key_query", head_dim="3")).describe()
+    {'name': 'key_query', 'd': 3}
+    """
+    name = getattr(args, "model", rwmodels.DEFAULT_MODEL)
+    head_dim = getattr(args, "head_dim", None)
+    if head_dim is not None and "d" not in rwmodels.MODELS[name].HYPERPARAMETERS:
+        raise ValueError(f"--head-dim is out of place: --model {name} has no head dimension (leave it out)")
+    d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
+    return rwmodels.get_model(name, d=d)
