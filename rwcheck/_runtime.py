@@ -135,11 +135,18 @@ def build(factory: Factory, config: Any) -> object:
 
 
 def run(factory: Factory, config: Any, steps: int) -> Readouts:
-    """Run the implementation built by ``factory(config)`` for ``steps`` GD steps; its read-outs at t = 0..steps."""
-    impl = build(factory, config)
-    if _is_module(impl):
-        return _run_module(impl, config, steps)
-    return _run_loop(impl, config, steps)  # type: ignore[arg-type]
+    """Run the implementation built by ``factory(config)`` for ``steps`` GD steps; its read-outs at t = 0..steps.
+
+    The paper's model is ``run_model`` with the parameters V (K×K) and W ((K+M)×(K+M)); W is kept whole
+    (``Readouts.W``) and compared through W x̃_N (``"W_xN"``).
+    """
+    K, M = config.K, config.M
+    generic = run_model(factory, config, steps, {"V": (K, K), "W": (K + M, K + M)})
+    W = generic.values.pop("W") or []
+    query = config.query()
+    values = {"V": generic.values["V"], "W_xN": [w @ query for w in W]}
+    values.update({q: generic.values[q] for q in READOUTS})
+    return Readouts(generic.protocol, steps, values, W)
 
 
 def _parameter(module: Any, name: str, shape: tuple[int, ...]) -> Any:
@@ -157,123 +164,6 @@ def _parameter(module: Any, name: str, shape: tuple[int, ...]) -> Any:
     return value
 
 
-def _start(protocol: str, steps: int) -> tuple[Readouts, dict[str, list[np.ndarray]], list[np.ndarray]]:
-    """Empty read-outs of every quantity, plus the same lists (per quantity, and of W) for the caller to fill.
-
-    A quantity the implementation turns out not to provide is set to None in ``Readouts.values`` only.
-    """
-    series: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
-    W_list: list[np.ndarray] = []
-    return Readouts(protocol, steps, {q: series[q] for q in QUANTITIES}, W_list), series, W_list
-
-
-def _run_module(module: Any, config: Any, steps: int) -> Readouts:
-    import torch
-
-    K, M, N = config.K, config.M, config.N
-    V = _parameter(module, "V", (K, K))
-    W = _parameter(module, "W", (K + M, K + M))
-    others = [name for name, p in module.named_parameters() if p is not V and p is not W]
-    if others:
-        raise ImplementationError(f"the module has parameters other than V and W: {', '.join(others)}")
-    dt = config.torch_dtype
-    Xt = config.inputs()  # (n, K+M, N)
-    n = Xt.shape[0]
-    labels = torch.as_tensor(config.labels)
-    weights = torch.as_tensor(config.weights, dtype=dt)
-    query = config.query()
-    attention = getattr(module, "attention", None)
-    out, series, W_list = _start("module", steps)
-    if not callable(attention):
-        out.values["S"] = None
-    for t in range(steps + 1):
-        for p in (V, W):
-            p.grad = None
-        f = module(Xt)
-        if not isinstance(f, torch.Tensor):
-            raise ImplementationError(
-                f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}"
-            )
-        f_np = _array(f, "forward(Xt)", (n, K))
-        loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
-        W_np = _array(W, "W", (K + M, K + M))
-        series["V"].append(_array(V, "V", (K, K)))
-        W_list.append(W_np)
-        series["W_xN"].append(W_np @ query)
-        series["f"].append(f_np)
-        series["loss"].append(np.array(float(loss.detach())))
-        series["accuracy"].append(np.array(accuracy(f_np, config)))
-        if callable(attention):
-            with torch.no_grad():
-                series["S"].append(_array(attention(Xt), "attention(Xt)", (n, N)))
-        if t == steps:
-            break
-        loss.backward()
-        with torch.no_grad():
-            for p in (V, W):
-                if p.grad is not None:
-                    p -= float(config.eta) * p.grad
-    return out
-
-
-def _run_loop(loop: Iterator[object], config: Any, steps: int) -> Readouts:
-    K, M = config.K, config.M
-    n, N = len(config.labels), config.N
-    query = config.query()
-    out, series, W_list = _start("loop", steps)
-    shapes = {"S": (n, N), "f": (n, K), "loss": (), "accuracy": ()}
-    try:
-        for t in range(steps + 1):
-            try:
-                state = next(loop)
-            except StopIteration:
-                raise ImplementationError(
-                    f"the training loop stopped after {t} states; {steps + 1} are needed"
-                ) from None
-            if isinstance(state, Mapping):
-                if "V" not in state or "W" not in state:
-                    raise ImplementationError(f"state {t} of the training loop has no 'V' or no 'W' key")
-                extra = sorted(set(state) - {"V", "W", *shapes})
-                if extra:
-                    raise ImplementationError(
-                        f"state {t} of the training loop has unknown keys {extra}; "
-                        f"allowed: V, W, {', '.join(shapes)}"
-                    )
-            elif isinstance(state, tuple) and len(state) == 2:
-                state = {"V": state[0], "W": state[1]}
-            else:
-                raise ImplementationError(
-                    f"state {t} of the training loop is {type(state).__name__}, expected (V, W) or a dict"
-                )
-            W_np = _array(state["W"], f"W at t={t}", (K + M, K + M))
-            series["V"].append(_array(state["V"], f"V at t={t}", (K, K)))
-            W_list.append(W_np)
-            series["W_xN"].append(W_np @ query)
-            for key, shape in shapes.items():
-                values = out.values[key]
-                if values is None:
-                    continue
-                if key not in state:
-                    if t > 0:
-                        raise ImplementationError(
-                            f"state {t} of the training loop has no {key!r} but state 0 had one"
-                        )
-                    out.values[key] = None
-                    continue
-                values.append(_array(state[key], f"{key} at t={t}", shape))
-                if t > 0 and len(values) != t + 1:
-                    raise ImplementationError(
-                        f"state {t} of the training loop has {key!r} but state 0 had none"
-                    )
-    finally:
-        close = getattr(loop, "close", None)
-        if close is not None:
-            close()
-    return out
-
-
-# ------------------------------------------------------------------------------------------------
-# any model of the registry (rw check --model NAME): parameters by the model's names
 # ------------------------------------------------------------------------------------------------
 #: The model-independent read-outs, compared after a model's parameters at each step.
 READOUTS = ("S", "f", "loss", "accuracy")
@@ -299,6 +189,12 @@ def run_model(factory: Factory, config: Any, steps: int, shapes: Mapping[str, tu
     return _run_model_loop(impl, config, steps, dict(shapes))  # type: ignore[arg-type]
 
 
+def _listed(names: Mapping[str, object] | tuple[str, ...]) -> str:
+    """'V and W', 'V, W_K and W_Q'."""
+    items = list(names)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _model_start(
     protocol: str, steps: int, names: tuple[str, ...]
 ) -> tuple[Readouts, dict[str, list[np.ndarray]]]:
@@ -314,7 +210,7 @@ def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tu
     others = [name for name, p in module.named_parameters() if id(p) not in ids]
     if others:
         raise ImplementationError(
-            f"the module has parameters other than {', '.join(shapes)}: {', '.join(others)}"
+            f"the module has parameters other than {_listed(shapes)}: {', '.join(others)}"
         )
     K, N = config.K, config.N
     Xt = config.inputs()
@@ -372,8 +268,8 @@ def _run_model_loop(
                 state = dict(zip(names, state))
             if not isinstance(state, Mapping):
                 raise ImplementationError(
-                    f"state {t} of the training loop is {type(state).__name__}, expected a dict with keys "
-                    f"{', '.join(names)} (or a tuple of them in this order)"
+                    f"state {t} of the training loop is {type(state).__name__}, expected ({', '.join(names)}) "
+                    "or a dict"
                 )
             missing = [name for name in names if name not in state]
             if missing:
@@ -386,27 +282,30 @@ def _run_model_loop(
                 )
             for name in names:
                 series[name].append(_array(state[name], f"{name} at t={t}", shapes[name]))
-            for key, shape in optional.items():
-                values = out.values[key]
-                if values is None:
-                    continue
-                if key not in state:
-                    if t > 0:
-                        raise ImplementationError(
-                            f"state {t} of the training loop has no {key!r} but state 0 had one"
-                        )
-                    out.values[key] = None
-                    continue
-                values.append(_array(state[key], f"{key} at t={t}", shape))
-                if t > 0 and len(values) != t + 1:
-                    raise ImplementationError(
-                        f"state {t} of the training loop has {key!r} but state 0 had none"
-                    )
+            _append_optional(out, state, optional, t)
     finally:
         close = getattr(loop, "close", None)
         if close is not None:
             close()
     return out
+
+
+def _append_optional(out: Readouts, state: Mapping, shapes: Mapping[str, tuple[int, ...]], t: int) -> None:
+    """State t's optional read-outs (S, f, loss, ...): given at every step from state 0 on, or at none."""
+    for key, shape in shapes.items():
+        values = out.values[key]
+        if values is None:
+            continue
+        if key not in state:
+            if t > 0:
+                raise ImplementationError(
+                    f"state {t} of the training loop has no {key!r} but state 0 had one"
+                )
+            out.values[key] = None
+            continue
+        values.append(_array(state[key], f"{key} at t={t}", shape))
+        if t > 0 and len(values) != t + 1:
+            raise ImplementationError(f"state {t} of the training loop has {key!r} but state 0 had none")
 
 
 def predict(f: np.ndarray, rtol: float) -> np.ndarray:

@@ -44,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from rwmodels import Batch, ElementLoss, Model, batch, descend, evaluate, get_model, rational_positions
-from rwstability._escape import DEFAULT_THRESHOLD, UNIT_ROUNDOFF, first_above
+from rwstability._escape import DEFAULT_THRESHOLD, first_above
 from rwstability._reduced import population_arrays, population_task
+from rwstability._report import check_run_options
 from rwtasks import CircleWalk, FiniteTask
 
 #: Per-step log-growth below which the off-manifold block is rounding, not dynamics (module text).
@@ -122,18 +123,7 @@ def check_model_report_args(
     if n > MAX_INPUTS:
         raise ValueError(f"the population has {n} inputs, above {MAX_INPUTS}: use a smaller N")
     population_arrays(task)  # symbolic probabilities are refused here, with a one-line message
-    if not 2 <= steps <= MAX_STEPS:
-        raise ValueError(f"steps={steps} must be in [2, {MAX_STEPS}]")
-    if not sigmas or any(not (0 < s < 1) for s in sigmas):
-        raise ValueError(f"sigmas={list(sigmas)} must be a non-empty list of numbers in (0, 1)")
-    if not 1 <= seeds <= 20:
-        raise ValueError(f"seeds={seeds} must be in [1, 20]")
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold={threshold} must be in (0, 1)")
-    if not mus or any(not (math.isfinite(m) and 0 < m <= 1e4) for m in mus):
-        raise ValueError(f"mus={list(mus)} must be a non-empty list of numbers in (0, 10000]")
-    if not dtypes or any(d not in UNIT_ROUNDOFF for d in dtypes):
-        raise ValueError(f"dtypes={list(dtypes)} must be a non-empty list of {', '.join(UNIT_ROUNDOFF)}")
+    check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
     params, work, memory = _sizes(model, task, steps, len(sigmas) * seeds * len(dtypes))
     hyper = ", ".join(f"{k}={v}" for k, v in model.hyperparameters.items())
     where = f"--model {model.name}" + (f" ({hyper})" if hyper else "")

@@ -111,6 +111,19 @@ def check_report_args(
             f"{dim} reduced coordinates is above {MAX_DIM}: each step builds a {dim}x{dim} Hessian; "
             "use a smaller K or N"
         )
+    check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
+    return checked
+
+
+def check_run_options(
+    steps: int,
+    sigmas: Sequence[float],
+    seeds: int,
+    threshold: float,
+    mus: Sequence[float],
+    dtypes: Sequence[str],
+) -> None:
+    """One line naming the option out of its range: the run length, init scales, seeds, threshold, μ, dtypes."""
     if not 2 <= steps <= MAX_STEPS:
         raise ValueError(f"steps={steps} must be in [2, {MAX_STEPS}]")
     if not sigmas or any(not (0 < s < 1) for s in sigmas):
@@ -123,7 +136,6 @@ def check_report_args(
         raise ValueError(f"mus={list(mus)} must be a non-empty list of numbers in (0, 10000]")
     if not dtypes or any(d not in UNIT_ROUNDOFF for d in dtypes):
         raise ValueError(f"dtypes={list(dtypes)} must be a non-empty list of {', '.join(UNIT_ROUNDOFF)}")
-    return checked
 
 
 def _selection_json(s: Selection | None) -> dict[str, Any] | None:
