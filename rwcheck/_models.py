@@ -47,7 +47,7 @@ from rwcheck._config import CheckConfig
 from rwcheck._runtime import Readouts, first_difference, model_quantities
 from rwcheck.strategies import symbolic_loss
 from rwmodels import batch, descend, get_model, rational_positions
-from rwsymbolic._arith import EXACT, ExactLoss
+from rwsymbolic import EXACT, ExactLoss
 from rwsymbolic._derive import make_loss
 
 __all__ = [

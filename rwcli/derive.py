@@ -11,8 +11,7 @@ from rwio import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
     from rwmodels import Model
-    from rwsymbolic import Trajectory
-    from rwsymbolic._model_derive import ModelTrajectory
+    from rwsymbolic import ModelTrajectory, Trajectory
     from rwtasks import CircleWalk, FiniteTask
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
@@ -243,7 +242,7 @@ def _mu(args: argparse.Namespace) -> str:
 
 def render_model(traj: ModelTrajectory) -> str:
     """The generic engine's trajectory: each parameter by the model's name, then the read-outs."""
-    from rwsymbolic._arith import to_sympy
+    from rwsymbolic import to_sympy
 
     lines = [
         f"rw derive: {traj.task!r}, model={traj.model.describe()}, init={traj.init}, eta={traj.eta}, "
@@ -266,7 +265,7 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
     import sys
 
     from rwio import check_memory
-    from rwsymbolic._model_derive import MAX_EXP_STEPS, derive_model, model_estimate, positive_rational
+    from rwsymbolic import MAX_EXP_STEPS, derive_model, model_estimate, positive_rational
 
     for flag, given in (("--json", args.json), ("--verdict", args.verdict), ("--per-input", args.per_input)):
         if given:

@@ -8,6 +8,7 @@
 """
 
 from rwio import write_json_atomic
+from rwnumeric._arith import TorchArithmetic
 from rwnumeric._batched import (
     BATCHED_HISTORY_KEYS,
     BatchedResult,
@@ -17,7 +18,7 @@ from rwnumeric._batched import (
 )
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
-from rwnumeric._losses import LOSS_FUNCTIONS, exp_loss, log_loss, squared_loss
+from rwnumeric._losses import LOSS_FUNCTIONS, TensorLoss, exp_loss, log_loss, squared_loss
 from rwnumeric._metrics import predict
 from rwnumeric._model_train import (
     MODEL_HISTORY_KEYS,
@@ -40,6 +41,8 @@ __all__ = [
     "Diverged",
     "HISTORY_KEYS",
     "LOSS_FUNCTIONS",
+    "TensorLoss",
+    "TorchArithmetic",
     "MODEL_HISTORY_KEYS",
     "POS_RTOL",
     "ModelConfig",

@@ -29,7 +29,7 @@ def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
 
 def log_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
     """d/dz of ``log_loss``: -1/(z + ε)."""
-    return (z + eps).reciprocal_().neg_()
+    return (z + eps).reciprocal_().neg()  # not neg_: reciprocal keeps its output for autograd (rw stability)
 
 
 def squared_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
@@ -39,7 +39,7 @@ def squared_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
 
 def exp_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
     """d/dz of ``exp_loss``: -exp(-z)."""
-    return torch.exp(-z).neg_()
+    return torch.exp(-z).neg()  # not neg_: exp keeps its output for autograd
 
 
 #: One torch implementation per name of ``rwtasks.LOSSES``.
@@ -83,3 +83,21 @@ class Loss:
                 f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples"
             )
         return values
+
+
+class TensorLoss:
+    """ℓ and ℓ' of a loss of ``LOSS_FUNCTIONS`` on tensors, as ``rwmodels.ElementLoss`` (the generic engines).
+
+    >>> TensorLoss("log", 0.5).derivative(torch.tensor([0.5])).tolist()
+    [-1.0]
+    """
+
+    def __init__(self, name: str, eps: float) -> None:
+        check_loss(name)
+        self.name, self.eps = name, float(eps)
+
+    def value(self, z: torch.Tensor) -> torch.Tensor:
+        return LOSS_FUNCTIONS[self.name](z, self.eps)
+
+    def derivative(self, z: torch.Tensor) -> torch.Tensor:
+        return LOSS_DERIVATIVES[self.name](z, self.eps)

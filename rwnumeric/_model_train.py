@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +20,7 @@ from tqdm import tqdm
 
 from rwmodels import Model, batch, evaluate
 from rwnumeric._arith import TorchArithmetic
-from rwnumeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
+from rwnumeric._losses import LOSS_FUNCTIONS, TensorLoss
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model``.
@@ -36,19 +35,6 @@ class Diverged(ValueError):
     def __init__(self, message: str, step: int) -> None:
         super().__init__(message)
         self.step = step
-
-
-class _ElementLoss:
-    """ℓ and ℓ' of a loss of ``LOSS_FUNCTIONS`` on tensors, as ``rwmodels.ElementLoss``."""
-
-    def __init__(self, name: str, eps: float) -> None:
-        self.name, self.eps = name, float(eps)
-
-    def value(self, z: Any) -> Any:
-        return LOSS_FUNCTIONS[self.name](z, self.eps)
-
-    def derivative(self, z: Any) -> Any:
-        return LOSS_DERIVATIVES[self.name](z, self.eps)
 
 
 @dataclass
@@ -158,7 +144,7 @@ def train_model(
     ar = TorchArithmetic(getattr(torch, dtype), device)
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
-    ell = _ElementLoss(loss, eps)
+    ell = TensorLoss(loss, eps)
     current = {k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed).items()}
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}

@@ -59,21 +59,6 @@ MAX_PARAMS = 2000
 MAX_WORK = 2e11
 
 
-class _LogLoss:
-    """ℓ(z) = −log(z + ε) on torch tensors (the loss of ``rw stability``)."""
-
-    def __init__(self, eps: float) -> None:
-        self.eps = eps
-
-    def value(self, z: Any) -> Any:
-        import torch
-
-        return -torch.log(z + self.eps)
-
-    def derivative(self, z: Any) -> Any:
-        return -1 / (z + self.eps)
-
-
 def rational_mu(mu: float) -> Fraction:
     """The μ of ``rational_positions``: the decimal as written, or its nearest fraction of denominator ≤ 10⁴.
 
@@ -203,12 +188,12 @@ def _per_mu(
 ) -> dict[str, Any]:
     import torch
 
-    from rwnumeric._arith import TorchArithmetic
+    from rwnumeric import TensorLoss, TorchArithmetic
 
     mu_q = rational_mu(mu)
     P = np.asarray(rational_positions(task.N, mu_q), dtype=np.float64)
     D = task.K + P.shape[0]
-    ar, loss = TorchArithmetic(torch.float64), _LogLoss(eps)
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
     data = _population(task, ar, P)
     states = descend(model, ar, model.zeros(ar, task.K, D), data, loss, eta, steps)
     if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
@@ -287,7 +272,7 @@ def _escape(
     """One Gaussian-init run: its escape step (None within the run), final r(T) and max |S − 1/N| at T."""
     import torch
 
-    from rwnumeric._arith import TorchArithmetic
+    from rwnumeric import TensorLoss, TorchArithmetic
 
     ar = TorchArithmetic(getattr(torch, dtype))
     rng = np.random.default_rng(seed)
@@ -295,7 +280,7 @@ def _escape(
         n: ar.asarray(sigma * rng.standard_normal(s))
         for n, s in model.shapes(task.K, P.shape[0] + task.K).items()
     }
-    states = descend(model, ar, init, _population(task, ar, P), _LogLoss(eps), eta, steps)
+    states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
     norms = [math.sqrt(sum(float((s.params[n].double() ** 2).sum()) for n in off)) for s in states]
     r = [x / norms[0] for x in norms]
     return {

@@ -1,5 +1,6 @@
 """SymPy implementation: exact population gradient descent, structure checks, signal, oracles."""
 
+from rwsymbolic._arith import EXACT, ExactLoss, exact_element, to_sympy
 from rwsymbolic._circle_linear import (
     MAX_STRUCTURED_K,
     MAX_STRUCTURED_N,
@@ -15,6 +16,15 @@ from rwsymbolic._cost import PER_INPUT_LIMIT, JobEstimate, job_estimate, symboli
 from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
 from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
 from rwsymbolic._json import decimal_value, exact_json, exact_string, long_integers, nearest_double
+from rwsymbolic._model_derive import (
+    INITS,
+    MAX_EXP_STEPS,
+    ModelTrajectory,
+    derive_model,
+    initial_parameters,
+    model_estimate,
+    positive_rational,
+)
 from rwsymbolic._signal import (
     MAX_FACTOR_N,
     SIGNAL_SCHEMA_PATH,
@@ -75,6 +85,18 @@ __all__ = [
     "outcome",
     "structure_verdicts",
     "PREDICATES",
+    # any model of rwmodels, exactly (_arith, _model_derive)
+    "EXACT",
+    "ExactLoss",
+    "INITS",
+    "MAX_EXP_STEPS",
+    "ModelTrajectory",
+    "derive_model",
+    "exact_element",
+    "initial_parameters",
+    "model_estimate",
+    "positive_rational",
+    "to_sympy",
     # oracle files (rwsymbolic.oracle) and the exact-value JSON encoding of the other files (_json)
     "exact_json",
     "exact_string",

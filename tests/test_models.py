@@ -35,8 +35,8 @@ from rwmodels import (
     rational_positions,
     reduced_coordinates,
 )
-from rwnumeric._arith import TorchArithmetic
-from rwsymbolic._arith import EXACT, ExactLoss, to_sympy
+from rwnumeric import TorchArithmetic
+from rwsymbolic import EXACT, ExactLoss, to_sympy
 from rwsymbolic._derive import derive, make_loss
 from rwsymbolic._expect import group_pass, population_inputs
 from rwtasks import CircleWalk, first_of_two_task, qa_task1

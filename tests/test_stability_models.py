@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from rwmodels import evaluate, get_model, rational_positions
-from rwnumeric._arith import TorchArithmetic
+from rwnumeric import TensorLoss, TorchArithmetic
 from rwstability import generic_schema, off_manifold_jacobian
-from rwstability._generic import _LogLoss, _population
+from rwstability._generic import _population
 from rwtasks import CircleWalk
 
 ARGS = ["stability", "--model", "key_query", "--K", "3", "--N", "4", "--p", "3/10", "--steps", "6"]
@@ -28,7 +28,7 @@ FD_STEP, FD_ATOL = 1e-5, 1e-7
 
 
 def _setup(task: CircleWalk, d: int = 2):
-    model, ar, loss = get_model("key_query", d=d), TorchArithmetic(torch.float64), _LogLoss(0.1)
+    model, ar, loss = get_model("key_query", d=d), TorchArithmetic(torch.float64), TensorLoss("log", 0.1)
     P = np.asarray(rational_positions(task.N, 1), dtype=np.float64)
     return model, ar, loss, _population(task, ar, P), task.K + P.shape[0]
 

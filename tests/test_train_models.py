@@ -48,7 +48,7 @@ def test_key_query_from_a_gaussian_init_moves_w_k_w_q_and_the_attention():
 
 @pytest.mark.parametrize("task", [CircleWalk(3, 4, "1/3"), CircleWalk(4, 5, "3/10")], ids=repr)
 def test_key_query_torch_trajectory_agrees_with_the_exact_engine(task):
-    from rwsymbolic._model_derive import derive_model
+    from rwsymbolic import derive_model
 
     model = get_model("key_query")
     exact = derive_model(task, model, 3)  # eta 1, eps 1/10, mu 1, log-loss, zero init
