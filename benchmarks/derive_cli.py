@@ -20,7 +20,7 @@ CASES = [(5, 6, "3/10", 30.0), (3, 4, "3/10", 30.0), (7, 5, "3/10", 60.0), (7, 7
 
 def _seconds(K: int, N: int, p: str, steps: int) -> float:
     rw = shutil.which("rw") or f"{sys.prefix}/bin/rw"
-    argv = [rw, "derive", "--K", str(K), "--N", str(N), "--p", p, "--steps", str(steps), "--pos-norm", "1"]
+    argv = [rw, "derive", "--K", str(K), "--N", str(N), "--p", p, "--steps", str(steps), "--mu", "1"]
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
@@ -39,7 +39,7 @@ def main() -> None:
         met = seconds < target
         failed |= not met
         print(
-            f"| rw derive --K {K} --N {N} --p {p} --steps {args.steps} --pos-norm 1 | {seconds:.1f} | {target:.0f} "
+            f"| rw derive --K {K} --N {N} --p {p} --steps {args.steps} --mu 1 | {seconds:.1f} | {target:.0f} "
             f"| {'yes' if met else 'no'} |",
             flush=True,
         )

@@ -69,7 +69,7 @@ def _derive(K: int, N: int, steps: int, extra: list[str]) -> list[str]:
         str(N),
         "--p",
         "3/10",
-        "--pos-norm",
+        "--mu",
         "7/2",
         "--steps",
         str(steps),

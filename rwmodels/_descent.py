@@ -1,7 +1,7 @@
 """Gradient descent on the exact population loss, for any model of the registry, in any arithmetic.
 
 The population loss is L(θ) = Σ_n w_n ℓ(e_{y_n}ᵀ f_θ(X_n)) over a finite population with exact weights w_n
-(a task's inputs and probabilities, docs/theory.md#population). Its gradient is the tape's reverse pass of the
+(a task's inputs and probabilities, docs/theory.md#task). Its gradient is the tape's reverse pass of the
 model's forward, seeded with ∂L/∂f = w_n ℓ'(z_n) e_{y_n}; one step is θ ← θ − η ∇L. This is the generic path of
 every engine; the hand-tuned fast paths of the paper's model are specialisations tested equal to it.
 """

@@ -71,7 +71,7 @@ def test_estimate_grows_with_steps_and_refusal_is_one_line_exit_2(capsys):
         < 600
         < derive_estimate(CircleWalk(5, 12, "3/10"), 5)
     )
-    code = main(["derive", "--K", "5", "--N", "12", "--p", "3/10", "--steps", "5", "--pos-norm", "1"])
+    code = main(["derive", "--K", "5", "--N", "12", "--p", "3/10", "--steps", "5", "--mu", "1"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "estimated" in err and "--max-seconds 600" in err and "rw train" in err
@@ -128,7 +128,7 @@ def test_console_command_reaches_step_4():
         "3/10",
         "--steps",
         "4",
-        "--pos-norm",
+        "--mu",
         "1",
     ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)

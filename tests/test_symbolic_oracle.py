@@ -296,7 +296,7 @@ def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
         "7/10",
         "--eps",
         "1/10",
-        "--pos-norm",
+        "--mu",
         "1/2",
         "--steps",
         "2",

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 "3",
                 "--p",
                 "1/2",
-                "--pos-norm",
+                "--mu",
                 "1",
                 "--steps",
                 "2",
