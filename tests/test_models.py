@@ -35,7 +35,7 @@ from rwmodels import (
     rational_positions,
     reduced_coordinates,
 )
-from rwnumeric import TorchArithmetic
+from rwnumeric import TensorLoss, TorchArithmetic
 from rwsymbolic import EXACT, ExactLoss, to_sympy
 from rwsymbolic._derive import derive, make_loss
 from rwsymbolic._expect import group_pass, population_inputs
@@ -193,17 +193,6 @@ def _float_batch(arith, task, P):
     )
 
 
-class _TorchLog:
-    def __init__(self, eps):
-        self.eps = eps
-
-    def value(self, z):
-        return -torch.log(z + self.eps)
-
-    def derivative(self, z):
-        return -1 / (z + self.eps)
-
-
 @pytest.mark.parametrize("name", ["one_layer", "key_query"])
 def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     task = CircleWalk(4, 5, "3/10")
@@ -214,7 +203,7 @@ def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     rng = np.random.default_rng(1)
     D = task.K + P.shape[0]
     params = {k: ar.asarray(0.3 * rng.standard_normal(s)) for k, s in model.shapes(task.K, D).items()}
-    ev = evaluate(model, ar, params, b, _TorchLog(0.1))
+    ev = evaluate(model, ar, params, b, TensorLoss("log", 0.1))
     leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
     out = model.forward(Tape(ar), leaves, b.inputs)  # plain tensors through the same forward
     z = out.f.value[torch.arange(b.size), torch.as_tensor(b.labels)]
