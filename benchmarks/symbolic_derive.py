@@ -4,13 +4,13 @@ Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [
 prints two Markdown tables of wall-clock seconds. The first: "rotation" uses the circle's rotation
 symmetry (walks rooted at node 0) plus grouping by sufficient statistics; "full population" is the
 same grouped engine over all K·2^(N-1) walks (the enumeration baseline). V(1) for N = 64 is out of
-reach of any enumeration (2^63 walks) and is the closed form's job (rwsymbolic._circle_linear), not
+reach of any enumeration (2^63 walks) and is the closed form's job (rwsymbolic.engine._moments), not
 derive's. The second: the same exact steps with python-flint's rationals (the default) against the
 pure SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``), each timed in a fresh process, and their ratio;
-the symbolic-p row has polynomials in p for probabilities and V(1) (``rwsymbolic._fastpoly``); step 3
+the symbolic-p row has polynomials in p for probabilities and V(1) (``rwsymbolic.engine._polynomial_pass``); step 3
 is θ(3) in the engine's atom form (exponentials of step 2 as named atoms), at K = 6, N = 12 by
 default (the SymPy side then takes several minutes). The two paths return equal values written as
-different trees from step 3 on (``rwsymbolic._fastatoms``; compared in tests/test_symbolic_flint.py).
+different trees from step 3 on (``rwsymbolic.engine._atom_pass``; compared in tests/test_symbolic_flint.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import time
 import sympy as sp
 
 from rwsymbolic import label_token_sum, signal_matrix, signal_report, vanishing_set
-from rwsymbolic._circle_linear import _displacement_laws, _offset_sums
+from rwsymbolic.engine._moments import _displacement_laws, _offset_sums
 from rwtasks import CircleWalk, symbol
 
 

@@ -18,7 +18,7 @@ import sympy as sp
 
 from proofs._certificate import Certificate
 from proofs._exact_gd import gd_step
-from proofs.lemma_b1_gradients import _matrix
+from proofs.lemma_b1_gradients import symbol_matrix
 from rwtasks import CircleWalk
 
 ID = "W11=W21=0"
@@ -27,10 +27,10 @@ STATEMENT = "∂ℓ/∂W[:, :K] ≡ 0 (x̃_N has no token part), so the first K 
 
 def symbolic_zero_columns(K: int, M: int, N: int) -> list[tuple[int, int]]:
     """Entries (i, j), j < K, where SymPy's ∂ℓ(e_0ᵀf)/∂W_ij is not identically 0."""
-    V, W = _matrix("V", K, K), _matrix("W", K + M, K + M)
-    X = _matrix("x", K, N).copy()
+    V, W = symbol_matrix("V", K, K), symbol_matrix("W", K + M, K + M)
+    X = symbol_matrix("x", K, N).copy()
     X[:, N - 1] = sp.zeros(K, 1)
-    Xt = X.col_join(_matrix("P", M, N))
+    Xt = X.col_join(symbol_matrix("P", M, N))
     logits = Xt.T * W * Xt[:, N - 1]
     E = [sp.exp(a) for a in logits]
     f = V * X * sp.Matrix(E) / sp.Add(*E)

@@ -23,7 +23,7 @@ ID = "B.1"
 STATEMENT = "∇_V ℓ = g e_y (XS)ᵀ,  ∇_W ℓ = g X̃ (diag S − S Sᵀ) Xᵀ Vᵀ e_y x̃_Nᵀ  (g = ℓ'(e_yᵀ f), any ℓ)"
 
 
-def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
+def symbol_matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}_{j}", real=True))
 
 
@@ -39,10 +39,10 @@ def check(
 
     ``formula_v``/``formula_w`` replace the printed formulas (used to show the check can fail).
     """
-    V, W = _matrix("V", K, K), _matrix("W", K + M, K + M)
-    X = _matrix("x", K, N).copy()
+    V, W = symbol_matrix("V", K, K), symbol_matrix("W", K + M, K + M)
+    X = symbol_matrix("x", K, N).copy()
     X[:, N - 1] = sp.zeros(K, 1)  # the query slot carries no token
-    P = _matrix("P", M, N)
+    P = symbol_matrix("P", M, N)
     Xt = X.col_join(P)  # X̃, (K+M)×N
     xN = Xt[:, N - 1]
     logits = Xt.T * W * xN  # (N,1)

@@ -219,7 +219,7 @@ def certify(
     return cert
 
 
-def _accuracy_bounds(
+def accuracy_bounds(
     preds: list[int | None], labels: np.ndarray, weights: list[Fraction]
 ) -> tuple[Fraction, Fraction]:
     lo = sum((w for p, y, w in zip(preds, labels, weights) if p is not None and p == y), Fraction(0))
@@ -305,7 +305,7 @@ def statements(
             )
     last = traj.records[-1]
     ev = last.evaluation
-    lo, hi = _accuracy_bounds(ev.predictions, eval_set.labels, eval_set.weights)
+    lo, hi = accuracy_bounds(ev.predictions, eval_set.labels, eval_set.weights)
     undecided = sum(p is None for p in ev.predictions)
     if lo == hi:
         out.append(

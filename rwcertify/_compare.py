@@ -30,7 +30,7 @@ def compare_float(
 ) -> dict:
     """Run rwnumeric in float64 on the certified configuration and locate where it leaves the enclosure.
 
-    ``data`` is ``to_json(cert)`` (the exported balls). Returns the per-step excess, the first step
+    ``data`` is ``certify_json(cert)`` (the exported balls). Returns the per-step excess, the first step
     whose excess exceeds ``float_tol`` (None if none does) and the first step at which the float test
     accuracy differs from a certified (decided) accuracy. When the certified run stopped early, the
     float run goes only as far as its last recorded step; with no recorded step nothing is compared.

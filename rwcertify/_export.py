@@ -9,26 +9,17 @@ interval [lower, upper] rounded outward (``interval_text``).
 
 from __future__ import annotations
 
-import json
 from functools import reduce
-from importlib import resources
 
 import sympy as sp
 from flint import arb
 
 from rwcertify._balls import ball_json, interval_text, is_exact_zero, precision
-from rwcertify._certify import Certification, _accuracy_bounds
+from rwcertify._certify import Certification, accuracy_bounds
 from rwcertify._engine import StepRecord
 from rwtasks import CircleWalk, FiniteTask
 
 FORMAT, VERSION = "rw-certify", 1
-
-
-def schema() -> dict:
-    """The JSON schema of ``to_json``'s output."""
-    return json.loads(
-        resources.files("rwcertify").joinpath("certify.schema.json").read_text(encoding="utf-8")
-    )
 
 
 def _spread(rec: StepRecord) -> arb:
@@ -56,8 +47,8 @@ def _targets(task: object) -> dict[str, list[list[arb]]]:
     return {"v_direction_error": PiT, "v_sqrt_direction_error": [[x.sqrt() for x in row] for row in PiT]}
 
 
-def to_json(cert: Certification, comparison: dict | None = None) -> dict:
-    """The whole certification as plain JSON types (validated by ``schema()``)."""
+def certify_json(cert: Certification, comparison: dict | None = None) -> dict:
+    """The whole certification as plain JSON types (validated by ``rwio.load_schema("certify")``)."""
     traj = cert.trajectory
     task = cert.task
     ws_labels, ws_weights = cert.eval_set.labels, cert.eval_set.weights
@@ -65,7 +56,7 @@ def to_json(cert: Certification, comparison: dict | None = None) -> dict:
     with precision(traj.prec):
         targets = _targets(task)
         for rec in traj.records:
-            lo, hi = _accuracy_bounds(rec.evaluation.predictions, ws_labels, ws_weights)
+            lo, hi = accuracy_bounds(rec.evaluation.predictions, ws_labels, ws_weights)
             row = {
                 "step": rec.step,
                 "train_loss": ball_json(rec.train_loss),
@@ -124,8 +115,8 @@ def tolerance_line(data: dict) -> str:
     )
 
 
-def to_markdown(data: dict) -> str:
-    """A readable report of ``to_json``'s output: configuration, statements, float comparison, per-step table."""
+def certify_markdown(data: dict) -> str:
+    """A readable report of ``certify_json``'s output: configuration, statements, float comparison, per-step table."""
     t, cfg, prec = data["task"], data["config"], data["precision"]
     attempts = ", ".join(
         f"{a['prec']} bits → widest relative radius {radius_text(a)}" for a in prec["attempts"]

@@ -21,11 +21,9 @@ V[0, 1] at t=1: expected 0.83333333333333337, got 0 (scaled error 0.833 > rtol 5
 """
 
 from rwcheck._check import (
-    REPORT_SCHEMA_PATH,
     PropertyResult,
     Report,
     check,
-    load_report_schema,
     tolerance_rule,
     write_report,
 )
@@ -43,12 +41,12 @@ from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, f
 from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
 from rwcheck._runtime import load_factory
 from rwcheck._testcase import ConformanceTests
+from rwio import schema_deprecations
 
 __all__ = [
     "DEFAULT_SPECS",
     "PROPERTIES",
     "QUANTITIES",
-    "REPORT_SCHEMA_PATH",
     "CheckConfig",
     "CheckOptions",
     "ConformanceTests",
@@ -68,7 +66,6 @@ __all__ = [
     "exact_trajectory",
     "first_value_step_closed_form",
     "load_factory",
-    "load_report_schema",
     "probe",
     "read_specs",
     "run",
@@ -76,3 +73,8 @@ __all__ = [
     "tolerance_rule",
     "write_report",
 ]
+
+# Kept one release (docs/changelog.md): the schema is rwio.load_schema("report").
+__getattr__ = schema_deprecations(
+    "rwcheck", {"load_report_schema": "report"}, {"REPORT_SCHEMA_PATH": "report"}
+)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +14,9 @@ from rwcheck._compare import MARGIN, Mismatch
 from rwcheck._models import ONE_LAYER_ONLY, trajectory_statements
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
 from rwcheck._protocol import LABELS, Factory, ImplementationError, probe
-from rwio import write_json_atomic
+from rwio import load_schema, write_json_atomic
 from rwmodels import get_model
 
-REPORT_SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 STATUSES = ("pass", "fail", "not checked")
 
 
@@ -293,15 +291,10 @@ def _trajectory_rows(
     return rows
 
 
-def load_report_schema() -> dict:
-    """The JSON schema of ``rw check --json`` reports."""
-    return json.loads(REPORT_SCHEMA_PATH.read_text())
-
-
 def write_report(report: Report, path: str | Path) -> Path:
     """Validate the report against its schema and write it atomically (same report, same bytes)."""
     import jsonschema
 
     data = report.to_json()
-    jsonschema.validate(data, load_report_schema())
+    jsonschema.validate(data, load_schema("report"))
     return write_json_atomic(data, path)

@@ -79,7 +79,7 @@ _EXACT: dict[tuple, Trajectory] = {}
 
 def exact_trajectory(config: CheckConfig, steps: int) -> Trajectory:
     """``rwsymbolic.derive`` for the config (memoised: hypothesis replays configs while shrinking)."""
-    key = (_task_key(config), steps, config.eta, config.eps, config.mu, config.loss)
+    key = (task_key(config), steps, config.eta, config.eps, config.mu, config.loss)
     if key not in _EXACT:
         if len(_EXACT) > 256:
             _EXACT.clear()
@@ -89,7 +89,7 @@ def exact_trajectory(config: CheckConfig, steps: int) -> Trajectory:
     return _EXACT[key]
 
 
-def _task_key(config: CheckConfig) -> tuple:
+def task_key(config: CheckConfig) -> tuple:
     task = config.task
     if hasattr(task, "p"):
         return ("circle", task.K, task.N, task.p)
@@ -189,7 +189,7 @@ def expected_steps(config: CheckConfig, steps: int) -> tuple[list[dict[str, np.n
     """The exact read-outs at t = 0..steps as float64 arrays in the kit's layout (W_xN = [w_tok; P c]),
     through the oracle format, and the steps whose accuracy is not compared (``near_tie_steps``)."""
     key = (
-        *_task_key(config),
+        *task_key(config),
         steps,
         config.eta,
         config.eps,

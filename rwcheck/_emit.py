@@ -38,7 +38,7 @@ _COPIES = (
     ("rwcheck/_fixture_conftest.py", "conftest.py"),
 )
 #: The copied runtime reads oracles through the copied reader, not through the toolkit.
-_IMPORTS = {"from rwsymbolic.oracle._columns import": "from rwcheck_columns import"}
+_IMPORTS = {"from rwsymbolic.oracle import": "from rwcheck_columns import"}
 _CONFIG_KEYS = ("family", "params", "mu", "eta", "eps", "loss", "embedding", "M", "seed")
 
 

@@ -3,7 +3,7 @@
 For the paper's model (``one_layer``, the default) nothing here is used and nothing changes: the expected
 values come from ``rwsymbolic.derive`` through the oracle format (``rwcheck._compare``). For any other
 registered model (today ``key_query``) they come from the generic exact engine: ``rwmodels.descend`` in the
-exact arithmetic ``rwsymbolic._arith.EXACT``, full-batch GD θ ← θ − η ∇L from the model's zero
+exact arithmetic ``rwsymbolic.arithmetic._models.EXACT``, full-batch GD θ ← θ − η ∇L from the model's zero
 initialisation on the task's exact population, L = Σ_n π_n ℓ(e_{y_n}ᵀ f_n), with the positional embeddings
 P = ``rwmodels.rational_positions(N, μ)`` (rational entries, PᵀP = μI exactly, M = 4⌈N/4⌉).
 
@@ -42,13 +42,12 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from rwcheck._compare import Divergence, Mismatch, _task_key, near_tie, tolerance
+from rwcheck._compare import Divergence, Mismatch, near_tie, task_key, tolerance
 from rwcheck._config import CheckConfig
 from rwcheck._runtime import Readouts, first_difference, model_quantities
 from rwcheck.strategies import symbolic_loss
 from rwmodels import batch, descend, get_model, rational_positions
-from rwsymbolic import EXACT, ExactLoss
-from rwsymbolic._derive import make_loss
+from rwsymbolic import EXACT, ExactLoss, make_loss
 
 __all__ = [
     "ONE_LAYER_ONLY",
@@ -88,7 +87,7 @@ def expected_model_steps(
     Memoised: hypothesis replays configurations while shrinking.
     """
     key = (
-        *_task_key(config),
+        *task_key(config),
         steps,
         config.eta,
         config.eps,

@@ -1,7 +1,7 @@
 """The kit's core with numpy alone: run an implementation through the protocols, compare its read-outs.
 
 This module imports only the standard library, numpy and the oracle reader
-(``rwsymbolic.oracle._columns``, itself numpy-only); torch is imported only when the implementation
+(``rwsymbolic.oracle``'s ``_columns``, itself numpy-only); torch is imported only when the implementation
 is a ``torch.nn.Module``. ``rw check`` runs every implementation through it, and ``rw check --emit``
 copies it (with the oracle reader) next to the frozen fixtures, so that a user's CI compares their
 implementation against the oracle files in exactly the same way without the toolkit, SymPy or
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from rwsymbolic.oracle._columns import PerInput, read_header, step_doubles
+from rwsymbolic.oracle import PerInput, read_header, step_doubles
 
 #: Read-outs in the order they are compared at each step.
 QUANTITIES = ("V", "W_xN", "S", "f", "loss", "accuracy")

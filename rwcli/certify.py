@@ -97,9 +97,15 @@ def run(args: argparse.Namespace) -> int:
     from rwio import check_output_dir, write_json_atomic, write_text_atomic
 
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
-    from rwcertify import certify  # python-flint: imported only when the command runs
-    from rwcertify._balls import MAX_PREC, MIN_PREC
-    from rwcertify._export import schema, to_json, to_markdown, tolerance_line
+    from rwcertify import (
+        MAX_PREC,
+        MIN_PREC,
+        certify,  # python-flint: imported only when the command runs
+        certify_json,
+        certify_markdown,
+        tolerance_line,
+    )
+    from rwio import load_schema
 
     if args.task == "circle" and args.p is None:
         raise ValueError("--p is required: the certified engine needs a number in [0, 1], e.g. --p 1/2")
@@ -129,16 +135,16 @@ def run(args: argparse.Namespace) -> int:
     )
     float_tol = _positive_float(args.float_tol, "float-tol", 1.0)
     cert = certify(task, progress=True, **options)
-    data = to_json(cert)
+    data = certify_json(cert)
     if args.float_gram != "none":
-        from rwcertify._compare import compare_float
+        from rwcertify import compare_float
 
         data["float_comparison"] = compare_float(cert, data, gram=args.float_gram, float_tol=float_tol)
     import jsonschema
 
-    jsonschema.validate(data, schema())
+    jsonschema.validate(data, load_schema("certify"))
     js = write_json_atomic(data, out / "certify.json")
-    md = write_text_atomic(to_markdown(data), out / "CERTIFY.md")
+    md = write_text_atomic(certify_markdown(data), out / "CERTIFY.md")
     for s in cert.statements:
         print(f"{s.name:18s} {s.outcome.value:12s} {s.claim}")
     if cert.trajectory.stopped is not None:

@@ -97,8 +97,7 @@ def _show(value: object) -> str:
     """An exact value if short, else its float (or its size when symbolic)."""
     import sympy as sp
 
-    from rwsymbolic import exact_string, nearest_double
-    from rwsymbolic._atoms import has_atoms
+    from rwsymbolic import exact_string, has_atoms, nearest_double
 
     if isinstance(value, sp.MatrixBase):
         value = value.tolist()

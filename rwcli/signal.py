@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "omitted = the symbol p (factorised entries and vanishing set in p)",
     )
     parser.add_argument(
-        "--json", metavar="FILE", help="also write the result as JSON (rwsymbolic/signal.schema.json)"
+        "--json",
+        metavar="FILE",
+        help="also write the result as JSON (rwsymbolic/analysis/signal.schema.json)",
     )
 
 

@@ -270,8 +270,13 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
     import torch
 
     from rwio import check_memory, format_bytes
-    from rwnumeric import model_memory_estimate, positional_embeddings, train_model, write_json_atomic
-    from rwnumeric._train import _task_description
+    from rwnumeric import (
+        model_memory_estimate,
+        positional_embeddings,
+        task_description,
+        train_model,
+        write_json_atomic,
+    )
 
     record = None if args.record_steps is None else set(_snapshots(args.record_steps, "--record-steps"))
     P = positional_embeddings(args.pos, args.M, task.N, args.pos_norm, args.pos_seed)
@@ -300,7 +305,7 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
             record_steps=record,
             progress=True,
             config={
-                "task": _task_description(task),
+                "task": task_description(task),
                 "positions": {
                     "pos": args.pos,
                     "M": args.M,

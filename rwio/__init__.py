@@ -6,6 +6,7 @@ before a command starts its work; ``check_memory`` refuses a request whose estim
 ``available_memory()``. Each writer puts the content in a temporary file in the target's folder,
 created with the user's umask, and then ``os.replace``s it onto the target (atomic on POSIX),
 creating the folder if needed; a failure raises ``WriteError`` and leaves no partial file.
+``load_schema(name)`` is the one loader of the JSON Schemas the toolkit ships (``SCHEMAS``).
 """
 
 from rwio._atomic import (
@@ -19,8 +20,10 @@ from rwio._atomic import (
 from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
 from rwio._read import read_data_file
+from rwio._schemas import SCHEMAS, deprecated_attributes, load_schema, schema_deprecations, schema_path
 
 __all__ = [
+    "SCHEMAS",
     "MemoryEstimateError",
     "OutputPathError",
     "WriteError",
@@ -28,8 +31,12 @@ __all__ = [
     "check_memory",
     "check_output_dir",
     "check_output_file",
+    "deprecated_attributes",
     "format_bytes",
+    "load_schema",
     "read_data_file",
+    "schema_deprecations",
+    "schema_path",
     "save_figure_atomic",
     "write_bytes_atomic",
     "write_files_atomic",

@@ -7,7 +7,7 @@
 ['attention_profile', 'attention_spread', 'circulant_residual']
 """
 
-from rwio import write_json_atomic
+from rwio import schema_deprecations, write_json_atomic
 from rwnumeric._arith import TorchArithmetic
 from rwnumeric._batched import (
     BATCHED_HISTORY_KEYS,
@@ -19,7 +19,7 @@ from rwnumeric._batched import (
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
 from rwnumeric._losses import LOSS_FUNCTIONS, TensorLoss, exp_loss, log_loss, squared_loss
-from rwnumeric._metrics import predict
+from rwnumeric._metrics import circulant_residual, ones_residual, predict, v_direction_error
 from rwnumeric._model_train import (
     MODEL_HISTORY_KEYS,
     Diverged,
@@ -27,11 +27,14 @@ from rwnumeric._model_train import (
     model_memory_estimate,
     train_model,
 )
-from rwnumeric._schema import load_metrics_schema
-from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
+from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, task_description, train
 from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
 
 __all__ = [
+    "circulant_residual",
+    "ones_residual",
+    "task_description",
+    "v_direction_error",
     "BATCHED_HISTORY_KEYS",
     "BatchedResult",
     "batch_key",
@@ -52,7 +55,6 @@ __all__ = [
     "check_orthogonal_equal_norm",
     "exp_loss",
     "init_generator",
-    "load_metrics_schema",
     "load_oracle",
     "log_loss",
     "memory_estimate",
@@ -64,3 +66,8 @@ __all__ = [
     "train_model",
     "write_json_atomic",
 ]
+
+# Kept one release (docs/changelog.md): the schema is rwio.load_schema("metrics").
+__getattr__ = schema_deprecations(
+    "rwnumeric", {"load_metrics_schema": "metrics"}, {"METRICS_SCHEMA_PATH": "metrics"}
+)

@@ -51,7 +51,7 @@ from rwnumeric._metrics import (
     v_direction_error,
 )
 from rwnumeric._model import FastModel, initial_parameters
-from rwnumeric._train import _eta, init_generator
+from rwnumeric._train import init_generator, learning_rate_at
 from rwtasks import CircleWalk, is_numeric
 
 #: The per-step records of ``train_batched``, named as in ``HISTORY_KEYS``; (B, steps + 1) arrays.
@@ -354,7 +354,9 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     loss_fn = LOSS_FUNCTIONS[str(cfg0.loss)]
     loss_derivative = LOSS_DERIVATIVES[str(cfg0.loss)]
     eps = float(cfg0.eps)
-    eta_all = torch.tensor([[_eta(cfg, t) for _, _, cfg in runs] for t in range(T)], dtype=dt, device=dev)
+    eta_all = torch.tensor(
+        [[learning_rate_at(cfg, t) for _, _, cfg in runs] for t in range(T)], dtype=dt, device=dev
+    )
 
     hist = {key: np.full((B, T + 1), np.nan) for key in BATCHED_HISTORY_KEYS}
     alive = torch.ones(B, dtype=torch.bool, device=dev)

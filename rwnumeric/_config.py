@@ -273,7 +273,7 @@ def memory_estimate(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: Trai
     m = K if model.relu_width is None else model.relu_width
     b = 8 if cfg.dtype == "float64" else 4
     if cfg.population:
-        size = _population_size(task)
+        size = population_size(task)
         n_train = n_test = size
         walk_bytes = 8 * N * size * 2 + 8 * N * size  # tokens, labels and their torch copies
     else:
@@ -303,7 +303,7 @@ def memory_estimate(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: Trai
     }
 
 
-def _population_size(task: CircleWalk | FiniteTask) -> int:
+def population_size(task: CircleWalk | FiniteTask) -> int:
     """Inputs of the exact population without building it; a circle walk beyond ``MAX_EXACT_WALKS`` counts
     as that limit, since ``population()`` refuses it (with its own message) before allocating anything."""
     if isinstance(task, CircleWalk):

@@ -97,7 +97,7 @@ def circulant_projection(V: torch.Tensor) -> torch.Tensor:
     """C(V): the orthogonal projection onto circulant matrices, each entry the mean of its wrapped diagonal i-j ≡ d mod K.
 
     It is also the average of R^r V R^-r over the K rotations R of the circle. (The exact engine's
-    counterpart, the rotation sum K·C(G), is ``rwsymbolic._expect._symmetrise_matrix``.) V is (K, K),
+    counterpart, the rotation sum K·C(G), is ``rwsymbolic.engine._groups._symmetrise_matrix``.) V is (K, K),
     or (K, K, B) for B matrices side by side.
 
     >>> circulant_projection(torch.tensor([[1.0, 2.0], [4.0, 3.0]], dtype=torch.float64))

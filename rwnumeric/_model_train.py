@@ -58,7 +58,7 @@ def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, s
     """Bytes of one ``train_model`` run at its peak (an upper estimate): the embedded population
     X, X̃ (n, K+M, N) with its NumPy temporaries, the tape's activations and gradients, parameters and history.
     """
-    n = _population_size(task)
+    n = population_size(task)
     K, N = task.K, task.N
     b = 8 if dtype == "float64" else 4
     D = K + M
@@ -70,8 +70,8 @@ def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, s
     return inputs + activations + 8 * b * params + history + _OVERHEAD_BYTES
 
 
-def _population_size(task: CircleWalk | FiniteTask) -> int:
-    from rwnumeric._config import _population_size as size
+def population_size(task: CircleWalk | FiniteTask) -> int:
+    from rwnumeric._config import population_size as size
 
     return size(task)
 

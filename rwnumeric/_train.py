@@ -83,7 +83,7 @@ class TrainResult:
         return self.model.full_W().cpu().numpy()
 
 
-def _task_description(task: CircleWalk | FiniteTask) -> dict:
+def task_description(task: CircleWalk | FiniteTask) -> dict:
     if isinstance(task, CircleWalk):
         return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
     return {
@@ -147,7 +147,7 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
     return train_set, test_set, np.random.default_rng(init_seq)
 
 
-def _eta(cfg: TrainConfig, t: int) -> float:
+def learning_rate_at(cfg: TrainConfig, t: int) -> float:
     eta = cfg.eta(t) if callable(cfg.eta) else cfg.eta
     if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not (math.isfinite(eta) and eta > 0):
         raise ValueError(f"eta({t}) = {eta!r} is out of range: the learning rate must be a finite number > 0")
@@ -238,7 +238,7 @@ def _train(
     observations: dict[int, object] = {}
 
     config = {
-        "task": _task_description(task),
+        "task": task_description(task),
         "model": model.to_dict(),
         "train": cfg.to_dict(),
         "mu": mu,
@@ -314,7 +314,7 @@ def _advance(net, cfg: TrainConfig, t: int) -> None:
     """The GD update from step t to t+1 (gradients already computed), rotation-projected if ``cfg.rotate``."""
     if cfg.rotate:
         net.project_rotation()
-    net.step(_eta(cfg, t))
+    net.step(learning_rate_at(cfg, t))
 
 
 def _check_finite(record: dict, t: int) -> None:

@@ -1,5 +1,6 @@
 """Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape."""
 
+from rwio import schema_deprecations
 from rwstability._escape import (
     DEFAULT_THRESHOLD,
     Escape,
@@ -16,7 +17,6 @@ from rwstability._escape import (
 )
 from rwstability._generic import (
     check_model_report_args,
-    generic_schema,
     model_stability_report,
     off_manifold_jacobian,
     rational_mu,
@@ -37,7 +37,6 @@ from rwstability._report import (
     check_report_args,
     check_stuck_task,
     plot_report,
-    schema,
     stability_report,
     task_info,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "extrapolate_escape",
     "find_manifold",
     "first_above",
-    "generic_schema",
     "linearise",
     "measure_escape",
     "model_stability_report",
@@ -69,7 +67,6 @@ __all__ = [
     "plot_report",
     "predict_escape",
     "rational_mu",
-    "schema",
     "selection",
     "selection_distribution",
     "stability_report",
@@ -81,3 +78,8 @@ __all__ = [
     "v_residual",
     "verdict",
 ]
+
+# Kept one release (docs/changelog.md): the schemas are rwio.load_schema("stability") and ("stability_generic").
+__getattr__ = schema_deprecations(
+    "rwstability", {"schema": "stability", "generic_schema": "stability_generic"}
+)

@@ -34,11 +34,9 @@ t ≥ 1 with σ_max(Φ_t) > 1/τ, the earliest step first-order dynamics allows 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -333,8 +331,3 @@ def model_stability_report(
         "verdict": results[0]["verdict"],
         "results": results,
     }
-
-
-def generic_schema() -> dict[str, Any]:
-    """The JSON schema of ``model_stability_report``'s output (``stability_generic.schema.json``)."""
-    return json.loads(resources.files("rwstability").joinpath("stability_generic.schema.json").read_text())

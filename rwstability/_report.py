@@ -7,10 +7,8 @@ dtypes and both Gram choices.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
 from rwstability._escape import (
@@ -270,11 +268,6 @@ def stability_report(
         "verdict": results[0]["verdict"],
         "results": results,
     }
-
-
-def schema() -> dict:
-    """The JSON schema of ``stability_report``'s output."""
-    return json.loads(resources.files("rwstability").joinpath("stability.schema.json").read_text())
 
 
 def _nan(step: int | None) -> float:

@@ -5,6 +5,7 @@
 (2, ('p',))
 """
 
+from rwio import schema_deprecations
 from rwsweep._driver import (
     TIMING_COLUMNS,
     Pack,
@@ -17,12 +18,11 @@ from rwsweep._driver import (
     run_sweep,
 )
 from rwsweep._plots import plot_sweep
-from rwsweep._spec import FIELDS, SCHEMA_PATH, Spec, SpecError, config_hash, load_spec
+from rwsweep._spec import FIELDS, Spec, SpecError, config_hash, load_spec
 from rwsweep._summaries import SUMMARY_COLUMNS, run_summaries, signal_summary
 
 __all__ = [
     "FIELDS",
-    "SCHEMA_PATH",
     "SUMMARY_COLUMNS",
     "TIMING_COLUMNS",
     "Pack",
@@ -41,3 +41,6 @@ __all__ = [
     "run_sweep",
     "signal_summary",
 ]
+
+# Kept one release (docs/changelog.md): the schema is rwio.load_schema("sweep").
+__getattr__ = schema_deprecations("rwsweep", {}, {"SCHEMA_PATH": "sweep"})

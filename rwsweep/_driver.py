@@ -203,8 +203,16 @@ def _train_models(configs: Sequence[dict], record_every: int):
     import numpy as np
 
     from rwmodels import get_model
-    from rwnumeric import BATCHED_HISTORY_KEYS, BatchedResult, Diverged, positional_embeddings, train_model
-    from rwnumeric._metrics import circulant_residual, ones_residual, v_direction_error
+    from rwnumeric import (
+        BATCHED_HISTORY_KEYS,
+        BatchedResult,
+        Diverged,
+        circulant_residual,
+        ones_residual,
+        positional_embeddings,
+        train_model,
+        v_direction_error,
+    )
     from rwtasks import CircleWalk
 
     T = configs[0]["steps"]

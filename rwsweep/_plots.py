@@ -51,7 +51,7 @@ def _phase_accuracy(df, path: Path) -> Path:
     import sympy as sp
 
     from rwio import save_figure_atomic
-    from rwsweep._summaries import _vanishing
+    from rwsweep._summaries import vanishing_for
 
     df = df.assign(p_value=[float(sp.Rational(p)) for p in df["p"]])
     Ks = sorted(df["K"].unique())
@@ -64,7 +64,7 @@ def _phase_accuracy(df, path: Path) -> Path:
             _edges(ps), _edges(Ns), np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=1
         )
         for N in Ns:
-            points = [float(q) for q in _vanishing(int(K), int(N)).points]
+            points = [float(q) for q in vanishing_for(int(K), int(N)).points]
             ax.scatter(
                 points,
                 [N] * len(points),

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rwio import load_schema
 from rwmodels import DEFAULT_MODEL as _DEFAULT_MODEL
 
-SCHEMA_PATH = Path(__file__).with_name("sweep.schema.json")
 #: Runs computed together in one Dask task unless the spec says otherwise. For the shape of
 #: ``benchmarks/sweep_batched.py``, 32 runs per pack cost less per run than 8 or 64 (the arrays of
 #: larger packs outgrow the CPU caches).
@@ -171,7 +171,7 @@ def _read(path: str | os.PathLike) -> dict:
 def _schema_errors(data: dict) -> None:
     import jsonschema
 
-    schema = json.loads(SCHEMA_PATH.read_text())
+    schema = load_schema("sweep")
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:
         err = errors[0]

@@ -55,7 +55,7 @@ def signal_summary(K: int, N: int, p: str) -> dict:
 
     C = signal_matrix(CircleWalk(K, N, p))
     norm = sp.sqrt(sum(e**2 for e in C))
-    where = _vanishing(K, N)
+    where = vanishing_for(K, N)
     value = sp.Rational(p)
     if where.all_p:
         distance: float | None = 0.0
@@ -67,7 +67,7 @@ def signal_summary(K: int, N: int, p: str) -> dict:
 
 
 @lru_cache(maxsize=1024)
-def _vanishing(K: int, N: int):
+def vanishing_for(K: int, N: int):
     from rwsymbolic import vanishing_set
 
     return vanishing_set((K, N))

@@ -1,46 +1,18 @@
-"""SymPy implementation: exact population gradient descent, structure checks, signal, oracles."""
+"""The exact engine: population gradient descent in exact arithmetic, structure checks, signal, oracle files.
 
-from rwsymbolic._arith import EXACT, ExactLoss, exact_element, to_sympy
-from rwsymbolic._circle_linear import (
-    MAX_STRUCTURED_K,
-    MAX_STRUCTURED_N,
-    MAX_SYMBOLIC_N,
-    CircleFirstMoments,
-    circle_first_moments,
-    expected_label_token_outer,
-    label_token_offsets,
-    label_token_sum,
-    transition_power,
-)
-from rwsymbolic._cost import PER_INPUT_LIMIT, JobEstimate, job_estimate, symbolic_probabilities
-from rwsymbolic._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate
-from rwsymbolic._expect import MAX_INPUTS, MAX_WORK
-from rwsymbolic._json import decimal_value, exact_json, exact_string, long_integers, nearest_double
-from rwsymbolic._model_derive import (
-    INITS,
-    MAX_EXP_STEPS,
-    ModelTrajectory,
-    derive_model,
-    initial_parameters,
-    model_estimate,
-    positive_rational,
-)
-from rwsymbolic._signal import (
+The folders are the layers, each importing only the ones before it: ``arithmetic`` (exact values and
+decisions, no model), ``engine`` (gradient descent: the paper's reduced fast path and any model of
+``rwmodels``), ``analysis`` (structure predicates, the token-average signal) and ``oracle`` (files).
+tests/test_import_graph.py fails on any import cycle and on a private name imported across modules.
+"""
+
+from rwio import deprecated_attributes, load_schema, schema_path
+from rwsymbolic.analysis import (
     MAX_FACTOR_N,
-    SIGNAL_SCHEMA_PATH,
-    SignalReport,
-    VanishingSet,
-    load_signal_schema,
-    signal_json,
-    signal_matrix,
-    signal_offsets,
-    signal_report,
-    vanishing_set,
-    write_signal_json,
-)
-from rwsymbolic._structure import (
     PREDICATES,
     Check,
+    SignalReport,
+    VanishingSet,
     explicit_weights,
     has_equal_attention,
     is_circulant,
@@ -48,16 +20,63 @@ from rwsymbolic._structure import (
     is_proportional_to_ones,
     is_rank_one,
     outcome,
+    signal_json,
+    signal_matrix,
+    signal_offsets,
+    signal_report,
     structure_verdicts,
+    vanishing_set,
     w_token_columns_zero,
+    write_signal_json,
+)
+from rwsymbolic.arithmetic import (
+    EXACT,
+    ExactLoss,
+    decimal_value,
+    exact_element,
+    exact_json,
+    exact_string,
+    has_atoms,
+    long_integers,
+    nearest_double,
+    to_sympy,
+)
+from rwsymbolic.engine import (
+    DELL,
+    ELL,
+    INITS,
+    MAX_EXP_STEPS,
+    MAX_INPUTS,
+    MAX_STRUCTURED_K,
+    MAX_STRUCTURED_N,
+    MAX_SYMBOLIC_N,
+    MAX_WORK,
+    PER_INPUT_LIMIT,
+    CircleFirstMoments,
+    JobEstimate,
+    ModelTrajectory,
+    StepState,
+    Trajectory,
+    circle_first_moments,
+    derive,
+    derive_estimate,
+    derive_model,
+    expected_label_token_outer,
+    initial_parameters,
+    job_estimate,
+    label_token_offsets,
+    label_token_sum,
+    make_loss,
+    model_estimate,
+    positive_rational,
+    symbolic_probabilities,
+    transition_power,
 )
 from rwsymbolic.oracle import (
     ORACLE_FORMAT,
-    ORACLE_SCHEMA_PATH,
     ORACLE_VERSION,
     Oracle,
     load_oracle,
-    load_oracle_schema,
     per_input_path,
     read_oracle,
     verdict_json,
@@ -65,7 +84,8 @@ from rwsymbolic.oracle import (
 )
 
 __all__ = [
-    # exact gradient descent and structure predicates (_derive, _expect, _structure)
+    # exact gradient descent (rwsymbolic.engine) and structure predicates (rwsymbolic.analysis)
+    "make_loss",
     "DELL",
     "ELL",
     "MAX_INPUTS",
@@ -85,7 +105,8 @@ __all__ = [
     "outcome",
     "structure_verdicts",
     "PREDICATES",
-    # any model of rwmodels, exactly (_arith, _model_derive)
+    # any model of rwmodels, exactly (rwsymbolic.arithmetic.EXACT, rwsymbolic.engine.derive_model)
+    "has_atoms",
     "EXACT",
     "ExactLoss",
     "INITS",
@@ -97,14 +118,13 @@ __all__ = [
     "model_estimate",
     "positive_rational",
     "to_sympy",
-    # oracle files (rwsymbolic.oracle) and the exact-value JSON encoding of the other files (_json)
+    # oracle files (rwsymbolic.oracle) and the exact-value JSON encoding of the other files
     "exact_json",
     "exact_string",
     "long_integers",
     "nearest_double",
     "decimal_value",
     "ORACLE_FORMAT",
-    "ORACLE_SCHEMA_PATH",
     "ORACLE_VERSION",
     "PER_INPUT_LIMIT",
     "JobEstimate",
@@ -113,16 +133,14 @@ __all__ = [
     "per_input_path",
     "symbolic_probabilities",
     "load_oracle",
-    "load_oracle_schema",
     "read_oracle",
     "write_oracle",
     "verdict_json",
-    # token-average signal and circle-walk first moments (_signal, _circle_linear)
+    # token-average signal (rwsymbolic.analysis) and circle-walk first moments (rwsymbolic.engine)
     "MAX_FACTOR_N",
     "MAX_STRUCTURED_K",
     "MAX_STRUCTURED_N",
     "MAX_SYMBOLIC_N",
-    "SIGNAL_SCHEMA_PATH",
     "CircleFirstMoments",
     "SignalReport",
     "VanishingSet",
@@ -130,7 +148,6 @@ __all__ = [
     "expected_label_token_outer",
     "label_token_offsets",
     "label_token_sum",
-    "load_signal_schema",
     "signal_json",
     "signal_matrix",
     "signal_offsets",
@@ -139,3 +156,17 @@ __all__ = [
     "vanishing_set",
     "write_signal_json",
 ]
+
+# Kept one release (docs/changelog.md): the schemas are rwio.load_schema("oracle" | "oracle-v1" | "signal").
+__getattr__ = deprecated_attributes(
+    "rwsymbolic",
+    {
+        "load_oracle_schema": (
+            'rwio.load_schema("oracle"), or "oracle-v1" for version 1',
+            lambda: lambda version=2: load_schema({1: "oracle-v1", 2: "oracle"}[version]),
+        ),
+        "ORACLE_SCHEMA_PATH": ('rwio.schema_path("oracle")', lambda: schema_path("oracle")),
+        "load_signal_schema": ('rwio.load_schema("signal")', lambda: lambda: load_schema("signal")),
+        "SIGNAL_SCHEMA_PATH": ('rwio.schema_path("signal")', lambda: schema_path("signal")),
+    },
+)

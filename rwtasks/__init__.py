@@ -4,6 +4,7 @@ A task gives an exact ``Population`` (every input with its exact probability) an
 parameters, i.i.d. samples from an explicit seed or generator. Token and label ids are 0-based.
 """
 
+from rwio import schema_deprecations
 from rwtasks._catalogue import (
     FAMILIES,
     Family,
@@ -40,7 +41,6 @@ from rwtasks._spec import (
     TaskSpec,
     load_task_spec,
     parse_task_spec,
-    task_spec_schema,
 )
 
 Task = CircleWalk | FiniteTask
@@ -70,7 +70,6 @@ __all__ = [
     "named_graph_walk",
     "parse_task_spec",
     "permutation_task",
-    "task_spec_schema",
     "undirected_graph_walk",
     "walk_task",
     # the built-in losses (names shared by rwnumeric and rwsymbolic)
@@ -92,3 +91,6 @@ __all__ = [
     "qa_task2",
     "symbol",
 ]
+
+# Kept one release (docs/changelog.md): the schema is rwio.load_schema("task_spec").
+__getattr__ = schema_deprecations("rwtasks", {"task_spec_schema": "task_spec"})

@@ -6,7 +6,7 @@ import numpy as np
 import sympy as sp
 
 from rwtasks._exact import check_in_unit_interval, exact, is_numeric
-from rwtasks._finite import _rng
+from rwtasks._finite import generator_from
 from rwtasks._population import Population
 
 #: Largest exact population (number of walks K·2^(N-1)) that ``CircleWalk.population`` builds.
@@ -143,7 +143,7 @@ class CircleWalk:
         """Draw ``n`` walks: (tokens (n, N-1), labels (n,)), vectorised; pass ``seed`` or ``generator``."""
         self._require_numeric("sample")
         n = check_int(n, "n", 1)
-        rng = _rng(seed, generator)
+        rng = generator_from(seed, generator)
         starts = rng.integers(0, self.K, size=n)
         moves = np.where(rng.random((n, self.N - 1)) < float(self.p), 1, -1)
         offsets = np.concatenate([np.zeros((n, 1), np.int64), np.cumsum(moves, axis=1)], axis=1)

@@ -106,7 +106,7 @@ class FiniteTask:
         self, n: int, seed: int | None = None, generator: np.random.Generator | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Draw ``n`` i.i.d. inputs: (tokens (n, N-1), labels (n,)); pass ``seed`` or ``generator``."""
-        rng = _rng(seed, generator)
+        rng = generator_from(seed, generator)
         if n < 1:
             raise ValueError(f"n={n} must be at least 1")
         pop = self.population()
@@ -118,7 +118,7 @@ class FiniteTask:
         return f"FiniteTask(name={self.name!r}, K={self.K}, N={self.N}, inputs={len(self.labels)})"
 
 
-def _rng(seed: int | None, generator: np.random.Generator | None) -> np.random.Generator:
+def generator_from(seed: int | None, generator: np.random.Generator | None) -> np.random.Generator:
     """One explicit source of randomness: a seed or a generator, never both and never neither."""
     if (seed is None) == (generator is None):
         raise ValueError("give exactly one of seed or generator")

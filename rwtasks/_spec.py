@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rwio import load_schema
 from rwtasks._catalogue import make_task
 from rwtasks._circle import CircleWalk
 from rwtasks._exact import exact, is_numeric
@@ -38,12 +38,6 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 
 class SpecError(ValueError):
     """A task specification that does not parse; the message starts with the field's path."""
-
-
-def task_spec_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of task specification files, shipped with ``rwtasks``."""
-    text = resources.files("rwtasks").joinpath("task_spec.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
 
 
 def _path(parts: Any) -> str:
@@ -101,7 +95,7 @@ def parse_task_spec(data: Any) -> TaskSpec:
     """
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(task_spec_schema())
+    validator = jsonschema.Draft202012Validator(load_schema("task_spec"))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
         error = jsonschema.exceptions.best_match(errors)
@@ -109,7 +103,7 @@ def parse_task_spec(data: Any) -> TaskSpec:
         if error.validator == "oneOf" and isinstance(error.instance, dict):
             branch = "family_task" if "family" in error.instance else "explicit_task"
             sub = jsonschema.Draft202012Validator(
-                {**task_spec_schema(), "$ref": f"#/$defs/{branch}"}
+                {**load_schema("task_spec"), "$ref": f"#/$defs/{branch}"}
             ).iter_errors(error.instance)
             inner = jsonschema.exceptions.best_match(sub)
             if inner is not None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from rwio import load_schema
 from rwtasks import (
     FAMILIES,
     CircleWalk,
@@ -21,7 +22,6 @@ from rwtasks import (
     make_task,
     permutation_task,
     symbol,
-    task_spec_schema,
 )
 
 p, q, r = symbol("p"), symbol("q"), symbol("r")
@@ -65,7 +65,7 @@ def test_every_catalogue_population_sums_to_one_exactly(name):
 
 
 def test_catalogue_covers_every_family_and_the_schema_lists_the_same_names():
-    schema_names = set(task_spec_schema()["$defs"]["family_task"]["properties"]["family"]["enum"])
+    schema_names = set(load_schema("task_spec")["$defs"]["family_task"]["properties"]["family"]["enum"])
     assert schema_names == set(FAMILIES)
     assert {
         "circle",

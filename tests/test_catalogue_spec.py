@@ -8,7 +8,8 @@ import jsonschema
 import pytest
 import sympy as sp
 
-from rwtasks import SpecError, load_task_spec, parse_task_spec, task_spec_schema
+from rwio import load_schema
+from rwtasks import SpecError, load_task_spec, parse_task_spec
 
 EXPLICIT = {
     "vocab": ["a", "b", "c"],
@@ -31,7 +32,7 @@ def _with(path, value, base=None):
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
-    jsonschema.Draft202012Validator.check_schema(task_spec_schema())
+    jsonschema.Draft202012Validator.check_schema(load_schema("task_spec"))
 
 
 def test_explicit_task_parses_exactly():

@@ -13,11 +13,10 @@ import pytest
 import sympy as sp
 from flint import arb, arb_mat
 
-from rwcertify import Outcome, WalkSet, certify, precision, run_trajectory
-from rwcertify._compare import compare_float
-from rwcertify._export import schema, to_json
+from rwcertify import Outcome, WalkSet, certify, certify_json, compare_float, precision, run_trajectory
 from rwcertify._gram import check_gram
 from rwcli.main import main
+from rwio import load_schema
 from rwtasks import CircleWalk
 
 #: Small configurations that rwsymbolic.derive follows exactly in well under a second per step.
@@ -56,14 +55,14 @@ def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
 
 
 def test_decided_accuracy_equals_the_exact_accuracy():
-    from rwcertify._certify import _accuracy_bounds
+    from rwcertify._certify import accuracy_bounds
     from rwsymbolic import derive
 
     task = CircleWalk(3, 4, "1/3")
     ws = _population(task)
     traj = run_trajectory(ws, ws, mu=Fraction(3, 2), eta=Fraction(1), eps=Fraction(1, 10), steps=2, prec=128)
     exact = derive(task, steps=2, eta=1, eps="1/10", mu="3/2", loss="log")
-    lo, hi = _accuracy_bounds(traj.records[2].evaluation.predictions, ws.labels, ws.weights)
+    lo, hi = accuracy_bounds(traj.records[2].evaluation.predictions, ws.labels, ws.weights)
     assert lo == hi == Fraction(str(exact.states[2].accuracy)) == Fraction(2, 3)
 
 
@@ -73,7 +72,7 @@ def test_enclosures_contain_float64_rwnumeric_where_float64_is_accurate(populati
     # 1e-12 leaves a margin of 100 over that, and far below the 1e-9 a real departure is flagged at.
     task = CircleWalk(3, 5, "1/3")
     cert = certify(task, M=8, steps=5, population=population, train_size=40, test_size=30, prec=64, tol=1e-15)
-    data = to_json(cert)
+    data = certify_json(cert)
     for gram in ("ideal", "computed"):
         comp = compare_float(cert, data, gram=gram)
         assert max(r["excess"] for r in comp["steps"]) <= 1e-12, gram
@@ -126,8 +125,8 @@ def test_fig5_setting_is_certified_at_chance_with_equal_attention():
     outcomes = {s.name: s.outcome for s in cert.statements}
     assert outcomes["equal_attention"] is Outcome.VERIFIED and outcomes["chance"] is Outcome.VERIFIED
     assert cert.gram.mu == 500 and cert.gram.max_offdiag_rad < 1e-30
-    data = to_json(cert)
-    jsonschema.validate(data, schema())
+    data = certify_json(cert)
+    jsonschema.validate(data, load_schema("certify"))
     assert all(s["mean_attention_spread"] == {"mid": 0.0, "rad": 0.0} for s in data["steps"])
 
 
@@ -197,7 +196,7 @@ def test_rw_certify_writes_schema_valid_json_and_report_with_the_same_bytes_twic
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     data = json.loads((tmp_path / "a" / "certify.json").read_text())
-    jsonschema.validate(data, schema())
+    jsonschema.validate(data, load_schema("certify"))
     assert (tmp_path / "a" / "certify.json").read_bytes() == (tmp_path / "b" / "certify.json").read_bytes()
     assert "**verified**" in (tmp_path / "a" / "CERTIFY.md").read_text()
 

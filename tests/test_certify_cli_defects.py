@@ -18,8 +18,8 @@ import pytest
 from flint import arb, arb_mat
 
 from rwcertify import Outcome, ball_json, certify
-from rwcertify._export import schema
 from rwcli.main import main
+from rwio import load_schema
 from rwtasks import CircleWalk
 
 #: A 3-cycle population task; at 16 bits its balls stop the trajectory at step 5 (z + ε no longer > 0).
@@ -67,7 +67,7 @@ def test_a_run_stopped_by_unbounded_balls_writes_compliant_json_with_inconclusiv
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err and "error" not in captured.err
     data = _strict_json(out / "certify.json")
-    jsonschema.validate(data, schema())
+    jsonschema.validate(data, load_schema("certify"))
     assert _finite_numbers(data)
     assert data["precision"]["stopped"].startswith("step 5 at 16 bits")
     assert data["precision"]["attempts"] == [{"prec": 16, "max_relative_radius": None, "unbounded": True}]
@@ -83,7 +83,7 @@ def test_a_stopped_run_with_no_recorded_step_compares_nothing_and_exits_like_an_
     out = tmp_path / "o"
     assert main([*STOPS, "--record-steps", "10", "--out", str(out)]) == 0  # float comparison on
     data = _strict_json(out / "certify.json")
-    jsonschema.validate(data, schema())
+    jsonschema.validate(data, load_schema("certify"))
     assert data["steps"] == [] and data["float_comparison"]["steps"] == []
     assert "not compared" in data["float_comparison"]["summary"]
 
@@ -93,8 +93,8 @@ def test_non_finite_balls_export_as_unbounded_and_the_schema_accepts_only_that_f
 
     for x in (arb("nan"), arb("0 +/- inf"), arb(10) ** 400, arb(2) ** 2**70):
         assert ball_json(x) == UNBOUNDED, x
-    ball = schema()["$defs"]["ball"]
-    resolver = {"$defs": schema()["$defs"], **ball}
+    ball = load_schema("certify")["$defs"]["ball"]
+    resolver = {"$defs": load_schema("certify")["$defs"], **ball}
     jsonschema.validate(UNBOUNDED, resolver)
     for bad in ({"mid": None, "rad": None}, {"mid": 0.5, "rad": None, "unbounded": True}, {"mid": 0.5}):
         with pytest.raises(jsonschema.ValidationError):
@@ -103,18 +103,18 @@ def test_non_finite_balls_export_as_unbounded_and_the_schema_accepts_only_that_f
 
 
 def test_an_unbounded_ball_in_a_step_is_exported_and_printed_without_nan_or_inf():
-    from rwcertify._export import to_json, to_markdown
+    from rwcertify import certify_json, certify_markdown
 
     cert = certify(CircleWalk(3, 4, "1/2"), M=8, steps=2, population=True, prec=64, max_prec=64)
     rec = cert.trajectory.records[-1]
     rec.train_loss = arb("nan")  # what a too-low precision can leave in a record
     rec.evaluation.attention_profile[-2] = arb("0 +/- inf")
-    data = to_json(cert)
-    jsonschema.validate(data, schema())
+    data = certify_json(cert)
+    jsonschema.validate(data, load_schema("certify"))
     json.dumps(data, allow_nan=False)
     assert data["steps"][-1]["train_loss"] == data["steps"][-1]["parent_attention"]
     assert data["steps"][-1]["train_loss"] == {"mid": None, "rad": None, "unbounded": True}
-    row = to_markdown(data).splitlines()[-1]
+    row = certify_markdown(data).splitlines()[-1]
     assert row.startswith("| 2 | (-∞, +∞) | (-∞, +∞) | [") and "+/-" not in row
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory, load_report_schema, write_report
+from rwcheck import CheckOptions, check, load_factory, write_report
 from rwcheck._properties import TRAJECTORY
+from rwio import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -58,7 +59,7 @@ def test_rw_check_console_passes_and_writes_a_valid_report(tmp_path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 pass, 0 fail, 0 not checked" in proc.stdout
     data = json.loads(out.read_text())
-    jsonschema.validate(data, load_report_schema())
+    jsonschema.validate(data, load_schema("report"))
     assert data["exit_code"] == 0 and data["counts"]["pass"] == 10
 
 
@@ -74,7 +75,7 @@ def test_rw_check_console_fails_with_exit_1_naming_the_quantity_without_pytest(t
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "first divergence: V[" in proc.stdout and "at t=1" in proc.stdout
     data = json.loads(out.read_text())
-    jsonschema.validate(data, load_report_schema())
+    jsonschema.validate(data, load_schema("report"))
     row = next(r for r in data["properties"] if r["id"] == "V")
     assert row["status"] == "fail" and row["failure"]["step"] == 1 and row["failure"]["config"]["K"] >= 3
 

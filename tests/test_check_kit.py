@@ -30,6 +30,7 @@ from rwcheck import (
 from rwcheck._compare import MARGIN, expected_steps, scaled_error
 from rwcheck.strategies import check_configs
 from rwcli.main import main
+from rwio import load_schema
 from rwtasks import CircleWalk, FiniteTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,9 +251,7 @@ def test_rwcheck_does_not_import_pytest() -> None:
 def test_report_schema_is_valid_and_rejects_a_nan() -> None:
     import jsonschema
 
-    from rwcheck import load_report_schema
-
-    schema = load_report_schema()
+    schema = load_schema("report")
     jsonschema.Draft202012Validator.check_schema(schema)
     report = check(zeros_loop, CheckOptions(steps=1, examples=1)).to_json()
     jsonschema.validate(report, schema)

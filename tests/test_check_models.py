@@ -1,7 +1,7 @@
 """``rw check --model key_query``: the reference implementation passes, wrong variants fail at their first wrong
 quantity, and unsupported option combinations are refused in one line with exit code 2 before any work.
 
-The oracle is the generic exact engine (``rwmodels.descend`` in ``rwsymbolic._arith.EXACT`` on the task's
+The oracle is the generic exact engine (``rwmodels.descend`` in ``rwsymbolic.arithmetic._models.EXACT`` on the task's
 population, P = ``rwmodels.rational_positions(N, μ)``), independent of examples/key_query_torch.py.
 """
 
@@ -15,9 +15,10 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rwcheck import CheckConfig, CheckOptions, check, load_factory, load_report_schema
+from rwcheck import CheckConfig, CheckOptions, check, load_factory
 from rwcheck._models import expected_model_steps
 from rwcli.main import main
+from rwio import load_schema
 from rwmodels import rational_positions
 from rwtasks import CircleWalk
 
@@ -75,7 +76,7 @@ def test_rw_check_model_console_passes_with_a_valid_report(tmp_path, capsys) -> 
     assert code == 0, printed
     assert "model key_query d=3" in printed and "0 fail" in printed
     data = json.loads(out.read_text())
-    jsonschema.validate(data, load_report_schema())
+    jsonschema.validate(data, load_schema("report"))
     assert data["options"]["model"] == {"name": "key_query", "d": 3}
 
 

@@ -1,9 +1,13 @@
-"""The import graph of the installed packages has no cycle (issue 23: the folders tell the layers).
+"""The import graph of the installed packages has no cycle, and no module reaches into another's privates.
 
-Every ``import`` and ``from … import`` of every module counts, those inside functions included (an
-import deferred into a function to dodge a cycle is still a dependency); only imports under
-``if TYPE_CHECKING:`` (annotations, never executed) are left out. Modules are nodes; a package's
-``__init__`` is the package's node.
+Issue 23 (the folders tell the layers). Every ``import`` and ``from … import`` of every module counts:
+those inside functions (an import deferred into a function to dodge a cycle is still a dependency) and
+those under ``if TYPE_CHECKING:`` (a cycle held together by annotations is still a cycle). Modules are
+nodes; a package's ``__init__`` is the package's node. Two more rules keep the layers' faces honest:
+
+* no private name (``_x``) is imported from another module: what two modules share has a public name;
+* no module imports a private module (a path part ``_x``) of another top-level package: packages talk
+  through each other's ``__init__`` (``from rwsymbolic import make_loss``), or a public subpackage.
 """
 
 from __future__ import annotations
@@ -26,16 +30,8 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
-    return skip
-
-
-def import_graph(sources: dict[str, str], packages: set[str]) -> dict[str, set[str]]:
-    """module -> the modules of ``sources`` it imports (names resolved to the longest known module)."""
+def _imports(sources: dict[str, str], packages: set[str]):
+    """(module, imported module, imported name or None) for every import of ``sources`` into ``sources``."""
 
     def resolve(name: str) -> str | None:
         parts = name.split(".")
@@ -44,25 +40,48 @@ def import_graph(sources: dict[str, str], packages: set[str]) -> dict[str, set[s
                 return ".".join(parts[:i])
         return None
 
-    graph: dict[str, set[str]] = {m: set() for m in sources}
     for module, text in sources.items():
-        tree = ast.parse(text)
-        skip = _type_checking_nodes(tree)
         package = module if module in packages else module.rsplit(".", 1)[0]
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            found: list[str | None] = []
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):
-                found = [resolve(a.name) for a in node.names]
+                for a in node.names:
+                    target = resolve(a.name)
+                    if target is not None and target != module:
+                        yield module, target, None
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
                     parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(parts + ([base] if base else []))
-                found = [resolve(f"{base}.{a.name}") or resolve(base) for a in node.names]
-            graph[module] |= {f for f in found if f is not None and f != module}
+                for a in node.names:
+                    submodule = f"{base}.{a.name}"
+                    if submodule in sources:
+                        yield module, submodule, None  # a module, not a name
+                    elif (target := resolve(base)) is not None and target != module:
+                        yield module, target, a.name
+
+
+def import_graph(sources: dict[str, str], packages: set[str]) -> dict[str, set[str]]:
+    """module -> the modules of ``sources`` it imports (names resolved to the longest known module)."""
+    graph: dict[str, set[str]] = {m: set() for m in sources}
+    for module, target, _ in _imports(sources, packages):
+        graph[module].add(target)
     return graph
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def private_reaches(sources: dict[str, str], packages: set[str]) -> list[str]:
+    """Every import of a private name from another module, or of another top-level package's private module."""
+    found = []
+    for module, target, name in _imports(sources, packages):
+        if name is not None and _private(name):
+            found.append(f"{module} imports the private name {name} from {target}")
+        if target.split(".")[0] != module.split(".")[0] and any(_private(p) for p in target.split(".")[1:]):
+            found.append(f"{module} imports {target}, a private module of another package")
+    return sorted(set(found))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -122,9 +141,30 @@ def test_a_planted_cycle_is_found_also_through_a_function_level_import():
         "pkg.a": "from pkg.b import x\n",
         "pkg.b": "def f():\n    from pkg.c import y\n",
         "pkg.c": "import pkg.a\n",
-        "pkg.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import z\n",
+        "pkg.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.e import z\n",
         "pkg.e": "from . import d\n",
     }
     graph = import_graph(sources, {"pkg"})
-    assert graph["pkg.d"] == set() and graph["pkg.e"] == {"pkg.d"}
-    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
+    assert graph["pkg.d"] == {"pkg.e"} and graph["pkg.e"] == {"pkg.d"}
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.d", "pkg.e"]]  # annotations count too
+
+
+def test_no_module_reaches_into_another_modules_privates():
+    sources = {m: p.read_text(encoding="utf-8") for m, p in _modules().items()}
+    assert private_reaches(sources, set(PACKAGES)) == []
+
+
+def test_a_planted_private_reach_is_found():
+    sources = {
+        "pkg": "from pkg._a import public\n",
+        "pkg._a": "def public(): ...\ndef _helper(): ...\n",
+        "pkg._b": "from pkg._a import _helper, public\n",  # a private name across modules
+        "pkg._c": "from pkg import _a\n",  # a private module of its own package: allowed
+        "other": "",
+        "other._d": "from pkg._a import public\n",  # another package's private module
+        "other._e": "def f():\n    from pkg import public\n",  # through the face: allowed
+    }
+    assert private_reaches(sources, {"pkg", "other"}) == [
+        "other._d imports pkg._a, a private module of another package",
+        "pkg._b imports the private name _helper from pkg._a",
+    ]

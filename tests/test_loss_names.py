@@ -8,7 +8,7 @@ import torch
 
 from rwnumeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
 from rwnumeric._losses import Loss as NumericLoss
-from rwsymbolic._derive import make_loss
+from rwsymbolic.engine._derive import make_loss
 from rwtasks import LOSSES
 
 # ℓ(z), ℓ'(z) at z = 1/3, ε = 1/10, written by hand from each formula.

@@ -11,13 +11,14 @@ import pytest
 from conftest import SMALL_TRAIN_ARGS as SMALL
 
 from rwcli.main import main
-from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, load_metrics_schema, train
+from rwio import load_schema
+from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, train
 from rwtasks import CircleWalk, qa_task1
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft202012Validator:
-    schema = load_metrics_schema()
+    schema = load_schema("metrics")
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 

@@ -37,8 +37,9 @@ from rwmodels import (
 )
 from rwnumeric import TensorLoss, TorchArithmetic
 from rwsymbolic import EXACT, ExactLoss, to_sympy
-from rwsymbolic._derive import derive, make_loss
-from rwsymbolic._expect import group_pass, population_inputs
+from rwsymbolic.engine._derive import derive, make_loss
+from rwsymbolic.engine._groups import group_pass
+from rwsymbolic.engine._population import population_inputs
 from rwtasks import CircleWalk, first_of_two_task, qa_task1
 
 RTOL = 1e-12  # float64 gradients of ~100-term sums: measured agreement ~1e-15, margin 1000
@@ -113,7 +114,7 @@ QE_ARITH = ObjectArithmetic("Q(e)", QE.const, exp=QE.exp, sign=lambda x: None)
 
 def to_qe(expr: sp.Expr) -> QE:
     """A SymPy value of the reduced engine (named atoms expanded) as an element of Q(e)."""
-    from rwsymbolic._atoms import expand_atoms
+    from rwsymbolic.arithmetic._atoms import expand_atoms
 
     expr = expand_atoms(expr)
 

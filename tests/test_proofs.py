@@ -41,9 +41,9 @@ def test_gradient_check_fails_for_a_wrong_w_formula() -> None:
     g = sp.Symbol("g")
     pos = [sp.Symbol(f"E{n}", positive=True) for n in range(N)]
     S = sp.Matrix(pos) / sp.Add(*pos)
-    V, X = b1._matrix("V", K, K), b1._matrix("x", K, N).copy()
+    V, X = b1.symbol_matrix("V", K, K), b1.symbol_matrix("x", K, N).copy()
     X[:, N - 1] = sp.zeros(K, 1)
-    Xt = X.col_join(b1._matrix("P", M, N))
+    Xt = X.col_join(b1.symbol_matrix("P", M, N))
     ey = sp.Matrix([1, 0])
     failures = check(K, M, N, 0, formula_w=lambda: g * Xt * sp.diag(*S) * X.T * V.T * ey * Xt[:, N - 1].T)
     assert failures and failures[0]["entry"].startswith("('W'")

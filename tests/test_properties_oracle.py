@@ -36,10 +36,11 @@ from rwcheck.strategies import (
     mus,
     symbolic_any_loss,
 )
+from rwio import load_schema
 from rwnumeric import load_oracle
-from rwsymbolic import derive, is_proportional_to_ones, load_oracle_schema, per_input_path, write_oracle
-from rwsymbolic._atoms import free_symbols as user_symbols
-from rwsymbolic._atoms import has_undefined
+from rwsymbolic import derive, is_proportional_to_ones, per_input_path, write_oracle
+from rwsymbolic.arithmetic._atoms import free_symbols as user_symbols
+from rwsymbolic.arithmetic._atoms import has_undefined
 
 TASKS = {
     "circle": circle_configs(K=(3, 5), N=(2, 4)),
@@ -128,7 +129,7 @@ def test_oracle_round_trips(family, values, data) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = write_oracle(traj, Path(folder) / "oracle.json", per_input=True)
         document = json.loads(path.read_bytes())
-        jsonschema.validate(document, load_oracle_schema())
+        jsonschema.validate(document, load_schema("oracle"))
         again = write_oracle(traj, Path(folder) / "again.json", per_input=True)
         assert per_input_path(again).read_bytes() == per_input_path(path).read_bytes(), "not reproducible"
         assert json.loads(again.read_bytes())["nodes"] == document["nodes"], "not reproducible"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from rwio import load_schema
 from rwstability import (
     Coordinates,
     active_coordinates,
@@ -21,13 +22,13 @@ from rwstability import (
     linearise,
     measure_escape,
     predict_escape,
-    schema,
     verdict,
 )
 from rwsymbolic import derive, is_lemma_d3_form
-from rwsymbolic._atoms import expand_atoms
-from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import group_pass, population_inputs
+from rwsymbolic.arithmetic._atoms import expand_atoms
+from rwsymbolic.engine._derive import make_loss
+from rwsymbolic.engine._groups import group_pass
+from rwsymbolic.engine._population import population_inputs
 from rwtasks import CircleWalk, FiniteTask, make_task, qa_task2
 from tests.conftest import assert_rel
 
@@ -41,7 +42,7 @@ def exact_gd_map(
 
     θ is in ``coords``' layout (default all of V, w_tok, c); the engine sees the full K×K V and K
     entries of w_tok, zero outside θ's entries. The engine names each exponential it creates
-    (``rwsymbolic._atoms``); the map is returned with those names expanded back into exp(·), so that
+    (``rwsymbolic.arithmetic._atoms``); the map is returned with those names expanded back into exp(·), so that
     SymPy differentiates through them.
     """
     K, N = task.K, task.N
@@ -223,7 +224,7 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
     assert out.splitlines()[0] == f"rw stability K=3 N=4 p=1: {expected}"
     a, b = (tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()
     assert a == b
-    jsonschema.validate(json.loads(a), schema())
+    jsonschema.validate(json.loads(a), load_schema("stability"))
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -376,7 +377,7 @@ def test_rw_stability_reads_a_spec_file_and_refuses_a_sweep(tmp_path, capsys):
     args = ["stability", "--spec", str(spec), "--steps", "4", "--sigmas", "1e-3", "--seeds", "1"]
     assert main(args + ["--mus", "1,500", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    jsonschema.validate(report, schema())
+    jsonschema.validate(report, load_schema("stability"))
     assert report["task"]["name"] == "permutation" and [r["mu"] for r in report["results"]] == [1.0, 500.0]
     assert capsys.readouterr().out.startswith("rw stability permutation K=3 N=4: ")
     spec.write_text(

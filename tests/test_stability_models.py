@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 
+from rwio import load_schema
 from rwmodels import evaluate, get_model, rational_positions
 from rwnumeric import TensorLoss, TorchArithmetic
-from rwstability import generic_schema, off_manifold_jacobian
+from rwstability import off_manifold_jacobian
 from rwstability._generic import _population
 from rwtasks import CircleWalk
 
@@ -46,7 +47,7 @@ def test_rw_stability_key_query_report(tmp_path, capsys):
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes()
     report = json.loads(a)
-    jsonschema.validate(report, generic_schema())
+    jsonschema.validate(report, load_schema("stability_generic"))
     assert report["model"] == {"name": "key_query", "d": 2}
     assert report["manifold"]["parameters"] == ["W_K", "W_Q"]
     res = report["results"][0]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import rwsymbolic._expect
+import rwsymbolic.engine._groups
 from rwsymbolic import (
     derive,
     explicit_weights,
@@ -20,8 +20,9 @@ from rwsymbolic import (
     is_rank_one,
     w_token_columns_zero,
 )
-from rwsymbolic._decide import is_zero
-from rwsymbolic._expect import _correct_fraction, _unique_rows, argmax_set, population_inputs, rooted_walks
+from rwsymbolic.arithmetic._decide import is_zero
+from rwsymbolic.engine._groups import _correct_fraction, _unique_rows, argmax_set
+from rwsymbolic.engine._population import population_inputs, rooted_walks
 from rwtasks import CircleWalk, qa_task1, qa_task2, symbol
 
 
@@ -205,7 +206,7 @@ def test_refuses_too_large_configurations_with_an_estimate():
 
 
 def test_log_loss_refuses_arguments_below_minus_eps():
-    from rwsymbolic._derive import make_loss
+    from rwsymbolic.engine._derive import make_loss
 
     with pytest.raises(ValueError, match="undefined at z = -1"):
         make_loss("log", sp.Rational(1, 10)).value(sp.Integer(-1))
@@ -299,7 +300,7 @@ def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_man
 
 def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
     """2^(N-1) rooted walks equal to the limit are enumerated; one more step is refused (limit lowered to 16)."""
-    monkeypatch.setattr(rwsymbolic._expect, "MAX_INPUTS", 16)
+    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_INPUTS", 16)
     assert rooted_walks(CircleWalk(3, 5, "1/2")).size == 16  # 2^4 = 16 walks: at the limit
     message = (
         "CircleWalk(K=3, N=6): exact expectations enumerate 2^(N-1) = 32 rooted walks, above the limit 16; "
@@ -312,9 +313,9 @@ def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
 def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradients(monkeypatch):
     """K = 3, N = 3 from zero init: 4 distinct (label, token multiset) rooted inputs, N-1+K = 5, ×3 for gradients."""
     # rooted walks 012, 010, 021, 020: labels 2, 0, 1, 0 with token multisets {0,1}, {0,1}, {0,2}, {0,2}
-    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 60)
+    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 60)
     assert len(derive(CircleWalk(3, 3, "1/2"), 1).states) == 2  # 4 × 5 × 3 = 60 terms: at the limit
-    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 59)
+    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 59)
     message = (
         "this step needs about 60 exact group-position terms (4 distinct inputs x (N-1+K) = 5), above the "
         "limit 59: use fewer steps, smaller K or N, or rwnumeric"
@@ -325,11 +326,11 @@ def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradien
 
 def test_the_group_work_limit_counts_one_term_per_group_position_without_gradients(monkeypatch):
     """The last state's pass needs no gradients: 4 groups × 5 = 20 terms (groups as above)."""
-    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 20)
+    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 20)
     assert derive(CircleWalk(3, 3, "1/2"), 0).states[0].accuracy == sp.Rational(
         1, 3
     )  # all scores tie: label 0
-    monkeypatch.setattr(rwsymbolic._expect, "MAX_WORK", 19)
+    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 19)
     with pytest.raises(
         ValueError, match=r"^this step needs about 20 exact group-position terms \(4 distinct"
     ):

@@ -16,17 +16,17 @@ import jsonschema
 import sympy as sp
 
 from rwcli.main import main
+from rwio import load_schema
 from rwsymbolic import (
     derive,
     derive_estimate,
     load_oracle,
-    load_oracle_schema,
     nearest_double,
     outcome,
     structure_verdicts,
     write_oracle,
 )
-from rwsymbolic._atoms import expand_atoms, has_atoms
+from rwsymbolic.arithmetic._atoms import expand_atoms, has_atoms
 from rwtasks import CircleWalk
 
 
@@ -100,14 +100,14 @@ def test_verdict_json_validates_and_reads_as_outcomes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "is_proportional_to_ones: proved" in out
     data = json.loads(path.read_text())
-    jsonschema.validate(data, load_oracle_schema())
+    jsonschema.validate(data, load_schema("oracle"))
     assert data["steps"][2]["verdict"]["has_equal_attention"]["outcome"] == "proved"
 
 
 def test_oracle_with_verdict_round_trips_through_schema(tmp_path):
     traj = derive(CircleWalk(3, 3, "3/10"), steps=1, mu=1)
     data = json.loads(write_oracle(traj, tmp_path / "o.json", verdict=True).read_text())
-    jsonschema.validate(data, load_oracle_schema())
+    jsonschema.validate(data, load_schema("oracle"))
     witness = data["steps"][1]["verdict"]["is_proportional_to_ones"]["witness"]
     assert set(witness) == {"entries", "difference"} and isinstance(witness["difference"], int)
     difference = load_oracle(tmp_path / "o.json").node(witness["difference"])

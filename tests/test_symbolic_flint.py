@@ -1,10 +1,10 @@
-"""rwsymbolic's python-flint arithmetic (rwsymbolic._fastq) against the pure SymPy path and closed forms.
+"""rwsymbolic's python-flint arithmetic (rwsymbolic.engine._uniform) against the pure SymPy path and closed forms.
 
 The SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``) is the independent reference: it builds every value
 with SymPy's own Rational and expression arithmetic, so equal objects on both paths mean the fmpq
 arithmetic reproduced SymPy's exact values (rationals have one reduced form: ``==`` is identity of value).
 From t = 2 on the values are rational functions of named exponential atoms, written as different trees
-by the two paths; they are compared through ``rwsymbolic._fastatoms.fraction_form`` (reduced fractions
+by the two paths; they are compared through ``rwsymbolic.engine._atom_pass.fraction_form`` (reduced fractions
 over the atoms: equal forms are equal values) and, independently of FLINT, by SymPy's evaluation with
 the atoms at rational points.
 """
@@ -19,20 +19,17 @@ import pytest
 import sympy as sp
 from flint import fmpq
 
-from rwsymbolic import _fastq, derive
-from rwsymbolic._atoms import definition, expand_atoms, has_atoms
-from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import _unique_rows, group_pass, population_inputs
-from rwsymbolic._fastatoms import atom_pass, descend, fraction_form
-from rwsymbolic._fastpoly import polynomial_pass
-from rwsymbolic._fastq import (
-    ARITHMETIC_ENV,
-    exact_sum,
-    rational_derivative,
-    tree_sum,
-    uniform_pass,
-    use_flint,
-)
+from rwsymbolic import derive
+from rwsymbolic.arithmetic import _rational
+from rwsymbolic.arithmetic._atoms import definition, expand_atoms, has_atoms
+from rwsymbolic.arithmetic._fractions import fraction_form
+from rwsymbolic.arithmetic._rational import ARITHMETIC_ENV, descend, exact_sum, tree_sum, use_flint
+from rwsymbolic.engine._atom_pass import atom_pass
+from rwsymbolic.engine._derive import make_loss
+from rwsymbolic.engine._groups import _unique_rows, group_pass
+from rwsymbolic.engine._polynomial_pass import polynomial_pass
+from rwsymbolic.engine._population import population_inputs
+from rwsymbolic.engine._uniform import rational_derivative, uniform_pass
 from rwtasks import CircleWalk, lazy_circle_walk, majority_task, qa_task1
 
 _VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
@@ -68,7 +65,7 @@ def _count_fast_passes(monkeypatch, name="uniform_pass") -> list[bool]:
             taken.append(out is not None)
             return out
 
-        monkeypatch.setattr(f"rwsymbolic._expect.{key}", spy)
+        monkeypatch.setattr(f"rwsymbolic.engine._groups.{key}", spy)
     return taken
 
 
@@ -420,4 +417,4 @@ def test_arithmetic_switch(monkeypatch):
     monkeypatch.setenv(ARITHMETIC_ENV, "gmp")
     with pytest.raises(ValueError, match=r"RWSYMBOLIC_ARITHMETIC='gmp' must be 'flint' or 'sympy'"):
         use_flint()
-    assert _fastq.to_sympy(fmpq(-6, 4)) == sp.Rational(-3, 2)
+    assert _rational.to_sympy(fmpq(-6, 4)) == sp.Rational(-3, 2)

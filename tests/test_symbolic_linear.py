@@ -1,4 +1,4 @@
-"""Transfer-matrix first moments of circle walks (rwsymbolic._circle_linear) against enumeration."""
+"""Transfer-matrix first moments of circle walks (rwsymbolic.engine._moments) against enumeration."""
 
 from __future__ import annotations
 

@@ -15,16 +15,16 @@ import pytest
 import sympy as sp
 
 from rwcli.main import main
+from rwio import load_schema
 from rwnumeric import load_oracle as numeric_load_oracle
 from rwsymbolic import (
     derive,
     job_estimate,
     load_oracle,
-    load_oracle_schema,
     per_input_path,
     write_oracle,
 )
-from rwsymbolic._decide import is_zero
+from rwsymbolic.arithmetic._decide import is_zero
 from rwsymbolic.oracle._nodes import NodeTable, decode_nodes
 from rwtasks import CircleWalk, symbol
 
@@ -45,7 +45,7 @@ def _atom_value(state, key):
 def test_oracle_validates_and_reads_back_exactly(tmp_path, rational_traj):
     path = write_oracle(rational_traj, tmp_path / "o.json")
     data = json.loads(path.read_text())
-    jsonschema.validate(data, load_oracle_schema())  # the node table included
+    jsonschema.validate(data, load_schema("oracle"))  # the node table included
     assert data["version"] == 2 and data["config"]["per_input"] is True
     assert data["model"]["parameters"] == {"V": [3, 3], "w_tok": [3], "c": [4]}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.inputs.npz", "o.json"]  # no temporary file left
@@ -149,7 +149,7 @@ def test_symbolic_oracle_has_null_doubles_and_the_loader_refuses(tmp_path):
     tr = derive(CircleWalk(3, 3, "p"), 1, loss="any")
     path = write_oracle(tr, tmp_path / "s.json", per_input=False)
     data = json.loads(path.read_text())
-    jsonschema.validate(data, load_oracle_schema())
+    jsonschema.validate(data, load_schema("oracle"))
     assert data["steps"][1]["V"]["float"] is None and data["steps"][1]["V"]["error"] is None
     back = load_oracle(path, exact=True)
     assert sp.expand(back.steps[1]["V"][0, 1] - tr.states[1].V[0, 1]) == 0
@@ -310,7 +310,7 @@ def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
     assert "t = 2" in proc.stdout and "accuracy" in proc.stdout
     assert "rw derive: estimated" in proc.stderr
     data = json.loads(out.read_text())
-    jsonschema.validate(data, load_oracle_schema())
+    jsonschema.validate(data, load_schema("oracle"))
     assert data["config"]["p"] == "7/10" and len(data["steps"]) == 3 and per_input_path(out).is_file()
 
 
@@ -318,7 +318,7 @@ def test_decimal_value_of_atom_form_values_equals_sympy_evalf_of_the_expanded_va
     # Independent evaluation: SymPy's evalf on the plain (expanded) expression, at step 3 where the
     # exact values hold nested exponentials.
     from rwsymbolic import decimal_value
-    from rwsymbolic._atoms import expand_atoms, has_atoms
+    from rwsymbolic.arithmetic._atoms import expand_atoms, has_atoms
 
     state = derive(CircleWalk(3, 4, "3/10"), 3, eta=1, eps="1/10", mu=1).states[3]
     values = list(state.atom_form("V")) + list(state.atom_form("c"))

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from rwio import load_schema
 from rwsymbolic import signal_matrix, signal_offsets, signal_report, vanishing_set
-from rwsymbolic._signal import (
+from rwsymbolic.analysis._signal import (
     VanishingSet,
     _labelled_lines,
     _roots_in_unit_interval,
-    load_signal_schema,
     signal_json,
     write_signal_json,
 )
@@ -501,8 +501,8 @@ def test_signal_json_of_a_symbolic_circle_holds_the_hand_derived_values():
     import jsonschema
 
     data = signal_json(signal_report(CircleWalk(3, 4, "p")))
-    jsonschema.Draft202012Validator(load_signal_schema()).validate(data)
-    assert load_signal_schema()["title"] == "rw signal output (format rw-signal, version 1)"
+    jsonschema.Draft202012Validator(load_schema("signal")).validate(data)
+    assert load_schema("signal")["title"] == "rw signal output (format rw-signal, version 1)"
     assert {k: data[k] for k in ("format", "version", "task", "K", "N", "vocab", "is_zero")} == {
         "format": "rw-signal",
         "version": 1,
@@ -535,7 +535,7 @@ def test_signal_json_of_a_symbolic_circle_holds_the_hand_derived_values():
 def test_signal_json_of_finite_tasks_holds_the_hand_derived_values():
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(load_signal_schema())
+    validator = jsonschema.Draft202012Validator(load_schema("signal"))
     q, task = _two_input_task()
     data = signal_json(signal_report(task))
     validator.validate(data)

@@ -11,14 +11,14 @@ import pytest
 import sympy as sp
 
 from rwcli.main import main
-from rwsymbolic import SIGNAL_SCHEMA_PATH, load_signal_schema
+from rwio import load_schema, schema_path
 from rwtasks import QA_VOCAB, symbol
 
 
 def _validate(path) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(load_signal_schema())
-    jsonschema.validate(data, load_signal_schema(), cls=jsonschema.Draft202012Validator)
+    jsonschema.Draft202012Validator.check_schema(load_schema("signal"))
+    jsonschema.validate(data, load_schema("signal"), cls=jsonschema.Draft202012Validator)
     return data
 
 
@@ -110,7 +110,7 @@ def test_console_command_exits_2_as_a_subprocess():
 
 
 def test_schema_file_ships_inside_the_package():
-    assert SIGNAL_SCHEMA_PATH.name == "signal.schema.json" and SIGNAL_SCHEMA_PATH.is_file()
+    assert schema_path("signal").name == "signal.schema.json" and schema_path("signal").is_file()
 
 
 def test_qa2_zero_signal_is_one_labelled_line_not_a_bare_matrix(capsys):

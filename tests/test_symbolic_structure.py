@@ -14,7 +14,7 @@ from rwsymbolic import (
     is_rank_one,
     w_token_columns_zero,
 )
-from rwsymbolic._decide import is_zero, sign
+from rwsymbolic.arithmetic._decide import is_zero, sign
 from rwtasks import CircleWalk, symbol
 
 

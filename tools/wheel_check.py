@@ -27,9 +27,8 @@ TESTING_PACKAGE = "rwcheck"
 SMOKE = """
 import json, rwnumeric, rwsymbolic, rwtasks
 assert rwnumeric.load_metrics_schema()["type"] == "object"
-assert rwsymbolic.load_oracle_schema()["type"] == "object"
-assert rwsymbolic.load_signal_schema()["type"] == "object"
-assert rwtasks.task_spec_schema()["type"] == "object"
+from rwio import SCHEMAS, load_schema
+assert all(load_schema(name)["type"] == "object" for name in SCHEMAS)
 print("schemas load from the installed packages")
 """
 ORACLE = """
@@ -70,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         names = zipfile.ZipFile(wheel).namelist()
         for data in (
             "rwnumeric/metrics.schema.json",
+            "rwsymbolic/analysis/signal.schema.json",
             "rwsymbolic/oracle/oracle.schema.json",
             "rwsymbolic/oracle/oracle-v1.schema.json",
             "rwcheck/_runtime.py",

@@ -9,20 +9,19 @@ beside it (readable with numpy alone). ``load_oracle(path)`` reads versions 1 an
 
 from rwsymbolic.oracle._columns import FORMAT as ORACLE_FORMAT
 from rwsymbolic.oracle._columns import VERSION as ORACLE_VERSION
-from rwsymbolic.oracle._columns import per_input_path
-from rwsymbolic.oracle._read import SCHEMA_PATHS, Oracle, load_oracle, load_oracle_schema, read_oracle
+from rwsymbolic.oracle._columns import PerInput, per_input_path, read_header, step_doubles
+from rwsymbolic.oracle._read import Oracle, load_oracle, read_oracle
 from rwsymbolic.oracle._write import SHORT_CHARS, verdict_json, write_oracle
 
-ORACLE_SCHEMA_PATH = SCHEMA_PATHS[ORACLE_VERSION]
-
 __all__ = [
+    "PerInput",
+    "read_header",
+    "step_doubles",
     "ORACLE_FORMAT",
-    "ORACLE_SCHEMA_PATH",
     "ORACLE_VERSION",
     "SHORT_CHARS",
     "Oracle",
     "load_oracle",
-    "load_oracle_schema",
     "per_input_path",
     "read_oracle",
     "verdict_json",

@@ -2,7 +2,7 @@
 
 The exact engine builds its values as SymPy expressions that share subtrees: the denominator
 D = 1 + Σ_j e_j of an input's attention enters each S_j, f and gradient term of that input, and every
-named exponential atom e = exp(a) (``rwsymbolic._atoms``) stands for an exponent a that is itself
+named exponential atom e = exp(a) (``rwsymbolic.arithmetic._atoms``) stands for an exponent a that is itself
 built from the previous step's state. Printed as strings, each shared subtree is repeated wherever it
 is used and each atom's exponent is written out in full inside every exp(...), so a file grows with
 the length of the expanded expressions (exponentially in the step). A node table writes each distinct
@@ -14,7 +14,7 @@ A node is one JSON value:
 * ``["sym", name]``: a real symbol of the task (p, eta, eps, mu, ...);
 * ``["+", i, j, ...]``, ``["*", i, j, ...]``, ``["^", base, exponent]``: sum, product, power;
 * ``["exp", i]``, ``["log", i]``: exp and log of node i;
-* ``["atom", i]``: a named exponential atom of the engine (``rwsymbolic._atoms``), exp of node i:
+* ``["atom", i]``: a named exponential atom of the engine (``rwsymbolic.arithmetic._atoms``), exp of node i:
   each atom is one node, its exponent defined once, at its own index;
 * ``["fn", name, i, ...]``: an undefined function (``ell`` and ``dell``, the abstract loss);
 * ``["piecewise", e1, c1, e2, c2, ...]``, ``[">", a, b]`` (and ``">="``, ``"<"``, ``"<="``,
@@ -35,7 +35,7 @@ from sympy.core.function import AppliedUndef
 from sympy.core.relational import Relational
 from sympy.functions.elementary.piecewise import ExprCondPair
 
-from rwsymbolic._atoms import definition, exp_atom
+from rwsymbolic.arithmetic._atoms import definition, exp_atom
 from rwtasks import symbol
 
 #: A node of the table (see the module docstring).
@@ -165,7 +165,7 @@ def decode_nodes(nodes: Sequence[Node], atoms: str = "exp") -> list[sp.Basic]:
     """Every node of a table as a SymPy object, in order (shared subexpressions stay shared).
 
     ``atoms="exp"`` gives plain SymPy (``exp(a)`` for every exponential); ``atoms="named"`` gives the
-    exact engine's named atoms for the ``atom`` nodes (``rwsymbolic._atoms.exp_atom``: the same objects
+    exact engine's named atoms for the ``atom`` nodes (``rwsymbolic.arithmetic._atoms.exp_atom``: the same objects
     the engine computes with in this process).
     Trees are rebuilt as written, without SymPy's re-evaluation (same values).
 

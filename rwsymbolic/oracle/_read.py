@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 from pathlib import Path
@@ -12,23 +11,15 @@ import jsonschema
 import numpy as np
 import sympy as sp
 
+from rwio import load_schema
 from rwsymbolic.oracle._columns import PerInput, read_header, step_doubles
 from rwsymbolic.oracle._nodes import decode_nodes, nested_map
 
-SCHEMA_PATHS = {
-    1: Path(__file__).with_name("oracle-v1.schema.json"),
-    2: Path(__file__).with_name("oracle.schema.json"),
-}
+#: The schema of each oracle version (``rwio.load_schema``): 2 is the one written, 1 the one before.
+SCHEMA_NAMES = {1: "oracle-v1", 2: "oracle"}
 #: The names of the per-step values (version 1 and 2) and of the per-input ones.
 STEP_VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
 PER_INPUT_VALUES = ("logits", "S", "f")
-
-
-def load_oracle_schema(version: int = 2) -> dict:
-    """The JSON Schema of oracle headers of ``version`` (2, the one written; 1, the one before)."""
-    if version not in SCHEMA_PATHS:
-        raise ValueError(f"version={version!r}: oracle schemas exist for versions {sorted(SCHEMA_PATHS)}")
-    return json.loads(SCHEMA_PATHS[version].read_text(encoding="utf-8"))
 
 
 class Oracle:
@@ -144,7 +135,7 @@ class Oracle:
 
     def _nodes(self, atoms: str) -> list[sp.Basic]:
         """The node table decoded once per kind of atoms ("exp" or "named")."""
-        from rwsymbolic._json import long_integers
+        from rwsymbolic.arithmetic._json import long_integers
 
         if atoms not in self._decoded:
             with long_integers():
@@ -153,7 +144,7 @@ class Oracle:
 
     @cached_property
     def _v1_names(self) -> dict[str, object]:
-        from rwsymbolic._derive import DELL, ELL
+        from rwsymbolic.engine._derive import DELL, ELL
         from rwtasks import symbol
 
         names: dict[str, object] = {"ell": ELL, "dell": DELL}
@@ -177,7 +168,7 @@ class Oracle:
 
 
 def _parse(node: object, names: dict) -> object:
-    from rwsymbolic._json import long_integers
+    from rwsymbolic.arithmetic._json import long_integers
 
     if isinstance(node, list):
         return [_parse(n, names) for n in node]
@@ -212,7 +203,7 @@ def load_oracle(path: str | os.PathLike, exact: bool = False, verify: bool = Fal
     # more than reading it.
     body = {**header, "nodes": []} if header["version"] >= 2 else header
     try:
-        jsonschema.validate(body, load_oracle_schema(header["version"]))
+        jsonschema.validate(body, load_schema(SCHEMA_NAMES[header["version"]]))
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{path}: not a valid oracle header at {where}: {err.message[:200]}") from None

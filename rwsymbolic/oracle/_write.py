@@ -29,9 +29,9 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwio import write_files_atomic
-from rwsymbolic._cost import PER_INPUT_LIMIT
-from rwsymbolic._derive import StepState, Trajectory
-from rwsymbolic._json import long_integers
+from rwsymbolic.arithmetic._json import long_integers
+from rwsymbolic.engine._cost import PER_INPUT_LIMIT
+from rwsymbolic.engine._derive import StepState, Trajectory
 from rwsymbolic.oracle._balls import BallTable
 from rwsymbolic.oracle._columns import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
 from rwsymbolic.oracle._nodes import NodeTable, nested_map
@@ -101,8 +101,8 @@ def verdict_json(state: StepState, table: NodeTable | None = None) -> dict:
     With a node table, an exact witness difference is written as its node index
     (``"witness": {"name": index}``) instead of its text, and strings stay strings.
     """
-    from rwsymbolic._json import exact_string
-    from rwsymbolic._structure import outcome, structure_verdicts
+    from rwsymbolic.analysis._structure import outcome, structure_verdicts
+    from rwsymbolic.arithmetic._json import exact_string
 
     out: dict[str, dict] = {}
     for name, check in structure_verdicts(state).items():

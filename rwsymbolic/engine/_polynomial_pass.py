@@ -6,7 +6,7 @@ initialisation): the group weights w_g, f = S Σ_s T[g, s] V[:, s] and z_g = f_g
 and adds these as nested expression trees; here they are ``fmpq_mpoly`` polynomials (FLINT's sparse
 polynomials with rational coefficients, one variable per symbol), added and multiplied in C.
 
-The loss derivative ℓ'(z) = n(z)/d(z) (log and squared losses, ``rwsymbolic._fastq.rational_derivative``)
+The loss derivative ℓ'(z) = n(z)/d(z) (log and squared losses, ``rwsymbolic.engine._uniform.rational_derivative``)
 is a rational function of z_g, so each gradient entry S Σ_g w_g ℓ'(z_g) x_g (Lemma B.1) is a sum of
 rational functions of the symbols. The groups with equal z share ℓ'(z) and are added first; the
 entry is written as a polynomial plus Σ_d r_d / d, one fraction per distinct reduced denominator
@@ -16,12 +16,12 @@ denominators of degree N - 1 together; the sum of reduced fractions stays as lar
 the squared loss ℓ' is a polynomial and every entry is one polynomial.
 
 The SymPy objects are built from FLINT's terms without SymPy's sorting and recorded as free of
-exponential atoms (``rwsymbolic._atoms.record_plain``), so the engine's later scans of the large
+exponential atoms (``rwsymbolic.arithmetic._atoms.record_plain``), so the engine's later scans of the large
 sums look them up instead of walking them.
 
 The values equal the SymPy path's (``RWSYMBOLIC_ARITHMETIC=sympy``); the trees differ (expanded
 polynomials here, SymPy's nested products there) and compare equal through
-``rwsymbolic._fastatoms.fraction_form``. A state that is not polynomial (exponential atoms, 1/p,
+``rwsymbolic.engine._atom_pass.fraction_form``. A state that is not polynomial (exponential atoms, 1/p,
 undefined functions), a loss whose ℓ' is not a rational function of z with rational coefficients
 (exp, abstract, symbolic ε) or logits that are not all equal to the query's leave the pass to SymPy.
 """
@@ -29,30 +29,25 @@ undefined functions), a loss whose ℓ' is not a rational function of z with rat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
 from flint import fmpq, fmpq_mpoly
 
-from rwsymbolic._atoms import free_symbols, has_atoms, has_undefined, record_plain
-from rwsymbolic._fastatoms import _add, _Canonical, _reduce, polynomial_context
-from rwsymbolic._fastq import (
-    _COPRIME,
+from rwsymbolic.arithmetic._atoms import free_symbols, has_atoms, has_undefined, record_plain
+from rwsymbolic.arithmetic._fractions import Canonical, polynomial_context, reduce_fraction
+from rwsymbolic.arithmetic._rational import COPRIME, add_ordered, to_sympy, tree_sum
+from rwsymbolic.engine._population import Loss
+from rwsymbolic.engine._uniform import (
     Groups,
-    _RationalDerivative,
+    RationalDerivative,
     derivative_at,
     gradient_fields,
     gradient_rows,
     rational_derivative,
-    to_sympy,
     token_counts,
-    tree_sum,
     uniform_fields,
 )
-
-if TYPE_CHECKING:  # _expect imports this module; the types only
-    from rwsymbolic._expect import Loss
 
 
 class _Polynomials:
@@ -61,7 +56,7 @@ class _Polynomials:
     def __init__(self, symbols: list[sp.Symbol]) -> None:
         self.symbols = symbols
         self.ctx = polynomial_context(symbols)
-        self.canonical = _Canonical(self.ctx, symbols)
+        self.canonical = Canonical(self.ctx, symbols)
         self._sympy: dict[str, sp.Expr] = {}
         self._powers: dict[tuple[int, ...], tuple[sp.Expr, ...]] = {}
         self._all = frozenset(symbols)
@@ -98,7 +93,7 @@ class _Polynomials:
     def _build(self, poly: fmpq_mpoly) -> sp.Expr:
         numbers: list[sp.Expr] = []
         terms: list[sp.Expr] = []
-        monomial, coprime = self._monomial, _COPRIME
+        monomial, coprime = self._monomial, COPRIME
         for exps, c in zip(poly.monoms(), poly.coeffs(), strict=True):
             mono = monomial(exps)
             if not mono:
@@ -158,12 +153,12 @@ def polynomial_pass(
     loss: Loss,
     gradients: bool,
 ) -> dict[str, object] | None:
-    """The fields of ``rwsymbolic._expect.GroupPass`` with polynomial entries in ``fmpq_mpoly``, or None.
+    """The fields of ``rwsymbolic.engine._groups.GroupPass`` with polynomial entries in ``fmpq_mpoly``, or None.
 
     Applicable when V, w_tok, c, μ (where c ≠ 0) and the input probabilities are polynomials with
     rational coefficients in the state's symbols, every logit x_jᵀ w_tok + μ c_j equals the query's
     μ c_N (S_j = 1/N exactly), and ℓ' is a rational function of z with rational coefficients. The
-    formulas are ``rwsymbolic._fastq.uniform_pass``'s (Lemma B.1 with e_j = 1); the gradient entries
+    formulas are ``rwsymbolic.engine._uniform.uniform_pass``'s (Lemma B.1 with e_j = 1); the gradient entries
     are sums of reduced fractions, one per distinct denominator (module docstring).
 
     >>> from rwsymbolic import derive
@@ -244,7 +239,7 @@ def polynomial_pass(
 def _gradients(
     groups: Groups,
     ring: _Polynomials,
-    deriv: _RationalDerivative,
+    deriv: RationalDerivative,
     loss: Loss,
     Vp: list[list[fmpq_mpoly]],
     probs: list[fmpq_mpoly],
@@ -272,7 +267,7 @@ def _gradients(
         z = z_of[u]
         if z.is_constant() and derivative_at(deriv, loss, _constant_term(z)) is None:
             return None  # a number outside ℓ's domain, checked as SymPy checks it
-        nd.append(_reduce(*deriv.parts(z)))
+        nd.append(reduce_fraction(*deriv.parts(z)))
 
     r_tok, r_c, r_q = gradient_rows(K, L, inputs.rotation)
     # factor codes b = y·K + s for V[y, s] - z, ONE for 1, MINUS_Z for -z
@@ -351,7 +346,7 @@ def _gradients(
         if univariate:  # num/d = q + r/d with deg r < deg d: the quotients join the polynomial part
             q, num = divmod(num, d)
             whole[entry].append(q)
-        num, den = _reduce(num, d)
+        num, den = reduce_fraction(num, d)
         if num.is_zero():
             continue
         if den.is_one():  # the numerator is a multiple of the denominator
@@ -362,7 +357,7 @@ def _gradients(
         )  # a cancelled factor: a new denominator
         assert inv is not None
         fractions[entry].append(ring.fraction(num, den, inv))
-    values = [_add([ring.sympy(tree_sum(w)), *f]) for w, f in zip(whole, fractions, strict=True)]
+    values = [add_ordered([ring.sympy(tree_sum(w)), *f]) for w, f in zip(whole, fractions, strict=True)]
     return gradient_fields(values, K, inputs.rotation)
 
 

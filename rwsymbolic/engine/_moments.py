@@ -108,14 +108,14 @@ def _offset_sums(K: int, N: int, p: sp.Expr) -> tuple[object, ...]:
     return tuple(sums)
 
 
-def _signal_offset_polys(K: int, N: int) -> tuple[Any, ...]:
+def signal_offset_polys(K: int, N: int) -> tuple[Any, ...]:
     """The signal's circulant entries c_d = Σ_{m=1}^{N-1} c_m[d]/(K(N-1)) - 1/K² as elements of QQ[t]
     (t standing for p): what ``vanishing_set`` takes the gcd of without SymPy expressions."""
     scale, mean = QQ(1, K * (N - 1)), QQ(1, K * K)
     return tuple(total * scale - mean for total in _offset_sums(K, N, _T.as_expr()))
 
 
-def _circulant(first_row: list[sp.Expr] | tuple[sp.Expr, ...], transpose: bool = False) -> sp.Matrix:
+def circulant(first_row: list[sp.Expr] | tuple[sp.Expr, ...], transpose: bool = False) -> sp.Matrix:
     """The circulant matrix with [M]_{ij} = first_row[(j - i) mod K] (or (i - j) if ``transpose``)."""
     K = len(first_row)
     sign = -1 if transpose else 1
@@ -136,7 +136,7 @@ def transition_power(walk: CircleWalk, m: int) -> sp.Matrix:
     limit = MAX_STRUCTURED_N if _is_rational(walk.p) else MAX_SYMBOLIC_N
     if m > limit:
         raise ValueError(f"m={m} is too large for an exact power of Π here: m must be <= {limit}")
-    return _circulant([_to_expr(c, walk.p) for c in _displacement_laws(walk.K, m, walk.p)[m]])
+    return circulant([_to_expr(c, walk.p) for c in _displacement_laws(walk.K, m, walk.p)[m]])
 
 
 def expected_label_token_outer(walk: CircleWalk, i: int) -> sp.Matrix:
@@ -154,7 +154,7 @@ def expected_label_token_outer(walk: CircleWalk, i: int) -> sp.Matrix:
         raise ValueError(f"i={i!r} must be a token position in 1..N-1 = 1..{N - 1}")
     _check_size(walk)
     law = _displacement_laws(walk.K, N - i, walk.p)[N - i]
-    return _circulant([_to_expr(c, walk.p) / walk.K for c in law], transpose=True)
+    return circulant([_to_expr(c, walk.p) / walk.K for c in law], transpose=True)
 
 
 def label_token_offsets(walk: CircleWalk) -> tuple[sp.Expr, ...]:
@@ -183,7 +183,7 @@ def label_token_sum(walk: CircleWalk) -> sp.Matrix:
     [1/3,   0,   0],
     [  0, 1/3,   0]])
     """
-    return _circulant(label_token_offsets(walk), transpose=True)
+    return circulant(label_token_offsets(walk), transpose=True)
 
 
 @dataclass(frozen=True)

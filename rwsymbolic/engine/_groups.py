@@ -15,98 +15,23 @@ weights, which numpy counts exactly (integers times the task's exact probabiliti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
-from rwsymbolic._atoms import exp_atom, free_symbols, has_undefined
-from rwsymbolic._circle_linear import _circulant
-from rwsymbolic._decide import sign
-from rwsymbolic._fastatoms import atom_pass
-from rwsymbolic._fastpoly import polynomial_pass
-from rwsymbolic._fastq import Groups, exact_sum, exact_weights, rational_state, uniform_pass, use_flint
-from rwtasks import CircleWalk, Population
+from rwsymbolic.arithmetic._atoms import exp_atom, free_symbols, has_undefined
+from rwsymbolic.arithmetic._decide import sign
+from rwsymbolic.arithmetic._rational import exact_sum, use_flint
+from rwsymbolic.engine._atom_pass import atom_pass
+from rwsymbolic.engine._moments import circulant
+from rwsymbolic.engine._polynomial_pass import polynomial_pass
+from rwsymbolic.engine._population import Loss, SummedPopulation
+from rwsymbolic.engine._uniform import Groups, exact_weights, rational_state, uniform_pass
 
-#: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
-MAX_INPUTS = 2**22
 #: Largest exact work of one step, in (group x position) terms; beyond it we refuse with the estimate.
 MAX_WORK = 4_000_000
-
-
-@dataclass(frozen=True)
-class SummedPopulation:
-    """The inputs the engine sums over: a ``rwtasks.Population`` and whether sums are rotation-averaged.
-
-    A view, not a second copy of the data: tokens, labels and exact probabilities are the population's.
-    With ``rotation`` the population is the circle walks rooted at node 0 (``CircleWalk.rooted_population``,
-    probabilities summing to 1/K) and the full population is their K rotations (input i rotated by r is
-    full-population input r*n + i); without it, it is the task's whole population.
-    """
-
-    population: Population
-    rotation: bool
-
-    @property
-    def tokens(self) -> np.ndarray:
-        return self.population.tokens
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.population.labels
-
-    @property
-    def prob_index(self) -> np.ndarray:
-        return self.population.prob_index
-
-    @property
-    def prob_values(self) -> tuple[sp.Expr, ...]:
-        return self.population.prob_values
-
-    @property
-    def K(self) -> int:
-        return self.population.K
-
-    @property
-    def size(self) -> int:
-        return self.population.size
-
-    @property
-    def N(self) -> int:
-        return self.population.N
-
-    @property
-    def population_size(self) -> int:
-        """Number of inputs of the full population (K times the rooted set under rotation)."""
-        return self.size * (self.K if self.rotation else 1)
-
-
-def rooted_walks(task: CircleWalk) -> SummedPopulation:
-    """The circle walks starting at node 0, in the order of ``task.population()``'s first block."""
-    steps = task.N - 1
-    if 2**steps > MAX_INPUTS:
-        raise ValueError(
-            f"CircleWalk(K={task.K}, N={task.N}): exact expectations enumerate 2^(N-1) = "
-            f"{float(2**steps):.3g} rooted walks, above the limit {MAX_INPUTS}; use N <= "
-            f"{MAX_INPUTS.bit_length()} or rwnumeric for sampled training"
-        )
-    return SummedPopulation(task.rooted_population(limit=MAX_INPUTS), rotation=True)
-
-
-def population_inputs(population: Population) -> SummedPopulation:
-    """A whole population as the engine's input set (no symmetry used)."""
-    return SummedPopulation(population, rotation=False)
-
-
-@dataclass(frozen=True)
-class Loss:
-    """ℓ and ℓ' as functions of an exact expression z = e_yᵀ f."""
-
-    name: str
-    value: Callable[[sp.Expr], sp.Expr]
-    derivative: Callable[[sp.Expr], sp.Expr]
 
 
 @dataclass
@@ -319,7 +244,7 @@ def group_pass(
 def _symmetrise_matrix(G0: sp.Matrix) -> sp.Matrix:
     """Σ_r R^r G0 R^-r: entry (i, j) depends only on (i - j) mod K (the rotation average of G0)."""
     K = G0.rows
-    return _circulant([exact_sum([G0[(i + d) % K, i] for i in range(K)]) for d in range(K)], transpose=True)
+    return circulant([exact_sum([G0[(i + d) % K, i] for i in range(K)]) for d in range(K)], transpose=True)
 
 
 def _symmetrise_vector(v0: list[sp.Expr]) -> list[sp.Expr]:

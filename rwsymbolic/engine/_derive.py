@@ -19,20 +19,12 @@ from typing import Literal, overload
 import sympy as sp
 from tqdm import tqdm
 
-from rwsymbolic._atoms import expand_atoms, has_atoms
-from rwsymbolic._cost import job_estimate
-from rwsymbolic._decide import nearest_float, sign
-from rwsymbolic._expect import (
-    MAX_INPUTS,
-    GroupPass,
-    Loss,
-    SummedPopulation,
-    group_pass,
-    population_inputs,
-    rooted_walks,
-)
-from rwsymbolic._fastatoms import descend
-from rwsymbolic._fastq import use_flint
+from rwsymbolic.arithmetic._atoms import expand_atoms, has_atoms
+from rwsymbolic.arithmetic._decide import nearest_float, sign
+from rwsymbolic.arithmetic._rational import descend, use_flint
+from rwsymbolic.engine._cost import job_estimate
+from rwsymbolic.engine._groups import GroupPass, group_pass
+from rwsymbolic.engine._population import MAX_INPUTS, Loss, SummedPopulation, population_inputs, rooted_walks
 from rwtasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -91,7 +83,7 @@ class StepState:
     V (K×K), w_tok (K×1, token part of W(t)x̃_N), c (N×1, w_pos = Σ_j c_j p_j). Per-input lists
     (``logits``, ``S``, ``f``, ``z``) follow the order of ``task.population()``. Attributes are plain
     SymPy expressions; ``atom_form(name)`` gives the same value with nested exponentials as named
-    atoms (``rwsymbolic._atoms``), which is what the engine computes with and what prints and
+    atoms (``rwsymbolic.arithmetic._atoms``), which is what the engine computes with and what prints and
     evaluates fast on late steps.
     """
 

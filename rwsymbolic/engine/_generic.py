@@ -1,7 +1,7 @@
 """Exact population gradient descent for any model of the registry (``rw derive --model``).
 
 The generic path: the model's one definition (``rwmodels``) evaluated and differentiated in the exact arithmetic
-(``rwsymbolic._arith.EXACT``) on the task's whole population, positions P rational with PᵀP = μI
+(``rwsymbolic.arithmetic._models.EXACT``) on the task's whole population, positions P rational with PᵀP = μI
 (``rwmodels.rational_positions``). The paper's model from zero init has its fast path, the reduced engine
 ``rwsymbolic.derive`` (tests/test_models.py shows it equal to this one); every other model, and any model from a
 non-zero start, runs here.
@@ -23,9 +23,9 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwmodels import Batch, Evaluation, Model, batch, descend, rational_positions
-from rwsymbolic._arith import EXACT, ExactLoss, exact_element
-from rwsymbolic._derive import make_loss
-from rwsymbolic._expect import Loss
+from rwsymbolic.arithmetic._models import EXACT, ExactLoss, exact_element
+from rwsymbolic.engine._derive import make_loss
+from rwsymbolic.engine._population import Loss
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
 
 #: Initialisations of the generic path.

@@ -1,6 +1,6 @@
 """Exact structure predicates on trajectory states (docs/theory.md#statements), each with a witness when false.
 
-Every predicate compares exact expressions through ``rwsymbolic._decide.is_zero``: equal means the
+Every predicate compares exact expressions through ``rwsymbolic.arithmetic._decide.is_zero``: equal means the
 difference is proved zero by algebra, different means it is far from zero at an evaluation point.
 If neither can be shown, the result is ``Check(holds=False, decided=False, ...)`` and says so.
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from rwsymbolic._atoms import expand_atoms
-from rwsymbolic._decide import is_zero
-from rwsymbolic._derive import StepState
-from rwsymbolic._json import exact_string
+from rwsymbolic.arithmetic._atoms import expand_atoms
+from rwsymbolic.arithmetic._decide import is_zero
+from rwsymbolic.arithmetic._json import exact_string
+from rwsymbolic.engine._derive import StepState
 
 #: Witness differences up to this many operations are shown as plain SymPy expressions.
 _MAX_EXPANDED_OPS = 400

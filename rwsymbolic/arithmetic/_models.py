@@ -1,7 +1,7 @@
 """The exact arithmetic of ``rwmodels``: SymPy elements in numpy object arrays, decisions by ``_decide.sign``.
 
 Every model of the registry runs exactly through it (``rwsymbolic.derive_model``): rationals stay rationals,
-exponentials stay exact as the engine's named atoms (``rwsymbolic._atoms.exp_atom``: exp(a) once per distinct a), and a comparison is decided by algebra or by a
+exponentials stay exact as the engine's named atoms (``rwsymbolic.arithmetic._atoms.exp_atom``: exp(a) once per distinct a), and a comparison is decided by algebra or by a
 certified evaluation, never by a rounded value (docs/guide/exact.md).
 """
 
@@ -17,8 +17,8 @@ from flint import fmpq
 from sympy.core.sympify import converter
 
 from rwmodels import ObjectArithmetic
-from rwsymbolic._atoms import exp_atom
-from rwsymbolic._decide import nearest_float, sign
+from rwsymbolic.arithmetic._atoms import exp_atom
+from rwsymbolic.arithmetic._decide import nearest_float, sign
 
 # A rational element is a python-flint fmpq (tens of times faster than a SymPy Rational on the long
 # rationals of late steps); it meets SymPy expressions as the Rational it is.

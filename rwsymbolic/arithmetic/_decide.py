@@ -24,7 +24,7 @@ from mpmath import iv
 from mpmath.libmp import to_float
 from sympy.core.function import AppliedUndef
 
-from rwsymbolic._atoms import definition, expand_atoms, free_symbols, has_atoms, has_undefined
+from rwsymbolic.arithmetic._atoms import definition, expand_atoms, free_symbols, has_atoms, has_undefined
 
 if TYPE_CHECKING:
     from mpmath.ctx_iv import ivmpf  # the interval type of ``iv``: every enclosure is one
@@ -173,7 +173,7 @@ def sign(expr: sp.Expr) -> int | None:
 _PRECISIONS = (64, 256, 1024, 4096)
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """An expression node the interval evaluator does not handle (the caller falls back)."""
 
 
@@ -188,10 +188,10 @@ def enclose(expr: sp.Expr, prec: int, point: dict | None = None) -> ivmpf:
     """A rigorous interval (mpmath ``iv``, ``prec`` bits) containing the value of ``expr``.
 
     Subexpressions shared by identity are evaluated once, so nested exponentials that SymPy's own
-    ``evalf`` re-walks at every occurrence cost one visit each. Named atoms (``rwsymbolic._atoms``) are
+    ``evalf`` re-walks at every occurrence cost one visit each. Named atoms (``rwsymbolic.arithmetic._atoms``) are
     evaluated as the exponentials they stand for. ``point`` maps free symbols to rationals, and an
     applied undefined function (the abstract loss) is evaluated as the smooth stand-in of
-    ``_witness_point``. Raises ``_Unsupported`` for anything else (e.g. ``Piecewise``).
+    ``_witness_point``. Raises ``Unsupported`` for anything else (e.g. ``Piecewise``).
 
     >>> import sympy as sp
     >>> x = enclose(sp.exp(sp.Rational(1, 2)) - sp.Rational(41, 25), 64)
@@ -237,13 +237,13 @@ def _enclose(node: sp.Basic, memo: dict[int, tuple[sp.Basic, ivmpf]], point: dic
         elif node.exp == -sp.S.Half and base.a > 0:
             value = 1 / iv.sqrt(base)
         else:
-            raise _Unsupported(node)
+            raise Unsupported(node)
     elif isinstance(node, sp.exp):
         value = iv.exp(_enclose(node.args[0], memo, point))
     elif isinstance(node, sp.log):
         arg = _enclose(node.args[0], memo, point)
         if not arg.a > 0:
-            raise _Unsupported(node)
+            raise Unsupported(node)
         value = iv.log(arg)
     elif node.is_Symbol:
         arg = definition(node)
@@ -252,7 +252,7 @@ def _enclose(node: sp.Basic, memo: dict[int, tuple[sp.Basic, ivmpf]], point: dic
         elif node in point:
             value = _enclose(point[node], memo, point)
         else:
-            raise _Unsupported(node)
+            raise Unsupported(node)
     elif isinstance(node, AppliedUndef) and len(node.args) == 1:
         value = _smooth_stand_in(_enclose(node.args[0], memo, point))
     elif node is sp.pi:
@@ -260,9 +260,9 @@ def _enclose(node: sp.Basic, memo: dict[int, tuple[sp.Basic, ivmpf]], point: dic
     elif node is sp.E:
         value = iv.e
     else:
-        raise _Unsupported(node)
+        raise Unsupported(node)
     if not all(math.isfinite(to_float(end)) for end in value._mpi_):
-        raise _Unsupported(node)  # a division by an interval containing zero
+        raise Unsupported(node)  # a division by an interval containing zero
     memo[key] = (node, value)
     return value
 
@@ -280,7 +280,7 @@ def interval_sign(expr: sp.Expr, point: dict | None = None) -> int | None:
     for prec in _PRECISIONS:
         try:
             value = enclose(expr, prec, point)
-        except _Unsupported:
+        except Unsupported:
             return None
         if value.a > 0:
             return 1
@@ -302,7 +302,7 @@ def nearest_float(expr: sp.Expr) -> float | None:
     for prec in _PRECISIONS:
         try:
             value = enclose(expr, prec)
-        except _Unsupported:
+        except Unsupported:
             return None
         lo, hi = (to_float(end, rnd="n") for end in value._mpi_)
         if lo == hi:

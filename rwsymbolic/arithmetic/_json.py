@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import mpmath
 import sympy as sp
 
-from rwsymbolic._atoms import AtomPrinter, expand_atoms, free_symbols, has_atoms, has_undefined
-from rwsymbolic._decide import _Unsupported, enclose, nearest_float
+from rwsymbolic.arithmetic._atoms import AtomPrinter, expand_atoms, free_symbols, has_atoms, has_undefined
+from rwsymbolic.arithmetic._decide import Unsupported, enclose, nearest_float
 
 
 @contextlib.contextmanager
@@ -71,7 +71,7 @@ def decimal_value(expr: object, digits: int = 30) -> sp.Float | None:
         for prec in (bits, 2 * bits, 4 * bits):
             try:
                 box = enclose(expr, prec)
-            except _Unsupported:  # a node the intervals do not cover (e.g. Piecewise): SymPy's evalf below
+            except Unsupported:  # a node the intervals do not cover (e.g. Piecewise): SymPy's evalf below
                 break
             with mpmath.workprec(
                 prec

@@ -13,9 +13,9 @@ does the same exact arithmetic in C. Two places use it:
 For a rational state every value handed back is a SymPy ``Rational`` equal to what SymPy computes
 (rationals have one reduced form, so the objects are identical). A state with symbols (symbolic p, or
 μ entering through equal logits) is polynomial in them: ``uniform_pass`` hands it to
-``rwsymbolic._fastpoly`` (FLINT's ``fmpq_mpoly``; equal values, expanded polynomials and sums of
+``rwsymbolic.engine._polynomial_pass`` (FLINT's ``fmpq_mpoly``; equal values, expanded polynomials and sums of
 reduced fractions as the expression trees). Passes whose attention has exponential atoms are
-``rwsymbolic._fastatoms``' (equal values, another expression tree); ``RWSYMBOLIC_ARITHMETIC=sympy``
+``rwsymbolic.engine._atom_pass``' (equal values, another expression tree); ``RWSYMBOLIC_ARITHMETIC=sympy``
 forces SymPy everywhere (the reference path, used by the benchmarks and the tests that compare the
 two).
 """
@@ -23,96 +23,23 @@ two).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import sympy as sp
-from flint import fmpq, fmpq_mat, fmpq_mpoly
+from flint import fmpq, fmpq_mat
 
-from rwsymbolic._circle_linear import _circulant
-
-if TYPE_CHECKING:  # _expect imports this module; the types only
-    from rwsymbolic._expect import Loss, SummedPopulation
-
-T = TypeVar("T", bound=Any)
-
-#: Environment variable choosing the arithmetic: "flint" (default) or "sympy" (pure SymPy reference).
-ARITHMETIC_ENV = "RWSYMBOLIC_ARITHMETIC"
-
-
-def use_flint() -> bool:
-    """True unless ``RWSYMBOLIC_ARITHMETIC`` is "sympy" (read at each call, so it can be switched)."""
-    choice = os.environ.get(ARITHMETIC_ENV, "flint").strip().lower()
-    if choice not in ("flint", "sympy"):
-        raise ValueError(f"{ARITHMETIC_ENV}={choice!r} must be 'flint' or 'sympy'")
-    return choice == "flint"
-
-
-#: SymPy >= 1.13 builds a Rational from coprime integers without a second gcd.
-_COPRIME = getattr(sp.Rational, "from_coprime_ints", None)
-
-
-def to_fmpq(x: sp.Rational) -> fmpq:
-    """The ``fmpq`` of a SymPy Rational (exact)."""
-    return fmpq(int(x.p), int(x.q))
-
-
-def to_sympy(x: fmpq) -> sp.Rational:
-    """The SymPy Rational of an ``fmpq`` (already reduced, so SymPy's gcd is skipped).
-
-    >>> to_sympy(to_fmpq(sp.Rational(-6, 4))), to_sympy(fmpq(0))
-    (-3/2, 0)
-    """
-    p, q = int(x.p), int(x.q)
-    return _COPRIME(p, q) if _COPRIME is not None else sp.Rational(p, q)
-
-
-#: An exact FLINT value: a rational, or a polynomial with rational coefficients (``rwsymbolic._fastpoly``).
-Exact = TypeVar("Exact", fmpq, fmpq_mpoly)
-
-
-def tree_sum(terms: Sequence[Exact]) -> Exact:
-    """Σ terms added pairwise as a balanced tree (``fmpq`` 0 for no terms).
-
-    Adding thousands of fractions with distinct denominators one by one makes every partial sum as
-    long as the final one (quadratic work); pairing keeps the operands of each addition of similar
-    size, so the large additions are few and FLINT's fast multiplication pays off.
-
-    >>> tree_sum([fmpq(1, 2), fmpq(1, 3), fmpq(1, 6)]), tree_sum([])
-    (1, 0)
-    """
-    level = list(terms)
-    if not level:
-        return cast(Any, fmpq(0))  # no polynomial ring to take a zero from
-    while len(level) > 1:
-        nxt = [a + b for a, b in zip(level[::2], level[1::2])]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
-
-
-def rational_sum(terms: Sequence[sp.Rational]) -> sp.Rational:
-    """Σ terms of SymPy Rationals, added as ``fmpq`` (``tree_sum``).
-
-    >>> rational_sum([sp.Rational(1, 3), sp.Rational(1, 6), sp.Integer(2)])
-    5/2
-    """
-    return to_sympy(tree_sum([fmpq(int(t.p), int(t.q)) for t in terms]))
-
-
-def _all_rational(values: Sequence[object]) -> bool:
-    return all(isinstance(v, sp.Basic) and v.is_Rational for v in values)
+from rwsymbolic.arithmetic._rational import Exact, T, all_rational, to_fmpq, to_sympy, tree_sum
+from rwsymbolic.engine._moments import circulant
+from rwsymbolic.engine._population import Loss, SummedPopulation
 
 
 def rational_state(
     V: sp.Matrix, w_tok: Sequence[sp.Expr], c: Sequence[sp.Expr], mu: sp.Expr, probs: Sequence[sp.Expr]
 ) -> bool:
     """True when a pass's state is for ``uniform_pass`` (rationals; μ rational or c = 0); else its
-    symbols make it ``rwsymbolic._fastpoly.polynomial_pass``'s.
+    symbols make it ``rwsymbolic.engine._polynomial_pass.polynomial_pass``'s.
 
     >>> zero = [sp.S.Zero] * 2
     >>> rational_state(sp.zeros(2, 2), zero, zero, sp.Symbol("mu"), [sp.Rational(1, 2)])
@@ -120,42 +47,16 @@ def rational_state(
     >>> rational_state(sp.zeros(2, 2), zero, zero, sp.Symbol("mu"), [sp.Symbol("p")])
     False
     """
-    mu_rational = _all_rational([mu])
-    return _all_rational([*V, *w_tok, *c, *probs]) and (mu_rational or all(cj == 0 for cj in c))
-
-
-def exact_sum(terms: list[sp.Expr]) -> sp.Expr:
-    """Σ terms, with the rational terms added as one balanced tree of unreduced fractions.
-
-    SymPy adds Rationals one by one and reduces each partial sum by a gcd; with thousands of distinct
-    large denominators that is quadratic and dominates a step. Here numerators and denominators are
-    combined pairwise and reduced once at the end (exactly the same value); with python-flint the
-    rational terms are added as ``fmpq`` in C instead (``rational_sum``).
-    """
-    if use_flint():
-        rational = [t for t in terms if t.is_Rational]
-        if len(rational) < 2:
-            return sp.Add(*terms)
-        return sp.Add(rational_sum(rational), *(t for t in terms if not t.is_Rational))
-    rationals = [(int(t.p), int(t.q)) for t in terms if t.is_Rational]
-    others = [t for t in terms if not t.is_Rational]
-    if len(rationals) < 2:
-        return sp.Add(*terms)
-    while len(rationals) > 1:
-        nxt = [(a * d + b * c, b * d) for (a, b), (c, d) in zip(rationals[::2], rationals[1::2])]
-        if len(rationals) % 2:
-            nxt.append(rationals[-1])
-        rationals = nxt
-    num, den = rationals[0]
-    return sp.Add(sp.Rational(num, den), *others)
+    mu_rational = all_rational([mu])
+    return all_rational([*V, *w_tok, *c, *probs]) and (mu_rational or all(cj == 0 for cj in c))
 
 
 @dataclass(frozen=True)
 class Groups:
     """The grouping of one exact group pass, shared by its three arithmetics.
 
-    ``rwsymbolic._expect.group_pass`` builds it; its SymPy loop, ``uniform_pass`` and
-    ``rwsymbolic._fastatoms.atom_pass`` read it.
+    ``rwsymbolic.engine._groups.group_pass`` builds it; its SymPy loop, ``uniform_pass`` and
+    ``rwsymbolic.engine._atom_pass.atom_pass`` read it.
 
     Attributes:
         inputs: the population (tokens, labels, probability values and indices).
@@ -216,7 +117,7 @@ def exact_weights(
     return {key: total(key_terms) for key, key_terms in terms.items()}
 
 
-class _RationalDerivative:
+class RationalDerivative:
     """ℓ' as a rational function num(z)/den(z) with rational coefficients, evaluated in ``fmpq``."""
 
     def __init__(self, num: list[fmpq], den: list[fmpq]) -> None:
@@ -234,10 +135,10 @@ class _RationalDerivative:
         return self._horner(self.num, z), self._horner(self.den, z)
 
 
-_DERIVATIVES: dict[int, tuple[Callable, _RationalDerivative | None]] = {}
+_DERIVATIVES: dict[int, tuple[Callable, RationalDerivative | None]] = {}
 
 
-def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> _RationalDerivative | None:
+def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> RationalDerivative | None:
     """ℓ' as a rational function of z with rational coefficients, or None (exp-loss, abstract loss).
 
     >>> d = rational_derivative(lambda z: -1 / (z + sp.Rational(1, 10)))
@@ -251,13 +152,11 @@ def rational_derivative(derivative: Callable[[sp.Expr], sp.Expr]) -> _RationalDe
     if hit is not None and hit[0] is derivative:
         return hit[1]
     z = sp.Dummy("z")
-    out: _RationalDerivative | None = None
+    out: RationalDerivative | None = None
     try:
         num, den = sp.fraction(sp.cancel(sp.sympify(derivative(z))))
         pn, pd = sp.Poly(num, z, domain=sp.QQ), sp.Poly(den, z, domain=sp.QQ)
-        out = _RationalDerivative(
-            [to_fmpq(a) for a in pn.all_coeffs()], [to_fmpq(a) for a in pd.all_coeffs()]
-        )
+        out = RationalDerivative([to_fmpq(a) for a in pn.all_coeffs()], [to_fmpq(a) for a in pd.all_coeffs()])
     except (sp.PolynomialError, sp.CoercionFailed, TypeError, ValueError):
         out = None
     if len(_DERIVATIVES) > 256:  # one entry per loss object made by derive: keep the cache small
@@ -275,19 +174,21 @@ def uniform_pass(
     loss: Loss,
     gradients: bool,
 ) -> dict[str, object] | None:
-    """The fields of ``rwsymbolic._expect.GroupPass`` computed in ``fmpq``, or None when not applicable.
+    """The fields of ``rwsymbolic.engine._groups.GroupPass`` computed in ``fmpq``, or None when not applicable.
 
     Applicable when V, w_tok, c and the input probabilities are rational, μ is rational or c = 0, every
     logit x_jᵀ w_tok + μ c_j equals the query's μ c_N (so S_j = 1/N exactly), and ℓ' is a rational
-    function of z (log and squared losses). A state with symbols is ``rwsymbolic._fastpoly.polynomial_pass``'s
+    function of z (log and squared losses). A state with symbols is ``rwsymbolic.engine._polynomial_pass.polynomial_pass``'s
     (``rational_state`` tells them apart; the same conditions, polynomials for rationals). The same formulas as ``group_pass`` with e_j = 1:
     f = Σ_j S_j V[:, s_j], δ_j = ℓ'(z) S_j (a_j - z), δ_N = -ℓ'(z) S_N z (Lemma B.1).
     """
     inputs, first = groups.inputs, groups.first
     K, N, L = inputs.K, inputs.N, inputs.N - 1
     if not rational_state(V, w_tok, c, mu, inputs.prob_values):
-        return None  # symbols: rwsymbolic._fastpoly.polynomial_pass (group_pass routes them there)
-    mu_q = to_fmpq(mu) if _all_rational([mu]) else None
+        return (
+            None  # symbols: rwsymbolic.engine._polynomial_pass.polynomial_pass (group_pass routes them there)
+        )
+    mu_q = to_fmpq(mu) if all_rational([mu]) else None
     Vq = [[to_fmpq(V[a, b]) for b in range(K)] for a in range(K)]
     tok_q = [to_fmpq(w) for w in w_tok]
     cq = [to_fmpq(x) for x in c]
@@ -388,11 +289,11 @@ def uniform_pass(
     return out
 
 
-def derivative_at(deriv: _RationalDerivative, loss: Loss, z: fmpq) -> fmpq | None:
+def derivative_at(deriv: RationalDerivative, loss: Loss, z: fmpq) -> fmpq | None:
     """ℓ'(z) at a rational z, or None outside ℓ's domain (a pole, or for the log-loss ℓ'(z) = -1/(z + ε)
     ≥ 0, i.e. z + ε ≤ 0), after SymPy's own check there, which raises with SymPy's message.
 
-    >>> from rwsymbolic._derive import make_loss
+    >>> from rwsymbolic.engine._derive import make_loss
     >>> loss = make_loss("log", sp.Rational(1, 10))
     >>> derivative_at(rational_derivative(loss.derivative), loss, fmpq(2, 5))
     -2
@@ -429,7 +330,7 @@ def gradient_fields(entries: Sequence[sp.Expr], K: int, rotation: bool) -> dict[
     r_tok, r_c, _ = gradient_rows(K, 0, rotation)
     if rotation:
         return {
-            "grad_V": _circulant(list(entries[:K]), transpose=True),
+            "grad_V": circulant(list(entries[:K]), transpose=True),
             "grad_tok": [entries[r_tok]] * K,
             "grad_c": list(entries[r_c:]),
         }
@@ -444,7 +345,7 @@ def token_counts(groups: Groups) -> tuple[np.ndarray, list[int], list[list[int]]
     """The tokens (G, N-1) and label of each group's first input, and T[g, s] = #{j < N: s_j = s} (G, K).
 
     >>> from rwtasks import CircleWalk
-    >>> from rwsymbolic._expect import rooted_walks
+    >>> from rwsymbolic.engine._population import rooted_walks
     >>> inputs = rooted_walks(CircleWalk(3, 3, "1/2"))  # walks 0 2 1, 0 1 0, 0 2 0, 0 1 2: one group each
     >>> rows, ys, T = token_counts(Groups(inputs, np.zeros(2, dtype=np.int64), np.arange(4), np.arange(4)))
     >>> rows.tolist(), ys, T

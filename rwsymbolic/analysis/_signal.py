@@ -2,7 +2,7 @@
 
 At zero initialisation the attention is uniform, so the first GD step sees each input only through
 its token average x̄ = (1/(N-1)) Σ_{i<N} x_i; C = 0 means that average carries no linear information
-about the label. Circle walks use the transfer-matrix moments of ``_circle_linear``; every other task
+about the label. Circle walks use the transfer-matrix moments of ``rwsymbolic.engine._moments``; every other task
 (and the independent check for circle walks) enumerates its exact population.
 """
 
@@ -17,12 +17,11 @@ import numpy as np
 import sympy as sp
 
 from rwio import write_text_atomic
-from rwsymbolic._circle_linear import MAX_SYMBOLIC_N, _signal_offset_polys, label_token_offsets
-from rwsymbolic._json import exact_json
+from rwsymbolic.arithmetic._json import exact_json
+from rwsymbolic.engine._moments import MAX_SYMBOLIC_N, label_token_offsets, signal_offset_polys
 from rwtasks import CircleWalk, FiniteTask, Population, check_int, exact, is_numeric, symbol
 
 #: The JSON Schema that ``signal_json`` output (``rw signal --json``) follows.
-SIGNAL_SCHEMA_PATH = Path(__file__).with_name("signal.schema.json")
 #: Format name and version written into every signal JSON file.
 SIGNAL_FORMAT, SIGNAL_FORMAT_VERSION = "rw-signal", 1
 #: Largest N for which ``signal_report`` factors the entries of a circle walk with symbolic p:
@@ -186,7 +185,7 @@ def _circle_vanishing_set(walk: CircleWalk) -> VanishingSet:
             f"N={walk.N} is too large for the exact vanishing set in p: N must be <= {MAX_SYMBOLIC_N} "
             "(the entries are polynomials of degree N-1)"
         )
-    polys = [c for c in _signal_offset_polys(walk.K, walk.N) if c]
+    polys = [c for c in signal_offset_polys(walk.K, walk.N) if c]
     if not polys:  # never happens for K >= 3 (see the README), but C = 0 would mean every p
         return VanishingSet(x, True, (), sp.Integer(0))
     gcd = polys[0]
@@ -413,8 +412,3 @@ def write_signal_json(report: SignalReport, path: str | os.PathLike[str]) -> Pat
         raise ValueError(f"--json {target}: the folder {folder} does not exist")
     text = json.dumps(signal_json(report), indent=1, allow_nan=False) + "\n"
     return write_text_atomic(text, target)
-
-
-def load_signal_schema() -> dict[str, object]:
-    """The JSON Schema of signal files (``rwsymbolic/signal.schema.json``)."""
-    return json.loads(SIGNAL_SCHEMA_PATH.read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ a SymPy "number" whose properties SymPy would settle by evaluation.
 
 Three consumers read the names back: ``expand_atoms`` rebuilds the plain SymPy expression (what the
 public ``StepState`` attributes return), ``AtomPrinter`` prints exp(a) in place of each name (the exact
-strings of the oracle JSON), and ``rwsymbolic._decide.enclose`` evaluates the atoms as exponentials
+strings of the oracle JSON), and ``rwsymbolic.arithmetic._decide.enclose`` evaluates the atoms as exponentials
 (rigorous intervals, for signs and floats).
 """
 
