@@ -41,7 +41,7 @@ from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, f
 from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
 from rwcheck._runtime import load_factory
 from rwcheck._testcase import ConformanceTests
-from rwio import schema_deprecations
+from rwio import schema_deprecations as _schema_deprecations
 
 __all__ = [
     "DEFAULT_SPECS",
@@ -75,6 +75,6 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("report").
-__getattr__ = schema_deprecations(
+__getattr__ = _schema_deprecations(
     "rwcheck", {"load_report_schema": "report"}, {"REPORT_SCHEMA_PATH": "report"}
 )

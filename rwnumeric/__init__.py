@@ -7,7 +7,8 @@
 ['attention_profile', 'attention_spread', 'circulant_residual']
 """
 
-from rwio import schema_deprecations, write_json_atomic
+from rwio import schema_deprecations as _schema_deprecations
+from rwio import write_json_atomic
 from rwnumeric._arith import TorchArithmetic
 from rwnumeric._batched import (
     BATCHED_HISTORY_KEYS,
@@ -68,6 +69,6 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("metrics").
-__getattr__ = schema_deprecations(
+__getattr__ = _schema_deprecations(
     "rwnumeric", {"load_metrics_schema": "metrics"}, {"METRICS_SCHEMA_PATH": "metrics"}
 )

@@ -1,6 +1,6 @@
 """Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape."""
 
-from rwio import schema_deprecations
+from rwio import schema_deprecations as _schema_deprecations
 from rwstability._escape import (
     DEFAULT_THRESHOLD,
     Escape,
@@ -80,6 +80,6 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schemas are rwio.load_schema("stability") and ("stability_generic").
-__getattr__ = schema_deprecations(
+__getattr__ = _schema_deprecations(
     "rwstability", {"schema": "stability", "generic_schema": "stability_generic"}
 )

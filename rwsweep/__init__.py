@@ -5,7 +5,7 @@
 (2, ('p',))
 """
 
-from rwio import schema_deprecations
+from rwio import schema_deprecations as _schema_deprecations
 from rwsweep._driver import (
     TIMING_COLUMNS,
     Pack,
@@ -43,4 +43,4 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("sweep").
-__getattr__ = schema_deprecations("rwsweep", {}, {"SCHEMA_PATH": "sweep"})
+__getattr__ = _schema_deprecations("rwsweep", {}, {"SCHEMA_PATH": "sweep"})

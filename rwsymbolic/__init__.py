@@ -6,7 +6,9 @@ decisions, no model), ``engine`` (gradient descent: the paper's reduced fast pat
 tests/test_import_graph.py fails on any import cycle and on a private name imported across modules.
 """
 
-from rwio import deprecated_attributes, load_schema, schema_path
+from rwio import deprecated_attributes as _deprecated_attributes
+from rwio import load_schema as _load_schema
+from rwio import schema_path as _schema_path
 from rwsymbolic.analysis import (
     MAX_FACTOR_N,
     PREDICATES,
@@ -158,15 +160,15 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schemas are rwio.load_schema("oracle" | "oracle-v1" | "signal").
-__getattr__ = deprecated_attributes(
+__getattr__ = _deprecated_attributes(
     "rwsymbolic",
     {
         "load_oracle_schema": (
             'rwio.load_schema("oracle"), or "oracle-v1" for version 1',
-            lambda: lambda version=2: load_schema({1: "oracle-v1", 2: "oracle"}[version]),
+            lambda: lambda version=2: _load_schema({1: "oracle-v1", 2: "oracle"}[version]),
         ),
-        "ORACLE_SCHEMA_PATH": ('rwio.schema_path("oracle")', lambda: schema_path("oracle")),
-        "load_signal_schema": ('rwio.load_schema("signal")', lambda: lambda: load_schema("signal")),
-        "SIGNAL_SCHEMA_PATH": ('rwio.schema_path("signal")', lambda: schema_path("signal")),
+        "ORACLE_SCHEMA_PATH": ('rwio.schema_path("oracle")', lambda: _schema_path("oracle")),
+        "load_signal_schema": ('rwio.load_schema("signal")', lambda: lambda: _load_schema("signal")),
+        "SIGNAL_SCHEMA_PATH": ('rwio.schema_path("signal")', lambda: _schema_path("signal")),
     },
 )

@@ -4,7 +4,7 @@ A task gives an exact ``Population`` (every input with its exact probability) an
 parameters, i.i.d. samples from an explicit seed or generator. Token and label ids are 0-based.
 """
 
-from rwio import schema_deprecations
+from rwio import schema_deprecations as _schema_deprecations
 from rwtasks._catalogue import (
     FAMILIES,
     Family,
@@ -93,4 +93,4 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("task_spec").
-__getattr__ = schema_deprecations("rwtasks", {"task_spec_schema": "task_spec"})
+__getattr__ = _schema_deprecations("rwtasks", {"task_spec_schema": "task_spec"})

@@ -300,7 +300,7 @@ def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_man
 
 def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
     """2^(N-1) rooted walks equal to the limit are enumerated; one more step is refused (limit lowered to 16)."""
-    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_INPUTS", 16)
+    monkeypatch.setattr(rwsymbolic.engine._population, "MAX_INPUTS", 16)
     assert rooted_walks(CircleWalk(3, 5, "1/2")).size == 16  # 2^4 = 16 walks: at the limit
     message = (
         "CircleWalk(K=3, N=6): exact expectations enumerate 2^(N-1) = 32 rooted walks, above the limit 16; "
