@@ -8,10 +8,11 @@ statements: ``Outcome.VERIFIED`` / ``REFUTED`` / ``INCONCLUSIVE`` (never a pass)
 from rwcertify._balls import MAX_PREC, MIN_PREC, Outcome, ball_json, precision
 from rwcertify._certify import Certification, Statement, certify, statements, walk_sets
 from rwcertify._compare import compare_float
-from rwcertify._engine import State, StepRecord, Trajectory, run_trajectory
+from rwcertify._engine import BallTrajectory, State, StepRecord, run_trajectory
 from rwcertify._export import certify_json, certify_markdown, tolerance_line
 from rwcertify._gram import GramEnclosure, enclose_gram, sine_embeddings
 from rwcertify._walks import WalkSet
+from rwio import deprecated_attributes as _deprecated_attributes
 
 __all__ = [
     "MAX_PREC",
@@ -26,7 +27,7 @@ __all__ = [
     "State",
     "Statement",
     "StepRecord",
-    "Trajectory",
+    "BallTrajectory",
     "WalkSet",
     "ball_json",
     "certify",
@@ -37,3 +38,8 @@ __all__ = [
     "statements",
     "walk_sets",
 ]
+
+# Kept one release (docs/changelog.md): one Trajectory per package was one name for three things.
+__getattr__ = _deprecated_attributes(
+    "rwcertify", {"Trajectory": ("rwcertify.BallTrajectory", lambda: BallTrajectory)}
+)

@@ -17,7 +17,7 @@ import sympy as sp
 from flint import arb
 
 from rwcertify._balls import MAX_PREC, MIN_PREC, Outcome, ball_interval, precision, sign
-from rwcertify._engine import Trajectory, run_trajectory
+from rwcertify._engine import BallTrajectory, run_trajectory
 from rwcertify._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
 from rwcertify._walks import WalkSet
 from rwtasks import CircleWalk, FiniteTask, exact
@@ -44,7 +44,7 @@ class Certification:
     task: CircleWalk | FiniteTask
     config: dict
     gram: GramEnclosure
-    trajectory: Trajectory
+    trajectory: BallTrajectory
     attempts: list[dict]
     tolerance_met: bool
     eval_set: WalkSet
@@ -156,8 +156,11 @@ def certify(
     """
     if not isinstance(task, (CircleWalk, FiniteTask)):
         raise ValueError(f"task={task!r} must be a rwtasks CircleWalk or FiniteTask")
-    if isinstance(task, CircleWalk) and not sp.sympify(task.p).is_Rational:
-        raise ValueError(f"p={task.p} must be a number in [0, 1] (the certified engine has no symbolic p)")
+    if task.symbols:
+        names = ", ".join(map(str, task.symbols))
+        raise ValueError(
+            f"{names} must be a number (the certified engine has no symbolic parameters): {task!r}"
+        )
     M = _check_int(M, "M", 2)
     if pos not in CERTIFIED_POS:
         raise ValueError(
@@ -238,7 +241,7 @@ def _names(task: object) -> list[str]:
 
 
 def statements(
-    task: CircleWalk | FiniteTask, traj: Trajectory, eval_set: WalkSet, parent_threshold: Fraction
+    task: CircleWalk | FiniteTask, traj: BallTrajectory, eval_set: WalkSet, parent_threshold: Fraction
 ) -> list[Statement]:
     """The typed statements of a certified trajectory (Theorem 4.1 over all steps, Theorem 3.1 at the last)."""
     if traj.stopped is not None:

@@ -274,7 +274,7 @@ class StepRecord:
 
 
 @dataclass
-class Trajectory:
+class BallTrajectory:
     """The certified trajectory at one working precision."""
 
     prec: int
@@ -308,7 +308,7 @@ def run_trajectory(
     prec: int,
     record_steps: set[int] | None = None,
     progress: bool = False,
-) -> Trajectory:
+) -> BallTrajectory:
     """GD from zero init for ``steps`` steps at ``prec`` bits; records at ``record_steps`` (None: all) and the last.
 
     >>> import numpy as np
@@ -324,7 +324,7 @@ def run_trajectory(
         w_train = [exact_ball(w) for w in train_set.weights]
         w_eval = w_train if same else [exact_ball(w) for w in eval_set.weights]
         st = State.zero(train_set.K, train_set.tokens.shape[1])
-        traj = Trajectory(prec, mu)
+        traj = BallTrajectory(prec, mu)
         bar = tqdm(
             total=steps,
             disable=not (progress and sys.stderr.isatty()),

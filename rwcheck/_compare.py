@@ -19,7 +19,7 @@ import torch
 from rwcheck._config import CheckConfig
 from rwcheck._protocol import Factory, Readouts, finite_or_text, run
 from rwcheck._runtime import Difference, expected_readouts, first_difference, scaled_error
-from rwcheck.strategies import symbolic_loss
+from rwcheck.strategies import exact_loss
 from rwnumeric import DEFAULT_TIE_RTOL
 from rwsymbolic import Trajectory, decimal_value, derive, write_oracle
 
@@ -84,7 +84,7 @@ def exact_trajectory(config: CheckConfig, steps: int) -> Trajectory:
         if len(_EXACT) > 256:
             _EXACT.clear()
         _EXACT[key] = derive(
-            config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=symbolic_loss(config.loss)
+            config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=exact_loss(config.loss)
         )
     return _EXACT[key]
 

@@ -165,11 +165,7 @@ class CheckConfig:
     def describe(self) -> str:
         """One line naming every value the trajectory depends on."""
         task = self.task
-        name = (
-            f"CircleWalk(K={task.K}, N={task.N}, p={task.p})"
-            if isinstance(task, CircleWalk)
-            else (f"FiniteTask(K={task.K}, N={task.N}, {len(task.labels)} inputs)")
-        )
+        name = repr(task)
         text = (
             f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
             f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}"

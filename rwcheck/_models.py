@@ -45,7 +45,7 @@ import sympy as sp
 from rwcheck._compare import Divergence, Mismatch, near_tie, task_key, tolerance
 from rwcheck._config import CheckConfig
 from rwcheck._runtime import Readouts, first_difference, model_quantities
-from rwcheck.strategies import symbolic_loss
+from rwcheck.strategies import exact_loss
 from rwmodels import batch, descend, get_model, rational_positions
 from rwsymbolic import EXACT, ExactLoss, make_loss
 
@@ -103,7 +103,7 @@ def expected_model_steps(
     pop = config.task.population()
     P = EXACT.asarray(rational_positions(config.N, config.mu))
     population = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), config.K, P)
-    lossfn = make_loss(symbolic_loss(config.loss), sp.Rational(config.eps.numerator, config.eps.denominator))
+    lossfn = make_loss(exact_loss(config.loss), sp.Rational(config.eps.numerator, config.eps.denominator))
     eta = sp.Rational(config.eta.numerator, config.eta.denominator)
     start = model.zeros(EXACT, config.K, config.K + int(P.shape[0]))
     states = descend(model, EXACT, start, population, ExactLoss(lossfn.value, lossfn.derivative), eta, steps)

@@ -8,7 +8,7 @@ float implementation (``float(value)``, one rounding).
 - ``etas`` (0, 2], ``epsilons`` (0, 1], ``mus`` (0, 10]: positive rationals with small denominators.
 - ``embeddings(N, mu)``: sine (M > N), onehot (M = N) or random orthogonal (N ≤ M ≤ 64), all with
   ‖p_i‖² = μ.
-- ``losses``: "log" | "squared" | "exp"; ``symbolic_loss`` gives the same ℓ for ``rwsymbolic.derive``;
+- ``losses``: "log" | "squared" | "exp"; ``exact_loss`` gives the same ℓ for ``rwsymbolic.derive``;
   ``custom_losses``/``any_losses`` add a user callable ℓ (for claims about any loss).
 - ``schedules``: learning-rate schedules η(t) (constant, 1/(1+t) decay, step decay, cyclic, a list).
 - ``finite_tasks``: small ``FiniteTask`` specs (random vocabularies, lengths, labels, rational
@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import sympy as sp
 import torch
@@ -38,7 +39,7 @@ from hypothesis import strategies as st
 from rwcheck._config import CheckConfig
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
 from rwtasks import LOSSES as BUILTIN_LOSSES
-from rwtasks import CircleWalk, FiniteTask
+from rwtasks import CircleWalk, FiniteTask, check_loss
 
 #: Default ranges for circle walks and embedding widths.
 K_MIN, K_MAX = 3, 7
@@ -266,13 +267,6 @@ def losses() -> st.SearchStrategy[str]:
     return st.sampled_from(LOSSES)
 
 
-def symbolic_loss(name: str) -> str | Callable[[sp.Expr], sp.Expr]:
-    """The ``loss`` argument of ``rwsymbolic.derive`` for the built-in loss ``name``: the same name (one table, ``rwtasks.LOSSES``)."""
-    if name not in BUILTIN_LOSSES:
-        raise ValueError(f"loss={name!r} is not one of {', '.join(BUILTIN_LOSSES)}")
-    return name
-
-
 @dataclass(frozen=True)
 class CustomLoss:
     """A user loss ℓ(z) = log(1 + exp(-a·z)) + b·(z - 1)², a, b > 0: smooth, neither built in nor convex in V.
@@ -304,9 +298,29 @@ def any_losses() -> st.SearchStrategy[str | CustomLoss]:
     return st.one_of(losses(), custom_losses())
 
 
-def symbolic_any_loss(loss: str | CustomLoss) -> str | Callable[[sp.Expr], sp.Expr]:
-    """``symbolic_loss`` extended to ``CustomLoss``."""
-    return loss.symbolic if isinstance(loss, CustomLoss) else symbolic_loss(loss)
+def exact_loss(loss: str | CustomLoss) -> str | Callable[[sp.Expr], sp.Expr]:
+    """The ``loss`` argument of the exact engine (``rwsymbolic.derive``, ``make_loss``) for the same ℓ: a
+    built-in name is itself (one table, ``rwtasks.LOSSES``), a ``CustomLoss`` its SymPy ℓ.
+
+    >>> exact_loss("squared"), exact_loss(CustomLoss(Fraction(1), Fraction(1, 2))).__name__
+    ('squared', 'symbolic')
+    """
+    if isinstance(loss, CustomLoss):
+        return loss.symbolic
+    check_loss(loss, callables=False)
+    return loss
+
+
+def __getattr__(name: str) -> Any:
+    # Kept one release (docs/changelog.md): symbolic_loss and symbolic_any_loss are exact_loss.
+    if name in ("symbolic_loss", "symbolic_any_loss"):
+        warnings.warn(
+            f"rwcheck.strategies.{name} is deprecated: use rwcheck.strategies.exact_loss",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return exact_loss
+    raise AttributeError(f"module 'rwcheck.strategies' has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,6 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
     from rwnumeric import (
         model_memory_estimate,
         positional_embeddings,
-        task_description,
         train_model,
         write_json_atomic,
     )
@@ -305,7 +304,7 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
             record_steps=record,
             progress=True,
             config={
-                "task": task_description(task),
+                "task": task.describe(),
                 "positions": {
                     "pos": args.pos,
                     "M": args.M,

@@ -9,9 +9,10 @@
 
 from rwexplore._explore import GENERIC_VALUES, VERDICTS, ExploreResult, Point, PointCheck, explore
 from rwexplore._report import EXPLORE_FORMAT, EXPLORE_FORMAT_VERSION, explore_json, write_report
-from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
+from rwexplore._signal import SignalSummary, signal_summary
 from rwexplore._stuck import Manifold, OneStep, manifold_check, mean_label, one_step_check
 from rwexplore._train import TrainRun, reference_accuracies, train_configs, train_runs
+from rwio import deprecated_attributes as _deprecated_attributes
 
 __all__ = [
     "EXPLORE_FORMAT",
@@ -32,9 +33,19 @@ __all__ = [
     "one_step_check",
     "reference_accuracies",
     "signal_summary",
-    "substitute",
-    "task_symbols",
     "train_configs",
     "train_runs",
     "write_report",
 ]
+
+# Kept one release (docs/changelog.md): both are members of every task now (rwtasks.Task).
+__getattr__ = _deprecated_attributes(
+    "rwexplore",
+    {
+        "task_symbols": ("task.symbols (rwtasks.Task)", lambda: lambda task: list(task.symbols)),
+        "substitute": (
+            "task.substitute(values) (rwtasks.Task)",
+            lambda: lambda task, values: task.substitute(values),
+        ),
+    },
+)

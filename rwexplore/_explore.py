@@ -27,7 +27,7 @@ from typing import Any
 import sympy as sp
 from tqdm import tqdm
 
-from rwexplore._signal import SignalSummary, signal_summary, substitute, task_symbols
+from rwexplore._signal import SignalSummary, signal_summary
 from rwexplore._stuck import Manifold, OneStep, manifold_check, one_step_check
 from rwexplore._train import TrainRun, reference_accuracies, train_runs
 from rwstability import StabilitySummary
@@ -241,10 +241,10 @@ def explore(
             continue
         values, point.skipped = _evaluation_values(point.signal)
         sym = point.signal.symbol
-        jobs += [(point, {str(sym): v}, substitute(point.task, {sym: v})) for v in values]
+        jobs += [(point, {str(sym): v}, point.task.substitute({sym: v})) for v in values]
     for point, values, task in tqdm(jobs, desc="rw explore", unit="task", disable=not progress):
-        if task_symbols(task):  # every parameter was substituted above; a leftover symbol is a bug
-            raise RuntimeError(f"task still has free parameters {sorted(map(str, task_symbols(task)))}")
+        if task.symbols:  # every parameter was substituted above; a leftover symbol is a bug
+            raise RuntimeError(f"task still has free parameters {sorted(map(str, task.symbols))}")
         bayes, constant = reference_accuracies(task)
         check = PointCheck(
             values=values,

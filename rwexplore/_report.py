@@ -30,11 +30,8 @@ MAX_LISTED_ENTRIES = 24
 
 
 def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
-    info: dict[str, Any] = {"name": task.name, "K": task.K, "N": task.N}
-    if isinstance(task, CircleWalk):
-        info["p"] = sp.sstr(task.p)
-    else:
-        info["inputs"] = int(len(task.labels))
+    info: dict[str, Any] = task.describe()
+    if "inputs" in info:  # a finite task's words, or None for token ids
         info["vocab"] = None if task.vocab is None else list(task.vocab)
     return info
 
@@ -330,8 +327,8 @@ def plot_title(
     """
     given = {**{k: str(v) for k, v in params.items()}, **{k: str(v) for k, v in values.items()}}
     head = f"{name}: task {task.name}, K={task.K}, N={task.N}"
-    if isinstance(task, CircleWalk):
-        given["p"] = sp.sstr(task.p)
+    if "p" in (described := task.describe()):
+        given["p"] = str(described["p"])
     shown = ", ".join(f"{k}={v}" for k, v in given.items() if k not in ("K", "N"))
     return head + (f", {shown}" if shown else "")
 

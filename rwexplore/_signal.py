@@ -1,7 +1,7 @@
 """The token-average signal of one task (docs/theory.md#signal), summarised for the explore report.
 
 The exact work is ``rwsymbolic.signal_matrix`` / ``vanishing_set``; this module only packages the
-answer and substitutes parameter values into a task (so one symbolic task gives many numeric ones).
+answer (``Task.substitute`` puts parameter values into a task, so one symbolic task gives many numeric ones).
 """
 
 from __future__ import annotations
@@ -12,31 +12,6 @@ import sympy as sp
 
 from rwsymbolic import VanishingSet, signal_matrix, vanishing_set
 from rwtasks import CircleWalk, FiniteTask, is_numeric
-
-
-def task_symbols(task: CircleWalk | FiniteTask) -> list[sp.Symbol]:
-    """The free symbols of a task's probabilities, sorted by name (e.g. [p] for CircleWalk(K, N, "p"))."""
-    if isinstance(task, CircleWalk):
-        values = [task.p]
-    else:
-        values = list(task.prob_values)
-    return sorted(set().union(*(v.free_symbols for v in values)), key=str)
-
-
-def substitute(task: CircleWalk | FiniteTask, values: dict[sp.Symbol, sp.Expr]) -> CircleWalk | FiniteTask:
-    """The same task with symbols replaced by exact values (inputs of probability 0 are kept; the
-    population drops them).
-
-    >>> from rwtasks import majority_task, symbol
-    >>> substitute(majority_task(3, "q"), {symbol("q"): sp.Rational(1, 2)}).prob_values[0]
-    1/8
-    """
-    if isinstance(task, CircleWalk):
-        return CircleWalk(task.K, task.N, sp.expand(task.p.subs(values)))
-    probs = [sp.expand(q.subs(values)) for q in task.prob_values]
-    return FiniteTask(
-        task.tokens.tolist(), task.labels.tolist(), probs, K=task.K, vocab=task.vocab, name=task.name
-    )
 
 
 @dataclass(frozen=True)
@@ -69,7 +44,7 @@ def signal_summary(task: CircleWalk | FiniteTask) -> SignalSummary:
     """
     C = signal_matrix(task).applyfunc(sp.expand)
     is_zero = all(e == 0 for e in C)
-    symbols = task_symbols(task)
+    symbols = list(task.symbols)
     if len(symbols) > 1:
         raise ValueError(
             f"the task has {len(symbols)} free parameters {[str(s) for s in symbols]}: keep at most one "

@@ -28,13 +28,12 @@ from rwnumeric._model_train import (
     model_memory_estimate,
     train_model,
 )
-from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, task_description, train
+from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
 from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
 
 __all__ = [
     "circulant_residual",
     "ones_residual",
-    "task_description",
     "v_direction_error",
     "BATCHED_HISTORY_KEYS",
     "BatchedResult",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rwtasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss, is_numeric
+from rwtasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss
 
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
@@ -232,8 +232,8 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
 def _check_rotation(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     """The rotation reduction is exact only while every parameter is rotation invariant: refuse otherwise."""
     why = None
-    if not isinstance(task, CircleWalk):
-        why = "the task is not a CircleWalk (only circle-walk populations are rotation invariant)"
+    if not getattr(task, "rotation_invariant", False):
+        why = "the task is not rotation invariant, not a CircleWalk (only circle-walk populations are)"
     elif not cfg.population:
         why = "population=False (a sampled training set is not rotation invariant; use population=True)"
     elif cfg.init != "zero":
@@ -306,7 +306,4 @@ def memory_estimate(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: Trai
 def population_size(task: CircleWalk | FiniteTask) -> int:
     """Inputs of the exact population without building it; a circle walk beyond ``MAX_EXACT_WALKS`` counts
     as that limit, since ``population()`` refuses it (with its own message) before allocating anything."""
-    if isinstance(task, CircleWalk):
-        moving = not (is_numeric(task.p) and task.p in (0, 1))
-        return min(task.K * (2 ** min(task.N - 1, 64) if moving else 1), MAX_EXACT_WALKS)
-    return len(task.labels)
+    return min(task.population_size(), MAX_EXACT_WALKS)

@@ -53,7 +53,7 @@ LOSS_DERIVATIVES = {
 }
 
 
-class Loss:
+class SampleLoss:
     """ℓ applied per sample, checked: the log-loss domain z+ε > 0 first, then finiteness of ℓ(z)."""
 
     def __init__(self, loss: str | Callable, eps: float) -> None:

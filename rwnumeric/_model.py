@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rwnumeric._losses import Loss
+from rwnumeric._losses import SampleLoss
 from rwnumeric._metrics import circulant_projection
 
 #: Bytes of X̃ the reference path materialises at once (n_chunk · (K+M) · N entries).
@@ -96,7 +96,7 @@ class FastModel:
         return _head(XS @ self.V.T, self.A), S, XS
 
     def loss_and_grad(
-        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: Loss, step: int
+        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: SampleLoss, step: int
     ) -> float:
         """L = Σ_n weights_n ℓ(e_yᵀ f_n); fills .grad of the reduced parameters; returns L."""
         for t in self.parameters():
@@ -198,7 +198,7 @@ class ReferenceModel:
         return _head(XS @ self.V.T, self.A), S, XS
 
     def loss_and_grad(
-        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: Loss, step: int
+        self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: SampleLoss, step: int
     ) -> float:
         for t in self.parameters():
             t.grad = None

@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
 import torch
 from tqdm import tqdm
 
 from rwio import check_memory
 from rwnumeric._config import ModelConfig, TrainConfig, memory_estimate, validate
 from rwnumeric._embeddings import nominal_mu, positional_embeddings
-from rwnumeric._losses import Loss
+from rwnumeric._losses import SampleLoss
 from rwnumeric._metrics import (
     EvalSet,
     accuracy,
@@ -83,31 +82,6 @@ class TrainResult:
         return self.model.full_W().cpu().numpy()
 
 
-def task_description(task: CircleWalk | FiniteTask) -> dict:
-    if isinstance(task, CircleWalk):
-        return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
-    return {
-        "name": getattr(task, "name", type(task).__name__),
-        "K": task.K,
-        "N": task.N,
-        "inputs": len(task.labels),
-    }
-
-
-def _conditional_law(task: FiniteTask) -> dict[tuple[int, ...], np.ndarray]:
-    """Exact P(y | X) for every input X of a finite task's population, as float64 rows."""
-    joint = task.population().joint_law()
-    return {key: np.array([float(v / sp.Add(*vals)) for v in vals]) for key, vals in joint.items()}
-
-
-def _true_law(task: CircleWalk | FiniteTask, tokens: np.ndarray) -> np.ndarray:
-    """(n, K) law of y given each input: row s_{N-1} of Π for circles, the population's conditional law otherwise."""
-    if isinstance(task, CircleWalk):
-        return task.bayes_scores(tokens)
-    law = _conditional_law(task)
-    return np.stack([law[tuple(row)] for row in tokens.tolist()])
-
-
 def _seed_sequences(seed: int) -> list[np.random.SeedSequence]:
     """The train, test and init streams of a run: one SeedSequence(seed) spawns the three."""
     return np.random.SeedSequence(seed).spawn(3)
@@ -127,7 +101,7 @@ def _data(task, cfg: TrainConfig, dt, dev) -> tuple[EvalSet, EvalSet, np.random.
             tokens=torch.as_tensor(tokens, dtype=torch.int64, device=dev),
             labels=torch.as_tensor(labels, dtype=torch.int64, device=dev),
             weights=torch.as_tensor(weights, dtype=dt, device=dev),
-            true_law=torch.as_tensor(_true_law(task, tokens), dtype=dt, device=dev),
+            true_law=torch.as_tensor(task.bayes_scores(tokens), dtype=dt, device=dev),
             prob_index=None if pop is None else pop.prob_index,
             prob_values=None if pop is None else pop.prob_values,
         )
@@ -231,14 +205,14 @@ def _train(
         tensor(A0),
         mu if model.gram == "ideal" else None,
     )
-    loss = Loss(cfg.loss, cfg.eps)
+    loss = SampleLoss(cfg.loss, cfg.eps)
     rtol = cfg.effective_tie_rtol
     snap_steps = set(int(s) for s in cfg.snapshots)
     record_steps = None if cfg.record_steps is None else {int(s) for s in cfg.record_steps}
     observations: dict[int, object] = {}
 
     config = {
-        "task": task_description(task),
+        "task": task.describe(),
         "model": model.to_dict(),
         "train": cfg.to_dict(),
         "mu": mu,

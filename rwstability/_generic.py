@@ -99,10 +99,10 @@ def check_model_report_args(
 
     if not isinstance(task, (CircleWalk, FiniteTask)):
         raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
-    if isinstance(task, CircleWalk) and task.p.free_symbols:
+    if task.symbols:
         raise ValueError("p is a symbol (give --p): rw stability needs a number p")
     walks = population_task(task)
-    n = walks.K * 2 ** (walks.N - 1) if isinstance(walks, CircleWalk) else len(walks.labels)
+    n = walks.population_size()
     if n > MAX_INPUTS:
         raise ValueError(f"the population has {n} inputs, above {MAX_INPUTS}: use a smaller N")
     population_arrays(task)  # symbolic probabilities are refused here, with a one-line message

@@ -44,9 +44,7 @@ GRIDS: dict[str, dict[str, Any]] = {
 
 def task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
     """The task's name and sizes (and p for a circle walk) as written in the report."""
-    if isinstance(task, CircleWalk):
-        return {"name": "circle", "K": task.K, "N": task.N, "p": str(task.p)}
-    return {"name": task.name, "K": task.K, "N": task.N, "inputs": int(len(task.labels))}
+    return task.describe()
 
 
 def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
@@ -64,10 +62,10 @@ def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
 
     if not isinstance(task, (CircleWalk, FiniteTask)):
         raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
-    if isinstance(task, CircleWalk) and task.p.free_symbols:
+    if task.symbols:
         raise ValueError("p is a symbol (give --p): rw stability needs a number p (0, 1, or 1/2 at K = 4)")
     walks = population_task(task)
-    n = walks.K * 2 ** (walks.N - 1) if isinstance(walks, CircleWalk) else len(walks.labels)
+    n = walks.population_size()
     if n > MAX_INPUTS:
         raise ValueError(
             f"the population has {n} inputs, above {MAX_INPUTS}: each step's Hessian sums over all of them; "

@@ -42,8 +42,7 @@ from rwtasks._spec import (
     load_task_spec,
     parse_task_spec,
 )
-
-Task = CircleWalk | FiniteTask
+from rwtasks._task import Task
 
 __all__ = [
     # catalogue and task specification files (rw explore)

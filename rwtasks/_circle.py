@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import sympy as sp
 
 from rwtasks._exact import check_in_unit_interval, exact, is_numeric
 from rwtasks._finite import generator_from
 from rwtasks._population import Population
+from rwtasks._task import sorted_symbols
 
 #: Largest exact population (number of walks K·2^(N-1)) that ``CircleWalk.population`` builds.
 #: At this size the token array alone takes about 8·N MiB; beyond it, sample instead.
@@ -58,6 +61,7 @@ class CircleWalk:
         self.p = exact(p, "p")
         check_in_unit_interval(self.p, "p")
         self.name = "circle"
+        self.vocab: tuple[str, ...] | None = None  # token k is node k
 
     @property
     def walk_count(self) -> int:
@@ -149,6 +153,39 @@ class CircleWalk:
         offsets = np.concatenate([np.zeros((n, 1), np.int64), np.cumsum(moves, axis=1)], axis=1)
         walks = (starts[:, None] + offsets) % self.K
         return walks[:, :-1], walks[:, -1]
+
+    # the task protocol (rwtasks.Task)
+    @property
+    def symbols(self) -> tuple[sp.Symbol, ...]:
+        """The free symbols of p, e.g. (p,) for ``CircleWalk(3, 4, "p")``, () for a number."""
+        return sorted_symbols([self.p])
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """True: s -> s+1 (mod K) preserves the law; ``rooted_population()`` holds one walk per orbit."""
+        return True
+
+    def population_size(self) -> int:
+        """Inputs of ``population()`` without building it: K·2^(N-1), or K when p ∈ {0, 1}.
+
+        >>> CircleWalk(3, 4, "1/2").population_size(), CircleWalk(3, 4, 1).population_size()
+        (24, 3)
+        """
+        deterministic = is_numeric(self.p) and self.p in (0, 1)
+        return self.K if deterministic else self.walk_count
+
+    def describe(self) -> dict[str, object]:
+        """The task in JSON: ``{"name": "circle", "K", "N", "p"}`` with p exact as a string."""
+        return {"name": "circle", "K": self.K, "N": self.N, "p": str(self.p)}
+
+    def substitute(self, values: Mapping[sp.Symbol, sp.Expr]) -> CircleWalk:
+        """The walk with p's symbols replaced by exact values.
+
+        >>> from rwtasks import symbol
+        >>> CircleWalk(3, 4, "p").substitute({symbol("p"): sp.Rational(1, 3)})
+        CircleWalk(K=3, N=4, p=1/3)
+        """
+        return CircleWalk(self.K, self.N, sp.expand(self.p.subs(dict(values))))
 
     def _require_numeric(self, what: str) -> None:
         if not is_numeric(self.p):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import sympy as sp
 
 from rwtasks._exact import check_in_unit_interval, exact, is_numeric
 from rwtasks._population import Population
+from rwtasks._task import sorted_symbols
 
 
 class FiniteTask:
@@ -113,6 +114,55 @@ class FiniteTask:
         probs = pop.float_probs()
         picks = rng.choice(pop.size, size=n, p=probs / probs.sum())
         return pop.tokens[picks], pop.labels[picks]
+
+    # the task protocol (rwtasks.Task)
+    @property
+    def symbols(self) -> tuple[sp.Symbol, ...]:
+        """The free symbols of the probabilities, sorted by name (e.g. (q,) for ``majority_task(3, "q")``)."""
+        return sorted_symbols(self.prob_values)
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """False: a finite task has no rooted population (its symmetries are found, not assumed)."""
+        return False
+
+    def population_size(self) -> int:
+        """Inputs of ``population()``: the given inputs less those of probability exactly 0."""
+        return sum(1 for q in self.prob_values if not (is_numeric(q) and q == 0))
+
+    def rooted_population(self, limit: int = 0) -> Population:
+        """Refused: a finite task is not taken to be rotation invariant (``rotation_invariant`` is False)."""
+        raise ValueError(
+            f"{self!r} has no rooted population: it is not a rotation-invariant task (a CircleWalk is)"
+        )
+
+    def bayes_scores(self, tokens: np.ndarray) -> np.ndarray:
+        """P(y | X) for each row of ``tokens`` (n, N-1), float64 (n, K), from the exact joint law.
+
+        >>> t = FiniteTask([[0], [0], [1]], [0, 1, 1], ["1/4", "1/4", "1/2"], K=2)
+        >>> t.bayes_scores(np.array([[0], [1]])).tolist()
+        [[0.5, 0.5], [0.0, 1.0]]
+        """
+        joint = self.population().joint_law()
+        law = {key: np.array([float(v / sp.Add(*vals)) for v in vals]) for key, vals in joint.items()}
+        return np.stack([law[tuple(row)] for row in np.asarray(tokens).tolist()])
+
+    def describe(self) -> dict[str, object]:
+        """The task in JSON: ``{"name", "K", "N", "inputs"}`` (the number of given inputs)."""
+        return {"name": self.name, "K": self.K, "N": self.N, "inputs": int(len(self.labels))}
+
+    def substitute(self, values: Mapping[sp.Symbol, sp.Expr]) -> FiniteTask:
+        """The same task with symbols replaced by exact values (inputs of probability 0 are kept; the
+        population drops them).
+
+        >>> from rwtasks import majority_task, symbol
+        >>> majority_task(3, "q").substitute({symbol("q"): sp.Rational(1, 2)}).prob_values[0]
+        1/8
+        """
+        probs = [sp.expand(q.subs(dict(values))) for q in self.prob_values]
+        return FiniteTask(
+            self.tokens.tolist(), self.labels.tolist(), probs, K=self.K, vocab=self.vocab, name=self.name
+        )
 
     def __repr__(self) -> str:
         return f"FiniteTask(name={self.name!r}, K={self.K}, N={self.N}, inputs={len(self.labels)})"

@@ -33,7 +33,7 @@ from torch.func import grad
 from proofs._exact_gd import gd_step
 from rwmodels import FLOAT64, OneLayer, batch, descend, rational_positions, reduced_coordinates
 from rwnumeric import ModelConfig, TrainConfig, init_generator, train
-from rwnumeric._losses import Loss
+from rwnumeric._losses import SampleLoss
 from rwnumeric._model import ReferenceModel
 from rwstability import active_coordinates, linearise, symbolic_loss, torch_loss
 from rwsymbolic import EXACT, ExactLoss, derive_model, make_loss, nearest_double, to_sympy
@@ -109,7 +109,7 @@ def test_reference_model_equals_the_full_model(task, loss, init):
         ref.chunk = 7  # 24 inputs in 4 chunks, the last partial: the backward accumulates across chunks
     tokens, labels = torch.as_tensor(pop.tokens), torch.as_tensor(pop.labels)
     weights = t64([float(q) for q in pop.exact_probs()])
-    lossfn = Loss(loss, EPS)
+    lossfn = SampleLoss(loss, EPS)
     for t, state in enumerate(states):
         f, S, _ = ref.evaluate(tokens)
         L = ref.loss_and_grad(tokens, labels, weights, lossfn, t)

@@ -7,7 +7,7 @@ import sympy as sp
 import torch
 
 from rwnumeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
-from rwnumeric._losses import Loss as NumericLoss
+from rwnumeric._losses import SampleLoss as NumericLoss
 from rwsymbolic.engine._derive import make_loss
 from rwtasks import LOSSES
 

@@ -23,7 +23,7 @@ from conftest import assert_close, forward_by_hand, transition_by_hand
 
 import rwnumeric._model
 from rwnumeric import ModelConfig, TrainConfig, exp_loss, init_generator, log_loss, squared_loss, train
-from rwnumeric._losses import LOSS_DERIVATIVES, Loss
+from rwnumeric._losses import LOSS_DERIVATIVES, SampleLoss
 from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
 from rwnumeric._model import FastModel, ReferenceModel
 from rwnumeric._train import _data
@@ -52,7 +52,7 @@ def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(m
 
 def test_log_loss_boundary_z_equal_minus_eps_is_outside_the_domain():
     """z + ε = 0 exactly (ε = 1/4 is a binary fraction) is refused as a domain error, not a non-finite loss."""
-    loss = Loss("log", 0.25)
+    loss = SampleLoss("log", 0.25)
     z = torch.tensor([-0.25, 0.0, 1.0], dtype=torch.float64)
     with pytest.raises(
         ValueError, match=r"^log-loss -log\(z\+eps\) is undefined at step 7: z\+eps <= 0 for 1 of 3 "
@@ -70,13 +70,13 @@ def test_loss_errors_name_the_loss_and_the_step():
     with pytest.raises(
         ValueError, match=r"^loss 'spiky' is not finite at step 4 for 2 of 3 training samples$"
     ):
-        Loss(spiky, 0.1)(z, 4)
+        SampleLoss(spiky, 0.1)(z, 4)
     with pytest.raises(ValueError, match=r"^loss 'exp' is not finite at step 9 for 1 of 2 training samples$"):
-        Loss("exp", 0.1)(torch.tensor([0.0, -1000.0], dtype=torch.float64), 9)
+        SampleLoss("exp", 0.1)(torch.tensor([0.0, -1000.0], dtype=torch.float64), 9)
     with pytest.raises(
         ValueError, match=r"^loss 'total' must map a tensor of shape \(3,\) to one of the same shape$"
     ):
-        Loss(_named("total", lambda z: z.sum()), 0.1)(z, 0)
+        SampleLoss(_named("total", lambda z: z.sum()), 0.1)(z, 0)
 
 
 def _named(name, fn):
@@ -209,7 +209,7 @@ def test_a_callable_loss_without_a_name_is_called_callable_in_errors():
     with pytest.raises(
         ValueError, match=r"^loss 'callable' is not finite at step 2 for 2 of 2 training samples$"
     ):
-        Loss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)
+        SampleLoss(Spiky(), 0.1)(torch.zeros(2, dtype=torch.float64), 2)
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])

@@ -23,10 +23,10 @@ from rwcheck.strategies import (
     custom_losses,
     epsilons,
     etas,
+    exact_loss,
     finite_tasks,
     losses,
     mus,
-    symbolic_any_loss,
     zero_signal_finite_tasks,
 )
 from rwsymbolic import derive, signal_matrix
@@ -70,9 +70,9 @@ def test_zero_signal_makes_every_score_a_multiple_of_the_label_mean(family, data
     task = data.draw(ZERO_SIGNAL[family], label="task").task()
     assert signal_matrix(task) == sp.zeros(task.K, task.K), "the strategy promised C = 0"
     ey, _ = label_and_token_means(task)
-    state = derive(
-        task, 1, eta=eta, eps=eps, mu=mu, loss=loss if loss == "any" else symbolic_any_loss(loss)
-    ).states[1]
+    state = derive(task, 1, eta=eta, eps=eps, mu=mu, loss=loss if loss == "any" else exact_loss(loss)).states[
+        1
+    ]
     event(f"labels with positive probability: {sum(1 for v in ey if v != 0)}")
     for n, f in enumerate(state.f):
         assert proportional(f, ey), f"input {n}: f(X) = {list(f)} is not a multiple of E[e_y] = {list(ey)}"
@@ -93,7 +93,7 @@ def test_nonzero_signal_keeps_v1_off_the_rank_one_label_mean_form(family, data, 
     assume(C != sp.zeros(task.K, task.K))  # random tasks almost always carry a signal
     ey, xbar = label_and_token_means(task)
     R = ey * xbar.T  # E[e_y] E[x̄]ᵀ
-    V1 = derive(task, 1, eta=eta, eps=eps, mu=mu, loss=symbolic_any_loss(loss)).states[1].V
+    V1 = derive(task, 1, eta=eta, eps=eps, mu=mu, loss=exact_loss(loss)).states[1].V
     event(f"K={task.K}, N={task.N}")
     assert not proportional(V1.reshape(task.K * task.K, 1), R.reshape(task.K * task.K, 1)), (
         f"V(1) = {V1.tolist()} is c·E[e_y]E[x̄]ᵀ although C = {C.tolist()} ≠ 0"

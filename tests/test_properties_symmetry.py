@@ -38,9 +38,9 @@ from rwcheck.strategies import (
     embeddings,
     epsilons,
     etas,
+    exact_loss,
     mus,
     schedules,
-    symbolic_loss,
 )
 from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
@@ -121,7 +121,7 @@ def test_rotation_equivariance_numeric_up_to_step_20(cfg, mu, eps, loss, data) -
 )
 def test_rotation_equivariance_exact_up_to_step_2(cfg, mu, eta, eps, loss, data) -> None:
     task = cfg.task()
-    exact = derive(task, 2, eta=eta, eps=eps, mu=mu, loss=symbolic_loss(loss), rotate=False)
+    exact = derive(task, 2, eta=eta, eps=eps, mu=mu, loss=exact_loss(loss), rotate=False)
     orbits = rotation_orbits(task)
     for state in exact.states:
         check = is_circulant(state.V)
@@ -155,7 +155,7 @@ def test_balanced_walks_stay_symmetric_exactly_for_any_loss_and_rate(cfg, data) 
     )
     for trajectory in (
         derive(task, 3, eta="eta", eps="eps", mu="mu", loss="any"),
-        derive(task, 3, eta=eta, eps=eps, mu=mu, loss=symbolic_loss(loss)),
+        derive(task, 3, eta=eta, eps=eps, mu=mu, loss=exact_loss(loss)),
     ):
         for state in trajectory.states:
             check = is_proportional_to_ones(state.V)

@@ -67,16 +67,14 @@ class JobEstimate:
 
 def summed_inputs(task: CircleWalk | FiniteTask, rotate: bool = True) -> int:
     """G: the inputs the exact engine sums over (rooted walks of a circle with ``rotate``, else all)."""
-    if isinstance(task, CircleWalk) and rotate:
-        return 2 ** (task.N - 1)
+    if rotate and task.rotation_invariant:
+        return 2 ** (task.N - 1)  # the rooted walks (one per rotation orbit), zero-probability ones counted
     return task.population().size  # refuses a population beyond its enumeration limit
 
 
 def symbolic_probabilities(task: CircleWalk | FiniteTask) -> bool:
     """True when the task's input probabilities have free symbols (a symbolic p)."""
-    if isinstance(task, CircleWalk):
-        return bool(task.p.free_symbols)
-    return any(v.free_symbols for v in task.population().prob_values)
+    return bool(task.symbols)
 
 
 def job_estimate(
@@ -99,7 +97,7 @@ def job_estimate(
     G = summed_inputs(task, rotate)
     K, N = task.K, task.N
     terms = N + K
-    n = G * K if isinstance(task, CircleWalk) and rotate else G
+    n = G * K if rotate and task.rotation_invariant else G
     if per_input is None:
         per_input = n <= PER_INPUT_LIMIT
     seconds, memory = _START, _BASE_MEMORY

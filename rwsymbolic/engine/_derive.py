@@ -25,7 +25,7 @@ from rwsymbolic.arithmetic._rational import descend, use_flint
 from rwsymbolic.engine._cost import job_estimate
 from rwsymbolic.engine._groups import GroupPass, group_pass
 from rwsymbolic.engine._population import MAX_INPUTS, Loss, SummedPopulation, population_inputs, rooted_walks
-from rwtasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, check_int, check_loss, exact
+from rwtasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
 ELL = sp.Function("ell")
@@ -277,7 +277,7 @@ def derive_estimate(task: CircleWalk | FiniteTask, steps: int, rotate: bool = Tr
     >>> derive_estimate(CircleWalk(5, 6, "3/10"), 4) < 10 < derive_estimate(CircleWalk(5, 9, "3/10"), 4)
     True
     """
-    if isinstance(task, CircleWalk) and rotate and 2 ** (task.N - 1) > MAX_INPUTS:
+    if rotate and task.rotation_invariant and 2 ** (task.N - 1) > MAX_INPUTS:
         rooted_walks(task)  # refuses with the enumeration limit, which comes before any time estimate
     return job_estimate(task, steps, json=False, rotate=rotate).seconds
 
@@ -316,9 +316,9 @@ def derive(
     eps = _positive(exact(eps, "eps"), "eps")
     mu = _positive(exact(mu, "mu"), "mu")
     lossfn = make_loss(loss, eps)
-    if isinstance(task, CircleWalk) and rotate:
+    if isinstance(task, Task) and rotate and task.rotation_invariant:
         inputs = rooted_walks(task)
-    elif isinstance(task, (CircleWalk, FiniteTask)):
+    elif isinstance(task, Task):
         inputs = population_inputs(task.population())
     else:
         raise ValueError(f"task={task!r} must be a CircleWalk or a FiniteTask (e.g. qa_task1())")

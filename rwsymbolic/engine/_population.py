@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from rwtasks import CircleWalk, Population
+from rwtasks import Population, Task
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
 MAX_INPUTS = 2**22
@@ -67,8 +67,9 @@ class SummedPopulation:
         return self.size * (self.K if self.rotation else 1)
 
 
-def rooted_walks(task: CircleWalk) -> SummedPopulation:
-    """The circle walks starting at node 0, in the order of ``task.population()``'s first block."""
+def rooted_walks(task: Task) -> SummedPopulation:
+    """One input per rotation orbit of a rotation-invariant task (for a circle walk: the walks from node 0, in
+    the order of ``task.population()``'s first block)."""
     steps = task.N - 1
     if 2**steps > MAX_INPUTS:
         raise ValueError(

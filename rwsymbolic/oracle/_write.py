@@ -35,7 +35,6 @@ from rwsymbolic.engine._derive import StepState, Trajectory
 from rwsymbolic.oracle._balls import BallTable
 from rwsymbolic.oracle._columns import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
 from rwsymbolic.oracle._nodes import NodeTable, nested_map
-from rwtasks import CircleWalk
 
 #: A per-input exact value is written when it adds at most this many characters to the node table.
 SHORT_CHARS = 512
@@ -82,7 +81,7 @@ def _config(traj: Trajectory, per_input: bool) -> dict:
         "task": getattr(task, "name", "finite"),
         "K": traj.K,
         "N": traj.N,
-        "p": str(task.p) if isinstance(task, CircleWalk) else None,
+        "p": task.describe().get("p"),
         "eta": str(traj.eta),
         "eps": str(traj.eps),
         "mu": str(traj.mu),
