@@ -117,7 +117,7 @@ def run_gd(
 
     result = train(
         task,
-        ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu),
+        ModelConfig(K=K, N=N, M=N, pos="onehot", mu=mu),
         TrainConfig(
             steps=steps, eta=eta, eps=eps, population=True, rotate=True, record_steps=record, threads=1
         ),

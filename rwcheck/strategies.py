@@ -237,7 +237,7 @@ class _ModelOptions(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class Embedding:
-    """Positional embeddings of one kind with ‖p_i‖² = ``mu`` (``ModelConfig.pos``/``M``/``pos_norm``)."""
+    """Positional embeddings of one kind with ‖p_i‖² = ``mu`` (``ModelConfig.pos``/``M``/``mu``)."""
 
     kind: str
     M: int
@@ -245,9 +245,7 @@ class Embedding:
     seed: int = 0
 
     def model(self, K: int, N: int, **kwargs: Unpack[_ModelOptions]) -> ModelConfig:
-        return ModelConfig(
-            K=K, N=N, M=self.M, pos=self.kind, pos_norm=float(self.mu), pos_seed=self.seed, **kwargs
-        )
+        return ModelConfig(K=K, N=N, M=self.M, pos=self.kind, mu=float(self.mu), pos_seed=self.seed, **kwargs)
 
 
 @st.composite
@@ -430,7 +428,7 @@ INVALID_KINDS = (
     "circle_p",
     "eta",
     "eps",
-    "pos_norm",
+    "mu",
     "sine_M",
     "onehot_M",
     "random_M",
@@ -487,12 +485,12 @@ def _invalid_case(draw, which: str) -> InvalidCase:
             _train_call(cfg_kw={which: value}),
             rf"^{which}=.* must be a finite number > 0",
         )
-    if which == "pos_norm":
+    if which == "mu":
         value = _not_positive_float(draw)
         return InvalidCase(
-            f"pos_norm={value}",
-            _train_call(model_kw={"pos_norm": value}),
-            r"^pos_norm=.* must be a finite number > 0",
+            f"mu={value}",
+            _train_call(model_kw={"mu": value}),
+            r"^mu=.* must be a finite number > 0",
         )
     if which == "sine_M":
         M = draw(st.integers(1, 3))  # N = 3: M < N fails the shared M check, M = N the sine check

@@ -7,6 +7,7 @@ classes are imported when a command runs.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -73,3 +74,25 @@ def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
         if given is not None and parse_int(given, name, 1) != fixed:
             raise ValueError(f"--{name}={given}: --task {args.task} has {name} = {fixed}")
     return task
+
+
+def renamed_flag(args: argparse.Namespace, command: str, new: str, old: str) -> None:
+    """Read a flag's deprecated name (kept one release): its value moves to the new flag's, with one line
+    on stderr; both given is refused. ``new``/``old`` are the flags (``--mu``, ``--pos-norm``).
+
+    >>> import contextlib, io
+    >>> ns = argparse.Namespace(mu=None, pos_norm=2.0)
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     renamed_flag(ns, "rw train", "--mu", "--pos-norm")
+    >>> ns.mu, err.getvalue().strip()
+    (2.0, 'rw train: --pos-norm is deprecated, use --mu (the same value)')
+    """
+    new_dest, old_dest = new.lstrip("-").replace("-", "_"), old.lstrip("-").replace("-", "_")
+    value = getattr(args, old_dest, None)
+    if value is None:
+        return
+    if getattr(args, new_dest, None) is not None:
+        raise ValueError(f"{old} is the deprecated name of {new}: give one of them")
+    print(f"{command}: {old} is deprecated, use {new} (the same value)", file=sys.stderr)
+    setattr(args, new_dest, value)
+    setattr(args, old_dest, None)

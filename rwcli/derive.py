@@ -229,13 +229,9 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
 
 def _mu(args: argparse.Namespace) -> str:
     """--mu, or the deprecated --pos-norm (with its message), or the symbol mu."""
-    import sys
+    from rwcli._task_args import renamed_flag
 
-    if args.pos_norm is not None:
-        if args.mu is not None:
-            raise ValueError("--pos-norm is the deprecated name of --mu: give one of them")
-        print("rw derive: --pos-norm is deprecated, use --mu (the same value)", file=sys.stderr)
-        return str(args.pos_norm)
+    renamed_flag(args, "rw derive", "--mu", "--pos-norm")
     return "mu" if args.mu is None else str(args.mu)
 
 

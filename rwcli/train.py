@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(
         parser,
         "another model trains with its tape gradient on the exact population only (--population), with the "
-        "--pos/--M/--pos-norm embeddings as P, --init/--sigma/--seed drawn in the order of its parameters; "
+        "--pos/--M/--mu embeddings as P, --init/--sigma/--seed drawn in the order of its parameters; "
         "its metrics.json holds the model, config and per-step loss, accuracy and mean attention",
     )
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="sine",
         help="positional embeddings (default sine)",
     )
-    a("--pos-norm", type=float, default=None, help="mu = ||p_i||^2 > 0 (default: M/2 sine, 1 onehot/random)")
+    a("--mu", type=float, default=None, help="mu = ||p_i||^2 > 0 (default: M/2 sine, 1 onehot/random)")
+    a("--pos-norm", type=float, default=None, dest="pos_norm", help=argparse.SUPPRESS)  # deprecated --mu
     a("--pos-seed", type=int, default=0, help="seed of the random embeddings (default 0)")
     a(
         "--gram",
@@ -178,8 +179,10 @@ def run(args: argparse.Namespace) -> int:
             f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
         )
     from rwcli._models import model_from_args
+    from rwcli._task_args import renamed_flag
     from rwmodels import DEFAULT_MODEL
 
+    renamed_flag(args, "rw train", "--mu", "--pos-norm")
     net = model_from_args(args)
     if net.name != DEFAULT_MODEL:
         _refuse_paper_only(args, net.name)
@@ -199,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         N=task.N,
         M=args.M,
         pos=args.pos,
-        pos_norm=args.pos_norm,
+        mu=args.mu,
         pos_seed=args.pos_seed,
         normalize_attention=args.normalize_attention,
         relu_width=args.relu_width,
@@ -278,7 +281,7 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
     )
 
     record = None if args.record_steps is None else set(_snapshots(args.record_steps, "--record-steps"))
-    P = positional_embeddings(args.pos, args.M, task.N, args.pos_norm, args.pos_seed)
+    P = positional_embeddings(args.pos, args.M, task.N, args.mu, args.pos_seed)
     memory = model_memory_estimate(task, net, args.M, args.steps, args.dtype)
     check_memory(
         memory,
@@ -308,7 +311,7 @@ def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTa
                 "positions": {
                     "pos": args.pos,
                     "M": args.M,
-                    "pos_norm": args.pos_norm,
+                    "mu": args.mu,
                     "pos_seed": args.pos_seed,
                 },
             },

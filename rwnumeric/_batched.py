@@ -131,19 +131,19 @@ def _check_runs(runs: Sequence[Run]) -> None:
 
 
 @lru_cache(maxsize=32)
-def _embeddings(pos: str, M: int, N: int, pos_norm: float | None, pos_seed: int) -> tuple[np.ndarray, float]:
+def _embeddings(pos: str, M: int, N: int, mu: float | None, pos_seed: int) -> tuple[np.ndarray, float]:
     """P (M, N) and μ of one positional-embedding choice, shared by the runs that use it."""
-    P = positional_embeddings(pos, M, N, pos_norm, pos_seed)
-    return P, nominal_mu(pos, M, P, pos_norm)
+    P = positional_embeddings(pos, M, N, mu, pos_seed)
+    return P, nominal_mu(pos, M, P, mu)
 
 
 def _initial_model(model: ModelConfig, cfg: TrainConfig, dt: torch.dtype, dev: torch.device) -> FastModel:
     """The FastModel ``train`` builds for this run at step 0 (same seed stream, embeddings and Gram)."""
     if isinstance(model.pos, str):
-        P_np, mu = _embeddings(model.pos, model.M, model.N, model.pos_norm, model.pos_seed)
+        P_np, mu = _embeddings(model.pos, model.M, model.N, model.mu, model.pos_seed)
     else:
-        P_np = positional_embeddings(model.pos, model.M, model.N, model.pos_norm, model.pos_seed)
-        mu = nominal_mu(model.pos, model.M, P_np, model.pos_norm)
+        P_np = positional_embeddings(model.pos, model.M, model.N, model.mu, model.pos_seed)
+        mu = nominal_mu(model.pos, model.M, P_np, model.mu)
     V0, W0, _ = initial_parameters(model.K, model.M, None, cfg.init, cfg.sigma, init_generator(cfg.seed))
 
     def tensor(a):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +28,8 @@ DEFAULT_TIE_RTOL = {"float64": 1e-9, "float32": 1e-5}
 class ModelConfig:
     """f = V X S(X̃ᵀ W x̃_N) (docs/theory.md#model), or A·ReLU(V X S(·)) when ``relu_width`` = m is set.
 
-    ``pos``: "sine" | "onehot" | "random" | an (M, N) matrix; ``pos_norm`` = μ = ‖p_i‖² (None: the
-    construction's own, M/2 for sine, 1 for onehot/random); ``normalize_attention`` divides each
+    ``pos``: "sine" | "onehot" | "random" | an (M, N) matrix; ``mu`` = μ = ‖p_i‖² (None: the
+    construction's own, M/2 for sine, 1 for onehot/random; ``pos_norm`` is its deprecated name); ``normalize_attention`` divides each
     x̃_i by its length inside the softmax only (paper Fig 6). ``gram``: the fast path uses
     PᵀP = μI exactly ("ideal", the spec's P) or the float Gram matrix of P ("computed", which carries
     the ~1e-16 rounding a direct implementation sees; the reference path always sees the float P).
@@ -36,7 +39,7 @@ class ModelConfig:
     N: int
     M: int = 1000
     pos: str | np.ndarray = "sine"
-    pos_norm: float | None = None
+    mu: float | None = None
     pos_seed: int = 0
     normalize_attention: bool = False
     relu_width: int | None = None
@@ -49,7 +52,7 @@ class ModelConfig:
             "N": self.N,
             "M": self.M,
             "pos": self.pos if isinstance(self.pos, str) else "user",
-            "pos_norm": None if self.pos_norm is None else float(self.pos_norm),
+            "mu": None if self.mu is None else float(self.mu),
             "pos_seed": self.pos_seed,
             "normalize_attention": bool(self.normalize_attention),
             "relu_width": self.relu_width,
@@ -59,6 +62,30 @@ class ModelConfig:
             data = np.ascontiguousarray(np.asarray(self.pos, dtype=np.float64))
             out["pos_sha256"] = hashlib.sha256(data.tobytes()).hexdigest()
         return out
+
+
+# ``pos_norm``, the old name of ``mu``, kept one release (docs/changelog.md): given or read, it warns.
+_dataclass_init = ModelConfig.__init__
+
+
+def _init_with_pos_norm(self: ModelConfig, *args: Any, pos_norm: float | None = None, **kwargs: Any) -> None:
+    if pos_norm is not None:
+        warnings.warn("ModelConfig(pos_norm=...) is deprecated: use mu=...", DeprecationWarning, stacklevel=2)
+        if kwargs.get("mu") is not None and kwargs["mu"] != pos_norm:
+            raise ValueError(
+                f"pos_norm={pos_norm!r} is the deprecated name of mu={kwargs['mu']!r}: give one of them"
+            )
+        kwargs["mu"] = pos_norm
+    _dataclass_init(self, *args, **kwargs)
+
+
+def _read_pos_norm(self: ModelConfig) -> float | None:
+    warnings.warn("ModelConfig.pos_norm is deprecated: use ModelConfig.mu", DeprecationWarning, stacklevel=2)
+    return self.mu
+
+
+ModelConfig.__init__ = functools.wraps(_dataclass_init)(_init_with_pos_norm)  # type: ignore[method-assign]
+ModelConfig.pos_norm = property(_read_pos_norm)  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -168,8 +195,8 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         raise ValueError(f"N={model.N} differs from the task's sequence length N={task.N}")
     if model.M < model.N:
         raise ValueError(f"M={model.M} is out of range: M must be >= N={model.N}")
-    if model.pos_norm is not None:
-        _positive(model.pos_norm, "pos_norm")
+    if model.mu is not None:
+        _positive(model.mu, "mu")
     if not _is_int(model.pos_seed) or model.pos_seed < 0:
         raise ValueError(f"pos_seed={model.pos_seed!r} must be an integer >= 0")
     if model.relu_width is not None and (not _is_int(model.relu_width) or model.relu_width < 1):

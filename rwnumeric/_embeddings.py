@@ -33,7 +33,7 @@ def positional_embeddings(
     if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
         raise ValueError(f"N={N!r} must be an integer >= 2")
     if mu is not None and not (np.isfinite(mu) and mu > 0):
-        raise ValueError(f"pos_norm={mu!r} must be a finite number > 0")
+        raise ValueError(f"mu={mu!r} must be a finite number > 0")
     if isinstance(kind, str):
         if kind == "sine":
             if M <= N:

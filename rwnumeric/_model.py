@@ -142,7 +142,7 @@ class FastModel:
         return torch.cat([self.D_tok, self.P @ self.r])  # (K+M,)
 
     @torch.no_grad()
-    def w_tilde(self) -> torch.Tensor:
+    def w(self) -> torch.Tensor:
         """W x̃_N (K+M,), with x̃_N = [0; p_N] un-normalised."""
         w = self._D() * self.xhat_dot_xtilde
         if self.W0 is not None:
@@ -230,7 +230,7 @@ class ReferenceModel:
         return tuple(torch.cat([p[i] for p in parts]) for i in range(3))
 
     @torch.no_grad()
-    def w_tilde(self) -> torch.Tensor:
+    def w(self) -> torch.Tensor:
         return self.W @ self.xt_N
 
     @torch.no_grad()

@@ -44,6 +44,12 @@ HISTORY_KEYS = (
 )
 
 
+#: The format id and version of ``metrics.json`` (``TrainResult.to_json``; schema ``rwio.load_schema("metrics")``).
+#: Version 2 names μ ``mu`` in ``config.model`` (version 1, without these two keys, called it ``pos_norm``).
+METRICS_FORMAT = "rw-metrics"
+METRICS_VERSION = 2
+
+
 @dataclass
 class TrainResult:
     """What a run produced: ``config``, ``history`` (the recorded steps), ``final`` parameters, ``snapshots``,
@@ -68,6 +74,8 @@ class TrainResult:
     def to_json(self) -> dict:
         """JSON-able dict (snapshot and parameter steps become string keys; "params" only with record_params)."""
         out = {
+            "format": METRICS_FORMAT,
+            "version": METRICS_VERSION,
             "config": self.config,
             "history": self.history,
             "final": self.final,
@@ -186,8 +194,8 @@ def _train(
     is_circle = isinstance(task, CircleWalk)
     Pi = task.transition_matrix_float() if isinstance(task, CircleWalk) else None
 
-    P_np = positional_embeddings(model.pos, model.M, N, model.pos_norm, model.pos_seed)
-    mu = nominal_mu(model.pos, model.M, P_np, model.pos_norm)
+    P_np = positional_embeddings(model.pos, model.M, N, model.mu, model.pos_seed)
+    mu = nominal_mu(model.pos, model.M, P_np, model.mu)
     train_set, test_set, init_rng = _data(task, cfg, dt, dev)
     V0, W0, A0 = initial_parameters(K, model.M, model.relu_width, cfg.init, cfg.sigma, init_rng)
 
@@ -278,7 +286,7 @@ def _train(
 
 def _parameters(net, V: np.ndarray) -> dict:
     """V, w = W x̃_N (all of W the model uses at the query) and, with the ReLU head, A, as nested lists."""
-    out = {"V": V.tolist(), "w": net.w_tilde().cpu().tolist()}
+    out = {"V": V.tolist(), "w": net.w().cpu().tolist()}
     if net.A is not None:
         out["A"] = net.A.detach().cpu().tolist()
     return out

@@ -129,7 +129,7 @@ class RunSpec:
             N=self.N,
             M=self.M,
             pos="sine",
-            pos_norm=MU_OPTIONS[choices.mu](self.M),
+            mu=MU_OPTIONS[choices.mu](self.M),
             normalize_attention=normalize,
             relu_width=self.relu_width,
             gram=choices.gram,

@@ -220,9 +220,9 @@ def measure_escape(
     coords = lin.coords
     steps = len(lin.C)
     if gram == "ideal":
-        model = ModelConfig(K=task.K, N=task.N, M=task.N, pos="onehot", pos_norm=lin.mu)
+        model = ModelConfig(K=task.K, N=task.N, M=task.N, pos="onehot", mu=lin.mu)
     elif gram == "computed":
-        model = ModelConfig(K=task.K, N=task.N, M=4 * task.N, pos="sine", pos_norm=lin.mu, gram="computed")
+        model = ModelConfig(K=task.K, N=task.N, M=4 * task.N, pos="sine", mu=lin.mu, gram="computed")
     else:
         raise ValueError(f"gram={gram!r} is not one of ideal, computed")
     cfg = TrainConfig(

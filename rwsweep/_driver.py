@@ -222,7 +222,7 @@ def _train_models(configs: Sequence[dict], record_every: int):
     for b, c in enumerate(configs):
         task = CircleWalk(c["K"], c["N"], c["p"])
         model = get_model(c["model"], d=c["head_dim"])
-        P = positional_embeddings(c["pos"], c["M"], c["N"], c["pos_norm"], c["pos_seed"])
+        P = positional_embeddings(c["pos"], c["M"], c["N"], c["mu"], c["pos_seed"])
         try:
             result = train_model(
                 task, model, P, c["steps"], eta=c["eta"], eps=c["eps"], loss=c["loss"], init=c["init"],

@@ -99,7 +99,7 @@ def _escape_sigma_mu(df, path: Path) -> Path:
     mesh: Any = None
     for ax, dtype in zip(axes, dtypes, strict=True):
         part = df[df["dtype"] == dtype]
-        sigmas, mus, grid = _median_grid(part, "sigma", "pos_norm", "escape_step")
+        sigmas, mus, grid = _median_grid(part, "sigma", "mu", "escape_step")
         xe, ye = _edges(sigmas, log=True), _edges(mus, log=True)
         ax.pcolormesh(xe, ye, np.isnan(grid).astype(float), cmap="Greys", vmin=0, vmax=4, hatch="//")
         mesh = ax.pcolormesh(xe, ye, np.ma.masked_invalid(grid), cmap="magma", norm=norm)
@@ -137,7 +137,7 @@ def _learning_time(df, path: Path) -> Path:
 def plot_sweep(sweep_dir: str | os.PathLike, out: str | os.PathLike) -> tuple[list[Path], dict[str, str]]:
     """Write the phase diagrams the table supports into ``out``; returns (written, {skipped file: why}).
 
-    The (p, N) diagram needs N and p varied; the (σ, μ) diagram σ and μ (``pos_norm``) varied and
+    The (p, N) diagram needs N and p varied; the (σ, μ) diagram σ and μ (``mu``) varied and
     some run that escapes; the learning-time plot two or more learned runs at positive distance.
     """
     import matplotlib
@@ -153,10 +153,10 @@ def plot_sweep(sweep_dir: str | os.PathLike, out: str | os.PathLike) -> tuple[li
         written.append(_phase_accuracy(df, out / "phase_accuracy.png"))
     else:
         skipped["phase_accuracy.png"] = "the sweep does not vary both N and p"
-    if df["sigma"].nunique() > 1 and df["pos_norm"].nunique() > 1 and df["escape_step"].notna().any():
+    if df["sigma"].nunique() > 1 and df["mu"].nunique() > 1 and df["escape_step"].notna().any():
         written.append(_escape_sigma_mu(df, out / "escape_sigma_mu.png"))
     else:
-        skipped["escape_sigma_mu.png"] = "the sweep does not vary both sigma and pos_norm, or no run escapes"
+        skipped["escape_sigma_mu.png"] = "the sweep does not vary both sigma and mu, or no run escapes"
     learned = df.dropna(subset=["learning_step", "vanishing_distance"])
     if int((learned["vanishing_distance"] > 0).sum()) >= 2:
         written.append(_learning_time(df, out / "learning_time.png"))

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ FIELDS: dict[str, Any] = {
     "p": _probability,
     "M": _optional(_integer(2)),
     "pos": _choice("sine", "onehot", "random"),
-    "pos_norm": _optional(_number(0)),
+    "mu": _optional(_number(0)),
     "pos_seed": _integer(0),
     "gram": _choice("ideal", "computed"),
     "normalize_attention": _boolean,
@@ -126,7 +127,7 @@ FIELDS: dict[str, Any] = {
     "escape_threshold": _number(0, 1, high_open=True),
     "learned_fraction": _number(0, 1),
 }
-_FLOAT_FIELDS = {"p", "pos_norm", "eta", "eps", "sigma", "escape_threshold", "learned_fraction"}
+_FLOAT_FIELDS = {"p", "mu", "eta", "eps", "sigma", "escape_threshold", "learned_fraction"}
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,41 @@ def _draws(random: dict) -> list[dict]:
     return out
 
 
+#: Fields under an old name, read for one release with a warning (docs/changelog.md): old -> new.
+RENAMED_FIELDS = {"pos_norm": "mu"}
+
+
+def _renamed_fields(data: dict) -> dict:
+    """The spec with every old field name (``RENAMED_FIELDS``) in fixed, grid and random.axes renamed.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _renamed_fields({"fixed": {"pos_norm": 2}})["fixed"], str(caught[0].message)
+    ({'mu': 2}, 'spec field fixed.pos_norm is deprecated: call it mu (the same value)')
+    """
+    parts = [("fixed", data.get("fixed")), ("grid", data.get("grid"))]
+    if isinstance(data.get("random"), dict):
+        parts.append(("random.axes", data["random"].get("axes")))
+    for where, part in parts:
+        if not isinstance(part, dict):
+            continue  # the schema names what is wrong
+        for old, new in RENAMED_FIELDS.items():
+            if old not in part:
+                continue
+            if new in part:
+                raise SpecError(
+                    f"spec field {where}.{old}: it is the deprecated name of {new}; give one of them"
+                )
+            warnings.warn(
+                f"spec field {where}.{old} is deprecated: call it {new} (the same value)",
+                FutureWarning,
+                stacklevel=3,
+            )
+            part[new] = part.pop(old)
+    return data
+
+
 def load_spec(
     source: str | os.PathLike | dict, model: str | None = None, head_dim: int | None = None
 ) -> Spec:
@@ -270,7 +306,7 @@ def load_spec(
     ...
     rwsweep._spec.SpecError: spec field grid.N[0]: N=1 must be an integer >= 2
     """
-    data = dict(source) if isinstance(source, dict) else _read(source)
+    data = _renamed_fields(dict(source) if isinstance(source, dict) else _read(source))
     if model is not None:
         data["model"] = model
     if head_dim is not None:
@@ -362,7 +398,7 @@ def _check_runs(runs: list[dict]) -> None:
     from rwnumeric import positional_embeddings
 
     for pos, M, N, mu, seed in sorted(
-        {(r["pos"], r["M"], r["N"], r["pos_norm"], r["pos_seed"]) for r in runs}, key=repr
+        {(r["pos"], r["M"], r["N"], r["mu"], r["pos_seed"]) for r in runs}, key=repr
     ):
         try:
             positional_embeddings(pos, M, N, mu, seed)

@@ -139,7 +139,7 @@ def rwnumeric_training(config: CheckConfig, fast: bool = True):
         N=config.N,
         M=config.M,
         pos=config.embedding,
-        pos_norm=float(config.mu),
+        mu=float(config.mu),
         pos_seed=config.seed,
     )
     tokens = torch.as_tensor(config.tokens)

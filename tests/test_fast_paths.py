@@ -53,7 +53,7 @@ def _close(got, expected, what):
 )
 def test_reduced_torch_model_equals_the_full_model(task):
     P, generic = _generic(task)
-    model = ModelConfig(K=task.population().K, N=task.population().N, M=P.shape[0], pos=P, pos_norm=MU)
+    model = ModelConfig(K=task.population().K, N=task.population().N, M=P.shape[0], pos=P, mu=MU)
     result = train(
         task, model, TrainConfig(steps=STEPS, population=True, record_params=True, eps=0.1), progress=False
     )
@@ -65,7 +65,7 @@ def test_reduced_torch_model_equals_the_full_model(task):
 def test_batched_engine_equals_the_full_model():
     tasks = [CircleWalk(4, 5, p) for p in ("3/10", "1/2", "7/10")]
     P = np.asarray(rational_positions(5, MU), dtype=float)
-    model = ModelConfig(K=4, N=5, M=P.shape[0], pos=P, pos_norm=MU)
+    model = ModelConfig(K=4, N=5, M=P.shape[0], pos=P, mu=MU)
     cfg = TrainConfig(steps=STEPS, population=True, eps=0.1)
     result = train_batched([(task, model, cfg) for task in tasks])
     for task, final in zip(tasks, result.final, strict=True):

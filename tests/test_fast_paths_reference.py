@@ -139,7 +139,7 @@ def test_reference_training_path_equals_the_full_model():
         record_params=True,
         threads=1,
     )
-    result = train(CIRCLE, ModelConfig(K=K, N=pop.N, M=M, pos=P, pos_norm=MU), cfg, progress=False)
+    result = train(CIRCLE, ModelConfig(K=K, N=pop.N, M=M, pos=P, mu=MU), cfg, progress=False)
     rng = init_generator(seed)  # the documented draw order: V, then W
     V0, W0 = rng.normal(0.0, sigma, (K, K)), rng.normal(0.0, sigma, (K + M, K + M))
     states = descend(OneLayer(), FLOAT64, {"V": V0, "W": W0}, data, _NumpyLoss("log"), ETA, STEPS)

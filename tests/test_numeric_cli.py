@@ -17,7 +17,8 @@ from rwtasks import CircleWalk
 def test_train_command_writes_the_documented_metrics_file(tmp_path):
     assert main(["train", *SMALL, "--snapshots", "0,3", "--out", str(tmp_path / "run")]) == 0
     data = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert sorted(data) == ["config", "final", "history", "snapshots"]
+    assert sorted(data) == ["config", "final", "format", "history", "snapshots", "version"]
+    assert (data["format"], data["version"]) == ("rw-metrics", 2)
     assert [h["step"] for h in data["history"]] == [0, 1, 2, 3]
     assert all(sorted(h) == sorted(HISTORY_KEYS) for h in data["history"])
     assert data["config"]["task"] == {"name": "circle", "K": 4, "N": 5, "p": "7/10"}

@@ -32,7 +32,7 @@ def test_trajectory_is_the_same_for_sine_onehot_and_random_embeddings_with_equal
     cfg = TrainConfig(steps=8, eta=1.0, population=True, fast=fast)
 
     def run(pos, M, gram, cfg):
-        model = ModelConfig(K=K, N=N, M=M, pos=pos, pos_norm=mu, normalize_attention=normalize, gram=gram)
+        model = ModelConfig(K=K, N=N, M=M, pos=pos, mu=mu, normalize_attention=normalize, gram=gram)
         return train(task, model, cfg, progress=False)
 
     base = run("onehot", N, "ideal", TrainConfig(steps=8, eta=1.0, population=True))
@@ -55,7 +55,7 @@ def test_a_user_embedding_with_orthogonal_equal_norm_columns_gives_the_onehot_tr
     user = np.sqrt(mu) * Q[:, :N]
     task, cfg = CircleWalk(K, N, "0.6"), TrainConfig(steps=6, population=True)
     a = train(task, ModelConfig(K=K, N=N, M=M, pos=user), cfg, progress=False)
-    b = train(task, ModelConfig(K=K, N=N, M=N, pos="onehot", pos_norm=mu), cfg, progress=False)
+    b = train(task, ModelConfig(K=K, N=N, M=N, pos="onehot", mu=mu), cfg, progress=False)
     assert a.config["mu"] == pytest.approx(mu, rel=1e-14) and a.config["model"]["pos"] == "user"
     # ideal Gram: both runs see μI; μ̄ of the user matrix differs from 2.0 by rounding only (~1e-16)
     assert_close(

@@ -340,11 +340,11 @@ def test_a_float32_run_computes_in_float32():
 
 
 def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
-    """pos_norm rescales every column to squared norm μ; pos_seed chooses the random orthonormal basis."""
+    """mu rescales every column to squared norm μ; pos_seed chooses the random orthonormal basis."""
     task = CircleWalk(3, 4, "0.7")
 
     def P(seed):
-        model = ModelConfig(K=3, N=4, M=6, pos="random", pos_norm=2.5, pos_seed=seed)
+        model = ModelConfig(K=3, N=4, M=6, pos="random", mu=2.5, pos_seed=seed)
         return train(task, model, TrainConfig(steps=0, population=True), progress=False).model.P.numpy()
 
     first = P(3)
@@ -352,8 +352,8 @@ def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
     assert np.allclose(first.T @ first, 2.5 * np.eye(4), rtol=0, atol=1e-13)
     assert np.array_equal(first, P(3)) and not np.allclose(first, P(4))
     # the μ the run records is the documented one, not the float mean of the columns (1 - 2.2e-16 here)
-    for pos_norm, mu in ((2.5, 2.5), (None, 1.0)):
-        model = ModelConfig(K=3, N=4, M=6, pos="random", pos_norm=pos_norm)
+    for requested, mu in ((2.5, 2.5), (None, 1.0)):
+        model = ModelConfig(K=3, N=4, M=6, pos="random", mu=requested)
         assert train(task, model, TrainConfig(steps=0, population=True), progress=False).config["mu"] == mu
 
 

@@ -63,7 +63,7 @@ BAD_TRAIN = [
         _cfg(),
         r"has shape \(5, 5\), expected \(M, N\) = \(6, 4\)",
     ),
-    ("pos-norm-zero", TASK, _model(pos_norm=0.0), _cfg(), r"pos_norm=0.0 is out of range"),
+    ("mu-zero", TASK, _model(mu=0.0), _cfg(), r"mu=0.0 is out of range"),
     ("pos-seed-negative", TASK, _model(pos_seed=-1), _cfg(), r"pos_seed=-1 must be an integer >= 0"),
     ("relu-width-zero", TASK, _model(relu_width=0), _cfg(), r"relu_width=0 must be an integer >= 1"),
     ("gram-unknown", TASK, _model(gram="exact"), _cfg(), r"gram='exact' is not one of ideal, computed"),
@@ -248,7 +248,7 @@ BAD_EMBEDDINGS = [
     ("random-M-below-N", dict(kind="random", M=3, N=4), r"pos='random' needs M >= N"),
     ("M-not-integer", dict(kind="sine", M=6.0, N=4), r"M=6.0 must be a positive integer"),
     ("N-too-small", dict(kind="sine", M=6, N=1), r"N=1 must be an integer >= 2"),
-    ("mu-negative", dict(kind="sine", M=6, N=4, mu=-1.0), r"pos_norm=-1.0 must be a finite number > 0"),
+    ("mu-negative", dict(kind="sine", M=6, N=4, mu=-1.0), r"mu=-1.0 must be a finite number > 0"),
     ("user-nan", dict(kind=np.full((6, 4), np.nan), M=6, N=4), r"non-finite entries"),
 ]
 

@@ -26,7 +26,7 @@ def configs(draw):
         N=N,
         M=M,
         pos=pos,
-        pos_norm=draw(st.sampled_from([None, 0.5, 3.0])),
+        mu=draw(st.sampled_from([None, 0.5, 3.0])),
         pos_seed=draw(st.integers(0, 3)),
         normalize_attention=draw(st.booleans()),
         relu_width=draw(st.sampled_from([None, 2, 4])),
@@ -75,7 +75,7 @@ def test_fast_path_matches_full_W_autograd(config):
 
 def test_fast_path_matches_autograd_on_a_finite_task_with_gaussian_init_and_normalisation():
     task = FiniteTask([[0, 1, 2], [2, 1, 0], [1, 1, 0]], [0, 2, 1], ["1/2", "1/4", "1/4"], K=3)
-    model = ModelConfig(K=3, N=4, M=6, normalize_attention=True, pos="random", pos_norm=2.0)
+    model = ModelConfig(K=3, N=4, M=6, normalize_attention=True, pos="random", mu=2.0)
     cfg = TrainConfig(steps=4, eta=0.7, init="gaussian", sigma=0.05, population=True, seed=5)
     _compare(task, model, cfg)
 

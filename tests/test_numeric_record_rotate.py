@@ -8,7 +8,7 @@ from conftest import assert_close
 from rwnumeric import ModelConfig, TrainConfig, train
 from rwtasks import CircleWalk
 
-TASK, MODEL = CircleWalk(5, 5, "3/10"), ModelConfig(K=5, N=5, M=7, pos_norm=3.0)
+TASK, MODEL = CircleWalk(5, 5, "3/10"), ModelConfig(K=5, N=5, M=7, mu=3.0)
 
 
 def _decaying(t: int) -> float:

@@ -23,7 +23,7 @@ def test_rotation_reduced_run_matches_exact_symbolic_trajectory() -> None:
     traj = derive(task, steps=2, eta=1, eps="1/10", mu=2, loss="log", rotate=False)
     res = train(
         task,
-        ModelConfig(K=5, N=4, M=4, pos="onehot", pos_norm=2.0),
+        ModelConfig(K=5, N=4, M=4, pos="onehot", mu=2.0),
         TrainConfig(steps=2, population=True, rotate=True, record_steps=[0, 1, 2]),
         progress=False,
         observe=_state,

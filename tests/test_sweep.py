@@ -25,7 +25,7 @@ SPEC = {
         "K": 3,
         "M": None,
         "pos": "onehot",
-        "pos_norm": 1,
+        "mu": 1,
         "steps": 200,
         "init": "gaussian",
         "sigma": 1e-3,
@@ -128,7 +128,7 @@ def test_zero_init_cells_at_chance_are_exactly_the_exact_vanishing_set(client, t
     spec = load_spec(
         {
             "task": "circle",
-            "fixed": {"M": None, "pos": "onehot", "pos_norm": 1, "gram": "ideal", "steps": steps},
+            "fixed": {"M": None, "pos": "onehot", "mu": 1, "gram": "ideal", "steps": steps},
             "grid": {"K": [3, 4], "N": {"range": [3, 8]}, "p": {"linspace": [0, 1, 5]}},
             "pack_size": 16,
         }

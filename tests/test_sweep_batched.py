@@ -36,7 +36,7 @@ def _runs(dtype: str) -> list[tuple[CircleWalk, ModelConfig, TrainConfig]]:
     return [
         (
             CircleWalk(K, N, p),
-            ModelConfig(K=K, N=N, M=M, pos_norm=mu, gram=gram, normalize_attention=normalize),
+            ModelConfig(K=K, N=N, M=M, mu=mu, gram=gram, normalize_attention=normalize),
             TrainConfig(
                 steps=STEPS,
                 eta=eta,

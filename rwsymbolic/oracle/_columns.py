@@ -146,7 +146,7 @@ def step_doubles(header: dict, path: str | os.PathLike = "oracle") -> list[dict[
             if value["float"] is None:
                 raise ValueError(
                     f"{path}: step {entry['t']} {key} is symbolic (float is null); write the oracle "
-                    "with numeric p, eta, eps, pos-norm and a concrete --loss"
+                    "with numeric p, eta, eps, mu and a concrete --loss"
                 )
             out[key] = np.asarray(value["float"], dtype=np.float64)
         steps.append(out)
