@@ -16,8 +16,10 @@ from fractions import Fraction
 
 from flint import arb, ctx, fmpq
 
-#: The precision range the engine accepts, in bits.
-MIN_PREC, MAX_PREC = 16, 65536
+#: The smallest working precision the engine accepts, in bits.
+MIN_PREC = 16
+#: The largest working precision the engine accepts, in bits.
+MAX_PREC = 65536
 
 
 class Outcome(StrEnum):

@@ -181,15 +181,10 @@ def render_verdicts(traj: Trajectory) -> str:
 
 def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask, steps: int) -> str:
     """The job's estimate (one line), after refusing in one line when it cannot fit: time, memory, files."""
-    import shutil
-    from pathlib import Path
-
-    from rwcli._task_args import parse_size
     from rwio import check_memory, format_bytes
     from rwsymbolic import job_estimate, symbolic_probabilities
 
     limit = parse_int(args.max_seconds, "max-seconds", 1)
-    max_bytes = None if args.max_bytes is None else parse_size(args.max_bytes, "max-bytes")
     est = job_estimate(task, steps, json=bool(args.json), per_input=args.per_input)
     files = f", {format_bytes(est.file_bytes)} of files" if args.json else ""
     summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory{files}"
@@ -210,21 +205,33 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
         )
     check_memory(est.memory, f"--steps {steps} on {task!r} (estimated at {summary})", alternatives)
     if args.json:
-        folder = Path(args.json).resolve().parent
-        while not folder.exists():
-            folder = folder.parent
-        disk = shutil.disk_usage(folder).free
-        cap = disk if max_bytes is None else min(max_bytes, disk)
-        if est.file_bytes > cap:
-            which = (
-                f"--max-bytes {format_bytes(max_bytes)}"
-                if max_bytes is not None and max_bytes <= disk
-                else (f"the {format_bytes(disk)} free in {folder}")
-            )
-            raise ValueError(
-                f"--json {args.json}: the files are estimated at {summary}: above {which}; {alternatives}"
-            )
+        _refuse_files(args, est.file_bytes, summary, alternatives)
     return summary
+
+
+def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alternatives: str) -> None:
+    """One line when the estimated files of --json exceed --max-bytes or the free disk of their folder."""
+    import shutil
+    from pathlib import Path
+
+    from rwcli._task_args import parse_size
+    from rwio import format_bytes
+
+    max_bytes = None if args.max_bytes is None else parse_size(args.max_bytes, "max-bytes")
+    folder = Path(args.json).resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    disk = shutil.disk_usage(folder).free
+    cap = disk if max_bytes is None else min(max_bytes, disk)
+    if file_bytes > cap:
+        which = (
+            f"--max-bytes {format_bytes(max_bytes)}"
+            if max_bytes is not None and max_bytes <= disk
+            else (f"the {format_bytes(disk)} free in {folder}")
+        )
+        raise ValueError(
+            f"--json {args.json}: the files are estimated at {summary}: above {which}; {alternatives}"
+        )
 
 
 def _mu(args: argparse.Namespace) -> str:
@@ -259,15 +266,25 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
     """The generic exact engine (rwsymbolic.derive_model): refuse what it cannot do, estimate, derive, print."""
     import sys
 
-    from rwio import check_memory
-    from rwsymbolic import MAX_EXP_STEPS, derive_model, model_estimate, positive_rational
+    from rwio import check_memory, format_bytes
+    from rwsymbolic import (
+        MAX_EXP_STEPS,
+        PER_INPUT_LIMIT,
+        derive_model,
+        model_estimate,
+        model_file_bytes,
+        per_input_path,
+        positive_rational,
+        write_oracle,
+    )
 
-    for flag, given in (("--json", args.json), ("--verdict", args.verdict), ("--per-input", args.per_input)):
-        if given:
-            raise ValueError(
-                f"{flag} applies to the paper's model from zero init (the oracle holds its reduced "
-                "coordinates); drop it, or use rw check --model for another model's exact comparison"
-            )
+    if args.verdict:
+        raise ValueError(
+            "--verdict applies to the paper's model from zero init (its structure predicates are statements "
+            "about the reduced coordinates); drop it"
+        )
+    if not args.json and args.per_input is not None:
+        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
     if args.init != "zero" and steps > MAX_EXP_STEPS:
         raise ValueError(f"--steps={steps} is out of range with --init {args.init}: at most {MAX_EXP_STEPS}")
     if args.loss == "any":
@@ -286,7 +303,10 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
     seconds = model_estimate(task, model, steps, args.init)
     population = task.population().size
     memory = 64 * population * task.population().N * 40 * (steps + 1) + 200 * 2**20
-    summary = f"~{seconds:.3g} s, ~{memory / 2**20:.0f} MiB of memory"
+    per_input = population <= PER_INPUT_LIMIT if args.per_input is None else args.per_input
+    header_bytes, column_bytes = model_file_bytes(task, model, steps, per_input) if args.json else (0, 0)
+    files = f", {format_bytes(header_bytes + column_bytes)} of files" if args.json else ""
+    summary = f"~{seconds:.3g} s, ~{memory / 2**20:.0f} MiB of memory{files}"
     if seconds > limit:
         raise ValueError(
             f"--steps {steps} with --model {args.model} on {task!r} is estimated at {summary}: above "
@@ -295,6 +315,13 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
     check_memory(
         memory, f"--steps {steps} with --model {args.model} (estimated at {summary})", "use fewer --steps"
     )
+    if args.json:
+        _refuse_files(
+            args,
+            header_bytes + column_bytes,
+            summary,
+            "use fewer --steps" + (", --no-per-input" if per_input else ""),
+        )
     print(f"rw derive: estimated {summary}", file=sys.stderr)
     traj = derive_model(
         task,
@@ -310,6 +337,11 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
         progress=True,
     )
     print(render_model(traj))
+    if args.json:
+        path = write_oracle(traj, args.json, per_input=per_input, progress=True)
+        print(f"\nwrote {path}")
+        if per_input_path(path).exists():
+            print(f"wrote {per_input_path(path)}")
     return 0
 
 
@@ -319,6 +351,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_file(args.json, "--json")
+    if args.max_bytes is not None:
+        from rwcli._task_args import parse_size
+
+        parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
     model = model_from_args(args)
     steps = parse_int(args.steps, "steps", 0)
     if model.name != "one_layer" or args.init != "zero":

@@ -26,6 +26,7 @@ SCHEMAS: dict[str, str] = {
     "metrics": "rwnumeric/metrics.schema.json",
     "oracle": "rwsymbolic/oracle/oracle.schema.json",
     "oracle-v1": "rwsymbolic/oracle/oracle-v1.schema.json",
+    "oracle-v2": "rwsymbolic/oracle/oracle-v2.schema.json",
     "report": "rwcheck/report.schema.json",
     "signal": "rwsymbolic/analysis/signal.schema.json",
     "stability": "rwstability/stability.schema.json",
@@ -62,7 +63,7 @@ def load_schema(name: str) -> dict[str, Any]:
     >>> load_schema("metric")
     Traceback (most recent call last):
     ...
-    ValueError: schema name 'metric' is not one of the toolkit's: certify, metrics, oracle, oracle-v1, report, signal, stability, stability_generic, sweep, task_spec
+    ValueError: schema name 'metric' is not one of the toolkit's: certify, metrics, oracle, oracle-v1, oracle-v2, report, signal, stability, stability_generic, sweep, task_spec
     """
     return json.loads(schema_path(name).read_text(encoding="utf-8"))
 

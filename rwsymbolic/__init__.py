@@ -70,6 +70,7 @@ from rwsymbolic.engine import (
     label_token_sum,
     make_loss,
     model_estimate,
+    model_file_bytes,
     positive_rational,
     symbolic_probabilities,
     transition_power,
@@ -118,6 +119,7 @@ __all__ = [
     "exact_element",
     "initial_parameters",
     "model_estimate",
+    "model_file_bytes",
     "positive_rational",
     "to_sympy",
     # oracle files (rwsymbolic.oracle) and the exact-value JSON encoding of the other files

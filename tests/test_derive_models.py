@@ -64,13 +64,23 @@ def test_key_query_from_a_gaussian_start_moves_its_attention(capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--json", "x.json"], "--json applies to the paper's model from zero init"),
+        (["--verdict"], "--verdict applies to the paper's model from zero init"),
+        (["--json", "x.json", "--max-bytes", "1K"], "the files are estimated at"),
+        (["--per-input"], "--per-input / --no-per-input apply to the oracle file: give --json FILE"),
         (["--init", "gaussian", "--steps", "9"], "--steps=9 is out of range with --init gaussian: at most 3"),
         (["--loss", "any"], "--loss any applies to the paper's model"),
         (["--head-dim", "0"], "--head-dim"),
         (["--mu", "p"], "--mu=p is out of range"),
     ],
-    ids=["json", "gaussian-steps", "abstract-loss", "head-dim-0", "symbolic-mu"],
+    ids=[
+        "verdict",
+        "json-max-bytes",
+        "per-input-without-json",
+        "gaussian-steps",
+        "abstract-loss",
+        "head-dim-0",
+        "symbolic-mu",
+    ],
 )
 def test_generic_derive_refuses_in_one_line(extra, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

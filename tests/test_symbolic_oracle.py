@@ -46,7 +46,7 @@ def test_oracle_validates_and_reads_back_exactly(tmp_path, rational_traj):
     path = write_oracle(rational_traj, tmp_path / "o.json")
     data = json.loads(path.read_text())
     jsonschema.validate(data, load_schema("oracle"))  # the node table included
-    assert data["version"] == 2 and data["config"]["per_input"] is True
+    assert (data["format"], data["version"]) == ("rw-oracle", 3) and data["config"]["per_input"] is True
     assert data["model"]["parameters"] == {"V": [3, 3], "w_tok": [3], "c": [4]}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.inputs.npz", "o.json"]  # no temporary file left
     oracle = load_oracle(path, exact=True)

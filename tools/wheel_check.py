@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             "rwsymbolic/analysis/signal.schema.json",
             "rwsymbolic/oracle/oracle.schema.json",
             "rwsymbolic/oracle/oracle-v1.schema.json",
+            "rwsymbolic/oracle/oracle-v2.schema.json",
             "rwcheck/_runtime.py",
             "rwcheck/_fixture_test.py",
             "rwtasks/task_spec.schema.json",

@@ -18,6 +18,7 @@ from rwsymbolic.engine._generic import (
     derive_model,
     initial_parameters,
     model_estimate,
+    model_file_bytes,
     positive_rational,
 )
 from rwsymbolic.engine._groups import MAX_WORK
@@ -51,6 +52,7 @@ __all__ = [
     "derive_model",
     "initial_parameters",
     "model_estimate",
+    "model_file_bytes",
     "positive_rational",
     "MAX_WORK",
     "MAX_STRUCTURED_K",

@@ -129,6 +129,43 @@ def model_estimate(
     return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - GROWTH_FROM) for t in range(steps + 1))
 
 
+#: Characters per exact value in the oracle's node table at steps 0..2, doubling with every step after
+#: (the rationals of the log-loss grow); measured 10-33 KB headers for key_query at K = 3, N = 4, 2-4 steps,
+#: which this bound exceeds by 1.5-3x.
+CHARS_PER_VALUE, CHARS_PER_INPUT_VALUE, HEADER_BASE = 80, 20, 4096
+
+
+def model_file_bytes(
+    task: CircleWalk | FiniteTask, model: Model, steps: int, per_input: bool
+) -> tuple[int, int]:
+    """Estimated bytes of the oracle ``write_oracle`` makes of ``derive_model``'s trajectory: (header, columns).
+
+    The header holds every parameter and read-out of every step once (``CHARS_PER_VALUE`` each, doubling
+    per step from t = 3) and the short per-input exact values; the columns are bounded by their
+    uncompressed size (16 bytes per double with its bound and node index, the population's tokens and labels).
+
+    >>> from rwmodels import get_model
+    >>> from rwtasks import CircleWalk
+    >>> model_file_bytes(CircleWalk(3, 4, "3/10"), get_model("key_query", d=2), 4, True)
+    (63616, 28288)
+    """
+    population = task.population()
+    n, K, N = population.size, population.K, population.N
+    D = K + 4 * -(-N // 4)
+    values = sum(int(np.prod(s)) for s in model.shapes(K, D).values()) + 2 + N + K
+    per_input_values = n * (2 * N + K)
+    growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
+    header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
+    if per_input:
+        header += per_input_values * CHARS_PER_INPUT_VALUE * (steps + 1)
+    columns = (
+        (4 * n * N + 16 * n + 16 * per_input_values * (steps + 1) + 128 * (5 + 9 * (steps + 1)))
+        if per_input
+        else 0
+    )
+    return header, columns
+
+
 def positive_rational(value: object, name: str) -> sp.Rational:
     """``value`` read by ``rwtasks.exact``; one line naming ``--name`` unless it is a rational > 0.
 
@@ -199,5 +236,6 @@ __all__ = [
     "derive_model",
     "initial_parameters",
     "model_estimate",
+    "model_file_bytes",
     "positive_rational",
 ]

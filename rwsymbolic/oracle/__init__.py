@@ -1,9 +1,10 @@
 """Oracle files: an exact trajectory written once, read back as doubles or exact values.
 
-``write_oracle(traj, path)`` writes version 2 of ``rwtoolkit-derive-oracle``: a JSON header with the
-model, the configuration, one node table holding every exact value once and, per step, each value's
-node indices, double and certified error bound; and, with per-input values, a columnar ``.npz``
-beside it (readable with numpy alone). ``load_oracle(path)`` reads versions 1 and 2.
+``write_oracle(traj, path)`` writes version 3 of ``rw-oracle`` (the trajectory of ``derive``, or of any model
+by ``derive_model``): a JSON header with the model (its parameters by its own names), the configuration,
+one node table holding every exact value once and, per step, each value's node indices, double and
+certified error bound; and, with per-input values, a columnar ``.npz`` beside it (readable with numpy
+alone). ``load_oracle(path)`` reads versions 1 and 2 (``rwtoolkit-derive-oracle``) and 3.
 ``rwsymbolic.job_estimate`` says, before any work, what a ``rw derive --json`` job will cost.
 """
 

@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 
-#: The format's name and the versions this module reads (1: exact strings, 2: node table + columns).
-FORMAT = "rwtoolkit-derive-oracle"
-VERSION = 2
-READS = (1, 2)
+#: The format written and its version: 3 is version 2's layout under the toolkit's one style of format
+#: names (``rw-…``), with the model's own parameter names (any model of the registry, not only the paper's).
+FORMAT = "rw-oracle"
+VERSION = 3
+#: Every (format, version) this module reads: 1 exact strings, 2 node table + columns, 3 as 2, any model.
+READS = (("rwtoolkit-derive-oracle", 1), ("rwtoolkit-derive-oracle", 2), (FORMAT, VERSION))
 #: Fixed member time stamp (zip's earliest date): no clock in the bytes.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 #: zlib level of the members: 1 is fast and already shrinks the columns 10-15x (values repeat across
@@ -125,14 +127,14 @@ def read_header(path: str | os.PathLike) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: not a readable oracle file ({err})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") not in READS:
-        versions = " or ".join(map(str, READS))
-        raise ValueError(f"{path}: not a version-{versions} {FORMAT} file")
+    if not isinstance(data, dict) or (data.get("format"), data.get("version")) not in READS:
+        known = ", ".join(f"{name} version {version}" for name, version in READS)
+        raise ValueError(f"{path}: not an oracle file this reader knows ({known})")
     return data
 
 
 def step_doubles(header: dict, path: str | os.PathLike = "oracle") -> list[dict[str, np.ndarray]]:
-    """Per step, every per-step value as a float64 array (version 1 or 2); refuses symbolic values.
+    """Per step, every per-step value as a float64 array (any version); refuses symbolic values.
 
     Version 1's per-input values (inside the JSON) are included under their names, as before.
     """
@@ -154,7 +156,7 @@ def step_doubles(header: dict, path: str | os.PathLike = "oracle") -> list[dict[
 
 
 class PerInput:
-    """The per-input columns of a version-2 oracle, opened lazily (``numpy.load`` of the ``.npz``).
+    """The per-input columns of a version-2 or -3 oracle, opened lazily (``numpy.load`` of the ``.npz``).
 
     ``column(name)`` gives one member as an array: the population (``tokens``, ``labels``,
     ``weight``) and per step ``"S/2"``, ``"S_error/2"``, ``"S_exact/2"`` and so on.

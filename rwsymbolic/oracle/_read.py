@@ -15,9 +15,9 @@ from rwio import load_schema
 from rwsymbolic.oracle._columns import PerInput, read_header, step_doubles
 from rwsymbolic.oracle._nodes import decode_nodes, nested_map
 
-#: The schema of each oracle version (``rwio.load_schema``): 2 is the one written, 1 the one before.
-SCHEMA_NAMES = {1: "oracle-v1", 2: "oracle"}
-#: The names of the per-step values (version 1 and 2) and of the per-input ones.
+#: The schema of each oracle version (``rwio.load_schema``): 3 is the one written, 1 and 2 the ones before.
+SCHEMA_NAMES = {1: "oracle-v1", 2: "oracle-v2", 3: "oracle"}
+#: The per-step values of a version-1 file (versions 2 and 3 name theirs in the header's model section).
 STEP_VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
 PER_INPUT_VALUES = ("logits", "S", "f")
 
@@ -25,10 +25,12 @@ PER_INPUT_VALUES = ("logits", "S", "f")
 class Oracle:
     """An oracle file, opened by ``load_oracle``: the configuration, the model, every step's values.
 
-    ``steps[t]`` maps each per-step value (V, w_tok, c, loss, accuracy, mean_attention, mean_logits,
-    mean_f; version 1 files also their per-input logits, S, f) to a float64 array, or to its exact
-    SymPy value when the file was loaded with ``exact=True``. ``value`` / ``error`` / ``exact`` read one
-    quantity, per-step or per-input, at step t.
+    ``steps[t]`` maps each per-step value to a float64 array, or to its exact SymPy value when the file
+    was loaded with ``exact=True``: the model's parameters by its own names (``model["parameters"]``: V,
+    w_tok, c for the paper's model in reduced coordinates; V, W_K, W_Q for key_query, ...) and the
+    read-outs (``model["readouts"]``: loss, accuracy, mean_attention, ...; version 1 files also their
+    per-input logits, S, f). ``value`` / ``error`` / ``exact`` read one quantity, per-step or per-input,
+    at step t.
     """
 
     def __init__(self, path: Path, header: dict, exact: bool, verify: bool) -> None:
@@ -60,9 +62,20 @@ class Oracle:
             return "per_input" in self.header["steps"][0]
         return self._per_input is not None
 
+    @property
+    def step_values(self) -> tuple[str, ...]:
+        """The names of the per-step values: the model's parameters, then its read-outs."""
+        if self.model is None:  # version 1
+            return STEP_VALUES
+        return (*self.model["parameters"], *self.model["readouts"])
+
+    @property
+    def per_input_values(self) -> tuple[str, ...]:
+        return PER_INPUT_VALUES if self.model is None else tuple(self.model["per_input"])
+
     def _step_keys(self, t: int) -> list[str]:
         entry = self.header["steps"][t]
-        keys = [k for k in STEP_VALUES if k in entry]
+        keys = [k for k in self.step_values if k in entry]
         if self.version == 1 and "per_input" in entry:
             keys += list(PER_INPUT_VALUES)
         return keys
@@ -80,13 +93,13 @@ class Oracle:
     def _columns(self, name: str) -> PerInput:
         if self._per_input is None:
             raise ValueError(f"{self.path}: the oracle has no per-input values (written without them)")
-        if name not in PER_INPUT_VALUES:
-            raise KeyError(f"{name!r} is not a per-input value; they are {', '.join(PER_INPUT_VALUES)}")
+        if name not in self.per_input_values:
+            raise KeyError(f"{name!r} is not a per-input value; they are {', '.join(self.per_input_values)}")
         return self._per_input
 
     def value(self, name: str, t: int) -> np.ndarray:
         """The doubles of ``name`` at step t (per-input values: one row per input, population order)."""
-        if self.version >= 2 and name in PER_INPUT_VALUES:
+        if self.version >= 2 and name in self.per_input_values:
             return self._columns(name).column(f"{name}/{t}")
         value = self._entry(name, t)["float"]
         if value is None:
@@ -97,7 +110,7 @@ class Oracle:
         """The certified bound |value - exact| <= error of each double of ``name`` at step t (version 2)."""
         if self.version == 1:
             raise ValueError(f"{self.path}: version-1 oracles carry no error bounds")
-        if name in PER_INPUT_VALUES:
+        if name in self.per_input_values:
             return self._columns(name).column(f"{name}_error/{t}")
         bound = self._entry(name, t)["error"]
         if bound is None:
@@ -113,14 +126,21 @@ class Oracle:
         """
         if self.version == 1:
             value = _parse(self._entry(name, t)["exact"], self._v1_names)
-        elif name in PER_INPUT_VALUES:
+        elif name in self.per_input_values:
             ids = self._columns(name).column(f"{name}_exact/{t}")
             nodes = self._nodes(atoms)
             return [[nodes[int(i)] if i >= 0 else None for i in row] for row in ids]
         else:
             nodes = self._nodes(atoms)
             value = nested_map(self._entry(name, t)["exact"], lambda i: nodes[i])
-        return sp.Matrix(value) if name == "V" else value
+        return sp.Matrix(value) if self._is_matrix(name) else value
+
+    def _is_matrix(self, name: str) -> bool:
+        """A parameter or read-out of two axes (V; W_K, W_Q, ...) is read as a SymPy Matrix."""
+        if self.model is None:
+            return name == "V"
+        shape = {**self.model["parameters"], **self.model["readouts"]}.get(name, [])
+        return len(shape) == 2
 
     def node(self, index: int, atoms: str = "exp") -> sp.Basic:
         """The exact value of node ``index`` of the table (a verdict's witness names one, version 2)."""
@@ -177,7 +197,7 @@ def _parse(node: object, names: dict) -> object:
 
 
 def load_oracle(path: str | os.PathLike, exact: bool = False, verify: bool = False) -> Oracle:
-    """Open an oracle written by ``rw derive --json`` or ``write_oracle`` (version 2, or version 1).
+    """Open an oracle written by ``rw derive --json`` or ``write_oracle`` (version 3, or 2, or 1).
 
     The header is validated against the schema of its version. By default ``steps[t]`` holds float64
     arrays (refused, with the reason, when the values are symbolic); ``exact=True`` gives the exact

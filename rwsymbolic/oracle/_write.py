@@ -30,8 +30,10 @@ from tqdm import tqdm
 
 from rwio import write_files_atomic
 from rwsymbolic.arithmetic._json import long_integers
+from rwsymbolic.arithmetic._models import to_sympy
 from rwsymbolic.engine._cost import PER_INPUT_LIMIT
 from rwsymbolic.engine._derive import StepState, Trajectory
+from rwsymbolic.engine._generic import ModelTrajectory
 from rwsymbolic.oracle._balls import BallTable
 from rwsymbolic.oracle._columns import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
 from rwsymbolic.oracle._nodes import NodeTable, nested_map
@@ -306,7 +308,7 @@ def _dump(header: dict, nodes: list, handle: Any) -> None:
 
 
 def write_oracle(
-    traj: Trajectory,
+    traj: Trajectory | ModelTrajectory,
     path: str | os.PathLike,
     per_input: bool | None = None,
     verdict: bool = False,
@@ -317,7 +319,8 @@ def write_oracle(
 
     ``per_input=None`` writes the per-input values when the population has at most
     ``PER_INPUT_LIMIT`` inputs. With ``verdict`` every step also carries the structure predicates'
-    outcomes. The same trajectory always gives the same bytes.
+    outcomes (the paper's model in reduced coordinates only). The same trajectory always gives the same
+    bytes. A ``ModelTrajectory`` (any model, ``derive_model``) is written by its parameters' own names.
 
     Examples
     --------
@@ -332,6 +335,12 @@ def write_oracle(
     path = Path(path)
     if per_input is None:
         per_input = traj.population_size <= PER_INPUT_LIMIT
+    if isinstance(traj, ModelTrajectory):
+        if verdict:
+            raise ValueError(
+                "verdict=True: the structure predicates are statements about the paper's model (derive)"
+            )
+        return _write_model_oracle(traj, path, per_input, progress)
     table = NodeTable()
     balls = BallTable(table.nodes)
     columns_path = per_input_path(path)
@@ -371,4 +380,154 @@ def write_oracle(
     bar.close()
     if not per_input:
         columns_path.unlink(missing_ok=True)  # a file of an earlier write would not match this header
+    return path
+
+
+# any model of the registry (derive_model): the full parameters by the model's names -------------------
+#: The read-outs of a generic trajectory, with their shapes in terms of (K, N).
+MODEL_READOUTS = {"loss": (), "accuracy": (), "mean_attention": ("N",), "mean_f": ("K",)}
+
+
+def generic_model_header(traj: ModelTrajectory) -> dict:
+    """The header's model section for any model: its name, summary, hyperparameters and parameter shapes."""
+    K, N, D = traj.K, traj.N, traj.K + int(traj.P.shape[0])
+    sizes = {"K": K, "N": N}
+    return {
+        "name": traj.model.name,
+        "definition": traj.model.summary,
+        "hyperparameters": dict(traj.model.hyperparameters),
+        "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D).items()},
+        "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
+        "per_input": {"logits": [N], "S": [N], "f": [K]},
+    }
+
+
+def _model_config(traj: ModelTrajectory, per_input: bool) -> dict:
+    return {
+        "task": getattr(traj.task, "name", "finite"),
+        "K": traj.K,
+        "N": traj.N,
+        "p": traj.task.describe().get("p"),
+        "eta": str(traj.eta),
+        "eps": str(traj.eps),
+        "mu": str(traj.mu),
+        "loss": traj.loss.name,
+        "steps": len(traj.states) - 1,
+        "population_size": traj.population_size,
+        "per_input": per_input,
+        "index_base": 0,
+        "init": traj.init,
+        "M": int(traj.P.shape[0]),
+        "positions": "rwmodels.rational_positions(N, mu): entries 0 and ±1, PᵀP = μI exactly",
+    }
+
+
+MODEL_NOTATION = {
+    "parameters": "the model's parameters by its own names (model.parameters; rwmodels, docs/guide/models.md)",
+    "accuracy": "P(smallest argmax of f = y); absent at a step where a comparison of f is undecided",
+    "logits": "the attention logits of the N positions, per input in task.population() order",
+    "S": "the attention over the N positions, per input",
+    "f": "the prediction (K entries), per input",
+    "nodes": "exact values: node table, children first (rwsymbolic/oracle/_nodes.py); 'exact' holds indices",
+    "error": "certified bound: |float - exact value| <= error",
+}
+
+
+def _sympy_nested(value: object) -> object:
+
+    return to_sympy(value).tolist() if isinstance(value, np.ndarray) else to_sympy(value)
+
+
+def _model_step(traj: ModelTrajectory, t: int, table: NodeTable, balls: BallTable) -> dict:
+    state = traj.states[t]
+    entry: dict[str, Any] = {"t": t}
+    for name, value in state.params.items():
+        entry[name] = value_entry(table, balls, _sympy_nested(value))
+    for name in MODEL_READOUTS:
+        value = traj.readout(t, name)
+        if value is not None:  # an undecided accuracy is left out (MODEL_NOTATION)
+            entry[name] = value_entry(table, balls, _sympy_nested(value))
+    return entry
+
+
+def _write_model_columns(
+    path: str, traj: ModelTrajectory, table: NodeTable, balls: BallTable, bar: Any
+) -> dict:
+    population = traj.task.population()
+    n, K, N = traj.population_size, traj.K, traj.N
+    floats = True
+    with ColumnWriter(path) as out:
+        with out.member("tokens", (n, N - 1), "<i2") as put:
+            put(population.tokens)
+        with out.member("labels", (n,), "<i2") as put:
+            put(population.labels)
+        weights = _GroupValues(list(population.prob_values), table, balls)
+        floats &= weights.floats
+        parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
+        for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
+            with out.member(name, (n,), dtype) as put:
+                put(getattr(weights, part)[population.prob_index])
+        for t, state in enumerate(traj.states):
+            values = {
+                q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls)
+                for q in ("logits", "S", "f")
+            }
+            step_floats = all(v.floats for v in values.values())
+            floats &= step_floats
+            for quantity, shape in (("logits", (n, N)), ("S", (n, N)), ("f", (n, K))):
+                parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
+                for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
+                    with out.member(f"{quantity}{suffix}/{t}", shape, dtype) as put:
+                        put(getattr(values[quantity], part).reshape(shape))
+            bar.update(1)
+        members = list(out.members)
+    return {
+        "rows": n,
+        "order": "task.population()",
+        "steps": len(traj.states),
+        "floats": floats,
+        "members": members,
+    }
+
+
+def _write_model_oracle(traj: ModelTrajectory, path: Path, per_input: bool, progress: bool) -> Path:
+    table = NodeTable()
+    balls = BallTable(table.nodes)
+    columns_path = per_input_path(path)
+    total = len(traj.states) * (2 if per_input else 1)
+    bar = tqdm(total=total, desc="oracle", unit="step", disable=not (progress and sys.stderr.isatty()))
+    header: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": generic_model_header(traj),
+        "config": _model_config(traj, per_input),
+        "notation": MODEL_NOTATION,
+    }
+    info: dict[str, Any] = {}
+
+    def write_columns(tmp: str) -> None:
+        info.update(_write_model_columns(tmp, traj, table, balls, bar))
+        info["file"] = columns_path.name
+        info["bytes"] = os.path.getsize(tmp)
+        info["sha256"] = sha256_of(tmp)
+
+    def write_header(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            _dump({**header, "steps": steps, "per_input": info or None}, table.nodes, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    with long_integers():
+        steps = []
+        for t in range(len(traj.states)):
+            steps.append(_model_step(traj, t, table, balls))
+            bar.update(1)
+        writers: dict[Path, Callable[[str], None]] = {}
+        if per_input:
+            writers[columns_path] = write_columns
+        writers[path] = write_header
+        write_files_atomic(writers)
+    bar.close()
+    if not per_input:
+        columns_path.unlink(missing_ok=True)
     return path
