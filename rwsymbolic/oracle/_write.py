@@ -341,36 +341,56 @@ def write_oracle(
                 "verdict=True: the structure predicates are statements about the paper's model (derive)"
             )
         return _write_model_oracle(traj, path, per_input, progress)
+    return _write_pair(
+        path,
+        len(traj.states),
+        per_input,
+        progress,
+        {"model": model_header(traj.K, traj.N), "config": _config(traj, per_input), "notation": NOTATION},
+        lambda t, table, balls: _step_entry(traj.states[t], table, balls, verdict),
+        lambda tmp, table, balls, bar: _write_columns(tmp, traj, table, balls, bar),
+    )
+
+
+def _write_pair(
+    path: Path,
+    states: int,
+    per_input: bool,
+    progress: bool,
+    header: dict[str, Any],
+    step_entry: Callable[[int, NodeTable, BallTable], dict],
+    write_columns_body: Callable[[str, NodeTable, BallTable, Any], dict],
+) -> Path:
+    """The header (``header`` + format, version, steps, per-input description) and, with ``per_input``, the
+    columns, written together atomically from one node table: the writing both kinds of trajectory share."""
     table = NodeTable()
     balls = BallTable(table.nodes)
     columns_path = per_input_path(path)
-    total = len(traj.states) * (2 if per_input else 1)
-    bar = tqdm(total=total, desc="oracle", unit="step", disable=not (progress and sys.stderr.isatty()))
-    header: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "model": model_header(traj.K, traj.N),
-        "config": _config(traj, per_input),
-        "notation": NOTATION,
-    }
+    bar = tqdm(
+        total=states * (2 if per_input else 1),
+        desc="oracle",
+        unit="step",
+        disable=not (progress and sys.stderr.isatty()),
+    )
+    head: dict[str, Any] = {"format": FORMAT, "version": VERSION, **header}
     info: dict[str, Any] = {}
 
     def write_columns(tmp: str) -> None:
-        info.update(_write_columns(tmp, traj, table, balls, bar))
+        info.update(write_columns_body(tmp, table, balls, bar))
         info["file"] = columns_path.name
         info["bytes"] = os.path.getsize(tmp)
         info["sha256"] = sha256_of(tmp)
 
     def write_header(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as handle:
-            _dump({**header, "steps": steps, "per_input": info or None}, table.nodes, handle)
+            _dump({**head, "steps": steps, "per_input": info or None}, table.nodes, handle)
             handle.flush()
             os.fsync(handle.fileno())
 
     with long_integers():
         steps = []
-        for state in traj.states:
-            steps.append(_step_entry(state, table, balls, verdict))
+        for t in range(states):
+            steps.append(step_entry(t, table, balls))
             bar.update(1)
         writers: dict[Path, Callable[[str], None]] = {}
         if per_input:
@@ -491,43 +511,16 @@ def _write_model_columns(
 
 
 def _write_model_oracle(traj: ModelTrajectory, path: Path, per_input: bool, progress: bool) -> Path:
-    table = NodeTable()
-    balls = BallTable(table.nodes)
-    columns_path = per_input_path(path)
-    total = len(traj.states) * (2 if per_input else 1)
-    bar = tqdm(total=total, desc="oracle", unit="step", disable=not (progress and sys.stderr.isatty()))
-    header: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "model": generic_model_header(traj),
-        "config": _model_config(traj, per_input),
-        "notation": MODEL_NOTATION,
-    }
-    info: dict[str, Any] = {}
-
-    def write_columns(tmp: str) -> None:
-        info.update(_write_model_columns(tmp, traj, table, balls, bar))
-        info["file"] = columns_path.name
-        info["bytes"] = os.path.getsize(tmp)
-        info["sha256"] = sha256_of(tmp)
-
-    def write_header(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            _dump({**header, "steps": steps, "per_input": info or None}, table.nodes, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    with long_integers():
-        steps = []
-        for t in range(len(traj.states)):
-            steps.append(_model_step(traj, t, table, balls))
-            bar.update(1)
-        writers: dict[Path, Callable[[str], None]] = {}
-        if per_input:
-            writers[columns_path] = write_columns
-        writers[path] = write_header
-        write_files_atomic(writers)
-    bar.close()
-    if not per_input:
-        columns_path.unlink(missing_ok=True)
-    return path
+    return _write_pair(
+        path,
+        len(traj.states),
+        per_input,
+        progress,
+        {
+            "model": generic_model_header(traj),
+            "config": _model_config(traj, per_input),
+            "notation": MODEL_NOTATION,
+        },
+        lambda t, table, balls: _model_step(traj, t, table, balls),
+        lambda tmp, table, balls, bar: _write_model_columns(tmp, traj, table, balls, bar),
+    )
