@@ -65,7 +65,7 @@ def test_key_query_from_a_gaussian_start_moves_its_attention(capsys):
     "extra, message",
     [
         (["--verdict"], "--verdict applies to the paper's model from zero init"),
-        (["--json", "x.json", "--max-bytes", "1K"], "the files are estimated at"),
+        (["--json", "x.json", "--mu", "1", "--max-bytes", "1K"], "the files are estimated at"),
         (["--per-input"], "--per-input / --no-per-input apply to the oracle file: give --json FILE"),
         (["--init", "gaussian", "--steps", "9"], "--steps=9 is out of range with --init gaussian: at most 3"),
         (["--loss", "any"], "--loss any applies to the paper's model"),
