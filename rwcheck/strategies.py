@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
 import sympy as sp
 import torch
 from hypothesis import strategies as st
 
 from rwcheck._config import CheckConfig
+from rwio import deprecated_attributes as _deprecated_attributes
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
 from rwtasks import LOSSES as BUILTIN_LOSSES
 from rwtasks import CircleWalk, FiniteTask, check_loss
@@ -309,16 +309,14 @@ def exact_loss(loss: str | CustomLoss) -> str | Callable[[sp.Expr], sp.Expr]:
     return loss
 
 
-def __getattr__(name: str) -> Any:
-    # Kept one release (docs/changelog.md): symbolic_loss and symbolic_any_loss are exact_loss.
-    if name in ("symbolic_loss", "symbolic_any_loss"):
-        warnings.warn(
-            f"rwcheck.strategies.{name} is deprecated: use rwcheck.strategies.exact_loss",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return exact_loss
-    raise AttributeError(f"module 'rwcheck.strategies' has no attribute {name!r}")
+# Kept one release (docs/changelog.md): symbolic_loss and symbolic_any_loss are exact_loss.
+__getattr__ = _deprecated_attributes(
+    "rwcheck.strategies",
+    {
+        old: ("rwcheck.strategies.exact_loss", lambda: exact_loss)
+        for old in ("symbolic_loss", "symbolic_any_loss")
+    },
+)
 
 
 @dataclass(frozen=True)

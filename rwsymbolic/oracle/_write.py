@@ -77,7 +77,8 @@ NOTATION = {
 }
 
 
-def _config(traj: Trajectory, per_input: bool) -> dict:
+def _config(traj: Trajectory | ModelTrajectory, per_input: bool) -> dict:
+    """The header's configuration, the same keys for both kinds of trajectory."""
     task = traj.task
     return {
         "task": getattr(task, "name", "finite"),
@@ -423,19 +424,9 @@ def generic_model_header(traj: ModelTrajectory) -> dict:
 
 
 def _model_config(traj: ModelTrajectory, per_input: bool) -> dict:
+    """``_config`` with the model's start and its exact positions."""
     return {
-        "task": getattr(traj.task, "name", "finite"),
-        "K": traj.K,
-        "N": traj.N,
-        "p": traj.task.describe().get("p"),
-        "eta": str(traj.eta),
-        "eps": str(traj.eps),
-        "mu": str(traj.mu),
-        "loss": traj.loss.name,
-        "steps": len(traj.states) - 1,
-        "population_size": traj.population_size,
-        "per_input": per_input,
-        "index_base": 0,
+        **_config(traj, per_input),
         "init": traj.init,
         "M": int(traj.P.shape[0]),
         "positions": "rwmodels.rational_positions(N, mu): entries 0 and ±1, PᵀP = μI exactly",
@@ -448,8 +439,8 @@ MODEL_NOTATION = {
     "logits": "the attention logits of the N positions, per input in task.population() order",
     "S": "the attention over the N positions, per input",
     "f": "the prediction (K entries), per input",
-    "nodes": "exact values: node table, children first (rwsymbolic/oracle/_nodes.py); 'exact' holds indices",
-    "error": "certified bound: |float - exact value| <= error",
+    "nodes": NOTATION["nodes"],
+    "error": NOTATION["error"],
 }
 
 
