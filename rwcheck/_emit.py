@@ -28,8 +28,9 @@ from rwnumeric import DEFAULT_TIE_RTOL
 from rwsymbolic import job_estimate, write_oracle
 from rwtasks import LOSSES, CircleWalk, FiniteTask, make_task
 
-MANIFEST_FORMAT = "rwtoolkit-fixtures"
-MANIFEST_VERSION = 1
+#: The manifest's format id and version (version 1 was ``rwtoolkit-fixtures``, the same layout).
+MANIFEST_FORMAT = "rw-fixtures"
+MANIFEST_VERSION = 2
 #: Files copied into the fixture folder: (package module, name in the folder).
 _COPIES = (
     ("rwcheck/_runtime.py", "rwcheck_runtime.py"),

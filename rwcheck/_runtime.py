@@ -574,6 +574,17 @@ def fixture_config(folder: Path, entry: dict, dtype: str) -> FixtureConfig:
     )
 
 
+#: Manifest formats this runtime reads: ``rw-fixtures`` version 2 and its first form, ``rwtoolkit-fixtures`` 1.
+MANIFEST_READS = {("rw-fixtures", 2), ("rwtoolkit-fixtures", 1)}
+
+
 def load_manifest(folder: str | Path) -> dict:
-    """The fixture folder's manifest.json."""
-    return json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    """The fixture folder's manifest.json (ValueError naming the file for a format this runtime does not read)."""
+    path = Path(folder) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    found = (manifest.get("format"), manifest.get("version"))
+    if found not in MANIFEST_READS:
+        raise ValueError(
+            f"{path}: format {found[0]!r} version {found[1]!r} is not a fixture manifest this runtime reads"
+        )
+    return manifest

@@ -5,24 +5,72 @@ A model (:class:`Model`) declares its parameters and writes its forward pass wit
 numpy and torch engines each implement that layer, and the tape's reverse pass gives every model's gradient
 in every arithmetic. :data:`MODELS` is the registry ``--model`` reads (docs/guide/models.md).
 
+The registry's names (:data:`DEFAULT_MODEL`, :func:`model_names`, :func:`model_help`, :func:`model_summary`)
+load without numpy; every other name is imported on first use, so ``rw --help`` stays fast.
+
 >>> from fractions import Fraction
 >>> sorted(MODELS)
 ['key_query', 'one_layer']
 """
 
-from rwmodels._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
-from rwmodels._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
-from rwmodels._model import Inputs, Model, Readouts, embed
-from rwmodels._positions import four_squares, rational_positions
-from rwmodels._registry import DEFAULT_MODEL, MODELS, get_model, model_help, model_names
-from rwmodels._tape import Tape, Var
-from rwmodels.key_query import KeyQuery
-from rwmodels.one_layer import OneLayer, reduced_coordinates
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rwmodels._registry import (
+    DEFAULT_MODEL,
+    MODELS,
+    REGISTRY,
+    Registered,
+    get_model,
+    model_help,
+    model_names,
+    model_summary,
+)
+
+if TYPE_CHECKING:
+    from rwmodels._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
+    from rwmodels._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
+    from rwmodels._model import Inputs, Model, Readouts, embed
+    from rwmodels._positions import four_squares, rational_positions
+    from rwmodels._tape import Tape, Var
+    from rwmodels.key_query import KeyQuery
+    from rwmodels.one_layer import OneLayer, reduced_coordinates
+
+#: Where each name that needs numpy lives (imported by :func:`__getattr__` on first use).
+_LAZY = {
+    **dict.fromkeys(
+        ("FLOAT64", "Arithmetic", "Array", "FloatArithmetic", "ObjectArithmetic"), "rwmodels._arith"
+    ),
+    **dict.fromkeys(
+        ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate"), "rwmodels._descent"
+    ),
+    **dict.fromkeys(("Inputs", "Model", "Readouts", "embed"), "rwmodels._model"),
+    **dict.fromkeys(("four_squares", "rational_positions"), "rwmodels._positions"),
+    **dict.fromkeys(("Tape", "Var"), "rwmodels._tape"),
+    "KeyQuery": "rwmodels.key_query",
+    **dict.fromkeys(("OneLayer", "reduced_coordinates"), "rwmodels.one_layer"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rwmodels' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DEFAULT_MODEL",
     "FLOAT64",
     "MODELS",
+    "REGISTRY",
     "Arithmetic",
     "Array",
     "Batch",
@@ -35,6 +83,7 @@ __all__ = [
     "ObjectArithmetic",
     "OneLayer",
     "Readouts",
+    "Registered",
     "Tape",
     "Var",
     "batch",
@@ -45,6 +94,7 @@ __all__ = [
     "get_model",
     "model_help",
     "model_names",
+    "model_summary",
     "rational_positions",
     "reduced_coordinates",
 ]

@@ -83,13 +83,12 @@ class Readouts:
 class Model(ABC):
     """One model of the registry: parameter shapes, forward pass, and what its zero initialisation does.
 
-    Subclasses set ``name`` and ``summary`` and implement ``shapes`` and ``forward``; hyperparameters (such as
+    Subclasses set ``name`` (their registry key) and implement ``shapes`` and ``forward``; hyperparameters (such as
     a head dimension) are constructor arguments, listed by ``hyperparameters``.
     """
 
-    #: The registry name (``--model``) and one line for ``--help``.
+    #: The registry name (``--model``).
     name: ClassVar[str]
-    summary: ClassVar[str]
     #: The names of the constructor's keyword arguments (``rwmodels.get_model`` passes only these).
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ()
 

@@ -1,28 +1,79 @@
 """The registry of models: ``--model NAME`` of every command reads it (docs/guide/models.md).
 
-Adding a model is one module with a :class:`~rwmodels.Model` subclass and one line here.
+Adding a model is one module with a :class:`~rwmodels.Model` subclass and one line here: its name, where its
+class lives and the line ``--help`` prints. A class is imported when first read, so ``rw --help`` lists the
+models without loading numpy (``benchmarks/cli_startup.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from rwmodels._model import Model
-from rwmodels.key_query import KeyQuery
-from rwmodels.one_layer import OneLayer
+if TYPE_CHECKING:
+    from rwmodels._model import Model
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One registry line: the class (``"module:Class"``) and its one-line summary for ``--help``."""
+
+    target: str
+    summary: str
+
+    def load(self) -> type[Model]:
+        """The model class (imported on first use)."""
+        module, _, name = self.target.partition(":")
+        cls: type[Model] = getattr(importlib.import_module(module), name)
+        return cls
+
 
 #: Every registered model by name. The paper's model is first and the default of every command.
-MODELS: dict[str, type[Model]] = {
-    OneLayer.name: OneLayer,
-    KeyQuery.name: KeyQuery,
+REGISTRY: dict[str, Registered] = {
+    "one_layer": Registered(
+        "rwmodels.one_layer:OneLayer",
+        "the paper's one-layer transformer f = V X S(X̃ᵀ W x̃_N) (merged key-query W)",
+    ),
+    "key_query": Registered(
+        "rwmodels.key_query:KeyQuery",
+        "separate key and query: logits X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)",
+    ),
 }
 #: The default of ``--model``.
-DEFAULT_MODEL = OneLayer.name
+DEFAULT_MODEL = "one_layer"
+
+
+class _Models(Mapping[str, "type[Model]"]):
+    """Name → model class, each imported when first read."""
+
+    def __getitem__(self, name: str) -> type[Model]:
+        return REGISTRY[name].load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+#: The registered model classes by name (a read-only mapping over :data:`REGISTRY`).
+MODELS: Mapping[str, type[Model]] = _Models()
 
 
 def model_names() -> tuple[str, ...]:
     """The registered names, the default first."""
-    return tuple(MODELS)
+    return tuple(REGISTRY)
+
+
+def model_summary(name: str) -> str:
+    """The registered model's one-line summary (what ``--help`` prints).
+
+    >>> model_summary("one_layer")
+    "the paper's one-layer transformer f = V X S(X̃ᵀ W x̃_N) (merged key-query W)"
+    """
+    return REGISTRY[name].summary
 
 
 def get_model(name: str, **hyperparameters: Any) -> Model:
@@ -31,8 +82,8 @@ def get_model(name: str, **hyperparameters: Any) -> Model:
     >>> get_model("key_query", d=3).describe()
     {'name': 'key_query', 'd': 3}
     """
-    if name not in MODELS:
-        raise ValueError(f"--model={name!r} is not a registered model: use one of {', '.join(MODELS)}")
+    if name not in REGISTRY:
+        raise ValueError(f"--model={name!r} is not a registered model: use one of {', '.join(REGISTRY)}")
     cls = MODELS[name]
     given = {key: value for key, value in hyperparameters.items() if value is not None}
     extra = sorted(set(given) - set(cls.HYPERPARAMETERS))
@@ -44,5 +95,5 @@ def get_model(name: str, **hyperparameters: Any) -> Model:
 
 
 def model_help() -> str:
-    """One line per model for ``--help``."""
-    return "; ".join(f"{name}: {cls.summary}" for name, cls in MODELS.items())
+    """One line per model for ``--help`` (no model module is imported)."""
+    return "; ".join(f"{name}: {entry.summary}" for name, entry in REGISTRY.items())

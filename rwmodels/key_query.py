@@ -26,7 +26,6 @@ class KeyQuery(Model):
     """
 
     name: ClassVar[str] = "key_query"
-    summary: ClassVar[str] = "separate key and query: logits X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)"
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ("d",)
 
     def __init__(self, d: int = 2) -> None:

@@ -24,7 +24,6 @@ class OneLayer(Model):
     """
 
     name: ClassVar[str] = "one_layer"
-    summary: ClassVar[str] = "the paper's one-layer transformer f = V X S(X̃ᵀ W x̃_N) (merged key-query W)"
 
     def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "W": (D, D)}

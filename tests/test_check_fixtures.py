@@ -68,7 +68,9 @@ def fixtures(tmp_path_factory) -> Path:
 
 def test_the_folder_holds_oracles_runtime_test_and_a_manifest_of_digests(fixtures):
     manifest = json.loads((fixtures / "manifest.json").read_text())
-    assert manifest["format"] == "rwtoolkit-fixtures" and manifest["toolkit"]["name"] == "rwtoolkit"
+    assert (manifest["format"], manifest["version"]) == ("rw-fixtures", 2) and manifest["toolkit"][
+        "name"
+    ] == "rwtoolkit"
     assert len(manifest["configs"]) == len(DEFAULT_SPECS)
     assert set(manifest["tolerance_rule"]) == {"float64", "float32"}
     names = {p.relative_to(fixtures).as_posix() for p in fixtures.rglob("*") if p.is_file()}
@@ -224,3 +226,16 @@ def test_emit_refuses_what_cannot_fit_before_any_work(tmp_path, monkeypatch, cap
     assert main(["check", "--emit", str(tmp_path / "out"), "--configs", str(configs), "--steps", "4"]) == 2
     err = capsys.readouterr().err
     assert "estimated at" in err and "above --max-seconds 600" in err and not (tmp_path / "out").exists()
+
+
+def test_the_runtime_reads_the_first_manifest_id_and_refuses_an_unknown_one(fixtures, tmp_path):
+    from rwcheck._runtime import load_manifest
+
+    manifest = json.loads((fixtures / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({**manifest, "format": "rwtoolkit-fixtures", "version": 1})
+    )
+    assert load_manifest(tmp_path)["configs"] == manifest["configs"]
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": 3}))
+    with pytest.raises(ValueError, match="version 3 is not a fixture manifest this runtime reads"):
+        load_manifest(tmp_path)

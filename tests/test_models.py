@@ -12,6 +12,8 @@ Oracles, each independent of the code under test:
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -25,6 +27,7 @@ from hypothesis import strategies as st
 from rwmodels import (
     FLOAT64,
     MODELS,
+    Model,
     ObjectArithmetic,
     Tape,
     batch,
@@ -173,6 +176,19 @@ def test_registry_names_models_and_refuses_in_one_line():
         get_model("one_layer", d=2)
     with pytest.raises(ValueError, match="d must be an integer >= 1"):
         get_model("key_query", d=0)
+
+
+def test_every_registered_class_has_its_registry_key_as_name():
+    for name, cls in MODELS.items():
+        assert cls.name == name and issubclass(cls, Model)
+
+
+def test_the_help_lists_models_without_importing_numpy():
+    code = (
+        "import sys, rwmodels; rwmodels.model_help(); rwmodels.model_names(); "
+        "assert 'numpy' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rw'))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
     assert get_model("one_layer", d=None).describe() == {"name": "one_layer"}
 
 

@@ -29,6 +29,7 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwio import write_files_atomic
+from rwmodels import model_summary
 from rwsymbolic.arithmetic._json import long_integers
 from rwsymbolic.arithmetic._models import to_sympy
 from rwsymbolic.engine._cost import PER_INPUT_LIMIT
@@ -415,7 +416,7 @@ def generic_model_header(traj: ModelTrajectory) -> dict:
     sizes = {"K": K, "N": N}
     return {
         "name": traj.model.name,
-        "definition": traj.model.summary,
+        "definition": model_summary(traj.model.name),
         "hyperparameters": dict(traj.model.hyperparameters),
         "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D).items()},
         "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
