@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import rwmodels
 from rwcli._models import add_model_arguments, model_from_args
 from rwcli._task_args import add_task_arguments, parse_int, task_from_args
 from rwio import check_output_file
+
+if TYPE_CHECKING:
+    from rwtasks import CircleWalk, FiniteTask
 
 #: The grids of --grid (the same values as rwstability.GRIDS; kept here so --help loads no package).
 _GRID_HELP = "quick (default): the given --sigmas, --mus, --dtypes, --seeds; full: sigma 1e-2..1e-12, mu 1, sqrt(1000), 500, float32 and float64, 5 seeds"
@@ -100,10 +105,6 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_file(path, option)
     model = model_from_args(args)
-    if args.model != rwmodels.DEFAULT_MODEL and args.png:
-        raise ValueError(
-            f"--png draws the {rwmodels.DEFAULT_MODEL} report only: drop --png with --model {args.model}"
-        )
     steps = parse_int(args.steps, "steps", 2)
     seeds = parse_int(args.seeds, "seeds", 1)
     eta, mu, eps = (_positive_float(getattr(args, n), n) for n in ("eta", "mu", "eps"))
@@ -125,22 +126,35 @@ def run(args: argparse.Namespace) -> int:
     if args.model != rwmodels.DEFAULT_MODEL:
         return _run_model(args, model, task, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
     checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes)
+    from rwstability import stability_report
 
+    report = _one_thread(
+        lambda: stability_report(checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes)
+    )
+    return _write(args, report, checked, "rw stability")
+
+
+def _one_thread(compute: Callable[[], dict]) -> dict:
+    """The report computed on one torch thread: same bytes on every machine (one summation order)."""
     import torch
 
-    from rwio import write_json_atomic
-    from rwstability import plot_report, stability_report, task_info
-
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # same bytes on every machine: one summation order
+    torch.set_num_threads(1)
     try:
-        report = stability_report(checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes)
+        return compute()
     finally:
         torch.set_num_threads(previous)
-    info = task_info(checked)
+
+
+def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask, command: str) -> int:
+    """The one-line verdict, then the JSON and the figure if asked."""
+    from rwio import write_json_atomic
+    from rwstability import plot_report, task_info
+
+    info = task_info(task)
     where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
     name = "" if info["name"] == "circle" else f"{info['name']} "
-    print(f"rw stability {name}{where}: {report['verdict']['line']}")
+    print(f"{command} {name}{where}: {report['verdict']['line']}")
     if args.json:
         print(f"wrote {write_json_atomic(report, args.json)}")
     if args.png:
@@ -166,25 +180,10 @@ def _run_model(
     from rwstability import check_model_report_args
 
     checked = check_model_report_args(task, model, steps, sigmas, seeds, threshold, mus, dtypes)
+    from rwstability import model_stability_report
 
-    import torch
-
-    from rwio import write_json_atomic
-    from rwstability import model_stability_report, task_info
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # same bytes on every machine: one summation order
-    try:
-        report = model_stability_report(
-            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes
-        )
-    finally:
-        torch.set_num_threads(previous)
-    info = task_info(checked)
-    where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
-    name = "" if info["name"] == "circle" else f"{info['name']} "
-    hyper = " ".join(f"{k}={v}" for k, v in model.hyperparameters.items())
-    print(f"rw stability --model {model.name} {hyper} {name}{where}: {report['verdict']['line']}")
-    if args.json:
-        print(f"wrote {write_json_atomic(report, args.json)}")
-    return 0
+    report = _one_thread(
+        lambda: model_stability_report(checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
+    )
+    hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())
+    return _write(args, report, checked, f"rw stability --model {model.name}{hyper}")

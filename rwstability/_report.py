@@ -273,10 +273,13 @@ def _nan(step: int | None) -> float:
 
 
 def plot_report(report: dict, path: str) -> None:
-    """One row per μ: σ_max(Φ_t) and σ_max(C_t) along t; predicted vs measured escape step against σ.
+    """One row per μ: σ_max(Φ_t) along t (and σ_max(C_t) for the paper's model); predicted vs measured
+    escape step against σ.
 
-    Measured steps are drawn per dtype and seed; rounding (computed Gram matrix) at σ = u of its dtype;
-    a missing marker means no escape within the run.
+    Reads both reports: ``stability_report``'s (schema ``stability``) and ``model_stability_report``'s for any
+    registered model (schema ``stability_generic``, whose Φ_t is the off-manifold block's product). Measured
+    steps are drawn per dtype and seed; rounding (computed Gram matrix, the paper's model only) at σ = u of
+    its dtype; a missing marker means no escape within the run.
     """
     import matplotlib
 
@@ -291,10 +294,14 @@ def plot_report(report: dict, path: str) -> None:
     for (a, b), res in zip(axes, rows):
         ts = [s["t"] + 1 for s in res["steps"]]
         a.semilogy(ts, [math.exp(s["log_sigma_Phi"]) for s in res["steps"]], label=r"$\sigma_{\max}(\Phi_t)$")
-        a.semilogy(ts, [s["sigma_C"] for s in res["steps"]], label=r"$\sigma_{\max}(C_{t-1})$")
+        if "sigma_C" in res["steps"][0]:
+            a.semilogy(ts, [s["sigma_C"] for s in res["steps"]], label=r"$\sigma_{\max}(C_{t-1})$")
         a.set_xlabel("step t")
         v = res["verdict"]
-        a.set_title(f"μ = {res['mu']:g}: {v['kind']}, rate {v['rate']:+.3g}/step", fontsize=9)
+        rate = (
+            v["rate"] if "rate" in v else v["log_growth"] / len(res["steps"])
+        )  # the generic report: ln growth / T
+        a.set_title(f"μ = {res['mu']:g}: {v['kind']}, rate {rate:+.3g}/step", fontsize=9)
         a.legend(fontsize=8)
         table = res["escape"]["gaussian"]
         sig = sorted({r["sigma"] for r in table})
@@ -309,7 +316,7 @@ def plot_report(report: dict, path: str) -> None:
                 color="C1" if dtype == "float64" else "C4",
                 label=f"measured, {dtype}",
             )
-        for i, r in enumerate(x for x in res["escape"]["rounding"] if x["gram"] == "computed"):
+        for i, r in enumerate(x for x in res["escape"].get("rounding", []) if x["gram"] == "computed"):
             u = UNIT_ROUNDOFF[r["dtype"]]  # rounding drawn at σ = u, the size of one rounding error
             b.semilogx(
                 [u],
@@ -327,8 +334,13 @@ def plot_report(report: dict, path: str) -> None:
                 color="C3",
                 label="rounding, measured" if i == 0 else None,
             )
-        b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
-        b.set_ylabel(rf"escape step ($\rho > {report['config']['threshold']:g}$)")
+        threshold = report["config"]["threshold"]
+        if "rounding" in res["escape"]:
+            b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
+            b.set_ylabel(rf"escape step ($\rho > {threshold:g}$)")
+        else:  # the generic report: the off-manifold norm's growth over its start
+            b.set_xlabel(r"init scale $\sigma$")
+            b.set_ylabel(rf"escape step (growth $> {1 / threshold:g}$)")
         b.legend(fontsize=7)
     t = report["task"]
     title = (
@@ -336,6 +348,10 @@ def plot_report(report: dict, path: str) -> None:
         if t["name"] == "circle"
         else f"{t['name']} (K={t['K']}, N={t['N']})"
     )
+    if "model" in report:
+        title += (
+            f", model {report['model']['name']} (off-manifold: {', '.join(report['manifold']['parameters'])})"
+        )
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save_figure_atomic(fig, path, dpi=150)

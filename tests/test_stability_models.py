@@ -114,7 +114,6 @@ def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
         ),
         (["--K", "3", "--N", "4", "--p", "1", "--head-dim", "3"], "--model one_layer has no head dimension"),
         (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--head-dim", "0"], "--head-dim"),
-        (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--png", "x.png"], "--png draws"),
         (["--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
         (["--model", "key_query", "--K", "3", "--N", "4"], "p is a symbol"),
         (["--model", "key_query", "--task", "qa1", "--steps", "2000"], "multiply-adds"),
@@ -124,7 +123,6 @@ def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
         "head-dim-one-layer",
         "head-dim-default-model",
         "head-dim-0",
-        "png",
         "steps",
         "symbolic-p",
         "work",
@@ -137,3 +135,14 @@ def test_rw_stability_model_bad_input_is_one_line_exit_2(extra, message, capsys)
     assert main(["stability"] + extra) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_rw_stability_model_png_draws_the_generic_report(tmp_path, capsys):
+    from rwcli.main import main
+
+    png, js = tmp_path / "kq.png", tmp_path / "kq.json"
+    argv = ["stability", "--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--steps", "30"]
+    assert main(argv + ["--sigmas", "1e-4", "--seeds", "1", "--png", str(png), "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {png}" in out and out.startswith("rw stability --model key_query d=2 K=3 N=4 p=1: ")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
