@@ -47,7 +47,7 @@ from rwcheck._config import CheckConfig
 from rwcheck._runtime import Readouts, first_difference, model_quantities
 from rwcheck.strategies import exact_loss
 from rwmodels import batch, descend, get_model, rational_positions
-from rwsymbolic import EXACT, ExactLoss, make_loss
+from rwsymbolic import EXACT, make_loss
 
 __all__ = [
     "ONE_LAYER_ONLY",
@@ -106,7 +106,7 @@ def expected_model_steps(
     lossfn = make_loss(exact_loss(config.loss), sp.Rational(config.eps.numerator, config.eps.denominator))
     eta = sp.Rational(config.eta.numerator, config.eta.denominator)
     start = model.zeros(EXACT, config.K, config.K + int(P.shape[0]))
-    states = descend(model, EXACT, start, population, ExactLoss(lossfn.value, lossfn.derivative), eta, steps)
+    states = descend(model, EXACT, start, population, lossfn.elementwise(), eta, steps)
     near = near_tie(config.dtype)
     expected: list[dict[str, np.ndarray]] = []
     skip: set[int] = set()

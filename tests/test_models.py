@@ -39,7 +39,7 @@ from rwmodels import (
     reduced_coordinates,
 )
 from rwnumeric import TensorLoss, TorchArithmetic
-from rwsymbolic import EXACT, ExactLoss, to_sympy
+from rwsymbolic import EXACT, to_sympy
 from rwsymbolic.engine._derive import derive, make_loss
 from rwsymbolic.engine._groups import group_pass
 from rwsymbolic.engine._population import population_inputs
@@ -330,7 +330,7 @@ def test_reduced_trajectory_equals_full_model_on_its_rational_steps():
         EXACT,
         model.zeros(EXACT, task.K, task.K + P.shape[0]),
         b,
-        ExactLoss(lossfn.value, lossfn.derivative),
+        lossfn.elementwise(),
         sp.Integer(1),
         2,
     )
@@ -359,7 +359,7 @@ def test_key_query_zero_init_is_stationary_attention_uniform_every_step():
         EXACT,
         model.zeros(EXACT, task.K, task.K + P.shape[0]),
         b,
-        ExactLoss(lossfn.value, lossfn.derivative),
+        lossfn.elementwise(),
         sp.Integer(1),
         4,
     )

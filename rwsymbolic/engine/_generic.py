@@ -23,7 +23,7 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwmodels import Batch, Evaluation, Model, batch, descend, rational_positions
-from rwsymbolic.arithmetic._models import EXACT, ExactLoss, exact_element
+from rwsymbolic.arithmetic._models import EXACT, exact_element
 from rwsymbolic.engine._derive import make_loss
 from rwsymbolic.engine._population import Loss
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
@@ -220,7 +220,7 @@ def derive_model(
         EXACT,
         start,
         data,
-        ExactLoss(lossfn.value, lossfn.derivative),
+        lossfn.elementwise(),
         exact_element(eta_x),
         steps,
         lambda t: bar.update(1),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from rwsymbolic.arithmetic._models import ExactLoss
 from rwtasks import Population, Task
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
@@ -87,8 +88,16 @@ def population_inputs(population: Population) -> SummedPopulation:
 
 @dataclass(frozen=True)
 class Loss:
-    """ℓ and ℓ' as functions of an exact expression z = e_yᵀ f."""
+    """ℓ and ℓ' as functions of an exact expression z = e_yᵀ f (the exact engine's one loss).
+
+    ``elementwise()`` is the same ℓ, ℓ' on arrays of label scores, the loss protocol of ``rwmodels.descend``
+    (the generic engine), so both engines read one definition.
+    """
 
     name: str
     value: Callable[[sp.Expr], sp.Expr]
     derivative: Callable[[sp.Expr], sp.Expr]
+
+    def elementwise(self) -> ExactLoss:
+        """ℓ and ℓ' elementwise on object arrays (``rwsymbolic.ExactLoss``)."""
+        return ExactLoss(self.value, self.derivative)
