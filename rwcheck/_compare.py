@@ -96,6 +96,21 @@ def task_key(config: CheckConfig) -> tuple:
     return ("finite", task.K, task.tokens.tobytes(), task.labels.tobytes(), task.prob_values)
 
 
+def trajectory_key(config: CheckConfig, steps: int) -> tuple:
+    """What an exact trajectory of ``config`` depends on: the memo key of the expected values."""
+    return (
+        *task_key(config),
+        steps,
+        config.eta,
+        config.eps,
+        config.mu,
+        config.loss,
+        config.dtype,
+        config.model,
+        config.head_dim,
+    )
+
+
 @dataclass(frozen=True)
 class Divergence(Difference):
     """The first step and quantity where an implementation leaves the exact trajectory, on a config.
@@ -188,16 +203,7 @@ _EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}
 def expected_steps(config: CheckConfig, steps: int) -> tuple[list[dict[str, np.ndarray]], frozenset[int]]:
     """The exact read-outs at t = 0..steps as float64 arrays in the kit's layout (W_xN = [w_tok; P c]),
     through the oracle format, and the steps whose accuracy is not compared (``near_tie_steps``)."""
-    key = (
-        *task_key(config),
-        steps,
-        config.eta,
-        config.eps,
-        config.mu,
-        config.loss,
-        config.dtype,
-        config.P.tobytes(),
-    )
+    key = (*trajectory_key(config, steps), config.P.tobytes())
     if key not in _EXPECTED:
         if len(_EXPECTED) > 256:
             _EXPECTED.clear()

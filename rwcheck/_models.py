@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from rwcheck._compare import Divergence, Mismatch, near_tie, task_key, tolerance
+from rwcheck._compare import Divergence, Mismatch, near_tie, tolerance, trajectory_key
 from rwcheck._config import CheckConfig
 from rwcheck._runtime import Readouts, first_difference, model_quantities
 from rwcheck.strategies import exact_loss
@@ -86,17 +86,7 @@ def expected_model_steps(
 
     Memoised: hypothesis replays configurations while shrinking.
     """
-    key = (
-        *task_key(config),
-        steps,
-        config.eta,
-        config.eps,
-        config.mu,
-        config.loss,
-        config.dtype,
-        config.model,
-        config.head_dim,
-    )
+    key = trajectory_key(config, steps)
     if key in _EXPECTED:
         return _EXPECTED[key]
     model = config.model_spec
