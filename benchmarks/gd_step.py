@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
-from rwnumeric._losses import Loss
+from rwnumeric._losses import SampleLoss
 from rwnumeric._model import FastModel, ReferenceModel, initial_parameters
 from rwtasks import CircleWalk
 
@@ -32,7 +32,7 @@ def _median_step_seconds(cls, dtype: torch.dtype, repeats: int) -> float:
     P = torch.as_tensor(positional_embeddings("sine", M, N), dtype=dtype)
     V0, W0, _ = initial_parameters(K, M, None, "gaussian", 0.01, np.random.default_rng(0))
     net = cls(P, K, False, torch.as_tensor(V0, dtype=dtype), torch.as_tensor(W0, dtype=dtype), None)
-    loss = Loss("log", 0.1)
+    loss = SampleLoss("log", 0.1)
     net.loss_and_grad(tokens, labels, weights, loss, 0)  # warm-up
     times = []
     for t in range(repeats):
