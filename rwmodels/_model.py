@@ -91,6 +91,12 @@ class Model(ABC):
     name: ClassVar[str]
     #: The names of the constructor's keyword arguments (``rwmodels.get_model`` passes only these).
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ()
+    #: What each axis of each parameter indexes: ``"label"`` (the K labels), ``"token"`` (the K tokens),
+    #: ``"embed"`` (the K + M coordinates of x̃ = [x; p]) or None (an internal axis, e.g. a head dimension).
+    #: A relabelling of tokens, labels and positions acts on the parameters through these axes
+    #: (``rwsymbolic.analysis.fixed_subspace``); a model whose forward pass uses its parameters only this
+    #: way has a population loss invariant under every symmetry of the task.
+    AXES: ClassVar[dict[str, tuple[str | None, ...]]]
 
     @property
     def hyperparameters(self) -> dict[str, Any]:

@@ -27,6 +27,11 @@ class KeyQuery(Model):
 
     name: ClassVar[str] = "key_query"
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ("d",)
+    AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {
+        "V": ("label", "token"),
+        "W_K": (None, "embed"),
+        "W_Q": (None, "embed"),
+    }
 
     def __init__(self, d: int = 2) -> None:
         if not isinstance(d, int) or isinstance(d, bool) or d < 1:

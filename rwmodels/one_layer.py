@@ -24,6 +24,7 @@ class OneLayer(Model):
     """
 
     name: ClassVar[str] = "one_layer"
+    AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {"V": ("label", "token"), "W": ("embed", "embed")}
 
     def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "W": (D, D)}

@@ -13,10 +13,14 @@ from rwsymbolic.analysis import (
     MAX_FACTOR_N,
     PREDICATES,
     Check,
+    Induction,
     SignalReport,
+    Subspace,
     VanishingSet,
     explicit_weights,
+    fixed_subspace,
     has_equal_attention,
+    induction_step,
     is_circulant,
     is_lemma_d3_form,
     is_proportional_to_ones,
@@ -27,6 +31,9 @@ from rwsymbolic.analysis import (
     signal_offsets,
     signal_report,
     structure_verdicts,
+    stuck_proof,
+    trajectory_check,
+    trajectory_subspace,
     vanishing_set,
     w_token_columns_zero,
     write_signal_json,
@@ -87,6 +94,14 @@ from rwsymbolic.oracle import (
 )
 
 __all__ = [
+    # stuck for every t: the induction step and its candidates (rwsymbolic.analysis)
+    "Induction",
+    "Subspace",
+    "fixed_subspace",
+    "induction_step",
+    "stuck_proof",
+    "trajectory_check",
+    "trajectory_subspace",
     # exact gradient descent (rwsymbolic.engine) and structure predicates (rwsymbolic.analysis)
     "make_loss",
     "DELL",

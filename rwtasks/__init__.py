@@ -42,6 +42,7 @@ from rwtasks._spec import (
     load_task_spec,
     parse_task_spec,
 )
+from rwtasks._symmetry import Symmetry, TaskGroup, task_symmetries
 from rwtasks._task import Task
 
 __all__ = [
@@ -81,7 +82,9 @@ __all__ = [
     "CircleWalk",
     "FiniteTask",
     "Population",
+    "Symmetry",
     "Task",
+    "TaskGroup",
     "check_in_unit_interval",
     "check_int",
     "exact",
@@ -89,6 +92,7 @@ __all__ = [
     "qa_task1",
     "qa_task2",
     "symbol",
+    "task_symmetries",
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("task_spec").

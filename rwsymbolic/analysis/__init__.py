@@ -1,9 +1,13 @@
 """What the toolkit proves about exact values: structure predicates of trajectories and the token-average signal.
 
 Layer 3 of ``rwsymbolic``: ``_structure`` (docs/theory.md#statements, each predicate with a witness
-when false) and ``_signal`` (docs/theory.md#signal, where the signal C vanishes, with its file).
+when false), ``_signal`` (docs/theory.md#signal, where the signal C vanishes, with its file), and stuck for
+every t (docs/theory.md#invariant-manifolds): ``_invariance`` (the exact induction step on a subspace),
+``_candidates`` (subspaces from the task's symmetry and from the trajectory) and ``_stuck`` (the verdict).
 """
 
+from rwsymbolic.analysis._candidates import fixed_subspace, trajectory_subspace
+from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step
 from rwsymbolic.analysis._signal import (
     MAX_FACTOR_N,
     SignalReport,
@@ -28,8 +32,16 @@ from rwsymbolic.analysis._structure import (
     structure_verdicts,
     w_token_columns_zero,
 )
+from rwsymbolic.analysis._stuck import stuck_proof, trajectory_check
 
 __all__ = [
+    "Induction",
+    "Subspace",
+    "fixed_subspace",
+    "induction_step",
+    "stuck_proof",
+    "trajectory_check",
+    "trajectory_subspace",
     "MAX_FACTOR_N",
     "SignalReport",
     "VanishingSet",

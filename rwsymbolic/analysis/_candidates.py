@@ -1,0 +1,230 @@
+"""Candidate invariant subspaces, found without being told: a task's symmetry, and the exact trajectory's span.
+
+Route (a), symmetry (:func:`fixed_subspace`). A symmetry (τ, λ, π) of the task (``rwtasks.task_symmetries``:
+tokens renamed by τ, labels by λ, key positions moved by π, the population law unchanged) acts on the
+parameters through the model's axes (``Model.AXES``): a label axis by the permutation matrix of λ, a token
+axis by τ's, an embedding axis by O = diag(T_τ, Q_π) with Q_π = P Π Pᵀ/μ + (I − P Pᵀ/μ) the orthogonal map
+taking p_j to p_π(j) (PᵀP = μI, the query p_N fixed). The loss is invariant, L(g·θ) = L(θ), so its gradient
+is equivariant and the fixed subspace Fix(G) = {θ : g·θ = θ for all g} is mapped into itself by every GD
+step, for every loss (docs/theory.md#invariant-manifolds). :func:`rwsymbolic.analysis.induction_step` then
+proves it, independently of this argument.
+
+Route (b), trajectory (:func:`trajectory_subspace`). The span of θ(1..T) of the trajectory from zero (μ = 1,
+the log-loss), its basis read at 60 digits and rationalised (a guess: the induction step
+decides; a wrong guess is refuted, never accepted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction as PyFraction
+from typing import Any
+
+import mpmath
+import numpy as np
+from flint import fmpq, fmpq_mat
+
+from rwmodels import Model
+from rwsymbolic.analysis._invariance import Subspace, positions, rational
+from rwtasks import Task
+
+#: Digits the trajectory is read at, the pivot tolerance and the largest denominator of a rationalised entry.
+SPAN_DIGITS, SPAN_TOL, SPAN_DENOMINATOR = 60, mpmath.mpf("1e-40"), 10**6
+#: The μ of the trajectories whose union is spanned (P = √μ·I_N).
+SPAN_MU = (1, 2, 3)
+
+
+def _permutation_matrix(images: Sequence[int]) -> np.ndarray:
+    """M[images[k], k] = 1: the matrix sending e_k to e_{images[k]}."""
+    n = len(images)
+    M = np.empty((n, n), dtype=object)
+    M.fill(fmpq(0))
+    for k, i in enumerate(images):
+        M[i, k] = fmpq(1)
+    return M
+
+
+def embedding_action(symmetry: Any, K: int, P: np.ndarray, mu: fmpq) -> np.ndarray:
+    """O = diag(T_τ, Q_π) on x̃ = [x; p]: O x̃_j(s) = x̃_{π(j)}(τ(s)), and O x̃_N = x̃_N."""
+    M, N = P.shape
+    images = list(symmetry.positions) + [N - 1]
+    Pi = _permutation_matrix(images)
+    identity = _permutation_matrix(list(range(M)))
+    Q = (P @ Pi @ P.T - P @ P.T) / mu + identity
+    D = K + M
+    out = np.empty((D, D), dtype=object)
+    out.fill(fmpq(0))
+    out[:K, :K] = _permutation_matrix(symmetry.tokens)
+    out[K:, K:] = Q
+    return out
+
+
+def parameter_action(model: Model, symmetry: Any, K: int, P: np.ndarray, mu: fmpq) -> np.ndarray:
+    """The symmetry's linear map on the flat parameters (block diagonal, Kronecker products per parameter)."""
+    emb = embedding_action(symmetry, K, P, mu)
+    per_role = {
+        "label": _permutation_matrix(symmetry.labels),
+        "token": _permutation_matrix(symmetry.tokens),
+        "embed": emb,
+    }
+    shapes = model.shapes(K, emb.shape[0])
+    blocks = []
+    for name, shape in shapes.items():
+        roles = model.AXES[name]
+        if len(roles) != len(shape):
+            raise ValueError(
+                f"model {model.name}: AXES[{name!r}] has {len(roles)} axes, the parameter {len(shape)}"
+            )
+        block = np.ones((1, 1), dtype=object)
+        for role, size in zip(roles, shape):
+            mat = _permutation_matrix(list(range(size))) if role is None else per_role[role]
+            if mat.shape[0] != size:
+                raise ValueError(
+                    f"model {model.name}: axis {role!r} of {name} has size {size}, not {mat.shape[0]}"
+                )
+            block = np.kron(block, mat)
+        blocks.append(block)
+    total = sum(b.shape[0] for b in blocks)
+    A = np.empty((total, total), dtype=object)
+    A.fill(fmpq(0))
+    start = 0
+    for b in blocks:
+        A[start : start + b.shape[0], start : start + b.shape[0]] = b
+        start += b.shape[0]
+    return A
+
+
+def _nullspace(rows: list[list[fmpq]], total: int) -> list[list[fmpq]]:
+    """A basis of {x : R x = 0} from the reduced row echelon form."""
+    if not rows:
+        return [[fmpq(int(i == j)) for j in range(total)] for i in range(total)]
+    R, rank = fmpq_mat(rows).rref()
+    pivots = []
+    for i in range(rank):
+        pivots.append(next(j for j in range(total) if R[i, j] != 0))
+    free = [j for j in range(total) if j not in set(pivots)]
+    basis = []
+    for f in free:
+        x = [fmpq(0)] * total
+        x[f] = fmpq(1)
+        for i, p in enumerate(pivots):
+            x[p] = -R[i, f]
+        basis.append(x)
+    return basis
+
+
+def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
+    """Fix(G): the parameters every generator of ``group`` (an ``rwtasks.TaskGroup``) leaves unchanged.
+
+    >>> from rwmodels import get_model
+    >>> from rwtasks import CircleWalk, task_symmetries
+    >>> task = CircleWalk(3, 4, 1)
+    >>> fixed_subspace(get_model("one_layer"), task, task_symmetries(task)).dim
+    12
+    """
+    mu_q = fmpq(1)
+    P = positions(task.N)  # √μ·I_N at √μ = 1: the coordinates of the induction step
+    K = task.K
+    shapes = model.shapes(K, K + P.shape[0])
+    total = sum(int(np.prod(s)) for s in shapes.values())
+    rows: list[list[fmpq]] = []
+    for g in group.generators:
+        A = parameter_action(model, g, K, P, mu_q)
+        for i in range(total):
+            row = [A[i, j] - (1 if i == j else 0) for j in range(total)]
+            if any(x != 0 for x in row):
+                rows.append(row)
+    described = "; ".join(group.describe(getattr(task, "vocab", None))) or "the identity only"
+    return Subspace.from_vectors(shapes, _nullspace(rows, total), source=f"symmetry: {described}")
+
+
+class _MpLoss:
+    """The log-loss −log(z + ε) elementwise on mpmath arrays."""
+
+    def __init__(self, eps: mpmath.mpf) -> None:
+        self.eps = eps
+
+    def value(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -mpmath.log(v + self.eps), otypes=[object])(z)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
+
+
+def trajectory_subspace(
+    model: Model, task: Task, steps: int = 4, eta: object = 1, eps: object = "1/10"
+) -> Subspace | None:
+    """The span of θ(1..steps) of GD from zero with the log-loss, rationalised; None without a rational basis.
+
+    The trajectories (μ = 1, 2, 3, P = √μ·I_N) run in 60-digit arithmetic (``mpmath``) through the model's
+    one definition (``rwmodels.descend``): the basis is a guess, proved or refuted by the induction step.
+
+    >>> from rwmodels import get_model
+    >>> from rwtasks import CircleWalk
+    >>> trajectory_subspace(get_model("one_layer"), CircleWalk(3, 4, 1), steps=4).dim
+    3
+    """
+    from rwmodels import ObjectArithmetic, batch, descend
+
+    P = positions(task.N)  # the coordinates of the induction step
+    pop = task.population()
+    with mpmath.workdps(SPAN_DIGITS):
+
+        def convert(x: Any) -> mpmath.mpf:
+            if isinstance(x, mpmath.mpf):
+                return x
+            q = rational(x)
+            return mpmath.mpf(int(q.p)) / int(q.q)
+
+        ar = ObjectArithmetic(
+            "mpmath", convert, exp=mpmath.exp, sign=lambda x: (x > 0) - (x < 0), to_float=float
+        )
+        shapes = dict(model.shapes(task.K, task.K + P.shape[0]))
+        weights = [convert(q) for q in pop.exact_probs()]
+        rows = []
+        for mu in SPAN_MU:  # P = √μ·I_N at several μ: a span that holds for every μ must hold for these
+            data = batch(ar, pop.tokens, pop.labels, weights, task.K, ar.asarray(P) * mpmath.sqrt(mu))
+            start = model.zeros(ar, task.K, task.K + P.shape[0])
+            states = descend(model, ar, start, data, _MpLoss(convert(eps)), convert(eta), steps)
+            rows += [
+                [x for name in shapes for x in np.asarray(st.params[name], dtype=object).ravel().tolist()]
+                for st in states[1:]
+            ]
+        basis = _numeric_rref(rows)
+        exact_rows = []
+        for row in basis:
+            out = []
+            for x in row:
+                q = PyFraction(mpmath.nstr(x, SPAN_DIGITS - 5)).limit_denominator(SPAN_DENOMINATOR)
+                if abs(mpmath.mpf(q.numerator) / q.denominator - x) > mpmath.mpf("1e-35"):
+                    return None
+                out.append(fmpq(q.numerator, q.denominator))
+            exact_rows.append(out)
+    return Subspace.from_vectors(
+        shapes, exact_rows, source=f"trajectory: span of θ(1..{steps}) at μ = 1, 2, 3"
+    )
+
+
+def _numeric_rref(rows: list[list[mpmath.mpf]]) -> list[list[mpmath.mpf]]:
+    """Reduced row echelon form at the working precision, rows below ``SPAN_TOL`` (relative) dropped."""
+    A = [list(r) for r in rows]
+    if not A:
+        return []
+    scale = max((abs(x) for r in A for x in r), default=mpmath.mpf(0))
+    if scale == 0:
+        return []
+    out: list[list[mpmath.mpf]] = []
+    col = 0
+    ncols = len(A[0])
+    while A and col < ncols:
+        pivot = max(range(len(A)), key=lambda i: abs(A[i][col]))
+        if abs(A[pivot][col]) <= SPAN_TOL * scale:
+            col += 1
+            continue
+        row = A.pop(pivot)
+        row = [x / row[col] for x in row]
+        A = [[x - r[col] * y for x, y in zip(r, row)] for r in A]
+        out = [[x - o[col] * y for x, y in zip(o, row)] for o in out]
+        out.append(row)
+        col += 1
+    return out

@@ -1,0 +1,152 @@
+"""Stuck for every t (proved), for T steps (evidence), or escapes: a task's verdict from both routes.
+
+:func:`stuck_proof` finds candidate subspaces by the task's symmetry (``fixed_subspace`` of
+``rwtasks.task_symmetries``) and by the trajectory's span (``trajectory_subspace``), decides each by the
+exact induction step (``induction_step``), and follows the trajectory in certified ball arithmetic:
+
+* **stuck for all t (proved)**: a candidate is proved invariant for every η, every loss and every μ, and
+  every point of it predicts the same for every input (so GD from zero, which starts on it, is at chance
+  for every t, by induction);
+* **escapes**: the trajectory's scores f(X) differ between two inputs at some t ≤ T, certified (the ball of
+  the difference excludes 0), so no input-independent set holds it;
+* **stuck for T steps (evidence)**: neither: the scores agree within their balls for t ≤ T. Evidence only.
+
+The report says which route explains a proved case: the symmetry (its group named by its generators), or
+an uninformative average that no symmetry explains (only the trajectory's span is proved), and whether the
+symmetry's subspace is larger than the trajectory's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from flint import arb, ctx
+
+from rwmodels import Model, ObjectArithmetic, batch, descend, get_model
+from rwsymbolic.analysis._candidates import fixed_subspace, trajectory_subspace
+from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step, positions, rational
+from rwtasks import Task, task_symmetries
+
+PROVED_STUCK, EVIDENCE, ESCAPES = "stuck for all t (proved)", "stuck for T steps (evidence)", "escapes"
+#: Steps of the trajectory (span and ball check), and the precision of the balls (bits).
+STUCK_STEPS, BALL_PREC = 4, 128
+
+
+class _BallLoss:
+    def __init__(self, eps: arb) -> None:
+        self.eps = eps
+
+    def value(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -(v + self.eps).log(), otypes=[object])(z)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
+
+
+def _ball_sign(x: arb) -> int | None:
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return 0 if x == 0 else None
+
+
+def trajectory_check(
+    task: Task, model: Model, steps: int, eta: object = 1, eps: object = "1/10", mu: object = 1
+) -> dict:
+    """The first step (if any) at which two inputs' scores differ, certified in ball arithmetic (μ, P = √μ·I_N)."""
+    previous = ctx.prec
+    ctx.prec = BALL_PREC
+    try:
+
+        def convert(x: Any) -> arb:
+            return x if isinstance(x, arb) else arb(rational(x))
+
+        ar = ObjectArithmetic("arb", convert, exp=lambda v: v.exp(), sign=_ball_sign, to_float=float)
+        pop = task.population()
+        P = ar.asarray(positions(task.N)) * convert(mu).sqrt()
+        data = batch(ar, pop.tokens, pop.labels, [convert(q) for q in pop.exact_probs()], task.K, P)
+        probs = pop.exact_probs()
+        support = [n for n, q in enumerate(probs) if q != 0]
+        start = model.zeros(ar, task.K, task.K + task.N)
+        states = descend(model, ar, start, data, _BallLoss(convert(eps)), convert(eta), steps)
+        first = support[0]
+        for t, state in enumerate(states):
+            for n in support[1:]:
+                for k in range(task.K):
+                    diff = state.f[n, k] - state.f[first, k]
+                    if not diff.contains(0):
+                        return {
+                            "escape_step": t,
+                            "inputs": [int(first), int(n)],
+                            "label": k,
+                            "difference": diff.str(8, radius=True),
+                        }
+        return {"escape_step": None, "steps": steps}
+    finally:
+        ctx.prec = previous
+
+
+def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK_STEPS) -> dict[str, Any]:
+    """Both routes, the induction certificates and the verdict (module docstring); JSON-ready.
+
+    >>> from rwtasks import CircleWalk
+    >>> stuck_proof(CircleWalk(3, 4, 1))["verdict"]
+    'stuck for all t (proved)'
+    """
+    model = get_model(model) if isinstance(model, str) else model
+    start = time.perf_counter()
+    group = task_symmetries(task)
+    fixed = fixed_subspace(model, task, group)
+    by_symmetry = induction_step(task, model, fixed)
+    span = trajectory_subspace(model, task, steps)
+    by_trajectory: Induction | None = induction_step(task, model, span) if span is not None else None
+    check = trajectory_check(task, model, steps)
+    proved = [r for r in (by_symmetry, by_trajectory) if r is not None and r.stuck_for_all_t]
+    if proved:
+        verdict = PROVED_STUCK
+        if by_symmetry.stuck_for_all_t:
+            why = f"a symmetry of order {group.order}: " + "; ".join(
+                group.describe(getattr(task, "vocab", None))
+            )
+        else:
+            why = (
+                "an uninformative average that no symmetry explains: the task's symmetry "
+                f"(order {group.order}) fixes a subspace whose points can tell inputs apart"
+            )
+    elif check["escape_step"] is not None:
+        verdict = ESCAPES
+        why = (
+            f"at t = {check['escape_step']} inputs {check['inputs'][0]} and {check['inputs'][1]} get scores "
+            f"differing by {check['difference']} on label {check['label']} (certified)"
+        )
+    else:
+        verdict = EVIDENCE
+        why = f"no invariant input-independent subspace proved; the scores agree within their balls for t ≤ {steps}"
+    comparison = _compare(fixed, span)
+    return {
+        "verdict": verdict,
+        "why": why,
+        "model": model.describe(),
+        "group": group.to_json(),
+        "symmetry": by_symmetry.to_json(),
+        "trajectory": by_trajectory.to_json()
+        if by_trajectory is not None
+        else {"outcome": "no rational span"},
+        "comparison": comparison,
+        "ball_check": check,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def _compare(fixed: Subspace, span: Subspace | None) -> str:
+    if span is None:
+        return "the trajectory's span has no rational basis (route (b) has no candidate)"
+    inside = all(fixed.contains(list(b)) for b in span.basis)
+    if inside and fixed.dim > span.dim:
+        return f"the symmetry's subspace (dim {fixed.dim}) is larger than the trajectory's span (dim {span.dim}), which it contains"
+    if inside:
+        return f"the symmetry's subspace equals the trajectory's span (dim {span.dim})"
+    return f"the trajectory's span (dim {span.dim}) leaves the symmetry's subspace (dim {fixed.dim})"
