@@ -392,9 +392,9 @@ def _witness(
     ctx.prec = WITNESS_PREC
     try:
         for point in WITNESS_POINTS:
-            alpha = [arb(point[i % len(point)] * (1 + i // len(point))) for i in range(r)] + [
-                arb(WITNESS_ROOT_MU)
-            ]
+            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
+            where = {"alpha": [str(a) for a in exact_alpha], "mu": str(WITNESS_ROOT_MU**2)}
+            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
             values = alpha + atoms.values(alpha)
             zeta = [field_.evaluate(z[members[0]], values) for members, _ in components]
             # (1) the log-loss: ℓ'(z) = −1/(z + ε); the step leaves 𝓜 where Σ_k ℓ'(ζ_k) G_k has a non-zero residual
@@ -408,9 +408,7 @@ def _witness(
                     if not t.contains(0):
                         return (
                             {
-                                "alpha": [
-                                    str(point[i % len(point)] * (1 + i // len(point))) for i in range(r)
-                                ],
+                                **where,
                                 "loss": f"log, eps = {WITNESS_EPS}",
                                 "entry": _entry_name(subspace, j),
                                 "residual": t.str(10, radius=True),
@@ -431,9 +429,7 @@ def _witness(
                         if not v.contains(0):
                             return (
                                 {
-                                    "alpha": [
-                                        str(point[i % len(point)] * (1 + i // len(point))) for i in range(r)
-                                    ],
+                                    **where,
                                     "loss": f"any loss with ℓ' ≠ 0 near z = {zeta[k].str(8)} and ℓ' = 0 near the "
                                     f"other {len(zeta) - 1} scores",
                                     "entry": _entry_name(subspace, j),
