@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for point in result.points:
         for check in point.checks:
             values = ", ".join(f"{k}={v}" for k, v in {**point.params, **check.values}.items())
-            print(f"{spec.name} {values or '(as given)'}: {check.verdict} ({check.reason})")
+            proved = f", {check.proof['verdict']}" if check.proof is not None else ""
+            print(f"{spec.name} {values or '(as given)'}: {check.verdict}{proved} ({check.reason})")
     print(f"wrote {', '.join(str(p) for p in written.values())}")
     return 0

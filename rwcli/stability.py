@@ -146,6 +146,18 @@ def _one_thread(compute: Callable[[], dict]) -> dict:
         torch.set_num_threads(previous)
 
 
+def _stuck_proof(task: CircleWalk | FiniteTask, report: dict) -> dict:
+    """Stuck for every t (proved), or evidence with the reason the proof was not attempted."""
+    from rwsymbolic import stuck_proof
+
+    model = report.get("model", {}).get("name", rwmodels.DEFAULT_MODEL)
+    hyper = {k: v for k, v in report.get("model", {}).items() if k != "name"}
+    try:
+        return stuck_proof(task, rwmodels.get_model(model, **hyper))
+    except ValueError as err:
+        return {"verdict": "stuck for T steps (evidence)", "why": f"no proof attempted: {err}"}
+
+
 def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask, command: str) -> int:
     """The one-line verdict, then the JSON and the figure if asked."""
     from rwio import write_json_atomic
@@ -154,7 +166,9 @@ def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask
     info = task_info(task)
     where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
     name = "" if info["name"] == "circle" else f"{info['name']} "
+    report["stuck_proof"] = _stuck_proof(task, report)
     print(f"{command} {name}{where}: {report['verdict']['line']}")
+    print(f"  {report['stuck_proof']['verdict']}: {report['stuck_proof']['why']}")
     if args.json:
         print(f"wrote {write_json_atomic(report, args.json)}")
     if args.png:

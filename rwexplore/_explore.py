@@ -78,6 +78,7 @@ class PointCheck:
     )
     stability: StabilitySummary | None = None  # the manifold's stability, for a stuck point
     stability_note: str = ""  # why a stuck point has no stability analysis, when it has none
+    proof: dict[str, Any] | None = None  # rwsymbolic.stuck_proof of a stuck point (stuck for every t?)
 
     @property
     def contradicting_runs(self) -> list[tuple[str, int, float]]:
@@ -149,10 +150,12 @@ class PointCheck:
             trivial = "; nothing to learn here (Bayes accuracy = constant-prediction accuracy)"
         flag = f"; CONTRADICTED BY TRAINING: {self.contradiction}" if self.contradiction else ""
         stab = ""
+        if self.proof is not None:
+            stab = f"; {self.proof['verdict']}: {self.proof['why']}"
         if self.stability is not None:
-            stab = f"; stability: {self.stability.line()}"
+            stab += f"; stability: {self.stability.line()}"
         elif self.stability_note:
-            stab = f"; {self.stability_note}"
+            stab += f"; {self.stability_note}"
         return f"{C}; {one}; {many}{trivial}{stab}{flag}"
 
 
@@ -191,6 +194,24 @@ def _evaluation_values(summary: SignalSummary) -> tuple[list[sp.Expr], list[str]
             values.append(g)
             break
     return sorted(set(values)), skipped
+
+
+def stuck_for_every_t(task: CircleWalk | FiniteTask, steps: int) -> dict[str, Any]:
+    """``rwsymbolic.stuck_proof`` of a stuck point (the paper's model): proved for every t, or why it is evidence.
+
+    A task whose symmetry search or induction step cannot run (too large, say) keeps the exact checks'
+    verdict, labelled as evidence for ``steps`` steps, with the reason.
+    """
+    from rwsymbolic import stuck_proof
+
+    try:
+        return stuck_proof(task, "one_layer", steps=max(2, min(steps, 6)))
+    except ValueError as err:
+        return {
+            "verdict": "stuck for T steps (evidence)",
+            "why": f"no proof attempted: {err}",
+            "steps": steps,
+        }
 
 
 def stuck_stability(
@@ -257,6 +278,8 @@ def explore(
             bayes_accuracy=bayes,
             constant_accuracy=constant,
         )
+        if check.exact_verdict == "stuck":
+            check.proof = stuck_for_every_t(task, int(settings["steps"]))
         if stability and check.exact_verdict == "stuck":
             check.stability, check.stability_note = stuck_stability(task, spec.train)
         if train and task.population().size == 1:

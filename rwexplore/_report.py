@@ -21,8 +21,9 @@ from rwtasks import CircleWalk, FiniteTask, is_numeric
 #: Format name written into explore.json.
 EXPLORE_FORMAT = "rw-explore"
 #: Format version written into explore.json; version 2 added ``training_contradicts_verdict`` to every check,
-#: version 3 the stuck verdicts refined by stability (``verdict``), ``exact_verdict`` and ``stability``.
-EXPLORE_FORMAT_VERSION = 3
+#: version 3 the stuck verdicts refined by stability (``verdict``), ``exact_verdict`` and ``stability``,
+#: version 4 ``stuck_proof`` (stuck for every t proved, or evidence; rwsymbolic.stuck_proof) of a stuck point.
+EXPLORE_FORMAT_VERSION = 4
 #: Gid of the title of an accuracy plot whose "stuck" verdict training contradicts (tests look for it).
 CONTRADICTION_GID = "stuck-contradicted-by-training"
 #: How many nonzero signal entries REPORT.md lists per point (the JSON has the whole matrix).
@@ -59,6 +60,7 @@ def _check_json(check: PointCheck) -> dict[str, Any]:
         "verdict": check.verdict,
         "exact_verdict": check.exact_verdict,
         "stability": _stability_json(check),
+        "stuck_proof": check.proof,
         "reason": check.reason,
         "train_note": check.train_note,
         "training_contradicts_verdict": _contradiction_json(check),

@@ -325,7 +325,8 @@ def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_pl
     assert "CONTRADICTED BY TRAINING" in check.reason and '"stuck" alone means the' in check.reason
     written = write_report(result, tmp_path)
     data = json.loads(written["explore.json"].read_text())
-    assert data["version"] == 3
+    assert data["version"] == 4
+    assert data["points"][0]["checks"][0]["stuck_proof"]["verdict"] == "stuck for all t (proved)"
     flag = data["points"][0]["checks"][0]["training_contradicts_verdict"]
     assert flag["runs"][0] == {"label": "zero", "first_step": first, "final_test_accuracy": 0.5}
     assert flag["constant_accuracy"]["exact"] == "1/4" and "invariant manifold" in flag["explanation"]

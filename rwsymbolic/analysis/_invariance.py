@@ -235,7 +235,6 @@ class Induction:
             "input_independent": self.input_independent,
             "labels_tied": self.labels_tied,
             "chance_level": str(self.chance_level),
-            "seconds": round(self.seconds, 3),
             "witness": self.witness,
             "reason": self.reason,
             **self.details,
