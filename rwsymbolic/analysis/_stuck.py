@@ -34,6 +34,8 @@ STUCK_STEPS, BALL_PREC = 4, 128
 #: The most parameters (and population inputs) a proof is attempted for: the fixed subspace is a rational
 #: null space of that size, and every input is one pass of the induction step.
 MAX_PARAMETERS, MAX_INPUTS = 1500, 4096
+#: The longest trajectory whose span is tried (the span grows with T until the step maps it into itself).
+MAX_SPAN_STEPS = 16
 
 
 class _BallLoss:
@@ -109,8 +111,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
     group = task_symmetries(task)
     fixed = fixed_subspace(model, task, group)
     by_symmetry = induction_step(task, model, fixed)
-    span = trajectory_subspace(model, task, steps)
-    by_trajectory: Induction | None = induction_step(task, model, span) if span is not None else None
+    span, by_trajectory = _closed_span(task, model, steps)
     check = trajectory_check(task, model, steps)
     proved = [r for r in (by_symmetry, by_trajectory) if r is not None and r.stuck_for_all_t]
     if proved:
@@ -146,6 +147,22 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
         "comparison": comparison,
         "ball_check": check,
     }
+
+
+def _closed_span(task: Task, model: Model, steps: int) -> tuple[Subspace | None, Induction | None]:
+    """The trajectory's span over T = steps, 2·steps, ... (up to ``MAX_SPAN_STEPS``) until the induction step
+    proves it or it stops growing: the smallest span of the trajectory that is closed under the step."""
+    T, span, result = steps, None, None
+    while True:
+        grown = trajectory_subspace(model, task, T)
+        if grown is None:
+            return span, result
+        if span is not None and grown.dim == span.dim:
+            return span, result
+        span, result = grown, induction_step(task, model, grown)
+        if result.outcome == "proved" or 2 * T > MAX_SPAN_STEPS:
+            return span, result
+        T *= 2
 
 
 def _compare(fixed: Subspace, span: Subspace | None) -> str:
