@@ -30,11 +30,11 @@ CASES = [
 ]
 
 
-def _best(fn, repeats: int) -> tuple[float, object]:
+def _best(repeats: int, fn, *args) -> tuple[float, object]:
     best, value = float("inf"), None
     for _ in range(repeats):
         start = time.perf_counter()
-        value = fn()
+        value = fn(*args)
         best = min(best, time.perf_counter() - start)
     return best, value
 
@@ -54,10 +54,10 @@ def main() -> int:
     for name, task in CASES:
         inputs = sum(1 for q in task.population().exact_probs() if q != 0)
         parameters = sum(s[0] * s[1] for s in model.shapes(task.K, task.K + task.N).values())
-        t_group, group = _best(lambda: task_symmetries(task), args.repeats)
-        t_fix, fixed = _best(lambda: fixed_subspace(model, task, group), args.repeats)
-        t_step, _ = _best(lambda: induction_step(task, model, fixed), args.repeats)
-        t_all, report = _best(lambda: stuck_proof(task, model), args.repeats)
+        t_group, group = _best(args.repeats, task_symmetries, task)
+        t_fix, fixed = _best(args.repeats, fixed_subspace, model, task, group)
+        t_step, _ = _best(args.repeats, induction_step, task, model, fixed)
+        t_all, report = _best(args.repeats, stuck_proof, task, model)
         print(
             f"| {name} | {inputs} | {parameters} | {group.order} | {t_group:.3f} | {t_fix:.3f} | {t_step:.3f} "
             f"| {t_all:.3f} | {report['verdict']} |",
