@@ -203,7 +203,8 @@ class Atoms:
             if not any(m):
                 continue  # the zero constant (checked when the atoms were made)
             power = c * self.scale[m]
-            assert power.q == 1, "the atom scale makes every exponent an integer"
+            if power.q != 1:  # the atom scale makes every exponent an integer
+                raise ValueError(f"logit monomial {m} has exponent {power}, not an integer multiple of its atom")
             (up if power > 0 else down)[self.index[m]] += abs(int(power.p))
         numerator = field.ctx.from_dict({tuple(up): 1})
         if not any(down):
