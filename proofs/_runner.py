@@ -30,6 +30,7 @@ MODULES: tuple[str, ...] = (
     "proofs.stuck_theorem_4_1",
     "proofs.stuck_k4_half",
     "proofs.stuck_catalogue",
+    "proofs.identical_heads",
     "proofs.lemma_e1_shift_identities",
     "proofs.lemma_e2_e3_power_mixing",
     "proofs.lemma_e4_gamma_diagonal",

@@ -23,6 +23,12 @@ def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None
         metavar="D",
         help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows), integer >= 1 (default 2)",
     )
+    parser.add_argument(
+        "--heads",
+        default=None,
+        metavar="H",
+        help="number of heads H of a model that has several (multi_head), integer >= 1 (default 2)",
+    )
 
 
 def model_from_args(args: argparse.Namespace) -> rwmodels.Model:
@@ -32,8 +38,12 @@ def model_from_args(args: argparse.Namespace) -> rwmodels.Model:
     {'name': 'key_query', 'd': 3}
     """
     name = getattr(args, "model", rwmodels.DEFAULT_MODEL)
-    head_dim = getattr(args, "head_dim", None)
-    if head_dim is not None and "d" not in rwmodels.MODELS[name].HYPERPARAMETERS:
+    head_dim, heads = getattr(args, "head_dim", None), getattr(args, "heads", None)
+    takes = rwmodels.MODELS[name].HYPERPARAMETERS
+    if head_dim is not None and "d" not in takes:
         raise ValueError(f"--head-dim is out of place: --model {name} has no head dimension (leave it out)")
+    if heads is not None and "H" not in takes:
+        raise ValueError(f"--heads is out of place: --model {name} has one head (leave it out)")
     d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
-    return rwmodels.get_model(name, d=d)
+    H = None if heads is None else parse_int(heads, "heads", 1)
+    return rwmodels.get_model(name, d=d, H=H)

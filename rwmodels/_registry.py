@@ -41,6 +41,9 @@ REGISTRY: dict[str, Registered] = {
         "rwmodels.key_query:KeyQuery",
         "separate key and query: logits X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)",
     ),
+    "multi_head": Registered(
+        "rwmodels.multi_head:MultiHead", "H heads f = Σ_h V_h X S(X̃ᵀ W_h x̃_N) (--heads)"
+    ),
 }
 #: The default of ``--model``.
 DEFAULT_MODEL = "one_layer"

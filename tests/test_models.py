@@ -166,10 +166,11 @@ def _qe_loss(name: str, eps: Fraction):
 
 
 def test_registry_names_models_and_refuses_in_one_line():
-    assert list(MODELS) == ["one_layer", "key_query"]
+    assert list(MODELS) == ["one_layer", "key_query", "multi_head"]
     assert "key_query" in model_help() and "one_layer" in model_help()
     with pytest.raises(
-        ValueError, match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query"
+        ValueError,
+        match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query, multi_head",
     ):
         get_model("two_heads")
     with pytest.raises(ValueError, match="model 'one_layer' has no hyperparameter 'd'"):
@@ -181,6 +182,21 @@ def test_registry_names_models_and_refuses_in_one_line():
 def test_every_registered_class_has_its_registry_key_as_name():
     for name, cls in MODELS.items():
         assert cls.name == name and issubclass(cls, Model)
+
+
+def test_every_model_names_the_axes_of_every_parameter():
+    sizes = {"label": 3, "token": 3, "embed": 7}
+    for name in MODELS:
+        model = get_model(name)
+        shapes = model.shapes(3, 7)
+        assert set(model.AXES) == set(shapes), name
+        for param, shape in shapes.items():
+            roles = model.AXES[param]
+            assert len(roles) == len(shape), (name, param)
+            assert all(sizes.get(r, size) == size for r, size in zip(roles, shape, strict=True)), (
+                name,
+                param,
+            )
 
 
 def test_the_help_lists_models_without_importing_numpy():
@@ -210,7 +226,7 @@ def _float_batch(arith, task, P):
     )
 
 
-@pytest.mark.parametrize("name", ["one_layer", "key_query"])
+@pytest.mark.parametrize("name", ["one_layer", "key_query", "multi_head"])
 def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     task = CircleWalk(4, 5, "3/10")
     model = get_model(name)

@@ -28,7 +28,7 @@ def test_every_certificate_passes_in_quick_mode(module_name: str) -> None:
 
 def test_statement_ids_are_unique_and_in_math_md_order() -> None:
     ids = list(proofs.certificate_ids())
-    assert len(ids) == len(proofs.MODULES) == 25
+    assert len(ids) == len(proofs.MODULES) == 26
     assert ids[:4] == ["B.1", "W11=W21=0", "Gram", "C.1"]
 
 

@@ -6,7 +6,7 @@ every t (docs/theory.md#invariant-manifolds): ``_invariance`` (the exact inducti
 ``_candidates`` (subspaces from the task's symmetry and from the trajectory) and ``_stuck`` (the verdict).
 """
 
-from rwsymbolic.analysis._candidates import fixed_subspace, trajectory_subspace
+from rwsymbolic.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
 from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step
 from rwsymbolic.analysis._signal import (
     MAX_FACTOR_N,
@@ -38,6 +38,7 @@ __all__ = [
     "Induction",
     "Subspace",
     "fixed_subspace",
+    "identical_heads",
     "induction_step",
     "stuck_proof",
     "trajectory_check",

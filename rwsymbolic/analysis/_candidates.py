@@ -59,14 +59,21 @@ def embedding_action(symmetry: Any, K: int, P: np.ndarray, mu: fmpq) -> np.ndarr
     return out
 
 
-def parameter_action(model: Model, symmetry: Any, K: int, P: np.ndarray, mu: fmpq) -> np.ndarray:
-    """The symmetry's linear map on the flat parameters (block diagonal, Kronecker products per parameter)."""
+def parameter_action(
+    model: Model, symmetry: Any, K: int, P: np.ndarray, mu: fmpq, heads: Sequence[int] | None = None
+) -> np.ndarray:
+    """The symmetry's linear map on the flat parameters (block diagonal, Kronecker products per parameter).
+
+    ``heads`` permutes a model's head axis (images, as for tokens); None leaves it alone.
+    """
     emb = embedding_action(symmetry, K, P, mu)
     per_role = {
         "label": _permutation_matrix(symmetry.labels),
         "token": _permutation_matrix(symmetry.tokens),
         "embed": emb,
     }
+    if heads is not None:
+        per_role["head"] = _permutation_matrix(heads)
     shapes = model.shapes(K, emb.shape[0])
     blocks = []
     for name, shape in shapes.items():
@@ -77,7 +84,7 @@ def parameter_action(model: Model, symmetry: Any, K: int, P: np.ndarray, mu: fmp
             )
         block = np.ones((1, 1), dtype=object)
         for role, size in zip(roles, shape):
-            mat = _permutation_matrix(list(range(size))) if role is None else per_role[role]
+            mat = per_role[role] if role in per_role else _permutation_matrix(list(range(size)))
             if mat.shape[0] != size:
                 raise ValueError(
                     f"model {model.name}: axis {role!r} of {name} has size {size}, not {mat.shape[0]}"
@@ -149,6 +156,42 @@ class _MpLoss:
 
     def derivative(self, z: np.ndarray) -> np.ndarray:
         return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
+
+
+def head_count(model: Model) -> int:
+    """The size of the model's head axis (1 for a model without one)."""
+    for name, roles in model.AXES.items():
+        if "head" in roles:
+            return model.shapes(1, 1)[name][roles.index("head")]
+    return 1
+
+
+def identical_heads(model: Model, task: Task) -> Subspace | None:
+    """The parameters where every head is the same (fixed by the cyclic shift of the heads), or None with one head.
+
+    >>> from rwmodels import get_model
+    >>> from rwtasks import CircleWalk
+    >>> identical_heads(get_model("multi_head", H=3), CircleWalk(3, 4, 1)).dim  # one head's V and W
+    58
+    """
+    H = head_count(model)
+    if H == 1:
+        return None
+    P = positions(task.N)
+    K = task.K
+    shapes = model.shapes(K, K + P.shape[0])
+    total = sum(int(np.prod(s)) for s in shapes.values())
+
+    class _Identity:
+        tokens = labels = tuple(range(K))
+        positions = tuple(range(task.N - 1))
+
+    A = parameter_action(model, _Identity(), K, P, fmpq(1), heads=[(h + 1) % H for h in range(H)])
+    rows = [[A[i, j] - (1 if i == j else 0) for j in range(total)] for i in range(total)]
+    rows = [r for r in rows if any(x != 0 for x in r)]
+    return Subspace.from_vectors(
+        shapes, _nullspace(rows, total), source=f"identical heads (the {H} heads permuted)"
+    )
 
 
 def trajectory_subspace(

@@ -24,7 +24,7 @@ import numpy as np
 from flint import arb, ctx
 
 from rwmodels import Model, ObjectArithmetic, batch, descend, get_model
-from rwsymbolic.analysis._candidates import fixed_subspace, trajectory_subspace
+from rwsymbolic.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
 from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step, positions, rational
 from rwtasks import Task, task_symmetries
 
@@ -135,6 +135,8 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
         verdict = EVIDENCE
         why = f"no invariant input-independent subspace proved; the scores agree within their balls for t ≤ {steps}"
     comparison = _compare(fixed, span)
+    heads = identical_heads(model, task)
+    extra = {} if heads is None else {"identical_heads": induction_step(task, model, heads).to_json()}
     return {
         "verdict": verdict,
         "why": why,
@@ -146,6 +148,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
         else {"outcome": "no rational span"},
         "comparison": comparison,
         "ball_check": check,
+        **extra,
     }
 
 

@@ -204,7 +204,9 @@ class Atoms:
                 continue  # the zero constant (checked when the atoms were made)
             power = c * self.scale[m]
             if power.q != 1:  # the atom scale makes every exponent an integer
-                raise ValueError(f"logit monomial {m} has exponent {power}, not an integer multiple of its atom")
+                raise ValueError(
+                    f"logit monomial {m} has exponent {power}, not an integer multiple of its atom"
+                )
             (up if power > 0 else down)[self.index[m]] += abs(int(power.p))
         numerator = field.ctx.from_dict({tuple(up): 1})
         if not any(down):
