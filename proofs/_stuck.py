@@ -15,12 +15,10 @@ from rwsymbolic import stuck_proof
 from rwtasks import Task
 
 
-def stuck_certificate(
-    ident: str, statement: str, cases: Sequence[tuple[str, Task, str]], explained_by: str | None = None
-) -> Certificate:
-    """``cases``: (name, task, model). ``explained_by`` "symmetry" or "average": the route the proof must take."""
+def stuck_certificate(ident: str, statement: str, cases: Sequence[tuple[str, Task, str, str]]) -> Certificate:
+    """``cases``: (name, task, model, route), route "symmetry" or "average": what must explain the proof."""
     details, failures = {}, []
-    for name, task, model in cases:
+    for name, task, model, explained_by in cases:
         report = stuck_proof(task, model)
         route = "symmetry" if report["symmetry"]["stuck_for_all_t"] else "average"
         details[name] = {
@@ -33,13 +31,13 @@ def stuck_certificate(
             "trajectory": report["trajectory"].get("line", report["trajectory"]["outcome"]),
             "comparison": report["comparison"],
         }
-        if report["verdict"] != "stuck for all t (proved)" or (explained_by and route != explained_by):
+        if report["verdict"] != "stuck for all t (proved)" or route != explained_by:
             failures.append({"case": name, **details[name]})
     return Certificate(
         id=ident,
         statement=statement,
         scope=f"{len(cases)} cases: "
-        + ", ".join(name for name, _, _ in cases)
+        + ", ".join(case[0] for case in cases)
         + "; every η, every loss, every μ > 0",
         method="symbolic proof",
         verdict="fails" if failures else "holds",

@@ -20,8 +20,8 @@ STATEMENT = (
 def certify(quick: bool = False) -> Certificate:
     lengths = (3, 5) if quick else (3, 5, 7)
     cases = [
-        (f"K=4 N={N} p=1/2 {m}", CircleWalk(4, N, "1/2"), m)
+        (f"K=4 N={N} p=1/2 {m}", CircleWalk(4, N, "1/2"), m, "symmetry")
         for N in lengths
         for m in ("one_layer", "key_query")
     ]
-    return stuck_certificate(ID, STATEMENT, cases, explained_by="symmetry")
+    return stuck_certificate(ID, STATEMENT, cases)

@@ -19,9 +19,9 @@ STATEMENT = "p∈{0,1}, N=rK+1: the task's symmetry proves GD from zero at chanc
 def certify(quick: bool = False) -> Certificate:
     grid = [(3, 1), (4, 1)] if quick else [(3, 1), (4, 1), (5, 1), (3, 2)]
     cases = [
-        (f"K={K} N={r * K + 1} p={p} {model}", CircleWalk(K, r * K + 1, p), model)
+        (f"K={K} N={r * K + 1} p={p} {model}", CircleWalk(K, r * K + 1, p), model, "symmetry")
         for K, r in grid
         for p in (0, 1)
         for model in ("one_layer", "key_query")
     ]
-    return stuck_certificate(ID, STATEMENT, cases, explained_by="symmetry")
+    return stuck_certificate(ID, STATEMENT, cases)

@@ -12,6 +12,8 @@ Oracles, each independent of the code under test:
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -29,7 +31,7 @@ from rwsymbolic import (
     trajectory_subspace,
 )
 from rwsymbolic.arithmetic._decide import is_zero
-from rwtasks import CircleWalk, first_of_two_task, permutation_task, task_symmetries
+from rwtasks import CircleWalk, first_of_two_task, permutation_task, qa_task2, task_symmetries
 
 
 def _flat_size(shapes):
@@ -223,13 +225,20 @@ def test_a_planted_relabelling_of_tokens_moves_the_fixed_subspace_with_it():
         (CircleWalk(4, 5, "1/2"), "stuck for all t (proved)"),
         (first_of_two_task(3), "stuck for all t (proved)"),
         (permutation_task(3, 1), "stuck for all t (proved)"),
+        (qa_task2(), "stuck for all t (proved)"),
         (CircleWalk(3, 4, "3/10"), "escapes"),
     ],
-    ids=["thm41-p1", "thm41-p0", "K4-p1/2-N5", "first_of_two", "permutation", "learns"],
+    ids=["thm41-p1", "thm41-p0", "K4-p1/2-N5", "first_of_two", "permutation", "qa2", "learns"],
 )
 def test_stuck_proof_verdicts_of_the_known_cases(task, verdict):
     report = stuck_proof(task)
+    assert json.loads(json.dumps(report)) == report  # plain JSON, no NaN
     assert report["verdict"] == verdict
     if verdict.startswith("stuck") and task.__class__.__name__ == "CircleWalk":
         assert report["why"].startswith("a symmetry of order")
     assert trajectory_subspace(get_model("one_layer"), task) is None or report["comparison"]
+
+
+def test_stuck_proof_refuses_a_job_beyond_its_estimate_before_any_work():
+    with pytest.raises(ValueError, match=r"stuck_proof: 12288 inputs × 265 parameters = 3.26e\+06, above 1.0e\+06"):
+        stuck_proof(CircleWalk(3, 13, "1/2"))

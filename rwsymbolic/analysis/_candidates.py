@@ -22,7 +22,7 @@ from typing import Any
 
 import mpmath
 import numpy as np
-from flint import fmpq, fmpq_mat
+from flint import fmpq
 
 from rwmodels import Model
 from rwsymbolic.analysis._invariance import Subspace, positions, rational
@@ -34,94 +34,76 @@ SPAN_DIGITS, SPAN_TOL, SPAN_DENOMINATOR = 60, mpmath.mpf("1e-40"), 10**6
 SPAN_MU = (1, 2, 3)
 
 
-def _permutation_matrix(images: Sequence[int]) -> np.ndarray:
-    """M[images[k], k] = 1: the matrix sending e_k to e_{images[k]}."""
-    n = len(images)
-    M = np.empty((n, n), dtype=object)
-    M.fill(fmpq(0))
-    for k, i in enumerate(images):
-        M[i, k] = fmpq(1)
-    return M
-
-
-def embedding_action(symmetry: Any, K: int, P: np.ndarray, mu: fmpq) -> np.ndarray:
-    """O = diag(T_τ, Q_π) on x̃ = [x; p]: O x̃_j(s) = x̃_{π(j)}(τ(s)), and O x̃_N = x̃_N."""
-    M, N = P.shape
-    images = list(symmetry.positions) + [N - 1]
-    Pi = _permutation_matrix(images)
-    identity = _permutation_matrix(list(range(M)))
-    Q = (P @ Pi @ P.T - P @ P.T) / mu + identity
-    D = K + M
-    out = np.empty((D, D), dtype=object)
-    out.fill(fmpq(0))
-    out[:K, :K] = _permutation_matrix(symmetry.tokens)
-    out[K:, K:] = Q
-    return out
-
-
-def parameter_action(
-    model: Model, symmetry: Any, K: int, P: np.ndarray, mu: fmpq, heads: Sequence[int] | None = None
+def coordinate_permutation(
+    model: Model, symmetry: Any, K: int, N: int, heads: Sequence[int] | None = None
 ) -> np.ndarray:
-    """The symmetry's linear map on the flat parameters (block diagonal, Kronecker products per parameter).
+    """The symmetry's action on the flat parameters at P = √μ·I_N: the image index of every coordinate.
 
-    ``heads`` permutes a model's head axis (images, as for tokens); None leaves it alone.
+    A label axis moves by λ, a token axis by τ, an embedding axis by O = diag(T_τ, Π_π) (positions p_j = √μ e_j,
+    so Q_π is the permutation Π_π with the query fixed), a head axis by ``heads`` (None: fixed), other axes
+    not at all. Each parameter's multi-index moves axis by axis.
     """
-    emb = embedding_action(symmetry, K, P, mu)
-    per_role = {
-        "label": _permutation_matrix(symmetry.labels),
-        "token": _permutation_matrix(symmetry.tokens),
-        "embed": emb,
+    embed = list(symmetry.tokens) + [K + j for j in symmetry.positions] + [K + N - 1]
+    per_role: dict[str, list[int]] = {
+        "label": list(symmetry.labels),
+        "token": list(symmetry.tokens),
+        "embed": embed,
     }
     if heads is not None:
-        per_role["head"] = _permutation_matrix(heads)
-    shapes = model.shapes(K, emb.shape[0])
-    blocks = []
-    for name, shape in shapes.items():
+        per_role["head"] = list(heads)
+    images, start = [], 0
+    for name, shape in model.shapes(K, K + N).items():
         roles = model.AXES[name]
         if len(roles) != len(shape):
             raise ValueError(
                 f"model {model.name}: AXES[{name!r}] has {len(roles)} axes, the parameter {len(shape)}"
             )
-        block = np.ones((1, 1), dtype=object)
-        for role, size in zip(roles, shape):
-            mat = per_role[role] if role in per_role else _permutation_matrix(list(range(size)))
-            if mat.shape[0] != size:
+        index = np.indices(shape).reshape(len(shape), -1)
+        moved = []
+        for axis, (role, size) in enumerate(zip(roles, shape, strict=True)):
+            perm = np.asarray(per_role[role] if role in per_role else range(size), dtype=np.int64)
+            if perm.shape[0] != size:
                 raise ValueError(
-                    f"model {model.name}: axis {role!r} of {name} has size {size}, not {mat.shape[0]}"
+                    f"model {model.name}: axis {role!r} of {name} has size {size}, not {perm.shape[0]}"
                 )
-            block = np.kron(block, mat)
-        blocks.append(block)
-    total = sum(b.shape[0] for b in blocks)
-    A = np.empty((total, total), dtype=object)
-    A.fill(fmpq(0))
-    start = 0
-    for b in blocks:
-        A[start : start + b.shape[0], start : start + b.shape[0]] = b
-        start += b.shape[0]
-    return A
+            moved.append(perm[index[axis]])
+        images.append(start + np.ravel_multi_index(tuple(moved), shape))
+        start += int(np.prod(shape))
+    return np.concatenate(images)
 
 
-def _nullspace(rows: list[list[fmpq]], total: int) -> list[list[fmpq]]:
-    """A basis of {x : R x = 0} from the reduced row echelon form."""
-    if not rows:
-        return [[fmpq(int(i == j)) for j in range(total)] for i in range(total)]
-    R, rank = fmpq_mat(rows).rref()
-    pivots = []
-    for i in range(rank):
-        pivots.append(next(j for j in range(total) if R[i, j] != 0))
-    free = [j for j in range(total) if j not in set(pivots)]
+def _orbit_basis(permutations: Sequence[np.ndarray], total: int) -> list[list[int]]:
+    """The indicator vectors of the coordinates' orbits under ``permutations`` (a basis of their fixed space)."""
+    parent = list(range(total))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for perm in permutations:
+        for i, j in enumerate(perm.tolist()):
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    orbits: dict[int, list[int]] = {}
+    for i in range(total):
+        orbits.setdefault(find(i), []).append(i)
     basis = []
-    for f in free:
-        x = [fmpq(0)] * total
-        x[f] = fmpq(1)
-        for i, p in enumerate(pivots):
-            x[p] = -R[i, f]
-        basis.append(x)
+    for members in sorted(orbits.values()):
+        vector = [0] * total
+        for i in members:
+            vector[i] = 1
+        basis.append(vector)
     return basis
 
 
 def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     """Fix(G): the parameters every generator of ``group`` (an ``rwtasks.TaskGroup``) leaves unchanged.
+
+    At P = √μ·I_N every symmetry permutes the coordinates, so Fix(G) is spanned by the indicators of the
+    coordinates' orbits (one free coordinate per orbit).
 
     >>> from rwmodels import get_model
     >>> from rwtasks import CircleWalk, task_symmetries
@@ -129,33 +111,12 @@ def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     >>> fixed_subspace(get_model("one_layer"), task, task_symmetries(task)).dim
     12
     """
-    mu_q = fmpq(1)
-    P = positions(task.N)  # √μ·I_N at √μ = 1: the coordinates of the induction step
-    K = task.K
-    shapes = model.shapes(K, K + P.shape[0])
+    K, N = task.K, task.N
+    shapes = model.shapes(K, K + N)
     total = sum(int(np.prod(s)) for s in shapes.values())
-    rows: list[list[fmpq]] = []
-    for g in group.generators:
-        A = parameter_action(model, g, K, P, mu_q)
-        for i in range(total):
-            row = [A[i, j] - (1 if i == j else 0) for j in range(total)]
-            if any(x != 0 for x in row):
-                rows.append(row)
+    perms = [coordinate_permutation(model, g, K, N) for g in group.generators]
     described = "; ".join(group.describe(getattr(task, "vocab", None))) or "the identity only"
-    return Subspace.from_vectors(shapes, _nullspace(rows, total), source=f"symmetry: {described}")
-
-
-class _MpLoss:
-    """The log-loss −log(z + ε) elementwise on mpmath arrays."""
-
-    def __init__(self, eps: mpmath.mpf) -> None:
-        self.eps = eps
-
-    def value(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -mpmath.log(v + self.eps), otypes=[object])(z)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
+    return Subspace.from_vectors(shapes, _orbit_basis(perms, total), source=f"symmetry: {described}")
 
 
 def head_count(model: Model) -> int:
@@ -177,21 +138,31 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
     H = head_count(model)
     if H == 1:
         return None
-    P = positions(task.N)
-    K = task.K
-    shapes = model.shapes(K, K + P.shape[0])
-    total = sum(int(np.prod(s)) for s in shapes.values())
+    K, N = task.K, task.N
 
     class _Identity:
         tokens = labels = tuple(range(K))
-        positions = tuple(range(task.N - 1))
+        positions = tuple(range(N - 1))
 
-    A = parameter_action(model, _Identity(), K, P, fmpq(1), heads=[(h + 1) % H for h in range(H)])
-    rows = [[A[i, j] - (1 if i == j else 0) for j in range(total)] for i in range(total)]
-    rows = [r for r in rows if any(x != 0 for x in r)]
+    shapes = model.shapes(K, K + N)
+    total = sum(int(np.prod(s)) for s in shapes.values())
+    shift = coordinate_permutation(model, _Identity(), K, N, heads=[(h + 1) % H for h in range(H)])
     return Subspace.from_vectors(
-        shapes, _nullspace(rows, total), source=f"identical heads (the {H} heads permuted)"
+        shapes, _orbit_basis([shift], total), source=f"identical heads (the {H} heads permuted)"
     )
+
+
+class _MpLoss:
+    """The log-loss −log(z + ε) elementwise on mpmath arrays."""
+
+    def __init__(self, eps: mpmath.mpf) -> None:
+        self.eps = eps
+
+    def value(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -mpmath.log(v + self.eps), otypes=[object])(z)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
 
 
 def trajectory_subspace(
