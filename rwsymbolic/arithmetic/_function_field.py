@@ -18,13 +18,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from math import lcm
 from typing import Any
 
 import numpy as np
 from flint import arb, fmpq, fmpq_mpoly, fmpq_mpoly_ctx
 
+from rwmodels import ObjectArithmetic
 from rwsymbolic.arithmetic._fractions import reduce_fraction
 
 Scalar = int | fmpq
@@ -236,58 +237,31 @@ def _element(value: Any) -> Fraction | fmpq:
     raise TypeError(f"not an exact rational: {value!r}")
 
 
-class FieldArithmetic:
+def _sign(x: Any) -> int | None:
+    if isinstance(x, Fraction):
+        return None  # a function of α: no single sign
+    return (x > 0) - (x < 0)
+
+
+def _no_float(x: Any) -> float:
+    raise ValueError("a generic point has no float value")
+
+
+class FieldArithmetic(ObjectArithmetic):
     """The ``rwmodels`` arithmetic of a :class:`FunctionField`: object arrays of fractions and fmpq constants.
 
     ``exp`` maps a logit to its atoms' monomial (``atoms``); with ``atoms=None`` it records its argument and
-    returns 1 (the first pass, which only collects the logits).
+    returns 1 (the first pass, which only collects the logits). Comparisons are undecided (``sign`` None on a
+    fraction), so ``predict`` is None.
     """
-
-    name = "function field"
 
     def __init__(self, field: FunctionField, atoms: Atoms | None) -> None:
         self.field, self.atoms = field, atoms
         self.recorded: list[Fraction | Scalar] = []
+        super().__init__("function field", _element, exp=self._exp_element, sign=_sign, to_float=_no_float)
 
-    def asarray(self, values: Any) -> np.ndarray:
-        raw = np.asarray(values, dtype=object)
-        out = np.empty(raw.shape, dtype=object)
-        for index, value in np.ndenumerate(raw):
-            out[index] = _element(value)
-        return out
-
-    def zeros(self, shape: Sequence[int]) -> np.ndarray:
-        out = np.empty(tuple(shape), dtype=object)
-        out.fill(fmpq(0))
-        return out
-
-    def exp(self, a: np.ndarray) -> np.ndarray:
+    def _exp_element(self, x: Fraction | Scalar) -> Fraction | fmpq:
         if self.atoms is None:
-            self.recorded.extend(np.asarray(a, dtype=object).ravel().tolist())
-            return self.apply(lambda _: fmpq(1), a)
-        atoms = self.atoms
-        return self.apply(lambda x: atoms.exp(self.field, x), a)
-
-    def softmax(self, a: np.ndarray) -> np.ndarray:
-        e = self.exp(a)
-        return e / e.sum(axis=-1, keepdims=True)
-
-    def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> np.ndarray:
-        return np.sum(a, axis=axis, keepdims=keepdims)
-
-    def apply(self, fn: Callable[[Any], Any], a: np.ndarray) -> np.ndarray:
-        out = np.empty(np.shape(a), dtype=object)
-        for index, value in np.ndenumerate(np.asarray(a, dtype=object)):
-            out[index] = fn(value)
-        return out
-
-    def sign(self, x: Any) -> int | None:
-        if isinstance(x, Fraction):
-            return None  # a function of α: no single sign
-        return (x > 0) - (x < 0)
-
-    def to_float(self, a: np.ndarray) -> np.ndarray:
-        raise ValueError("a generic point has no float value")
-
-    def predict(self, f: np.ndarray) -> np.ndarray | None:
-        return None
+            self.recorded.append(x)
+            return fmpq(1)
+        return self.atoms.exp(self.field, x)
