@@ -240,5 +240,29 @@ def test_stuck_proof_verdicts_of_the_known_cases(task, verdict):
 
 
 def test_stuck_proof_refuses_a_job_beyond_its_estimate_before_any_work():
-    with pytest.raises(ValueError, match=r"stuck_proof: 12288 inputs × 265 parameters = 3.26e\+06, above 1.0e\+06"):
+    with pytest.raises(
+        ValueError, match=r"stuck_proof: 12288 inputs × 265 parameters = 3.26e\+06, above 1.0e\+06"
+    ):
         stuck_proof(CircleWalk(3, 13, "1/2"))
+
+
+@pytest.mark.parametrize("task", [CircleWalk(3, 4, 1), CircleWalk(4, 5, "1/2")], ids=["thm41", "K4-p1/2"])
+def test_the_reduced_engine_rwsymbolic_derive_stays_in_the_proved_subspace(task):
+    """derive (V, w_tok, c; its own gradient) at μ = 1: its states lie in the image of Fix(G) under
+    θ ↦ (V, w_tok = W[:K, D-1], c_j = W[K+j, D-1]), the reduced coordinates at P = I_N (docs/theory.md#reduction)."""
+    from rwsymbolic import derive
+
+    model = get_model("one_layer")
+    fixed = fixed_subspace(model, task, task_symmetries(task))
+    assert induction_step(task, model, fixed).stuck_for_all_t
+    K, N = task.K, task.N
+    D = K + N
+    images = []
+    for b in fixed.basis:
+        V, W = list(b[: K * K]), np.array(b[K * K :], dtype=object).reshape(D, D)
+        images.append(V + list(W[:K, D - 1]) + list(W[K:, D - 1]))
+    reduced = Subspace.from_vectors({"V": (K, K), "w_tok": (K,), "c": (N,)}, images)
+    trajectory = derive(task, 3, eta=1, eps="1/10", mu=1)
+    for state in trajectory.states:
+        flat = list(sp.Matrix(state.V)) + list(state.w_tok) + list(state.c)
+        assert all(is_zero(sp.sympify(r)) for r in _exact_residual(reduced, flat))
