@@ -34,13 +34,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
-from sympy.combinatorics import Permutation, PermutationGroup
 
 from rwtasks._population import Population
 from rwtasks._task import Task
+
+if TYPE_CHECKING:  # sympy.combinatorics is imported where a group is built (18 ms of every rwtasks import)
+    from sympy.combinatorics import PermutationGroup
 
 #: Largest ``P²·K²`` of the (position, position, token, token) statistics kept in memory (16 MiB).
 _MAX_PAIR_TABLE = 2_000_000
@@ -272,6 +275,8 @@ class TaskGroup:
     def as_permutation_group(self) -> PermutationGroup:
         """The group as a SymPy ``PermutationGroup`` on K + K + (N-1) points: tokens 0..K-1, labels
         K..2K-1, positions 2K..2K+N-2."""
+        from sympy.combinatorics import Permutation, PermutationGroup
+
         degree = 2 * self.K + self.N - 1
         perms = [Permutation(list(_flat(g))) for g in self.generators] or [Permutation(list(range(degree)))]
         return PermutationGroup(perms)
@@ -725,6 +730,8 @@ def _nice_generators(gens: list[tuple[int, ...]], order: int, degree: int) -> li
     lexicographic), each kept only if not yet generated, then any made redundant by later ones
     dropped. The candidates are all elements for a group of order up to ``_LIST_ORDER``, else the
     given generators and their pairwise products."""
+    from sympy.combinatorics import Permutation, PermutationGroup
+
     identity = tuple(range(degree))
     small = order <= _LIST_ORDER
 
