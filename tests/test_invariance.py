@@ -266,14 +266,3 @@ def test_the_reduced_engine_rwsymbolic_derive_stays_in_the_proved_subspace(task)
     for state in trajectory.states:
         flat = list(sp.Matrix(state.V)) + list(state.w_tok) + list(state.c)
         assert all(is_zero(sp.sympify(r)) for r in _exact_residual(reduced, flat))
-
-
-def test_the_attended_token_average_signal_is_decided_on_the_subspace():
-    """C(θ) = E[e_y (XS)ᵀ] − E[e_y]E[XS]ᵀ: zero on Theorem 4.1's manifold (balanced visits: XS = s r 1 for every
-    walk), not zero on the rotation-fixed subspace of a learning walk (it is not zero even at θ = 0)."""
-    model = get_model("one_layer")
-    stuck = induction_step(CircleWalk(3, 4, 1), model, lemma_d3(3, 4))
-    assert stuck.details["signal_zero"] is True and stuck.to_json()["signal_zero"] is True
-    learning = CircleWalk(3, 4, "3/10")
-    fixed = fixed_subspace(model, learning, task_symmetries(learning))
-    assert induction_step(learning, model, fixed).details["signal_zero"] is False

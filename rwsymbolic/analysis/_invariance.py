@@ -352,7 +352,6 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         groups.setdefault(key_of(value), []).append(n)
     input_independent = all(is_zero(f[n, k] - f[0, k]) for n in range(1, data.size) for k in range(K))
     labels_tied = all(is_zero(f[n, k] - f[n, 0]) for n in range(data.size) for k in range(1, K))
-    signal_zero = _attended_signal_is_zero(out.S.value, data, K)
     order = list(shapes)
     components = []
     for members in groups.values():
@@ -363,36 +362,12 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         flat = [x for name in order for x in np.asarray(grads[name], dtype=object).ravel().tolist()]
         components.append((members, subspace.residual(flat)))
     outside = [(members, res) for members, res in components if not all(is_zero(x) for x in res)]
-    common.update(
-        classes=len(groups),
-        input_independent=input_independent,
-        labels_tied=labels_tied,
-        details={"signal_zero": signal_zero},
-    )
+    common.update(classes=len(groups), input_independent=input_independent, labels_tied=labels_tied)
     if not outside:
         return Induction(PROVED, seconds=time.perf_counter() - start, **common)
     witness, reason = _witness(field2, atoms, r, z, components, outside, subspace)
     outcome = REFUTED if witness is not None else UNDECIDED
     return Induction(outcome, seconds=time.perf_counter() - start, witness=witness, reason=reason, **common)
-
-
-def _attended_signal_is_zero(S: np.ndarray, data: Any, K: int) -> bool:
-    """Whether C(θ) = E[e_y (X S)ᵀ] − E[e_y] E[X S]ᵀ vanishes at every point: the token-average signal with the
-    attention of θ (at θ = 0, S = 1/N, it is docs/theory.md#signal's C). ``S`` is the model's attention read-out
-    (the heads' average for a multi-head model)."""
-    X = data.inputs.X  # (n, K, N)
-    n = data.size
-    attended = [
-        [sum((X[m, k, j] * S[m, j] for j in range(S.shape[1])), fmpq(0)) for k in range(K)] for m in range(n)
-    ]
-    label_mean = [sum((data.weights[m] for m in range(n) if data.labels[m] == y), fmpq(0)) for y in range(K)]
-    token_mean = [sum((data.weights[m] * attended[m][k] for m in range(n)), fmpq(0)) for k in range(K)]
-    for y in range(K):
-        for k in range(K):
-            joint = sum((data.weights[m] * attended[m][k] for m in range(n) if data.labels[m] == y), fmpq(0))
-            if not is_zero(joint - label_mean[y] * token_mean[k]):
-                return False
-    return True
 
 
 def _entry_name(subspace: Subspace, j: int) -> str:
