@@ -72,6 +72,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "when ||(W_K, W_Q)|| has grown by the factor 1/threshold",
     )
     parser.add_argument(
+        "--sum",
+        default="auto",
+        help="population sums of the Hessians: plain (every input, around the manifold the exact "
+        "trajectory finds), orbits (one term per orbit of the task's symmetry group, around its fixed "
+        "subspace), auto (default: orbits above 4096 inputs); the report's time is estimated first",
+    )
+    parser.add_argument(
+        "--predict-only",
+        action="store_true",
+        help="leave out the measured escape runs (they train off the manifold over every input); keep "
+        "the verdict and the predicted escapes",
+    )
+    parser.add_argument(
         "--json",
         metavar="FILE",
         help="write the report (rwstability/stability.schema.json; --model key_query: stability_generic.schema.json)",
@@ -124,12 +137,22 @@ def run(args: argparse.Namespace) -> int:
             grid["seeds"],
         )
     if args.model != rwmodels.DEFAULT_MODEL:
+        if args.sum != "auto" or args.predict_only:
+            raise ValueError(
+                f"--sum and --predict-only apply to the paper's model; --model {args.model} sums over "
+                "every input (its report's size is estimated and refused beyond the budget)"
+            )
         return _run_model(args, model, task, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
-    checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes)
+    measure = not args.predict_only
+    if args.sum not in ("auto", "plain", "orbits"):
+        raise ValueError(f"--sum={args.sum!r} must be one of auto, plain, orbits")
+    checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes, args.sum, measure)
     from rwstability import stability_report
 
     report = _one_thread(
-        lambda: stability_report(checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes)
+        lambda: stability_report(
+            checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes, args.sum, measure
+        )
     )
     return _write(args, report, checked, "rw stability")
 

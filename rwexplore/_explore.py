@@ -222,10 +222,20 @@ def stuck_stability(
     η, ε and μ = M/2 (the sine embeddings of ``rw explore --train``) from ``settings`` (the spec's
     ``train``), min(steps, ``STABILITY_STEPS``) steps; predicted escapes for the spec's Gaussian σ too.
     """
-    from rwstability import MAX_DIM, active_coordinates, check_stuck_task, linearise, stability_summary
+    from rwstability import (
+        MAX_DIM,
+        SYMMETRY_WORK,
+        active_coordinates,
+        check_estimate,
+        check_stuck_task,
+        linearise,
+        orbit_sums,
+        population_route,
+        stability_summary,
+    )
 
     try:
-        check_stuck_task(task)  # refuses populations too large for a Hessian per step
+        check_stuck_task(task)
     except ValueError as err:
         return None, f"stability not analysed: {err}"
     if task.population().size == 1:
@@ -238,9 +248,15 @@ def stuck_stability(
         )
     steps = max(2, min(int(settings["steps"]), STABILITY_STEPS))
     mu = float(settings["M"]) / 2
+    route = population_route(task, "auto")  # orbit sums above rwstability.ORBITS_ABOVE inputs
     try:
-        lin = linearise(task, steps, float(settings["eta"]), mu, float(settings["eps"]))
-    except ValueError as err:  # e.g. a trajectory with no equal coordinates, or one that diverges
+        check_estimate(task, steps, 0, 1, route, summed=1 if route == "orbits" else None)
+        sums = None
+        if route == "orbits":
+            sums = orbit_sums(task, active_coordinates(task), max_work=SYMMETRY_WORK)
+            check_estimate(task, steps, 0, 1, route, summed=len(sums.orbits))
+        lin = linearise(task, steps, float(settings["eta"]), mu, float(settings["eps"]), sums=sums)
+    except ValueError as err:  # too large, a trajectory with no equal coordinates, or one that diverges
         return None, f"stability not analysed: {err}"
     return stability_summary(lin, tuple(float(s) for s in settings["sigmas"])), ""
 

@@ -30,19 +30,36 @@ from rwstability._linear import (
     unstable_directions,
     verdict,
 )
+from rwstability._orbits import SYMMETRY, OrbitSums, orbit_sums, reduced_images
 from rwstability._reduced import Coordinates, active_coordinates, find_manifold, symbolic_loss, torch_loss
 from rwstability._report import (
     GRIDS,
     MAX_DIM,
+    ORBITS_ABOVE,
+    SUMS,
+    SYMMETRY_WORK,
+    check_estimate,
     check_report_args,
     check_stuck_task,
     plot_report,
+    population_route,
+    report_estimate,
     stability_report,
     task_info,
 )
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "ORBITS_ABOVE",
+    "SUMS",
+    "SYMMETRY",
+    "SYMMETRY_WORK",
+    "OrbitSums",
+    "check_estimate",
+    "orbit_sums",
+    "population_route",
+    "reduced_images",
+    "report_estimate",
     "GRIDS",
     "MAX_DIM",
     "Coordinates",

@@ -26,6 +26,7 @@ from rwstability._reduced import (
 from rwtasks import CircleWalk, FiniteTask, exact
 
 if TYPE_CHECKING:  # rwsymbolic is imported where the exact trajectory is derived, not at import
+    from rwstability._orbits import OrbitSums
     from rwsymbolic import StepState
 
 
@@ -143,12 +144,15 @@ def linearise(
     mu: float = 1.0,
     eps: float = 0.1,
     coords: Coordinates | None = None,
+    sums: OrbitSums | None = None,
 ) -> Linearisation:
     """J_t, C_t and Φ_t in float64 for t < steps along θ*(t), GD from zero on the reduced loss.
 
     θ*(t) is projected onto the manifold after every step, so rounding cannot move the base trajectory
     off it (the exact trajectory is on it: Theorem 4.1, or ``find_manifold``). ``coords`` defaults to
     ``find_manifold(task, eta, mu, eps)``; ``leak[t]`` = ‖Bᵀ J_t T‖/‖J_t‖ checks its invariance per step.
+    ``sums`` (``orbit_sums``): Hessians and gradients summed over the orbits of the task's group and
+    group-averaged (R₂, R), the same values as the plain sums on the trajectory, which lies in Fix(G).
 
     >>> from rwtasks import CircleWalk
     >>> lin = linearise(CircleWalk(3, 4, 1), steps=3)
@@ -159,8 +163,14 @@ def linearise(
     from torch.func import grad, jacrev
 
     if coords is None:
-        coords = find_manifold(task, float(eta), float(mu), float(eps))
-    loss = torch_loss(task, float(mu), float(eps), coords=coords)
+        coords = (
+            sums.manifold() if sums is not None else find_manifold(task, float(eta), float(mu), float(eps))
+        )
+    population = None
+    if sums is not None:
+        orbits = sums.orbits
+        population = (orbits.tokens, orbits.labels, orbits.weights)
+    loss = torch_loss(task, float(mu), float(eps), coords=coords, population=population)
     d = torch.as_tensor(coords.metric(float(mu)))
     B = orthonormal_normal_basis(coords)
     Bt = torch.as_tensor(B)
@@ -173,6 +183,15 @@ def linearise(
     prev = 0.0
     # Reverse-over-reverse Hessian (torch.func.hessian's forward mode loads TorchScript decompositions).
     hess, gradient = jacrev(jacrev(loss)), grad(loss)
+    if sums is not None:
+        plain_hess, plain_gradient = hess, gradient
+
+        def hess(theta: torch.Tensor) -> torch.Tensor:
+            return sums.hessian(plain_hess(theta))
+
+        def gradient(theta: torch.Tensor) -> torch.Tensor:
+            return sums.gradient(plain_gradient(theta))
+
     for _ in range(steps):
         lin.thetas.append(theta.numpy().copy())
         H = hess(theta)  # (dim, dim)

@@ -32,8 +32,9 @@ set of θ whose coordinates are equal within every class (a class never mixes V,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
@@ -323,12 +324,17 @@ def torch_loss(
     eps: float,
     dtype: torch.dtype | None = None,
     coords: Coordinates | None = None,
+    population: tuple[np.ndarray, np.ndarray, Sequence[Any]] | None = None,
 ):
-    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians."""
+    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians.
+
+    ``population``: (tokens, labels, weights) to sum over instead of the task's inputs and probabilities,
+    e.g. orbit representatives with their weights |O| P(x_O) (``rwstability.orbit_sums``).
+    """
     import torch
 
     dt = torch.float64 if dtype is None else dtype
-    tokens_np, labels_np, probs = population_arrays(task)
+    tokens_np, labels_np, probs = population_arrays(task) if population is None else population
     coords = active_coordinates(task) if coords is None else coords
     col_of = np.zeros(task.K, dtype=np.int64)
     col_of[list(coords.token_cols)] = np.arange(len(coords.token_cols))

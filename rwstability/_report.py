@@ -21,14 +21,25 @@ from rwstability._escape import (
     selection_distribution,
 )
 from rwstability._linear import Linearisation, linearise, unstable_directions, verdict
+from rwstability._orbits import OrbitSums, orbit_sums
 from rwstability._reduced import active_coordinates, find_manifold, population_arrays, population_task
 from rwtasks import CircleWalk, FiniteTask
 
 #: Largest reduced dimension the report accepts (one dim×dim Hessian per step), and the longest run.
 MAX_DIM = 300
 MAX_STEPS = 2000
-#: Most inputs of non-zero probability: every step's Hessian sums over all of them.
-MAX_INPUTS = 4096
+#: Population sums: "plain" over every input, "orbits" over the orbits of the task's symmetry group
+#: (``rwstability.orbit_sums``); "auto" takes orbits above ``ORBITS_ABOVE`` inputs.
+SUMS = ("auto", "plain", "orbits")
+ORBITS_ABOVE = 4096
+#: Cost model of a report, measured on this project's 2-core CI machine (benchmarks/stability_orbits.py):
+#: seconds per (reduced coordinate · summed input · position) of one step's Hessian, bytes of jacrev's
+#: intermediates per the same unit, seconds per (input · position) of one step of a measured escape run,
+#: seconds per input of the orbit decomposition, and the budgets above which a report is refused.
+HESSIAN_SECONDS, HESSIAN_BYTES, TRAIN_SECONDS, ORBIT_SECONDS = 1.5e-7, 80, 1.5e-7, 3e-5
+MAX_SECONDS = 1800.0
+#: Work budget of the symmetry search behind orbit sums (``rwtasks.task_symmetries``; 1e9 ≈ 20 s).
+SYMMETRY_WORK = 10**9
 #: The sweep grids of ``rw stability --grid``: "quick" is the default run, "full" covers σ from 1e-2 to
 #: 1e-12, μ ∈ {1, √M, M/2} at the paper's M = 1000 and both dtypes.
 GRIDS: dict[str, dict[str, Any]] = {
@@ -64,13 +75,6 @@ def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
         raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
     if task.symbols:
         raise ValueError("p is a symbol (give --p): rw stability needs a number p (0, 1, or 1/2 at K = 4)")
-    walks = population_task(task)
-    n = walks.population_size()
-    if n > MAX_INPUTS:
-        raise ValueError(
-            f"the population has {n} inputs, above {MAX_INPUTS}: each step's Hessian sums over all of them; "
-            "use a smaller N"
-        )
     population_arrays(task)  # symbolic probabilities are refused here, with a one-line message
     if not signal_matrix(task).is_zero_matrix:
         if isinstance(task, CircleWalk):
@@ -85,6 +89,63 @@ def check_stuck_task(task: object) -> CircleWalk | FiniteTask:
     return task
 
 
+def population_route(task: CircleWalk | FiniteTask, sums: str) -> str:
+    """ "plain" or "orbits": ``sums`` resolved ("auto": orbits above ``ORBITS_ABOVE`` inputs)."""
+    if sums not in SUMS:
+        raise ValueError(f"sums={sums!r} must be one of {', '.join(SUMS)}")
+    if sums != "auto":
+        return sums
+    return "orbits" if population_task(task).population_size() > ORBITS_ABOVE else "plain"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def report_estimate(
+    task: CircleWalk | FiniteTask, steps: int, runs: int, mus: int, route: str, summed: int | None = None
+) -> tuple[float, float]:
+    """(seconds, bytes) of a report: Hessians over ``summed`` inputs (all n on the plain route; the
+    orbit representatives, once known, on the orbit route), ``runs`` measured escape runs over all n,
+    and the orbit decomposition; ``mus`` linearisations. Constants: module text (measured)."""
+    n = population_task(task).population_size()
+    m = n if summed is None else summed
+    dim = active_coordinates(task).dim
+    unit = dim * m * task.N
+    seconds = mus * steps * (HESSIAN_SECONDS * unit + runs * TRAIN_SECONDS * n * task.N)
+    if route == "orbits":
+        seconds += ORBIT_SECONDS * n
+    return seconds, float(HESSIAN_BYTES * unit)
+
+
+def check_estimate(
+    task: CircleWalk | FiniteTask, steps: int, runs: int, mus: int, route: str, summed: int | None = None
+) -> None:
+    """A one-line ValueError with the estimate and what to change when a report would not fit."""
+    from rwio import check_memory
+
+    seconds, memory = report_estimate(task, steps, runs, mus, route, summed)
+    n = population_task(task).population_size()
+    over = f"{n} inputs" if summed is None else f"{summed} orbit representatives of {n} inputs"
+    if seconds > MAX_SECONDS:
+        hint = (
+            "use --predict-only (no measured escape runs), fewer --steps, --sigmas or --seeds"
+            if runs
+            else "use fewer --steps or --mus"
+        )
+        if route == "plain":
+            hint += ", or --sum orbits (Hessians over the orbits of the task's symmetry group)"
+        raise ValueError(
+            f"rw stability: about {_hours(seconds)} ({route} sums over {over}, {runs} measured runs, "
+            f"{steps} steps, {mus} mu), above {MAX_SECONDS:.0f} s: {hint}"
+        )
+    check_memory(
+        int(memory),
+        f"rw stability: one step's Hessian ({route} sums over {over})",
+        "use --sum orbits or a smaller N",
+    )
+
+
 def check_report_args(
     task: object,
     steps: int,
@@ -93,13 +154,17 @@ def check_report_args(
     threshold: float,
     mus: Sequence[float] = (1.0,),
     dtypes: Sequence[str] = ("float64",),
+    sums: str = "auto",
+    measure: bool = True,
 ) -> CircleWalk | FiniteTask:
-    """One-line ValueErrors for every bad argument, before any work; returns the checked task.
+    """One-line ValueErrors for every bad argument and for a report estimated too large, before any
+    work; returns the checked task.
 
     >>> from rwtasks import CircleWalk
     >>> check_report_args(CircleWalk(3, 4, 1), steps=10, sigmas=[1e-3], seeds=1, threshold=1e-3).N
     4
     """
+    route = population_route(task, sums) if isinstance(task, (CircleWalk, FiniteTask)) else "plain"
     checked = check_stuck_task(task)
     dim = active_coordinates(checked).dim
     if dim > MAX_DIM:
@@ -108,7 +173,15 @@ def check_report_args(
             "use a smaller K or N"
         )
     check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
+    runs = _runs(sigmas, seeds, dtypes) if measure else 0
+    # the orbit route's Hessians sum over at most n representatives: estimated again once they are known
+    check_estimate(checked, steps, runs, len(mus), route, summed=1 if route == "orbits" else None)
     return checked
+
+
+def _runs(sigmas: Sequence[float], seeds: int, dtypes: Sequence[str]) -> int:
+    """Measured escape runs per μ: every σ, dtype and seed, plus both Gram choices per rounding dtype."""
+    return len(sigmas) * seeds * len(dtypes) + 2 * len(UNIT_ROUNDOFF)
 
 
 def check_run_options(
@@ -160,9 +233,11 @@ def _per_mu(
     seeds: int,
     threshold: float,
     dtypes: Sequence[str],
+    sums: OrbitSums | None = None,
+    measure: bool = True,
 ) -> tuple[Linearisation, dict[str, Any]]:
-    coords = find_manifold(task, eta, mu, eps)
-    lin = linearise(task, steps, eta, mu, eps, coords=coords)
+    coords = sums.manifold() if sums is not None else find_manifold(task, eta, mu, eps)
+    lin = linearise(task, steps, eta, mu, eps, coords=coords, sums=sums)
     per_step = [
         {
             "t": t,
@@ -180,7 +255,8 @@ def _per_mu(
         predicted = predict_escape(lin, sigma=s, threshold=threshold).step
         for dtype in dtypes:
             runs: list[Escape] = [
-                measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold) for k in range(seeds)
+                measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold)
+                for k in range(seeds if measure else 0)
             ]
             gaussian.append(
                 {
@@ -196,15 +272,15 @@ def _per_mu(
     for dtype in UNIT_ROUNDOFF:
         predicted_round = predict_escape(lin, dtype=dtype, threshold=threshold).step
         for gram in ("ideal", "computed"):
-            m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram)
+            m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram) if measure else None
             rounding.append(
                 {
                     "dtype": dtype,
                     "gram": gram,
                     "predicted": predicted_round,
-                    "measured": m.step,
-                    "measured_final_rho": m.rho[-1],
-                    "selection": _selection_json(m.selection),
+                    "measured": None if m is None else m.step,
+                    "measured_final_rho": None if m is None else m.rho[-1],
+                    "selection": None if m is None else _selection_json(m.selection),
                 }
             )
     block = {
@@ -229,11 +305,17 @@ def stability_report(
     threshold: float = DEFAULT_THRESHOLD,
     mus: Sequence[float] | None = None,
     dtypes: Sequence[str] = ("float64",),
+    sums: str = "auto",
+    measure: bool = True,
 ) -> dict:
     """Manifold, linearisation, verdict and escape tables of a stuck task (schema ``stability.schema.json``).
 
     ``mus``: the μ values (one block of ``results`` each; default ``[mu]``); the headline ``verdict`` is
-    that of the first.
+    that of the first. ``sums``: "plain" (Hessians over every input, around the manifold the exact
+    trajectory finds), "orbits" (over the orbits of the task's symmetry group, around its fixed subspace
+    Fix(G): ``orbit_sums``) or "auto" (orbits above ``ORBITS_ABOVE`` inputs). ``measure``: False leaves
+    out the measured escape runs (they train off the manifold, so they sum over every input), keeping
+    the predictions.
 
     >>> from rwtasks import CircleWalk
     >>> r = stability_report(CircleWalk(3, 4, 1), steps=4, sigmas=[1e-3], seeds=1)
@@ -241,10 +323,16 @@ def stability_report(
     ('neutral', 4, 1)
     """
     mu_list = [float(mu)] if mus is None else [float(m) for m in mus]
-    check_report_args(task, steps, sigmas, seeds, threshold, mu_list, dtypes)
+    checked = check_report_args(task, steps, sigmas, seeds, threshold, mu_list, dtypes, sums, measure)
+    route = population_route(checked, sums)
+    orbits = None
+    if route == "orbits":
+        orbits = orbit_sums(checked, active_coordinates(checked), max_work=SYMMETRY_WORK)
+        runs = _runs(sigmas, seeds, dtypes) if measure else 0
+        check_estimate(checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits))
     results, first = [], None
     for m in mu_list:
-        lin, block = _per_mu(task, steps, eta, m, eps, sigmas, seeds, threshold, dtypes)
+        lin, block = _per_mu(task, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, orbits, measure)
         first = first or lin
         results.append(block)
     assert first is not None
@@ -260,12 +348,23 @@ def stability_report(
             "dtypes": list(dtypes),
             "seeds": seeds,
             "threshold": threshold,
+            "sums": route,
+            "measured": measure,
         },
         "dimensions": {"reduced": coords.dim, "normal": int(first.basis.shape[1])},
         "manifold": {"source": coords.source, "classes": coords.classes_named()},
+        "population": _population_json(checked, orbits),
         "verdict": results[0]["verdict"],
         "results": results,
     }
+
+
+def _population_json(task: CircleWalk | FiniteTask, sums: OrbitSums | None) -> dict[str, Any]:
+    """The inputs summed over: all of them, or one representative per orbit of the group (its JSON)."""
+    n = population_task(task).population_size()
+    if sums is None:
+        return {"inputs": n, "summed": n}
+    return {"inputs": n, "summed": len(sums.orbits), "group": sums.orbits.group.to_json()}
 
 
 def _nan(step: int | None) -> float:

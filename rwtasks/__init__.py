@@ -32,6 +32,7 @@ from rwtasks._graph import (
     walk_task,
 )
 from rwtasks._losses import ABSTRACT_LOSS, LOSSES, check_loss
+from rwtasks._orbits import OrbitSum, orbit_labels, orbit_sum
 from rwtasks._population import Population
 from rwtasks._qa import QA_VOCAB, qa_task1, qa_task2
 from rwtasks._spec import (
@@ -93,6 +94,9 @@ __all__ = [
     "qa_task2",
     "symbol",
     "task_symmetries",
+    "OrbitSum",
+    "orbit_labels",
+    "orbit_sum",
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("task_spec").

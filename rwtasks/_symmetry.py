@@ -316,7 +316,7 @@ def _task_name(task: object) -> str:
     return text if "\n" not in text and len(text) <= 100 else type(task).__name__
 
 
-def _keys(rows: np.ndarray, base: int) -> np.ndarray:
+def row_keys(rows: np.ndarray, base: int) -> np.ndarray:
     """One exact key per row of ids in [0, base), for sorting and lookup: the row's number in base
     ``base`` when it fits in int64, else the row's bytes (a void key)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -328,8 +328,8 @@ def _keys(rows: np.ndarray, base: int) -> np.ndarray:
     return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
 
 
-def _probability_classes(values: Sequence[object], name: str) -> list[int]:
-    """The id of each exact value's class of equal values; -1 for exactly zero."""
+def _probability_classes(values: Sequence[object], name: str) -> tuple[list[int], list[sp.Expr]]:
+    """The id of each exact value's class of equal values (-1 for exactly zero), and each class's value."""
     reps: list[sp.Expr] = []
     rational: dict[sp.Rational, int] = {}
     out = []
@@ -361,11 +361,14 @@ def _probability_classes(values: Sequence[object], name: str) -> list[int]:
         else:
             out.append(len(reps))
             reps.append(v)
-    return out
+    return out, reps
 
 
-def _law(task: object, K: int, N: int, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(tokens (n, N-1), labels (n,), probability class (n,)) of the inputs of nonzero probability."""
+def nonzero_law(
+    task: object, K: int, N: int, name: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[sp.Expr]]:
+    """(tokens (n, N-1), labels (n,), probability class (n,), each class's exact value) of the distinct
+    inputs of nonzero probability (repeated inputs merged, their probabilities added)."""
     pop = task.population()  # type: ignore[attr-defined]
     tokens, labels = np.asarray(pop.tokens), np.asarray(pop.labels)
     if tokens.ndim != 2 or tokens.shape[1] != N - 1 or labels.shape != (tokens.shape[0],):
@@ -380,7 +383,8 @@ def _law(task: object, K: int, N: int, name: str) -> tuple[np.ndarray, np.ndarra
         index = np.asarray(pop.prob_index, dtype=np.int64)
         used = np.unique(index)
         classes = np.full(len(pop.prob_values), -1, dtype=np.int64)
-        classes[used] = _probability_classes([pop.prob_values[i] for i in used], name)
+        ids, reps = _probability_classes([pop.prob_values[i] for i in used], name)
+        classes[used] = ids
         cls = classes[index]
         values: list[object] | None = None
     else:
@@ -389,9 +393,10 @@ def _law(task: object, K: int, N: int, name: str) -> tuple[np.ndarray, np.ndarra
             raise ValueError(
                 f"task_symmetries({name}): exact_probs() has {len(values)} entries for {len(labels)} inputs"
             )
-        cls = np.asarray(_probability_classes(values, name), dtype=np.int64)
+        ids, reps = _probability_classes(values, name)
+        cls = np.asarray(ids, dtype=np.int64)
     tokens, labels = tokens.astype(np.int64), labels.astype(np.int64)
-    keys = _keys(np.concatenate([tokens, labels[:, None]], axis=1), K)
+    keys = row_keys(np.concatenate([tokens, labels[:, None]], axis=1), K)
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     if len(first) < len(keys):  # repeated inputs: their probabilities add up
         probs = values if values is not None else pop.exact_probs()
@@ -399,11 +404,12 @@ def _law(task: object, K: int, N: int, name: str) -> tuple[np.ndarray, np.ndarra
         for i, u in enumerate(inverse.ravel().tolist()):
             sums[u] += sp.sympify(probs[i])
         tokens, labels = tokens[first], labels[first]
-        cls = np.asarray(_probability_classes(sums, name), dtype=np.int64)
+        ids, reps = _probability_classes(sums, name)
+        cls = np.asarray(ids, dtype=np.int64)
     keep = cls >= 0
     if not keep.any():
         raise ValueError(f"task_symmetries({name}): the population has no input of nonzero probability")
-    return tokens[keep], labels[keep], cls[keep]
+    return tokens[keep], labels[keep], cls[keep], reps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -561,7 +567,7 @@ class _Search:
         colour = np.concatenate([self.pc, P + self.tc, P + K + self.lc])  # kinds never share a colour
         self.cands = [np.flatnonzero(colour == colour[q]).tolist() for q in range(self.D)]
         self.base = max(K, L)
-        keys = _keys(np.concatenate([X, Y[:, None]], axis=1), self.base)
+        keys = row_keys(np.concatenate([X, Y[:, None]], axis=1), self.base)
         self.order = np.argsort(keys, kind="stable")
         self.sorted_keys = keys[self.order]
 
@@ -692,7 +698,7 @@ class _Search:
             image = np.empty((len(Y), P + 1), np.int64)
             image[:, pi] = tau[X]
             image[:, P] = lam[Y]
-            keys = _keys(image, self.base)
+            keys = row_keys(image, self.base)
             at = np.minimum(np.searchsorted(self.sorted_keys, keys), self.n - 1)
             if not (self.sorted_keys[at] == keys).all():
                 return False
@@ -830,7 +836,7 @@ def task_symmetries(task: Task, max_work: int = 5_000_000) -> TaskGroup:
     vocab = tuple(str(w) for w in vocab) if vocab is not None else None
     if vocab is not None and len(vocab) != K:
         raise ValueError(f"task_symmetries({name}): vocab has {len(vocab)} words for K={K}")
-    X, Y, cls = _law(task, K, N, name)
+    X, Y, cls, _ = nonzero_law(task, K, N, name)
     P = N - 1
 
     # free parts: absent tokens and labels, frozen positions (a constant token found nowhere else)
