@@ -224,7 +224,6 @@ def stuck_stability(
     """
     from rwstability import (
         MAX_DIM,
-        SYMMETRY_WORK,
         active_coordinates,
         check_estimate,
         check_stuck_task,
@@ -253,7 +252,7 @@ def stuck_stability(
         check_estimate(task, steps, 0, 1, route, summed=1 if route == "orbits" else None)
         sums = None
         if route == "orbits":
-            sums = orbit_sums(task, active_coordinates(task), max_work=SYMMETRY_WORK)
+            sums = orbit_sums(task, active_coordinates(task))
             check_estimate(task, steps, 0, 1, route, summed=len(sums.orbits))
         lin = linearise(task, steps, float(settings["eta"]), mu, float(settings["eps"]), sums=sums)
     except ValueError as err:  # too large, a trajectory with no equal coordinates, or one that diverges

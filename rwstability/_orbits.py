@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rwstability._reduced import Coordinates, population_task
-from rwtasks import CircleWalk, FiniteTask, OrbitSum, Symmetry, TaskGroup, orbit_labels, orbit_sum
+from rwtasks import (
+    ORBIT_SEARCH_WORK,
+    CircleWalk,
+    FiniteTask,
+    OrbitSum,
+    Symmetry,
+    TaskGroup,
+    orbit_labels,
+    orbit_sum,
+)
 
 if TYPE_CHECKING:  # torch is imported where the sums are taken
     import torch
@@ -106,7 +115,7 @@ def orbit_sums(
     task: CircleWalk | FiniteTask,
     coords: Coordinates,
     group: TaskGroup | None = None,
-    max_work: int = 5_000_000,
+    max_work: int = ORBIT_SEARCH_WORK,
 ) -> OrbitSums:
     """The orbit decomposition of the population GD runs on, and R, R₂ on ``coords``.
 

@@ -38,8 +38,6 @@ ORBITS_ABOVE = 4096
 #: seconds per input of the orbit decomposition, and the budgets above which a report is refused.
 HESSIAN_SECONDS, HESSIAN_BYTES, TRAIN_SECONDS, ORBIT_SECONDS = 1.5e-7, 80, 1.5e-7, 3e-5
 MAX_SECONDS = 1800.0
-#: Work budget of the symmetry search behind orbit sums (``rwtasks.task_symmetries``; 1e9 ≈ 20 s).
-SYMMETRY_WORK = 10**9
 #: The sweep grids of ``rw stability --grid``: "quick" is the default run, "full" covers σ from 1e-2 to
 #: 1e-12, μ ∈ {1, √M, M/2} at the paper's M = 1000 and both dtypes.
 GRIDS: dict[str, dict[str, Any]] = {
@@ -327,7 +325,7 @@ def stability_report(
     route = population_route(checked, sums)
     orbits = None
     if route == "orbits":
-        orbits = orbit_sums(checked, active_coordinates(checked), max_work=SYMMETRY_WORK)
+        orbits = orbit_sums(checked, active_coordinates(checked))
         runs = _runs(sigmas, seeds, dtypes) if measure else 0
         check_estimate(checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits))
     results, first = [], None

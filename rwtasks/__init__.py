@@ -32,7 +32,7 @@ from rwtasks._graph import (
     walk_task,
 )
 from rwtasks._losses import ABSTRACT_LOSS, LOSSES, check_loss
-from rwtasks._orbits import OrbitSum, orbit_labels, orbit_sum
+from rwtasks._orbits import ORBIT_SEARCH_WORK, OrbitSum, orbit_labels, orbit_sum
 from rwtasks._population import Population
 from rwtasks._qa import QA_VOCAB, qa_task1, qa_task2
 from rwtasks._spec import (
@@ -94,6 +94,7 @@ __all__ = [
     "qa_task2",
     "symbol",
     "task_symmetries",
+    "ORBIT_SEARCH_WORK",
     "OrbitSum",
     "orbit_labels",
     "orbit_sum",

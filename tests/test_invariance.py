@@ -266,3 +266,54 @@ def test_the_reduced_engine_rwsymbolic_derive_stays_in_the_proved_subspace(task)
     for state in trajectory.states:
         flat = list(sp.Matrix(state.V)) + list(state.w_tok) + list(state.c)
         assert all(is_zero(sp.sympify(r)) for r in _exact_residual(reduced, flat))
+
+
+def _torch_signal(task, subspace, alpha, mu):
+    """C(θ) = E[e_y (X S_θ)ᵀ] − E[e_y] E[X S_θ]ᵀ at θ = Bα, from a forward pass written here (float64)."""
+    pop = task.population()
+    K, N = task.K, task.N
+    B = np.array([[float(x.p) / float(x.q) for x in b] for b in subspace.basis]).T
+    theta = B @ np.array(alpha, dtype=float)
+    W = theta[K * K :].reshape(K + N, K + N)
+    P = np.sqrt(mu) * np.eye(N)
+    joint, mean = np.zeros((K, K)), np.zeros(K)
+    average = np.zeros(K)
+    for tokens, y, w in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs(), strict=True):
+        if w == 0:
+            continue
+        X = np.zeros((K, N))
+        for j, s in enumerate(tokens):
+            X[s, j] = 1
+        Xt = np.vstack([X, P])
+        logits = Xt.T @ (W @ Xt[:, N - 1])
+        S = np.exp(logits - logits.max())
+        S /= S.sum()
+        a = X @ S
+        joint[y] += float(w) * a
+        mean[y] += float(w)
+        average += float(w) * a
+    return joint - np.outer(mean, average)
+
+
+def test_the_token_signal_vanishes_on_theorem_41s_manifold():
+    """The paper's Lemma D.3 manifold: equal attention on the key positions and each token r times, so
+    X S_θ is the same for every input and C(θ) = 0 at every point (proved)."""
+    for K, r, p in [(3, 1, 1), (4, 1, 0), (3, 2, 1)]:
+        N = r * K + 1
+        result = induction_step(CircleWalk(K, N, p), get_model("one_layer"), lemma_d3(K, N))
+        assert result.signal == "zero" and result.signal_witness is None
+        assert result.to_json()["signal"] == "zero"
+
+
+def test_the_token_signal_of_a_learning_task_is_non_zero_with_a_witness_recomputed_here():
+    task = CircleWalk(3, 6, "3/10")
+    model = get_model("one_layer")
+    fixed = fixed_subspace(model, task, task_symmetries(task))
+    result = induction_step(task, model, fixed)
+    assert result.signal == "non-zero"
+    w = result.signal_witness
+    alpha = [float(sp.Rational(a)) for a in w["alpha"]]
+    C = _torch_signal(task, fixed, alpha, float(sp.Rational(w["mu"])))
+    y, k = w["entry"]
+    centre = float(w["value"].strip("[").split(" +/-")[0])
+    assert abs(C[y, k] - centre) < 1e-9 and abs(centre) > 1e-6  # float64 vs the certified ball

@@ -237,7 +237,10 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
         (["--K", "4", "--N", "19", "--p", "1/2"], "use --predict-only"),
         (["--K", "4", "--N", "17", "--p", "1/2", "--sum", "plain", "--predict-only"], "or --sum orbits"),
         (["--K", "4", "--N", "5", "--p", "1/2", "--sum", "all"], "--sum"),
-        (["--K", "3", "--N", "4", "--p", "1", "--model", "key_query", "--sum", "plain"], "--sum and --predict-only"),
+        (
+            ["--K", "3", "--N", "4", "--p", "1", "--model", "key_query", "--sum", "plain"],
+            "--sum and --predict-only",
+        ),
         (["--K", "3", "--N", "4", "--p", "1", "--steps", "1"], "--steps"),
         (["--K", "3", "--N", "4", "--p", "1", "--sigmas", "2"], "sigmas"),
         (["--K", "3", "--N", "4", "--p", "1", "--eta", "-1"], "--eta"),

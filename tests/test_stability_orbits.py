@@ -57,7 +57,11 @@ def union_find_orbits(perms: list[list[int]], size: int) -> list[int]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.permutations(range(n)), max_size=3))))
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.permutations(range(n)), max_size=3))
+    )
+)
 def test_orbit_labels_are_the_union_find_orbits(case):
     n, perms = case
     assert orbit_labels([np.array(p) for p in perms], n).tolist() == union_find_orbits(perms, n)
@@ -70,13 +74,17 @@ def test_orbits_are_the_orbits_of_the_listed_group(name):
     pop = task.population()
     probs = pop.exact_probs()
     rows = {
-        (tuple(t), int(y)): q for t, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), probs) if q != 0
+        (tuple(t), int(y)): q
+        for t, y, q in zip(pop.tokens.tolist(), pop.labels.tolist(), probs, strict=True)
+        if q != 0
     }
     assert orbits.inputs == len(rows) and int(orbits.sizes.sum()) == len(rows)
     assert sum(orbits.weights) == 1
     elements = orbits.group.elements(limit=10**5)
     covered: set = set()
-    for tokens, label, size, q in zip(orbits.tokens, orbits.labels, orbits.sizes, orbits.probabilities):
+    for tokens, label, size, q in zip(
+        orbits.tokens, orbits.labels, orbits.sizes, orbits.probabilities, strict=True
+    ):
         orbit = set()
         for g in elements:
             gt, gy = g.act(tokens[None, :], np.array([label]))
@@ -147,7 +155,7 @@ def test_linearisation_with_orbit_sums_equals_the_plain_one(name):
     sums = orbit_sums(task, active_coordinates(task))
     a = linearise(task, 5, mu=2.0, coords=coords)
     b = linearise(task, 5, mu=2.0, coords=coords, sums=sums)
-    for x, y in zip(a.thetas + a.C, b.thetas + b.C):
+    for x, y in zip(a.thetas + a.C, b.thetas + b.C, strict=True):
         assert np.abs(x - y).max() < TOL
     assert abs(a.log_sigma_Phi[-1] - b.log_sigma_Phi[-1]) < 1e-10
 
@@ -167,14 +175,19 @@ def test_report_on_orbit_sums_validates_and_names_the_group(tmp_path):
     import jsonschema
 
     task = CircleWalk(4, 13, "1/2")  # 16384 inputs: auto takes orbit sums
-    assert population_route(task, "auto") == "orbits" and population_route(CircleWalk(4, 11, "1/2"), "auto") == "plain"
+    assert (
+        population_route(task, "auto") == "orbits"
+        and population_route(CircleWalk(4, 11, "1/2"), "auto") == "plain"
+    )
     report = stability_report(task, steps=6, sigmas=[1e-3], seeds=1, measure=False)
     jsonschema.validate(json.loads(json.dumps(report)), load_schema("stability"))
     assert report["config"]["sums"] == "orbits" and report["manifold"]["source"] == "symmetry"
     assert report["population"]["inputs"] == 16384 and report["population"]["summed"] == 10
     assert report["population"]["group"]["order"] == 33177600
     rounding = report["results"][0]["escape"]["rounding"]
-    assert all(r["measured"] is None and r["predicted"] is not None or r["predicted"] is None for r in rounding)
+    assert all(
+        r["measured"] is None and r["predicted"] is not None or r["predicted"] is None for r in rounding
+    )
 
 
 def test_report_estimates_refuse_before_work():

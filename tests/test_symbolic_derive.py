@@ -236,24 +236,32 @@ def test_argmax_set_ranks_exact_numbers_keeps_ties_and_refuses_symbols():
 
 
 @pytest.mark.parametrize(("K", "values"), [(2, (0, 1, 2)), (3, (0, 1, 2)), (4, (0, 1))])
-@pytest.mark.parametrize("rotation", [False, True])
-def test_correct_fraction_in_symbols_is_the_count_of_rotations_whose_smallest_argmax_is_the_label(
-    K, values, rotation
+@pytest.mark.parametrize("relabel", ["identity", "rotations", "all"])
+def test_correct_fraction_in_symbols_is_the_count_of_relabellings_whose_smallest_argmax_is_the_label(
+    K, values, relabel
 ):
-    """The Piecewise form, at every assignment of the scores, counts what a smallest-argmax vote gives."""
+    """The Piecewise form, at every assignment of the scores, counts what a smallest-argmax vote gives
+    over the relabelled inputs (scores moved by λ, label λ(y)): the identity, the K rotations, or all of S_K."""
     f = list(sp.symbols(f"f0:{K}"))
+    perms = {
+        "identity": [tuple(range(K))],
+        "rotations": [tuple((k + r) % K for k in range(K)) for r in range(K)],
+        "all": list(itertools.permutations(range(K))),
+    }[relabel]
     for y in range(K):
-        expr = _correct_fraction(f, y, K, rotation)
+        expr = _correct_fraction(f, y, tuple(perms))
         assert expr.free_symbols <= set(f)
         for point in itertools.product(values, repeat=K):
             count = 0
-            for r in range(K) if rotation else range(1):
-                rotated = [point[(k - r) % K] for k in range(K)]  # the rotated input's scores
-                count += rotated.index(max(rotated)) == (y + r) % K  # smallest argmax = rotated label
-            assert expr.subs(dict(zip(f, point, strict=True))) == count, (K, y, rotation, point)
-    if K == 2 and not rotation:  # one comparison: the condition itself, not an And of one condition
+            for lam in perms:
+                moved = [0] * K
+                for k in range(K):
+                    moved[lam[k]] = point[k]  # the relabelled input's scores
+                count += moved.index(max(moved)) == lam[y]  # smallest argmax = relabelled label
+            assert expr.subs(dict(zip(f, point, strict=True))) == count, (K, y, relabel, point)
+    if K == 2 and relabel == "identity":  # one comparison: the condition itself, not an And of one
         one = sp.Piecewise((1, sp.GreaterThan(f[0], f[1], evaluate=False)), (0, True))
-        assert _correct_fraction(f, 0, K, rotation) == one
+        assert _correct_fraction(f, 0, ((0, 1),)) == one
 
 
 @pytest.mark.parametrize(

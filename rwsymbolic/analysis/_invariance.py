@@ -201,6 +201,10 @@ class Induction:
     witness: dict[str, Any] | None = None
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    #: The token-average signal with θ's attention on 𝓜 (``token_signal``): "zero" (proved), "non-zero"
+    #: (a certified witness in ``signal_witness``) or "undecided"; None when the pass did not reach it.
+    signal: str | None = None
+    signal_witness: dict[str, Any] | None = None
 
     @property
     def stuck_for_all_t(self) -> bool:
@@ -237,6 +241,8 @@ class Induction:
             "chance_level": str(self.chance_level),
             "witness": self.witness,
             "reason": self.reason,
+            "signal": self.signal,
+            "signal_witness": self.signal_witness,
             **self.details,
         }
 
@@ -362,12 +368,84 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         flat = [x for name in order for x in np.asarray(grads[name], dtype=object).ravel().tolist()]
         components.append((members, subspace.residual(flat)))
     outside = [(members, res) for members, res in components if not all(is_zero(x) for x in res)]
-    common.update(classes=len(groups), input_independent=input_independent, labels_tied=labels_tied)
+    signal, signal_witness = token_signal(field2, atoms, r, out.S.value, data, tokens, weights, K)
+    common.update(
+        classes=len(groups),
+        input_independent=input_independent,
+        labels_tied=labels_tied,
+        signal=signal,
+        signal_witness=signal_witness,
+    )
     if not outside:
         return Induction(PROVED, seconds=time.perf_counter() - start, **common)
     witness, reason = _witness(field2, atoms, r, z, components, outside, subspace)
     outcome = REFUTED if witness is not None else UNDECIDED
     return Induction(outcome, seconds=time.perf_counter() - start, witness=witness, reason=reason, **common)
+
+
+def token_signal(
+    field_: FunctionField,
+    atoms: Atoms,
+    r: int,
+    S: np.ndarray,
+    data: Any,
+    tokens: np.ndarray,
+    weights: Sequence[fmpq],
+    K: int,
+) -> tuple[str, dict[str, Any] | None]:
+    """Whether the token-average signal with θ's attention vanishes at every point θ of the subspace.
+
+    C(θ) = E[e_y (X S_θ)ᵀ] − E[e_y] E[X S_θ]ᵀ (K×K), X S_θ = Σ_{j<N} S_j(θ) e_{s_j}: the signal of
+    docs/theory.md#signal with the attention of θ instead of the uniform one (the first step's). The inputs
+    are grouped by their attended token average a(X) = X S_θ as a function of α (its exact form in the
+    field; inputs are never summed across, so no common denominators build up). Then
+    C = Σ_groups c_g a_gᵀ with the exact vectors c_g = Σ_{X ∈ g} P(X)(e_y − E[e_y]):
+
+    * "zero" (proved) when every c_g vanishes;
+    * "non-zero" when some entry of C is certified non-zero at a rational point (ball arithmetic; the
+      point is the witness);
+    * "undecided" otherwise (the a_g may be linearly dependent functions).
+    """
+    n = len(weights)
+    mean = [fmpq(0)] * K
+    for y, w in zip(data.labels.tolist(), weights, strict=True):
+        mean[y] += w
+    groups: dict[tuple[tuple[str, str], ...], tuple[list[Any], list[fmpq]]] = {}
+    for i in range(n):
+        attended: list[Any] = [fmpq(0)] * K
+        for j, s in enumerate(tokens[i].tolist()):
+            attended[s] = S[i, j] + attended[s]
+        key = tuple(key_of(a) for a in attended)
+        entry = groups.setdefault(key, (attended, [fmpq(0)] * K))
+        y = int(data.labels[i])
+        for k in range(K):
+            entry[1][k] += weights[i] * ((1 if k == y else 0) - mean[k])
+    live = [(a, c) for a, c in groups.values() if any(x != 0 for x in c)]
+    if not live:
+        return "zero", None
+    previous = ctx.prec
+    ctx.prec = WITNESS_PREC
+    try:
+        for point in WITNESS_POINTS:
+            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
+            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
+            values = alpha + atoms.values(alpha)
+            for y in range(K):
+                for k in range(K):
+                    total = arb(0)
+                    for attended, c in live:
+                        if c[y] != 0:
+                            total += arb(c[y]) * field_.evaluate(attended[k], values)
+                    if not total.contains(0):
+                        return "non-zero", {
+                            "alpha": [str(a) for a in exact_alpha],
+                            "mu": str(WITNESS_ROOT_MU**2),
+                            "entry": [y, k],
+                            "value": total.str(10, radius=True),
+                        }
+    finally:
+        ctx.prec = previous
+    return "undecided", None
 
 
 def _entry_name(subspace: Subspace, j: int) -> str:

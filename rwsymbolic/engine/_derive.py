@@ -291,12 +291,16 @@ def derive(
     loss: str | Callable[[sp.Expr], sp.Expr] = "log",
     rotate: bool = True,
     progress: bool = False,
+    orbits: bool = False,
 ) -> Trajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtasks.exact``: numbers, "7/10", or symbol names.
     ``loss`` is a name of ``rwtasks.LOSSES`` ("log": ℓ = -log(z+ε), "squared", "exp"), "any" (ℓ, ℓ' the
     undefined functions ``ell``, ``dell``) or a callable z -> SymPy expression. For circle walks ``rotate`` uses the rotation symmetry (exact).
+    ``orbits`` sums over one representative per orbit of the task's whole symmetry group instead
+    (``rwtasks.orbit_sum``; exact, docs/theory.md#orbit-sums): the parameters, loss, accuracy and means are
+    the full population's, the per-input read-outs the representatives'.
     ``progress`` shows a bar over the steps when stderr is a terminal.
 
     Examples
@@ -316,7 +320,13 @@ def derive(
     eps = _positive(exact(eps, "eps"), "eps")
     mu = _positive(exact(mu, "mu"), "mu")
     lossfn = make_loss(loss, eps)
-    if isinstance(task, Task) and rotate and task.rotation_invariant:
+    action = None
+    if isinstance(task, Task) and orbits:
+        from rwsymbolic.engine._orbits import orbit_action, orbit_inputs
+
+        inputs = orbit_inputs(task)
+        action = orbit_action(inputs.orbits)  # type: ignore[arg-type]
+    elif isinstance(task, Task) and rotate and task.rotation_invariant:
         inputs = rooted_walks(task)
     elif isinstance(task, Task):
         inputs = population_inputs(task.population())
@@ -326,6 +336,12 @@ def derive(
     traj = Trajectory(task, eta, eps, mu, lossfn, inputs)
 
     def evaluator(V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, gradients: bool) -> Callable[[], GroupPass]:
+        if action is not None:
+            from rwsymbolic.engine._orbits import symmetrise
+
+            return lambda: symmetrise(
+                group_pass(inputs, V, list(w_tok), list(c), mu, lossfn, gradients), action
+            )
         return lambda: group_pass(inputs, V, list(w_tok), list(c), mu, lossfn, gradients)
 
     V, w_tok, c = sp.zeros(K, K), sp.zeros(K, 1), sp.zeros(N, 1)

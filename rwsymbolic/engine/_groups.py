@@ -32,6 +32,8 @@ from rwsymbolic.engine._uniform import Groups, exact_weights, rational_state, un
 
 #: Largest exact work of one step, in (group x position) terms; beyond it we refuse with the estimate.
 MAX_WORK = 4_000_000
+#: Largest label group Λ the accuracy of orbit sums averages over (|Λ| ≤ K!; ``_orbits``).
+MAX_LABEL_GROUP = 100_000
 
 
 @dataclass
@@ -56,6 +58,8 @@ class GroupPass:
     grad_V: sp.Matrix | None = None  # E[∇_V ℓ], full population
     grad_tok: list[sp.Expr] | None = None  # E[Σ_{j<N} δ_j e_{s_j}]
     grad_c: list[sp.Expr] | None = None  # E[δ_j], j = 1..N
+    #: With orbit sums: the label group Λ the accuracy averages each representative over (``_orbits``).
+    label_group: tuple[tuple[int, ...], ...] | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -73,11 +77,18 @@ class GroupPass:
         """P(smallest argmax of f = y) over the full population (computed on first use)."""
         if "accuracy" not in self._cache:
             K = len(self.f[0])
-            terms = [
-                w * _correct_fraction(f, y, K, self.rotation)
-                for w, f, y in zip(self.weight, self.f, self.labels)
-            ]
-            self._cache["accuracy"] = exact_sum(terms)
+            if self.label_group == ():
+                raise ValueError(
+                    "accuracy with orbit sums averages over the label group, which has more than "
+                    f"{MAX_LABEL_GROUP} elements here; use derive(..., orbits=False)"
+                )
+            if self.label_group is not None:  # orbit sums: the mean over Λ of each orbit's indicators
+                perms, scale = self.label_group, sp.Rational(1, len(self.label_group))
+            else:  # the input itself, or its K rotations (rooted walks)
+                perms = tuple(tuple((k + r) % K for k in range(K)) for r in range(K if self.rotation else 1))
+                scale = sp.Integer(1)
+            terms = [w * _correct_fraction(f, y, perms) for w, f, y in zip(self.weight, self.f, self.labels)]
+            self._cache["accuracy"] = scale * exact_sum(terms)
         return self._cache["accuracy"]
 
 
@@ -271,25 +282,26 @@ def argmax_set(f: list[sp.Expr]) -> list[int] | None:
     return best
 
 
-def _correct_fraction(f: list[sp.Expr], y: int, K: int, rotation: bool) -> sp.Expr:
-    """Σ over the input's rotations (or just the input) of 1{smallest argmax of f = label}.
+def _correct_fraction(f: list[sp.Expr], y: int, perms: tuple[tuple[int, ...], ...]) -> sp.Expr:
+    """Σ over the label permutations λ in ``perms`` of 1{smallest argmax of λ·f = λ(y)}, (λ·f)_{λ(k)} = f_k.
 
-    Ties go to the smallest label, which is not rotation invariant, so each rotation r is checked:
-    the rotated input has scores f[k - r] and label y + r. Undecidable comparisons (symbols, abstract
-    loss) give an exact Piecewise expression instead of a number.
+    The relabelled input has scores λ·f and label λ(y): the input's rotations r (λ(k) = k + r) for the
+    rooted walks, the label group for orbit sums, the identity alone otherwise. Ties go to the smallest
+    label, which no relabelling preserves, so each λ is checked. Undecidable comparisons (symbols,
+    abstract loss) give an exact Piecewise expression instead of a number.
     """
-    shifts = range(K) if rotation else range(1)
     best = argmax_set(f)
     if best is not None:
-        return sp.Integer(sum(1 for r in shifts if min((b + r) % K for b in best) == (y + r) % K))
+        return sp.Integer(sum(1 for lam in perms if min(lam[b] for b in best) == lam[y]))
     total = []
-    for r in shifts:
-        label = (y + r) % K
+    for lam in perms:
+        label = lam[y]
+        inverse = {v: k for k, v in enumerate(lam)}
         conds = []
-        for k in range(K):
+        for k in range(len(lam)):
             if k == label:
                 continue
-            other = f[(k - r) % K]
+            other = f[inverse[k]]
             rel = sp.StrictGreaterThan if k < label else sp.GreaterThan
             conds.append(rel(f[y], other, evaluate=False))
         total.append(_indicator(conds))

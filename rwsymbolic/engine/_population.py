@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from rwsymbolic.arithmetic._models import ExactLoss
-from rwtasks import Population, Task
+from rwtasks import OrbitSum, Population, Task
 
 #: Largest number of inputs the engine enumerates (rooted walks for circle tasks) with numpy.
 MAX_INPUTS = 2**22
@@ -33,6 +33,9 @@ class SummedPopulation:
 
     population: Population
     rotation: bool
+    #: With orbit sums (``orbit_inputs``): the task's orbits, whose representatives ``population`` holds
+    #: with weights |O|·P(x_O); sums over them are then group-averaged (``rwsymbolic.engine._orbits``).
+    orbits: OrbitSum | None = None
 
     @property
     def tokens(self) -> np.ndarray:
@@ -65,6 +68,8 @@ class SummedPopulation:
     @property
     def population_size(self) -> int:
         """Number of inputs of the full population (K times the rooted set under rotation)."""
+        if self.orbits is not None:
+            return self.orbits.inputs
         return self.size * (self.K if self.rotation else 1)
 
 
