@@ -33,18 +33,36 @@ from rwcheck._compare import (
     Tolerance,
     assert_matches_exact,
     exact_trajectory,
+    own_positions,
     tolerance,
 )
 from rwcheck._config import CheckConfig
 from rwcheck._emit import DEFAULT_SPECS, FixtureSpec, emit_fixtures, estimate_fixtures, read_specs
 from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, first_value_step_closed_form
 from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
-from rwcheck._runtime import load_factory
+from rwcheck._runtime import (
+    POSITION_ASSUMPTIONS,
+    PROTOCOLS,
+    Floats,
+    Functional,
+    PositionCheck,
+    Supervised,
+    check_positions,
+    load_factory,
+)
 from rwcheck._testcase import ConformanceTests
 from rwio import schema_deprecations as _schema_deprecations
 
 __all__ = [
     "DEFAULT_SPECS",
+    "POSITION_ASSUMPTIONS",
+    "PROTOCOLS",
+    "Floats",
+    "Functional",
+    "PositionCheck",
+    "Supervised",
+    "check_positions",
+    "own_positions",
     "PROPERTIES",
     "QUANTITIES",
     "CheckConfig",

@@ -204,6 +204,16 @@ def _check(
                 )
             )
             continue
+        if prop.id == "P_only_through_mu" and readouts.P is not None:
+            results.append(
+                PropertyResult(
+                    prop.id,
+                    prop.statement,
+                    "not checked",
+                    "the implementation keeps its own P, so the config's two embeddings never reach it",
+                )
+            )
+            continue
         if options.steps < prop.min_steps:
             results.append(
                 PropertyResult(prop.id, prop.statement, "not checked", f"needs --steps >= {prop.min_steps}")
@@ -272,13 +282,20 @@ def _trajectory_rows(
     error = _search(prop, factory, options, notes)
     failure, quantity = _failure(error) if error is not None else (None, "")
     rows = []
+    marked = False  # a crash (no quantity) fails the first row the implementation provides
     for q, statement in statements.items():
-        if not readouts.provided(q):
+        if q == quantity and failure is not None:  # P fails whether or not the probe reported one
+            rows.append(PropertyResult(q, statement, "fail", failure=failure))
+            marked = True
+        elif q == "P" and not readouts.provided(q):
+            continue  # a row only for an implementation that keeps its own P
+        elif not readouts.provided(q):
             rows.append(PropertyResult(q, statement, "not checked", readouts.missing_reason(q)))
         elif failure is None:
             rows.append(PropertyResult(q, statement, "pass", notes=notes if q == "accuracy" else []))
-        elif q == quantity or (not quantity and not rows):
+        elif not quantity and not marked:
             rows.append(PropertyResult(q, statement, "fail", failure=failure))
+            marked = True
         else:
             rows.append(
                 PropertyResult(

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import torch
 
 from rwcheck._config import CheckConfig
 from rwcheck._protocol import Factory, Readouts, finite_or_text, run
-from rwcheck._runtime import Difference, expected_readouts, first_difference, scaled_error
+from rwcheck._runtime import Difference, check_positions, expected_readouts, first_difference, scaled_error
 from rwcheck.strategies import exact_loss
 from rwnumeric import DEFAULT_TIE_RTOL
 from rwsymbolic import Trajectory, decimal_value, derive, write_oracle
@@ -137,6 +138,7 @@ class Divergence(Difference):
             diff.got,
             diff.error,
             diff.limit,
+            diff.text,
             config.describe() + note,
             config.to_json(),
         )
@@ -152,6 +154,7 @@ class Divergence(Difference):
             "rtol": self.rtol,
             "config": self.config_json,
             "config_text": self.config,
+            **({"assumption": self.text} if self.text else {}),
         }
 
 
@@ -222,6 +225,7 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     accuracy is compared exactly (it is a sum of exact probabilities), except at a step where some
     exact gap max f - f_k is positive but below twice the tie tolerance (noted, not compared).
     """
+    config = own_positions(readouts, config)
     limit = tolerance(config, steps).rtol if rtol is None else rtol
     expected, skip = expected_steps(config, steps)
     diff = first_difference(readouts, expected, limit, skip)
@@ -230,6 +234,33 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     if not readouts.provided("accuracy"):
         return []
     return [f"accuracy at t={t} not compared: an exact near-tie in f" for t in sorted(skip)]
+
+
+def own_positions(readouts: Readouts, config: CheckConfig) -> CheckConfig:
+    """The config to compare against: ``config``, or, when the implementation reports its own P, the same
+    with that P and its μ (``check_positions``; a failed assumption raises ``Mismatch`` at quantity "P").
+
+    The paper's model depends on P only through μ, so the exact trajectory at the implementation's μ,
+    with W x̃_N read through its P, is what a correct implementation with its own valid P follows.
+    """
+    if readouts.P is None:
+        return config
+    found = check_positions(readouts.P, config.N, config.dtype)
+    if found.assumption is not None:
+        error = abs(found.got - found.expected)
+        diff = Difference(
+            0,
+            "P",
+            (),
+            found.expected,
+            found.got,
+            error,
+            found.tolerance,
+            f"{found.assumption} fails: {found.text}",
+        )
+        raise Mismatch(Divergence.of(diff, config))
+    mu = Fraction(found.mu).limit_denominator(10**6)
+    return replace(config, P=np.asarray(readouts.P, dtype=np.float64), mu=mu, embedding="own")
 
 
 def assert_matches_exact(

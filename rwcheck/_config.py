@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rwcheck._runtime import NUMPY_LOSSES, Floats
 from rwmodels import DEFAULT_MODEL, get_model, rational_positions
 from rwnumeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
@@ -50,6 +51,8 @@ class CheckConfig:
     dtype: str = "float64"
     model: str = DEFAULT_MODEL
     head_dim: int | None = None
+    #: T, the steps the kit reads (a loop yields T + 1 states); set when the factory is called.
+    steps: int | None = field(default=None, compare=False)
 
     @classmethod
     def build(
@@ -153,6 +156,19 @@ class CheckConfig:
         X[:, :, :-1] = torch.nn.functional.one_hot(torch.as_tensor(self.tokens), K).transpose(1, 2).double()
         P = torch.as_tensor(self.P, dtype=torch.float64).expand(n, self.M, N)
         return torch.cat([X, P], dim=1).to(self.torch_dtype)
+
+    @property
+    def floats(self) -> Floats:
+        """μ, η, ε as Python floats (the fields are exact ``Fraction``s: torch and JAX do not take those)."""
+        return Floats(float(self.mu), float(self.eta), float(self.eps))
+
+    def inputs_array(self) -> np.ndarray:
+        """X̃ = [X; P] (n, K+M, N) as a numpy array in ``dtype`` (for numpy, JAX and other frameworks)."""
+        return self.inputs().numpy()
+
+    def loss_np(self, z: np.ndarray) -> np.ndarray:
+        """ℓ(z) per input on a numpy array: -log(z + ε), (1 - z)² or exp(-z)."""
+        return NUMPY_LOSSES[self.loss](z, float(self.eps))
 
     def query(self) -> np.ndarray:
         """x̃_N = [0; p_N] (K+M,) as float64: the column whose logits the attention uses."""

@@ -94,7 +94,19 @@ def test_matches_the_exact_oracle(entry: dict, request: pytest.FixtureRequest) -
     factory = runtime.load_factory(target)
     config = runtime.fixture_config(HERE, entry, dtype)
     readouts = runtime.run(factory, config, entry["steps"])
-    expected = runtime.expected_readouts(HERE / entry["oracle"], config.P)
+    if readouts.P is not None:
+        found = runtime.check_positions(readouts.P, config.N, dtype)
+        if found.assumption is not None:
+            pytest.fail(f"P: {found.assumption} fails: {found.text}", pytrace=False)
+        if abs(found.mu - float(config.mu)) > 1e-9 * float(config.mu):
+            pytest.fail(
+                f"the implementation keeps its own P (μ = {found.mu:.17g}); a frozen oracle holds the trajectory "
+                f"at the config's μ = {config.mu} only: use config.P here, or rw check (which re-derives at your μ)",
+                pytrace=False,
+            )
+    expected = runtime.expected_readouts(
+        HERE / entry["oracle"], readouts.P if readouts.P is not None else config.P
+    )
     skip = frozenset(entry["accuracy_not_compared"][dtype])
     diff = runtime.first_difference(readouts, expected, entry["rtol"][dtype], skip)
     if diff is not None:

@@ -44,7 +44,7 @@ import sympy as sp
 
 from rwcheck._compare import Divergence, Mismatch, near_tie, tolerance, trajectory_key
 from rwcheck._config import CheckConfig
-from rwcheck._runtime import Readouts, first_difference, model_quantities
+from rwcheck._runtime import ImplementationError, Readouts, first_difference, model_quantities
 from rwcheck.strategies import exact_loss
 from rwmodels import batch, descend, get_model, rational_positions
 from rwsymbolic import EXACT, make_loss
@@ -123,6 +123,11 @@ def compare_model(
 ) -> list[str]:
     """Raise ``Mismatch`` at the first (step, quantity) outside the tolerance, in the order t = 0, 1, … and the
     model's parameters, S, f, loss, accuracy; else return notes (accuracies not compared)."""
+    if readouts.P is not None:
+        raise ImplementationError(
+            f"the implementation reports its own P; --model {config.model} sees P itself (not only PᵀP = μI), "
+            "so it is checked with the config's P only"
+        )
     limit = tolerance(config, steps).rtol if rtol is None else rtol
     expected, skip = expected_model_steps(config, steps)
     diff = first_difference(readouts, expected, limit, skip, model_quantities(config.shapes))

@@ -21,16 +21,34 @@ implementation is one of
     ``"accuracy"``. Arrays may be numpy, torch, JAX or anything ``numpy.asarray`` reads. The kit
     reads T + 1 states and then closes the iterator.
 
-A read-out the implementation does not provide is reported as not checked, never passed.
+(c) a ``Functional``: the parameters as a mapping of arrays in any framework (numpy, JAX, torch, ...)
+    and pure functions ``forward(params, Xt) -> f`` (and optionally ``attention(params, Xt) -> S``,
+    ``loss(params, Xt) -> objective``). One step is the user's ``step(params, Xt) -> params``, else
+    θ ← θ - η ``grad(params, Xt)`` (e.g. ``jax.grad`` of the user's loss), else θ ← θ - η ∇ of the kit's
+    objective by torch autograd (a forward written in torch). ``Xt`` is X̃ as a numpy array in the dtype.
+(d) a ``Supervised``: a ``torch.nn.Module`` as in (a) with the user's own objective
+    ``loss(f, labels, weights) -> scalar tensor`` and the user's update: a ``torch.optim`` optimizer,
+    or ``step(module)`` called after ``backward()`` (default: the kit's θ ← θ - η ∇θ).
+
+Any implementation may keep its own positional embeddings and report them: ``Functional(P=...)``,
+``Supervised(P=...)``, a module attribute ``P``, or a loop's ``"P"`` in its first state. The kit then
+builds X̃ with that P, checks the paper's assumptions on it (``check_positions``) and compares against
+the exact trajectory at its μ.
+
+A read-out the implementation does not provide is reported as not checked, never passed. An
+implementation checked in float64 that returns JAX float32 arrays (JAX with x64 off) is refused with
+the reason.
 
 Another model of ``rwmodels`` (``rw check --model key_query``) is run by ``run_model``: the same two
 protocols with the model's parameters by their own names (``config.shapes``: V, W_K, W_Q) instead of
 V and W; what such an implementation must expose is written in ``rwcheck._models``.
 
 The config handed to the factory has ``K``, ``M``, ``N``, ``P`` (M×N float64), ``tokens`` (n, N-1),
-``labels`` (n,), ``weights`` (n,), ``mu``, ``eta``, ``eps`` (``fractions.Fraction``), ``loss``,
-``dtype`` and ``torch_dtype``, ``inputs()`` (X̃ as a torch tensor), ``query()`` (x̃_N),
-``loss_fn(z)`` (ℓ on a torch tensor) and ``tie_rtol`` (the accuracy's tie tolerance).
+``labels`` (n,), ``weights`` (n,), ``mu``, ``eta``, ``eps`` (``fractions.Fraction``; ``floats`` has
+them as Python floats), ``steps`` (T: the loop must yield T + 1 states), ``loss``, ``dtype`` and
+``torch_dtype``, ``inputs()`` (X̃ as a torch tensor), ``inputs_array()`` (X̃ as numpy), ``query()``
+(x̃_N), ``loss_fn(z)`` (ℓ on a torch tensor), ``loss_np(z)`` (ℓ on numpy) and ``tie_rtol`` (the
+accuracy's tie tolerance).
 """
 
 from __future__ import annotations
@@ -44,7 +62,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,11 +84,20 @@ LABELS = {
     "S_tokens": "S_1..S_{N-1}",
     "w_tok": "w_tok",
     "c": "c (w_pos = Σ_j c_j p_j)",
+    "P": "P",
 }
 #: Accuracies are sums of at most a few thousand float probabilities: exact up to this.
 ACCURACY_ATOL = 1e-12
 
 Factory = Callable[[Any], object]
+
+
+class Floats(NamedTuple):
+    """μ, η, ε of a config as Python floats (the config's fields are exact ``Fraction``s)."""
+
+    mu: float
+    eta: float
+    eps: float
 
 
 class ImplementationError(ValueError):
@@ -88,8 +115,12 @@ class Readouts:
     steps: int
     values: dict[str, list[np.ndarray] | None] = field(default_factory=dict)
     W: list[np.ndarray] | None = None
+    #: The implementation's own positional embeddings (M'×N float64), when it reports them.
+    P: np.ndarray | None = None
 
     def provided(self, quantity: str) -> bool:
+        if quantity == "P":
+            return self.P is not None
         return self.values.get(quantity) is not None
 
     def series(self, quantity: str) -> list[np.ndarray]:
@@ -100,6 +131,8 @@ class Readouts:
         return values
 
     def missing_reason(self, quantity: str) -> str:
+        if quantity == "P":
+            return "the implementation uses the config's P (it reports no P of its own)"
         if self.protocol == "module":
             return "the module has no attention(Xt) method" if quantity == "S" else "not provided"
         return f"the training loop yields no {quantity!r}"
@@ -118,20 +151,241 @@ def _array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+_LOW_PRECISION = ("float16", "bfloat16", "float32")
+
+
+def _precision(value: object, what: str, dtype: str) -> None:
+    """Refuse a JAX array of lower precision than the check's float64: JAX computes in float32 unless
+    x64 is on, so every value would miss the float64 tolerances by rounding alone."""
+    found = str(getattr(value, "dtype", ""))
+    if dtype == "float64" and "jax" in type(value).__module__ and found in _LOW_PRECISION:
+        raise ImplementationError(
+            f"{what} is a JAX {found} array but the check runs in float64: JAX computes in float32 unless "
+            "x64 is on (jax.config.update('jax_enable_x64', True) before any array is made); or check at "
+            "float32 tolerances with --dtype float32"
+        )
+
+
 def _is_module(impl: object) -> bool:
     torch = sys.modules.get("torch")  # a torch module exists only if torch has been imported
     return torch is not None and isinstance(impl, torch.nn.Module)
 
 
+@dataclass
+class Functional:
+    """Protocol (c): parameters and pure functions in any framework (module docstring).
+
+    ``params``: name -> array (the initial parameters); ``forward(params, Xt) -> f`` (n, K);
+    ``attention(params, Xt) -> S`` (n, N), optional; ``loss(params, Xt)`` the user's objective at θ,
+    optional (else the kit's Σ_n π_n ℓ(e_{y_n}ᵀ f_n) from f); ``grad(params, Xt) -> {name: gradient}``,
+    or ``step(params, Xt) -> params``, optional (else torch autograd of the kit's objective, which needs a
+    torch forward); ``P``: the implementation's own positional embeddings, optional. ``Xt`` is X̃ as a
+    numpy array (n, K+M, N) in the check's dtype.
+    """
+
+    params: Mapping[str, Any]
+    forward: Callable[[Mapping[str, Any], Any], Any]
+    attention: Callable[[Mapping[str, Any], Any], Any] | None = None
+    loss: Callable[[Mapping[str, Any], Any], Any] | None = None
+    grad: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None
+    step: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None
+    P: Any = None
+
+
+@dataclass
+class Supervised:
+    """Protocol (d): a ``torch.nn.Module`` (as in (a)) with the user's objective and update.
+
+    ``loss(f, labels, weights) -> scalar tensor``: the objective from the module's output f (n, K), the
+    labels (n,) and the population probabilities (n,) as tensors; ``optimizer``: a ``torch.optim``
+    optimizer over the module's parameters, or ``step(module)``: called after ``backward()``; neither:
+    the kit's θ ← θ - η ∇θ. ``P``: the implementation's own positional embeddings, optional.
+    """
+
+    module: Any
+    loss: Callable[[Any, Any, Any], Any]
+    optimizer: Any = None
+    step: Callable[[Any], Any] | None = None
+    P: Any = None
+
+
+PROTOCOLS = ("module", "loop", "functional", "supervised")
+
+
+def _adopt(impl: object) -> object:
+    """A ``Functional`` or ``Supervised`` made by another copy of this module (the toolkit's ``rwcheck``
+    in a frozen fixture's ``rwcheck_runtime``, or the other way round) as this module's own class."""
+    import dataclasses
+
+    for kind in (Functional, Supervised):
+        if (
+            type(impl).__name__ == kind.__name__
+            and dataclasses.is_dataclass(impl)
+            and not isinstance(impl, kind)
+        ):
+            return kind(**{f.name: getattr(impl, f.name) for f in dataclasses.fields(kind)})
+    return impl
+
+
 def build(factory: Factory, config: Any) -> object:
-    """``factory(config)``; refuses anything that is neither protocol (a) nor (b)."""
-    impl = factory(config)
-    if _is_module(impl) or isinstance(impl, Iterator):
+    """``factory(config)``; refuses anything that is none of the protocols (a)-(d)."""
+    impl = _adopt(factory(config))
+    if _is_module(impl) or isinstance(impl, (Iterator, Functional)):
+        return impl
+    if isinstance(impl, Supervised) and _is_module(impl.module):
         return impl
     raise ImplementationError(
         f"the factory returned {type(impl).__name__}: expected a torch.nn.Module with parameters V and W, "
-        "or an iterator yielding (V, W) per step"
+        "an iterator yielding (V, W) per step, an rwcheck.Functional or an rwcheck.Supervised"
     )
+
+
+def with_steps(config: Any, steps: int) -> Any:
+    """The config with ``steps`` = T set (what the factory is told), if it has the field."""
+    import dataclasses
+
+    if (
+        dataclasses.is_dataclass(config)
+        and not isinstance(config, type)
+        and "steps" in {f.name for f in dataclasses.fields(config)}
+    ):
+        return dataclasses.replace(config, steps=steps)
+    return config
+
+
+#: The paper's assumptions on P that ``check_positions`` tests, by name.
+POSITION_ASSUMPTIONS = ("shape", "orthogonality", "equal norms", "query column", "rational mu")
+
+
+@dataclass(frozen=True)
+class PositionCheck:
+    """The outcome of ``check_positions``: μ, and for a failed assumption its name, where, and the values."""
+
+    mu: float
+    assumption: str | None = None
+    text: str = ""
+    expected: float = 0.0
+    got: float = 0.0
+    tolerance: float = 0.0
+
+
+def check_positions(P: np.ndarray, N: int, dtype: str = "float64") -> PositionCheck:
+    """Whether P (M×N) meets the paper's assumptions PᵀP = μI, the query column p_N included; the first
+    assumption that fails (``POSITION_ASSUMPTIONS``) is named with where and by how much.
+
+    μ is the mean of ‖p_j‖² over the key columns j < N. Tolerance: 1e3 · u · max(1, μ) on every entry
+    of PᵀP − μI (u the unit roundoff of ``dtype``): the Gram matrix of a float P made from sines carries
+    rounding of a few u·M·μ, and a shifted or rescaled P is off by far more.
+
+    >>> import numpy as np
+    >>> check_positions(2 * np.eye(3), 3).mu, check_positions(2 * np.eye(3), 3).assumption
+    (4.0, None)
+    >>> check_positions(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]), 3).assumption
+    'shape'
+    """
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] != N or P.shape[0] < N:
+        return PositionCheck(
+            0.0, "shape", f"P has shape {P.shape}: expected (M, {N}) with M >= N orthogonal columns"
+        )
+    G = P.T @ P
+    diag = np.diag(G)
+    mu = float(np.mean(diag[: N - 1])) if N > 1 else float(G[0, 0])
+    unit = 2.0**-53 if dtype == "float64" else 2.0**-24
+    tol = 1e3 * unit * max(1.0, abs(mu))
+    off = np.abs(G - np.diag(diag))
+    if off.max() > tol:
+        i, j = (int(v) for v in np.unravel_index(int(np.argmax(off)), off.shape))
+        return PositionCheck(
+            mu,
+            "orthogonality",
+            f"p_{i + 1}·p_{j + 1} = {G[i, j]:.6g}, not 0 (the paper assumes PᵀP = μI; tolerance {tol:.2g})",
+            0.0,
+            float(G[i, j]),
+            tol,
+        )
+    keys = np.abs(diag[: N - 1] - mu)
+    if N > 1 and keys.max() > tol:
+        j = int(np.argmax(keys))
+        return PositionCheck(
+            mu,
+            "equal norms",
+            f"‖p_{j + 1}‖² = {G[j, j]:.17g} but the key columns' mean is μ = {mu:.17g} (the paper assumes "
+            "‖p_j‖² = μ for every j)",
+            mu,
+            float(G[j, j]),
+            tol,
+        )
+    if abs(G[N - 1, N - 1] - mu) > tol:
+        return PositionCheck(
+            mu,
+            "query column",
+            f"the query column has ‖p_N‖² = {G[N - 1, N - 1]:.17g}, the key columns μ = {mu:.17g} "
+            "(x̃_N = [0; p_N] must be a positional embedding like the others)",
+            mu,
+            float(G[N - 1, N - 1]),
+            tol,
+        )
+    exact = Fraction(mu).limit_denominator(10**6)
+    if abs(float(exact) - mu) > tol:
+        return PositionCheck(
+            mu,
+            "rational mu",
+            f"μ = {mu:.17g} is no fraction of denominator ≤ 10⁶ within {tol:.2g}: the exact engine needs a "
+            "rational μ",
+            float(exact),
+            mu,
+            tol,
+        )
+    return PositionCheck(mu)
+
+
+def _reported_positions(value: object, config: Any) -> np.ndarray:
+    """The implementation's P as float64 (M', N), or ImplementationError naming its shape."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().double().numpy()
+    try:
+        P = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ImplementationError(f"P is {type(value).__name__}, not an array of numbers") from None
+    if P.ndim != 2 or P.shape[1] != config.N:
+        raise ImplementationError(f"P has shape {P.shape}, expected (M, N) = (M, {config.N})")
+    return P
+
+
+def _resized(
+    shapes: Mapping[str, tuple[int, ...]], config: Any, P: np.ndarray | None
+) -> dict[str, tuple[int, ...]]:
+    """The parameter shapes with the embedding size K + M of the config replaced by K + M' of ``P``."""
+    if P is None or P.shape[0] == config.M:
+        return dict(shapes)
+    old, new = config.K + config.M, config.K + P.shape[0]
+    return {name: tuple(new if d == old else d for d in shape) for name, shape in shapes.items()}
+
+
+def _inputs_array(config: Any, P: np.ndarray | None) -> np.ndarray:
+    """X̃ = [X; P] (n, K+M, N) as numpy in the check's dtype, with the implementation's P if it has one."""
+    P = np.asarray(config.P if P is None else P, dtype=np.float64)
+    n, K, N = len(config.labels), config.K, config.N
+    X = np.zeros((n, K, N))
+    X[np.arange(n)[:, None], np.asarray(config.tokens), np.arange(N - 1)[None, :]] = 1.0
+    out = np.concatenate([X, np.broadcast_to(P, (n, P.shape[0], N))], axis=1)
+    return out.astype(np.float64 if config.dtype == "float64" else np.float32)
+
+
+def _objective(f: np.ndarray, config: Any) -> float:
+    """The kit's objective Σ_n π_n ℓ(e_{y_n}ᵀ f_n) in numpy, from read-out f."""
+    z = f[np.arange(len(config.labels)), np.asarray(config.labels)]
+    with np.errstate(all="ignore"):
+        return float(np.sum(config.weights * NUMPY_LOSSES[config.loss](z, float(config.eps))))
+
+
+#: ℓ on numpy arrays by name (``rwnumeric.LOSS_FUNCTIONS``' formulas; tested equal).
+NUMPY_LOSSES: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    "log": lambda z, eps: -np.log(z + eps),
+    "squared": lambda z, eps: (1 - z) ** 2,
+    "exp": lambda z, eps: np.exp(-z),
+}
 
 
 def run(factory: Factory, config: Any, steps: int) -> Readouts:
@@ -143,10 +397,11 @@ def run(factory: Factory, config: Any, steps: int) -> Readouts:
     K, M = config.K, config.M
     generic = run_model(factory, config, steps, {"V": (K, K), "W": (K + M, K + M)})
     W = generic.values.pop("W") or []
-    query = config.query()
+    own = generic.P
+    query = config.query() if own is None else np.concatenate([np.zeros(K), own[:, -1]])
     values = {"V": generic.values["V"], "W_xN": [w @ query for w in W]}
     values.update({q: generic.values[q] for q in READOUTS})
-    return Readouts(generic.protocol, steps, values, W)
+    return Readouts(generic.protocol, steps, values, W, own)
 
 
 def _parameter(module: Any, name: str, shape: tuple[int, ...]) -> Any:
@@ -183,7 +438,11 @@ def run_model(factory: Factory, config: Any, steps: int, shapes: Mapping[str, tu
     mapping with every parameter's name and any of ``"S"``, ``"f"``, ``"loss"``, ``"accuracy"`` (or a tuple
     of the parameters in the order of ``shapes``). The read-outs are keyed by the parameters' names.
     """
-    impl = build(factory, config)
+    impl = build(factory, with_steps(config, steps))
+    if isinstance(impl, Functional):
+        return _run_functional(impl, config, steps, dict(shapes))
+    if isinstance(impl, Supervised):
+        return _run_model_module(impl.module, config, steps, dict(shapes), impl)
     if _is_module(impl):
         return _run_model_module(impl, config, steps, dict(shapes))
     return _run_model_loop(impl, config, steps, dict(shapes))  # type: ignore[arg-type]
@@ -202,9 +461,18 @@ def _model_start(
     return Readouts(protocol, steps, {q: series[q] for q in names}), series
 
 
-def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tuple[int, ...]]) -> Readouts:
+def _run_model_module(
+    module: Any,
+    config: Any,
+    steps: int,
+    shapes: dict[str, tuple[int, ...]],
+    supervised: Supervised | None = None,
+) -> Readouts:
     import torch
 
+    own = supervised.P if supervised is not None and supervised.P is not None else getattr(module, "P", None)
+    P = None if own is None else _reported_positions(own, config)
+    shapes = _resized(shapes, config, P)
     params = {name: _parameter(module, name, shape) for name, shape in shapes.items()}
     ids = {id(p) for p in params.values()}
     others = [name for name, p in module.named_parameters() if id(p) not in ids]
@@ -213,12 +481,14 @@ def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tu
             f"the module has parameters other than {_listed(shapes)}: {', '.join(others)}"
         )
     K, N = config.K, config.N
-    Xt = config.inputs()
+    Xt = config.inputs() if P is None else torch.as_tensor(_inputs_array(config, P))
     n = Xt.shape[0]
     labels = torch.as_tensor(config.labels)
     weights = torch.as_tensor(config.weights, dtype=config.torch_dtype)
     attention = getattr(module, "attention", None)
-    out, series = _model_start("module", steps, model_quantities(shapes))
+    protocol = "module" if supervised is None else "supervised"
+    out, series = _model_start(protocol, steps, model_quantities(shapes))
+    out.P = P
     if not callable(attention):
         out.values["S"] = None
     for t in range(steps + 1):
@@ -230,7 +500,14 @@ def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tu
                 f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}"
             )
         f_np = _array(f, "forward(Xt)", (n, K))
-        loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
+        if supervised is None:
+            loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
+        else:
+            loss = supervised.loss(f, labels, weights)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise ImplementationError(
+                    f"loss(f, labels, weights) returned {type(loss).__name__}, expected a scalar tensor"
+                )
         for name, p in params.items():
             series[name].append(_array(p, name, shapes[name]))
         series["f"].append(f_np)
@@ -241,12 +518,102 @@ def _run_model_module(module: Any, config: Any, steps: int, shapes: dict[str, tu
                 series["S"].append(_array(attention(Xt), "attention(Xt)", (n, N)))
         if t == steps:
             break
+        if supervised is not None and supervised.optimizer is not None:
+            supervised.optimizer.zero_grad()
         loss.backward()
-        with torch.no_grad():
-            for p in params.values():
-                if p.grad is not None:
-                    p -= float(config.eta) * p.grad
+        if supervised is not None and supervised.optimizer is not None:
+            supervised.optimizer.step()
+        elif supervised is not None and supervised.step is not None:
+            supervised.step(module)
+        else:
+            with torch.no_grad():
+                for p in params.values():
+                    if p.grad is not None:
+                        p -= float(config.eta) * p.grad
     return out
+
+
+def _run_functional(
+    impl: Functional, config: Any, steps: int, shapes: dict[str, tuple[int, ...]]
+) -> Readouts:
+    """Protocol (c): read the parameters, evaluate the user's functions, take the user's (or the kit's) step."""
+    P = None if impl.P is None else _reported_positions(impl.P, config)
+    shapes = _resized(shapes, config, P)
+    K, n, N = config.K, len(config.labels), config.N
+    Xt = _inputs_array(config, P)
+    if not isinstance(impl.params, Mapping):
+        raise ImplementationError(
+            f"Functional.params is {type(impl.params).__name__}, expected a mapping of arrays"
+        )
+    missing = [name for name in shapes if name not in impl.params]
+    if missing:
+        raise ImplementationError(f"Functional.params has no {missing[0]!r} (expected {_listed(shapes)})")
+    extra = sorted(set(impl.params) - set(shapes))
+    if extra:
+        raise ImplementationError(f"Functional.params has parameters other than {_listed(shapes)}: {extra}")
+    out, series = _model_start("functional", steps, model_quantities(shapes))
+    out.P = P
+    if impl.attention is None:
+        out.values["S"] = None
+    params: Mapping[str, Any] = impl.params
+    for t in range(steps + 1):
+        for name in shapes:
+            _precision(params[name], f"{name} at t={t}", config.dtype)
+            series[name].append(_array(params[name], f"{name} at t={t}", shapes[name]))
+        f = impl.forward(params, Xt)
+        _precision(f, f"forward(params, Xt) at t={t}", config.dtype)
+        f_np = _array(f, f"forward(params, Xt) at t={t}", (n, K))
+        series["f"].append(f_np)
+        if impl.loss is not None:
+            value = impl.loss(params, Xt)
+            series["loss"].append(_array(value, f"loss(params, Xt) at t={t}", ()))
+        else:
+            series["loss"].append(np.array(_objective(f_np, config)))
+        series["accuracy"].append(np.array(accuracy(f_np, config)))
+        if impl.attention is not None:
+            S = impl.attention(params, Xt)
+            series["S"].append(_array(S, f"attention(params, Xt) at t={t}", (n, N)))
+        if t == steps:
+            break
+        params = _functional_step(impl, params, Xt, config, shapes, t)
+    return out
+
+
+def _functional_step(
+    impl: Functional, params: Mapping[str, Any], Xt: np.ndarray, config: Any, shapes: Mapping, t: int
+) -> Mapping[str, Any]:
+    eta = float(config.eta)
+    if impl.step is not None:
+        new = impl.step(params, Xt)
+        if not isinstance(new, Mapping):
+            raise ImplementationError(
+                f"step(params, Xt) at t={t} returned {type(new).__name__}, expected a mapping"
+            )
+        return new
+    if impl.grad is not None:
+        grads = impl.grad(params, Xt)
+        if not isinstance(grads, Mapping) or any(name not in grads for name in shapes):
+            raise ImplementationError(
+                f"grad(params, Xt) at t={t} must return a mapping with {_listed(shapes)}, got {type(grads).__name__}"
+            )
+        return {name: params[name] - eta * grads[name] for name in shapes}
+    import torch
+
+    leaves = {name: torch.as_tensor(np.asarray(params[name])).requires_grad_(True) for name in shapes}
+    f = impl.forward(leaves, torch.as_tensor(Xt))
+    if not isinstance(f, torch.Tensor) or not f.requires_grad:
+        raise ImplementationError(
+            "Functional without grad or step: the kit differentiates a torch forward only (forward(params, Xt) "
+            "returned no torch tensor depending on params); give grad= (e.g. jax.grad of your loss) or step="
+        )
+    labels = torch.as_tensor(config.labels)
+    weights = torch.as_tensor(config.weights, dtype=f.dtype)
+    loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
+    grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+    return {
+        name: (leaf - eta * (g if g is not None else 0)).detach()
+        for (name, leaf), g in zip(leaves.items(), grads, strict=True)
+    }
 
 
 def _run_model_loop(
@@ -271,16 +638,20 @@ def _run_model_loop(
                     f"state {t} of the training loop is {type(state).__name__}, expected ({', '.join(names)}) "
                     "or a dict"
                 )
+            if t == 0 and "P" in state:  # the loop's own positional embeddings
+                out.P = _reported_positions(state["P"], config)
+                shapes = _resized(shapes, config, out.P)
             missing = [name for name in names if name not in state]
             if missing:
                 raise ImplementationError(f"state {t} of the training loop has no {missing[0]!r} key")
-            extra = sorted(set(state) - {*names, *optional})
+            extra = sorted(set(state) - {*names, *optional, "P"})
             if extra:
                 raise ImplementationError(
                     f"state {t} of the training loop has unknown keys {extra}; "
-                    f"allowed: {', '.join(names)}, {', '.join(optional)}"
+                    f"allowed: {', '.join(names)}, {', '.join(optional)}, P"
                 )
             for name in names:
+                _precision(state[name], f"{name} at t={t}", config.dtype)
                 series[name].append(_array(state[name], f"{name} at t={t}", shapes[name]))
             _append_optional(out, state, optional, t)
     finally:
@@ -365,6 +736,8 @@ class Difference:
     got: float
     error: float
     limit: float
+    #: A failed assumption in words (``check_positions``); replaces the value comparison in ``describe``.
+    text: str = ""
 
     def describe(self) -> str:
         """One line: the quantity, its entry, the step, both values and the error against the limit.
@@ -372,6 +745,8 @@ class Difference:
         >>> Difference(2, "S", (0, 1), 0.25, float("nan"), float("inf"), 1e-13).describe()
         'S[0, 1] at t=2: expected 0.25, got NaN (the implementation gave NaN)'
         """
+        if self.text:
+            return f"{LABELS.get(self.quantity, self.quantity)} at t={self.step}: {self.text}"
         where = f"[{', '.join(map(str, self.index))}]" if self.index else ""
         head = f"{LABELS.get(self.quantity, self.quantity)}{where} at t={self.step}: expected {self.expected:.17g}, "
         if not math.isfinite(self.got):
@@ -509,10 +884,24 @@ class FixtureConfig:
     task: dict = field(default_factory=dict)
     embedding: str = "sine"
     seed: int = 0
+    steps: int | None = None
 
     @property
     def M(self) -> int:
         return int(self.P.shape[0])
+
+    @property
+    def floats(self) -> Floats:
+        """μ, η, ε as Python floats."""
+        return Floats(float(self.mu), float(self.eta), float(self.eps))
+
+    def inputs_array(self) -> np.ndarray:
+        """X̃ = [X; P] (n, K+M, N) as numpy in ``dtype``."""
+        return _inputs_array(self, None)
+
+    def loss_np(self, z: np.ndarray) -> np.ndarray:
+        """ℓ(z) per input on a numpy array."""
+        return NUMPY_LOSSES[self.loss](z, float(self.eps))
 
     @property
     def torch_dtype(self) -> Any:

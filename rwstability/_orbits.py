@@ -126,7 +126,7 @@ def orbit_sums(
     >>> task = CircleWalk(4, 9, "1/2")
     >>> sums = orbit_sums(task, active_coordinates(task))
     >>> sums.orbits.inputs, len(sums.orbits), len(sums.manifold().partition())
-    (1024, 6, 6)
+    (1024, 6, 4)
     """
     walks = population_task(task)
     orbits = orbit_sum(walks, group, max_work=max_work)
