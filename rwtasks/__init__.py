@@ -43,7 +43,7 @@ from rwtasks._spec import (
     load_task_spec,
     parse_task_spec,
 )
-from rwtasks._symmetry import Symmetry, TaskGroup, task_symmetries
+from rwtasks._symmetry import Symmetry, TaskGroup, permutation_closure, task_symmetries
 from rwtasks._task import Task
 
 __all__ = [
@@ -94,6 +94,7 @@ __all__ = [
     "qa_task2",
     "symbol",
     "task_symmetries",
+    "permutation_closure",
     "ORBIT_SEARCH_WORK",
     "OrbitSum",
     "orbit_labels",

@@ -213,8 +213,17 @@ def _unflat(flat: Sequence[int], K: int) -> Symmetry:
     )
 
 
-def _closure(generators: Sequence[tuple[int, ...]], degree: int) -> set[tuple[int, ...]]:
-    """Every product of ``generators`` (flat permutations): the group they generate."""
+def permutation_closure(
+    generators: Sequence[tuple[int, ...]], degree: int, limit: int | None = None
+) -> set[tuple[int, ...]] | None:
+    """Every product of ``generators`` (permutations of 0..degree-1 as tuples of images): the group they
+    generate; None as soon as it has more than ``limit`` elements.
+
+    >>> sorted(permutation_closure([(1, 2, 0)], 3))
+    [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    >>> permutation_closure([(1, 0, 2), (0, 2, 1)], 3, limit=5) is None
+    True
+    """
     identity = tuple(range(degree))
     seen = {identity}
     frontier = [identity]
@@ -226,8 +235,18 @@ def _closure(generators: Sequence[tuple[int, ...]], degree: int) -> set[tuple[in
                 if e not in seen:
                     seen.add(e)
                     fresh.append(e)
+                    if limit is not None and len(seen) > limit:
+                        return None
         frontier = fresh
     return seen
+
+
+def _closure(generators: Sequence[tuple[int, ...]], degree: int) -> set[tuple[int, ...]]:
+    """``permutation_closure`` without a limit."""
+    group = permutation_closure(generators, degree)
+    if group is None:  # unreachable without a limit; keeps the type exact
+        raise RuntimeError("permutation_closure returned None without a limit")
+    return group
 
 
 def _element_order(flat: Sequence[int]) -> int:

@@ -193,3 +193,32 @@ def test_the_factory_is_told_T_and_the_floats() -> None:
         return iter([next(module) for _ in range(config.steps + 1)])  # exactly T + 1 states
 
     assert check(exact_length_loop, CheckOptions(steps=3, examples=2)).exit_code == 0
+
+
+def test_rw_check_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path) -> None:
+    import subprocess
+
+    code = "import sys; from rwcli.main import main; sys.exit(main())"
+    target = f"{EXAMPLES}/plain_numpy.py:model"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "check", target, "--steps", "1", "--examples", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (tmp_path / ".hypothesis").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_another_registered_model_goes_through_the_functional_protocol() -> None:
+    """``--model key_query``: its parameters by their own names, the forward a torch function the kit differentiates."""
+    from key_query_torch import KeyQueryTransformer
+
+    def functional(config):
+        net = KeyQueryTransformer(config.K, config.M, config.head_dim)
+        params = {name: p.detach().clone() for name, p in net.named_parameters()}
+        return Functional(params, lambda p, Xt: torch.func.functional_call(net, p, (torch.as_tensor(Xt),)))
+
+    report = check(functional, CheckOptions(model="key_query", steps=2, examples=2))
+    assert report.exit_code == 0 and report.protocol == "functional", report.render()

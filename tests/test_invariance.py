@@ -64,10 +64,21 @@ def test_lemma_d3_manifold_is_proved_invariant_in_theorem_41s_cases(K, r, p):
     assert result.chance_level == fmpq(1, K)
 
 
+def _inputs(task, P):
+    """(X, X̃ = [X; P], y, w) of every input of non-zero probability, X one-hot (K, N) with x_N = 0."""
+    pop = task.population()
+    for tokens, y, w in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs(), strict=True):
+        if w == 0:
+            continue
+        X = np.zeros((task.K, task.N))
+        for j, s in enumerate(tokens):
+            X[s, j] = 1
+        yield X, np.vstack([X, P]), y, w
+
+
 def _torch_residual(task, subspace, alpha, mu, eps):
     """One log-loss gradient of the paper's model at θ = Bα, by torch autograd on a forward written here,
     minus its pivot projection onto the subspace (the residual the witness reports)."""
-    pop = task.population()
     K, N = task.K, task.N
     B = np.array([[float(x.p) / float(x.q) for x in b] for b in subspace.basis]).T  # (total, r)
     theta = torch.tensor(B @ np.array(alpha, dtype=float), dtype=torch.float64, requires_grad=True)
@@ -75,13 +86,8 @@ def _torch_residual(task, subspace, alpha, mu, eps):
     W = theta[K * K :].reshape(K + N, K + N)
     P = np.sqrt(mu) * np.eye(N)
     loss = torch.zeros((), dtype=torch.float64)
-    for tokens, y, w in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs(), strict=True):
-        if w == 0:
-            continue
-        X = np.zeros((K, N))
-        for j, s in enumerate(tokens):
-            X[s, j] = 1
-        Xt = torch.tensor(np.vstack([X, P]))
+    for X, Xt, y, w in _inputs(task, P):
+        Xt = torch.tensor(Xt)
         scores = torch.softmax(Xt.T @ (W @ Xt[:, N - 1]), dim=0)
         z = (V @ (torch.tensor(X) @ scores))[y]
         loss = loss - float(w) * torch.log(z + eps)
@@ -132,8 +138,8 @@ def test_a_proved_subspace_holds_the_exact_trajectory_and_its_scores_are_input_i
     model = get_model("one_layer")
     fixed = fixed_subspace(model, task, task_symmetries(task))
     assert induction_step(task, model, fixed).stuck_for_all_t
-    pop = task.population()
     P = EXACT.asarray(np.eye(task.N, dtype=int))
+    pop = task.population()
     data = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), task.K, P)
     lossfn = make_loss("log", sp.Rational(1, 10)).elementwise()
     states = descend(
@@ -270,7 +276,6 @@ def test_the_reduced_engine_rwsymbolic_derive_stays_in_the_proved_subspace(task)
 
 def _torch_signal(task, subspace, alpha, mu):
     """C(θ) = E[e_y (X S_θ)ᵀ] − E[e_y] E[X S_θ]ᵀ at θ = Bα, from a forward pass written here (float64)."""
-    pop = task.population()
     K, N = task.K, task.N
     B = np.array([[float(x.p) / float(x.q) for x in b] for b in subspace.basis]).T
     theta = B @ np.array(alpha, dtype=float)
@@ -278,13 +283,7 @@ def _torch_signal(task, subspace, alpha, mu):
     P = np.sqrt(mu) * np.eye(N)
     joint, mean = np.zeros((K, K)), np.zeros(K)
     average = np.zeros(K)
-    for tokens, y, w in zip(pop.tokens.tolist(), pop.labels.tolist(), pop.exact_probs(), strict=True):
-        if w == 0:
-            continue
-        X = np.zeros((K, N))
-        for j, s in enumerate(tokens):
-            X[s, j] = 1
-        Xt = np.vstack([X, P])
+    for X, Xt, y, w in _inputs(task, P):
         logits = Xt.T @ (W @ Xt[:, N - 1])
         S = np.exp(logits - logits.max())
         S /= S.sum()

@@ -28,7 +28,15 @@ import sympy as sp
 from rwsymbolic.arithmetic._rational import exact_sum
 from rwsymbolic.engine._groups import MAX_LABEL_GROUP, GroupPass
 from rwsymbolic.engine._population import SummedPopulation
-from rwtasks import ORBIT_SEARCH_WORK, OrbitSum, Population, Task, orbit_labels, orbit_sum
+from rwtasks import (
+    ORBIT_SEARCH_WORK,
+    OrbitSum,
+    Population,
+    Task,
+    orbit_labels,
+    orbit_sum,
+    permutation_closure,
+)
 
 
 @dataclass(frozen=True)
@@ -41,23 +49,6 @@ class OrbitAction:
     positions: np.ndarray
     labels: np.ndarray
     label_group: tuple[tuple[int, ...], ...]
-
-
-def _closure(generators: list[tuple[int, ...]], K: int) -> tuple[tuple[int, ...], ...]:
-    identity = tuple(range(K))
-    seen, frontier = {identity}, [identity]
-    while frontier:
-        fresh = []
-        for h in frontier:
-            for g in generators:
-                e = tuple(g[i] for i in h)
-                if e not in seen:
-                    seen.add(e)
-                    fresh.append(e)
-                    if len(seen) > MAX_LABEL_GROUP:
-                        return ()  # too large to average over: the accuracy is refused (GroupPass.accuracy)
-        frontier = fresh
-    return tuple(sorted(seen))
 
 
 def orbit_action(orbits: OrbitSum) -> OrbitAction:
@@ -74,7 +65,7 @@ def orbit_action(orbits: OrbitSum) -> OrbitAction:
         tokens=orbit_labels([np.asarray(g.tokens) for g in gens], K),
         positions=orbit_labels([np.asarray(g.positions) for g in gens], L),
         labels=orbit_labels([np.asarray(g.labels) for g in gens], K),
-        label_group=_closure([g.labels for g in gens], K),
+        label_group=tuple(sorted(permutation_closure([g.labels for g in gens], K, MAX_LABEL_GROUP) or ())),
     )
 
 

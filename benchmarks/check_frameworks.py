@@ -1,0 +1,62 @@
+"""``rw check`` on the same implementation in three frameworks: PyTorch, NumPy and JAX.
+
+Run by hand (`.venv/bin/python benchmarks/check_frameworks.py`, or `make bench`). Each row is one fresh
+process running `rwcheck.check` on one factory of examples/ with the same options (the same
+derandomised configurations), so the times include importing the framework and, for JAX, compiling
+each function once per shape of population drawn. Prints the machine's load average, then a Markdown
+table: factory, protocol, seconds (best of ``--repeats``), and the ratio to the PyTorch module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FACTORIES = [
+    ("plain_torch.py:model", "PyTorch module (the kit's autograd and step)"),
+    ("plain_torch.py:training", "PyTorch training loop"),
+    ("plain_numpy.py:model", "NumPy functional (gradients by hand)"),
+    ("plain_jax.py:model", "JAX functional (jax.grad, jitted step)"),
+]
+
+
+def _run(target: str, steps: int, examples: int) -> tuple[float, str]:
+    code = (
+        "import sys; from rwcheck import CheckOptions, check, load_factory\n"
+        f"r = check(load_factory({str(ROOT / 'examples' / target)!r}), CheckOptions(steps={steps}, examples={examples}))\n"
+        "print(r.protocol, r.exit_code)\n"
+    )
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=1800, check=True
+    )
+    return time.perf_counter() - start, proc.stdout.strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--examples", type=int, default=10)
+    args = parser.parse_args()
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
+    print(f"rw check, steps={args.steps}, examples={args.examples} per property, one fresh process per run\n")
+    print("| factory | implementation | protocol, exit code | seconds | vs PyTorch module |")
+    print("| --- | --- | --- | --- | --- |")
+    base = None
+    for target, what in FACTORIES:
+        runs = [_run(target, args.steps, args.examples) for _ in range(args.repeats)]
+        best, out = min(runs)
+        base = best if base is None else base
+        print(f"| {target} | {what} | {out} | {best:.1f} | {best / base:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
