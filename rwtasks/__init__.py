@@ -32,6 +32,7 @@ from rwtasks._graph import (
     walk_task,
 )
 from rwtasks._losses import ABSTRACT_LOSS, LOSSES, check_loss
+from rwtasks._markov import binary_markov_task, icl_markov_task, markov_task
 from rwtasks._orbits import ORBIT_SEARCH_WORK, OrbitSum, orbit_labels, orbit_sum
 from rwtasks._population import Population
 from rwtasks._qa import QA_VOCAB, qa_task1, qa_task2
@@ -94,6 +95,9 @@ __all__ = [
     "qa_task2",
     "symbol",
     "task_symmetries",
+    "binary_markov_task",
+    "icl_markov_task",
+    "markov_task",
     "permutation_closure",
     "ORBIT_SEARCH_WORK",
     "OrbitSum",

@@ -27,6 +27,7 @@ from rwtasks._graph import (
     named_graph_walk,
     undirected_graph_walk,
 )
+from rwtasks._markov import binary_markov_task, icl_markov_task, markov_task
 from rwtasks._qa import qa_task1, qa_task2
 
 
@@ -198,6 +199,23 @@ FAMILIES: dict[str, Family] = {
         Family("majority", majority_task, "the more frequent of two tokens in L i.i.d. tokens", ("q",)),
         Family("count", count_task, "how many of L i.i.d. tokens are a", ("q",)),
         Family("permutation", permutation_task, "all orders of m tokens, label = token at a position"),
+        Family(
+            "markov",
+            markov_task,
+            "next token of a fixed Markov chain of order k (transition: S^k rows of S probabilities)",
+        ),
+        Family(
+            "binary_markov",
+            binary_markov_task,
+            "next token of the binary (p, q) source, started stationary (Makkuva et al.)",
+            ("p", "q"),
+        ),
+        Family(
+            "icl_markov",
+            icl_markov_task,
+            "next token of an in-context Markov chain, rows drawn from Dirichlet(alpha) (Edelman et al.)",
+            ("alpha",),
+        ),
         Family("first_of_two", first_of_two_task, "which of a, b comes first among L positions", ("r",)),
     )
 }

@@ -81,6 +81,9 @@ def test_catalogue_covers_every_family_and_the_schema_lists_the_same_names():
         "count",
         "permutation",
         "first_of_two",
+        "markov",
+        "binary_markov",
+        "icl_markov",
     } == set(FAMILIES)
 
 
