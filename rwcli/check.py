@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import rwmodels
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw check``; numbers are read as strings so that bad values give one-line errors."""
@@ -106,6 +108,14 @@ def _model_args(args: argparse.Namespace) -> tuple[str, int | None]:
 
     chosen = model_from_args(args)
     model, d = chosen.name, chosen.hyperparameters.get("d")
+    default = rwmodels.get_model(model, d=d).hyperparameters
+    dropped = {k: v for k, v in chosen.hyperparameters.items() if k != "d" and v != default.get(k)}
+    if dropped:  # the kit's options carry the head dimension only; refuse rather than check another model
+        name, value = next(iter(dropped.items()))
+        raise ValueError(
+            f"rw check --model {model} checks the model's default {name}={default.get(name)}; "
+            f"{name}={value} is not passed to the kit yet: leave it out"
+        )
     if model != DEFAULT_MODEL and args.emit:
         raise ValueError(
             f"--emit writes frozen oracles of the paper's model (one_layer) only; --model {model} is checked "

@@ -1,0 +1,43 @@
+"""``rw check --model multi_head``: an independent plain implementation passes, planted bugs fail at their quantity.
+
+examples/multi_head_torch.py (stacked V (H, K, K), W (H, K+M, K+M), H = 2) against the generic exact engine
+(``rwmodels.descend`` of ``multi_head`` on the population, P = ``rwmodels.rational_positions(N, μ)``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from rwcheck import CheckOptions, check, load_factory
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "multi_head_torch.py"
+OPTIONS = CheckOptions(steps=2, examples=3, model="multi_head")
+sys.path.insert(0, str(EXAMPLE.parent))
+from multi_head_torch import FIRST_WRONG  # noqa: E402
+
+
+def test_the_plain_multi_head_implementation_passes() -> None:
+    report = check(load_factory(f"{EXAMPLE}:model"), OPTIONS)
+    assert report.exit_code == 0, report.render()
+    rows = {r.id: r.status for r in report.results}
+    assert rows["V"] == rows["W"] == rows["S"] == rows["f"] == "pass"
+    assert rows["lemma_C1_first_value_step"] == "pass"  # every head's V_h(1) is the one-head V(1)
+
+
+@pytest.mark.parametrize("variant", sorted(FIRST_WRONG))
+def test_each_planted_bug_fails_at_its_first_wrong_quantity(variant) -> None:
+    report = check(load_factory(f"{EXAMPLE}:{variant}"), OPTIONS)
+    trajectory = [r.id for r in report.results if r.status == "fail" and r.id in ("V", "W", "S", "f", "loss")]
+    assert report.exit_code == 1 and trajectory == [FIRST_WRONG[variant]], report.render()
+
+
+def test_heads_other_than_the_default_are_refused_in_one_line(capsys) -> None:
+    from rwcli.main import main
+
+    assert main(["check", "--model", "multi_head", "--heads", "3", f"{EXAMPLE}:model"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "checks the model's default H=2; H=3" in err
