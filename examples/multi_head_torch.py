@@ -2,10 +2,12 @@
 
 Each head h has its own merged key-query W_h ((K+M)×(K+M)) and value matrix V_h (K×K), all zero at t = 0:
 S_h = softmax over the N columns of x̃_jᵀ W_h x̃_N, and f = Σ_h V_h X S_h. The parameters are stacked,
-V (H, K, K) and W (H, K+M, K+M), H = 2 (the registered model's default); ``attention`` returns the heads'
-average, the read-out the kit compares. Nothing from this toolkit except the config ``rw check`` passes in.
+V (H, K, K) and W (H, K+M, K+M), H = ``config.heads`` (``--heads``, default 2); ``attention`` returns the
+heads' average, the read-out the kit compares. Nothing from this toolkit except the config ``rw check``
+passes in.
 
     rw check --model multi_head examples/multi_head_torch.py:model
+    rw check --model multi_head --heads 3 examples/multi_head_torch.py:model
 
 Wrong variants, each caught at the first quantity of ``FIRST_WRONG``:
 
@@ -25,15 +27,13 @@ FIRST_WRONG = {
     "shared_softmax": "W",
 }
 
-H = 2
-
 
 class MultiHeadTransformer(nn.Module):
     """f(X̃) = Σ_h V_h X S_h, S_h = softmax_j(x̃_jᵀ W_h x̃_N)."""
 
-    def __init__(self, K: int, M: int, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(self, K: int, M: int, H: int, dtype: torch.dtype = torch.float64) -> None:
         super().__init__()
-        self.K = K
+        self.K, self.H = K, H
         self.V = nn.Parameter(torch.zeros(H, K, K, dtype=dtype))
         self.W = nn.Parameter(torch.zeros(H, K + M, K + M, dtype=dtype))
 
@@ -53,14 +53,14 @@ class MultiHeadTransformer(nn.Module):
 
 def model(config) -> MultiHeadTransformer:
     """Protocol (a): the module; the checker trains V and W."""
-    return MultiHeadTransformer(config.K, config.M, config.torch_dtype)
+    return MultiHeadTransformer(config.K, config.M, config.heads, config.torch_dtype)
 
 
 class _Averaged(MultiHeadTransformer):
     """Bug: the heads' values averaged instead of added."""
 
     def forward(self, Xt: torch.Tensor) -> torch.Tensor:
-        return super().forward(Xt) / H
+        return super().forward(Xt) / self.H
 
 
 class _Shared(MultiHeadTransformer):
@@ -68,12 +68,12 @@ class _Shared(MultiHeadTransformer):
 
     def head_attention(self, Xt: torch.Tensor) -> torch.Tensor:
         logits = torch.einsum("nij,hik,nk->nj", Xt, self.W, Xt[:, :, -1])
-        return torch.softmax(logits, dim=1)[:, None, :].expand(-1, H, -1)
+        return torch.softmax(logits, dim=1)[:, None, :].expand(-1, self.H, -1)
 
 
 def averaged_heads(config) -> MultiHeadTransformer:
-    return _Averaged(config.K, config.M, config.torch_dtype)
+    return _Averaged(config.K, config.M, config.heads, config.torch_dtype)
 
 
 def shared_softmax(config) -> MultiHeadTransformer:
-    return _Shared(config.K, config.M, config.torch_dtype)
+    return _Shared(config.K, config.M, config.heads, config.torch_dtype)

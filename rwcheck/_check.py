@@ -68,7 +68,7 @@ class Report:
             "losses": list(o.losses),
         }
         if o.generic:  # the paper's model writes the report it always wrote
-            options["model"] = get_model(o.model, d=o.head_dim).describe()
+            options["model"] = get_model(o.model, d=o.head_dim, H=o.heads).describe()
         return {
             "implementation": self.implementation,
             "protocol": self.protocol,
@@ -106,7 +106,7 @@ def _model_text(options: CheckOptions) -> str:
     """ ", model key_query d=2 (P = rational_positions(N, μ))" for a model other than the paper's, else ""."""
     if not options.generic:
         return ""
-    described = get_model(options.model, d=options.head_dim).describe()
+    described = get_model(options.model, d=options.head_dim, H=options.heads).describe()
     words = [str(described.pop("name"))] + [f"{k}={v}" for k, v in described.items()]
     return f", model {' '.join(words)} (exact: rwmodels.descend, P = rational_positions(N, μ))"
 
@@ -183,7 +183,7 @@ def check(
 def _check(
     factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
 ) -> Report:
-    readouts = probe(factory, options.dtype, options.model, options.head_dim)
+    readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
     rows = (
         trajectory_statements(options.model, options.head_dim, TRAJECTORY) if options.generic else TRAJECTORY
     )

@@ -109,6 +109,7 @@ def trajectory_key(config: CheckConfig, steps: int) -> tuple:
         config.dtype,
         config.model,
         config.head_dim,
+        config.heads,
     )
 
 

@@ -51,6 +51,8 @@ class CheckConfig:
     dtype: str = "float64"
     model: str = DEFAULT_MODEL
     head_dim: int | None = None
+    #: H, the number of heads (``multi_head`` only).
+    heads: int | None = None
     #: T, the steps the kit reads (a loop yields T + 1 states); set when the factory is called.
     steps: int | None = field(default=None, compare=False)
 
@@ -79,24 +81,27 @@ class CheckConfig:
         P = positional_embeddings(embedding, M, task.N, float(mu), seed)
         return cls(task, mu, eta, eps, P, embedding, seed, loss, dtype)
 
-    def for_model(self, model: str, head_dim: int | None = None) -> CheckConfig:
+    def for_model(self, model: str, head_dim: int | None = None, heads: int | None = None) -> CheckConfig:
         """The same task, μ, η, ε, loss and dtype for ``model``, with P = ``rwmodels.rational_positions(N, μ)``.
 
         A model other than the paper's may see P itself (not only PᵀP = μI), so its exact trajectory needs
         one concrete P with rational entries; the implementation is handed that P as float64 (the nearest
         double of each entry), M = 4⌈N/4⌉. The paper's model keeps the config as it is.
         """
-        spec = get_model(model, d=head_dim)  # one-line ValueError for an unknown model or hyperparameter
+        spec = get_model(
+            model, d=head_dim, H=heads
+        )  # one-line ValueError for an unknown model or hyperparameter
         if model == DEFAULT_MODEL:
-            return replace(self, model=model, head_dim=None)
-        head_dim = spec.hyperparameters.get("d")  # the model's default when not given
+            return replace(self, model=model, head_dim=None, heads=None)
+        head_dim = spec.hyperparameters.get("d")  # the model's defaults when not given
+        heads = spec.hyperparameters.get("H")
         P = np.asarray(rational_positions(self.N, self.mu), dtype=np.float64)
-        return replace(self, P=P, embedding="rational", seed=0, model=model, head_dim=head_dim)
+        return replace(self, P=P, embedding="rational", seed=0, model=model, head_dim=head_dim, heads=heads)
 
     @property
     def model_spec(self) -> Any:
         """The ``rwmodels.Model`` checked (its parameter names and shapes: ``shapes``)."""
-        return get_model(self.model, d=self.head_dim)
+        return get_model(self.model, d=self.head_dim, H=self.heads)
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:

@@ -41,6 +41,7 @@ class CheckOptions:
     #: The model of ``rwmodels`` checked (``rw check --model``) and its head dimension (key_query only).
     model: str = DEFAULT_MODEL
     head_dim: int | None = None
+    heads: int | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -61,7 +62,9 @@ class CheckOptions:
         bad = [name for name in self.losses if name not in LOSSES]
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
-        get_model(self.model, d=self.head_dim)  # one line for an unknown model or a hyperparameter it lacks
+        get_model(
+            self.model, d=self.head_dim, H=self.heads
+        )  # one line for an unknown model or a hyperparameter it lacks
 
     @property
     def generic(self) -> bool:
@@ -72,7 +75,7 @@ class CheckOptions:
         drawn = check_configs(task=self.task, dtype=self.dtype, loss_names=self.losses)
         if not self.generic:
             return drawn
-        return drawn.map(lambda config: config.for_model(self.model, self.head_dim))
+        return drawn.map(lambda config: config.for_model(self.model, self.head_dim, self.heads))
 
 
 #: The exact engine reaches t = 4 on the drawn configurations (K, N <= 7) in seconds; its work grows about

@@ -38,7 +38,11 @@ __all__ = [
 
 
 def probe(
-    factory: Factory, dtype: str = "float64", model: str = DEFAULT_MODEL, head_dim: int | None = None
+    factory: Factory,
+    dtype: str = "float64",
+    model: str = DEFAULT_MODEL,
+    head_dim: int | None = None,
+    heads: int | None = None,
 ) -> Readouts:
     """Run the implementation on one small config for one step before any work starts.
 
@@ -55,7 +59,7 @@ def probe(
     )
     generic = model != DEFAULT_MODEL
     if generic:
-        config = config.for_model(model, head_dim)
+        config = config.for_model(model, head_dim, heads)
     try:
         readouts = run_model(factory, config, 1, config.shapes) if generic else run(factory, config, 1)
     except ImplementationError:

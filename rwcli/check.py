@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import rwmodels
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw check``; numbers are read as strings so that bad values give one-line errors."""
@@ -101,27 +99,19 @@ def _argv() -> list[str]:
     return argv[1:] if argv and argv[0] == "check" else argv
 
 
-def _model_args(args: argparse.Namespace) -> tuple[str, int | None]:
-    """``--model`` and ``--head-dim``, refused in one line where they do not go together (before any work)."""
+def _model_args(args: argparse.Namespace) -> tuple[str, int | None, int | None]:
+    """``--model``, ``--head-dim`` and ``--heads``, refused in one line where they do not go together (before any work)."""
     from rwcli._models import model_from_args
     from rwmodels import DEFAULT_MODEL
 
     chosen = model_from_args(args)
-    model, d = chosen.name, chosen.hyperparameters.get("d")
-    default = rwmodels.get_model(model, d=d).hyperparameters
-    dropped = {k: v for k, v in chosen.hyperparameters.items() if k != "d" and v != default.get(k)}
-    if dropped:  # the kit's options carry the head dimension only; refuse rather than check another model
-        name, value = next(iter(dropped.items()))
-        raise ValueError(
-            f"rw check --model {model} checks the model's default {name}={default.get(name)}; "
-            f"{name}={value} is not passed to the kit yet: leave it out"
-        )
+    model, d, heads = chosen.name, chosen.hyperparameters.get("d"), chosen.hyperparameters.get("H")
     if model != DEFAULT_MODEL and args.emit:
         raise ValueError(
             f"--emit writes frozen oracles of the paper's model (one_layer) only; --model {model} is checked "
             "live: leave out --emit"
         )
-    return model, d
+    return model, d, heads
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from rwcli._task_args import parse_int
     from rwio import check_output_file
 
-    model, head_dim = _model_args(args)
+    model, head_dim, heads = _model_args(args)
     if args.emit:
         steps = parse_int(args.steps, "steps", 0)
         if steps > 4:
@@ -150,7 +140,13 @@ def run(args: argparse.Namespace) -> int:
     from rwcheck import PROPERTIES, CheckOptions, check, load_factory, write_report
 
     options = CheckOptions(
-        steps=steps, examples=examples, dtype=args.dtype, task=args.task, model=model, head_dim=head_dim
+        steps=steps,
+        examples=examples,
+        dtype=args.dtype,
+        task=args.task,
+        model=model,
+        head_dim=head_dim,
+        heads=heads,
     )
     factory = load_factory(args.target)
     bar = tqdm(total=len(PROPERTIES), disable=not sys.stderr.isatty(), desc="rw check", unit="property")

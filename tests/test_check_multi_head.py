@@ -35,9 +35,28 @@ def test_each_planted_bug_fails_at_its_first_wrong_quantity(variant) -> None:
     assert report.exit_code == 1 and trajectory == [FIRST_WRONG[variant]], report.render()
 
 
-def test_heads_other_than_the_default_are_refused_in_one_line(capsys) -> None:
+def test_three_heads_pass_through_rw_check_and_the_report_names_them(tmp_path) -> None:
+    import json
+
     from rwcli.main import main
 
-    assert main(["check", "--model", "multi_head", "--heads", "3", f"{EXAMPLE}:model"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "checks the model's default H=2; H=3" in err
+    out = tmp_path / "report.json"
+    args = [
+        "check",
+        "--model",
+        "multi_head",
+        "--heads",
+        "3",
+        f"{EXAMPLE}:model",
+        "--steps",
+        "2",
+        "--examples",
+        "2",
+    ]
+    assert main([*args, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["options"]["model"] == {"name": "multi_head", "H": 3} and data["exit_code"] == 0
+    assert (
+        main(["check", "--model", "multi_head", "--heads", "3", f"{EXAMPLE}:shared_softmax", "--steps", "2"])
+        == 1
+    )
