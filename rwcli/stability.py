@@ -151,7 +151,19 @@ def run(args: argparse.Namespace) -> int:
 
     report = _one_thread(
         lambda: stability_report(
-            checked, steps, eta, mu, eps, sigmas, seeds, threshold, mus, dtypes, args.sum, measure
+            checked,
+            steps,
+            eta,
+            mu,
+            eps,
+            sigmas,
+            seeds,
+            threshold,
+            mus,
+            dtypes,
+            args.sum,
+            measure,
+            progress=True,
         )
     )
     return _write(args, report, checked, "rw stability")

@@ -10,6 +10,7 @@ normal basis, Φ_t = C_{t-1}⋯C_0 with its leading singular value kept in log s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -145,6 +146,7 @@ def linearise(
     eps: float = 0.1,
     coords: Coordinates | None = None,
     sums: OrbitSums | None = None,
+    tick: Callable[[], object] | None = None,
 ) -> Linearisation:
     """J_t, C_t and Φ_t in float64 for t < steps along θ*(t), GD from zero on the reduced loss.
 
@@ -153,6 +155,7 @@ def linearise(
     ``find_manifold(task, eta, mu, eps)``; ``leak[t]`` = ‖Bᵀ J_t T‖/‖J_t‖ checks its invariance per step.
     ``sums`` (``orbit_sums``): Hessians and gradients summed over the orbits of the task's group and
     group-averaged (R₂, R), the same values as the plain sums on the trajectory, which lies in Fix(G).
+    ``tick`` is called after every step (a progress bar's update).
 
     >>> from rwtasks import CircleWalk
     >>> lin = linearise(CircleWalk(3, 4, 1), steps=3)
@@ -218,6 +221,8 @@ def linearise(
         theta = torch.as_tensor(project_to_manifold(theta.numpy(), coords))
         if not bool(torch.isfinite(theta).all()):
             raise ValueError(f"the reduced trajectory diverged at step {len(lin.C)} (lower eta)")
+        if tick is not None:
+            tick()
     lin.thetas.append(theta.numpy().copy())
     lin.Phi = Phi.numpy()
     return lin

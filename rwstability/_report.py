@@ -8,8 +8,11 @@ dtypes and both Gram choices.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from tqdm import tqdm
 
 from rwstability._escape import (
     DEFAULT_THRESHOLD,
@@ -233,9 +236,10 @@ def _per_mu(
     dtypes: Sequence[str],
     sums: OrbitSums | None = None,
     measure: bool = True,
+    tick: Callable[[], object] | None = None,
 ) -> tuple[Linearisation, dict[str, Any]]:
     coords = sums.manifold() if sums is not None else find_manifold(task, eta, mu, eps)
-    lin = linearise(task, steps, eta, mu, eps, coords=coords, sums=sums)
+    lin = linearise(task, steps, eta, mu, eps, coords=coords, sums=sums, tick=tick)
     per_step = [
         {
             "t": t,
@@ -252,10 +256,11 @@ def _per_mu(
     for s in sigmas:
         predicted = predict_escape(lin, sigma=s, threshold=threshold).step
         for dtype in dtypes:
-            runs: list[Escape] = [
-                measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold)
-                for k in range(seeds if measure else 0)
-            ]
+            runs: list[Escape] = []
+            for k in range(seeds if measure else 0):
+                runs.append(measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold))
+                if tick is not None:
+                    tick()
             gaussian.append(
                 {
                     "sigma": s,
@@ -271,6 +276,8 @@ def _per_mu(
         predicted_round = predict_escape(lin, dtype=dtype, threshold=threshold).step
         for gram in ("ideal", "computed"):
             m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram) if measure else None
+            if m is not None and tick is not None:
+                tick()
             rounding.append(
                 {
                     "dtype": dtype,
@@ -305,6 +312,7 @@ def stability_report(
     dtypes: Sequence[str] = ("float64",),
     sums: str = "auto",
     measure: bool = True,
+    progress: bool = False,
 ) -> dict:
     """Manifold, linearisation, verdict and escape tables of a stuck task (schema ``stability.schema.json``).
 
@@ -313,7 +321,7 @@ def stability_report(
     trajectory finds), "orbits" (over the orbits of the task's symmetry group, around its fixed subspace
     Fix(G): ``orbit_sums``) or "auto" (orbits above ``ORBITS_ABOVE`` inputs). ``measure``: False leaves
     out the measured escape runs (they train off the manifold, so they sum over every input), keeping
-    the predictions.
+    the predictions. ``progress`` shows a bar over the steps and runs when stderr is a terminal.
 
     >>> from rwtasks import CircleWalk
     >>> r = stability_report(CircleWalk(3, 4, 1), steps=4, sigmas=[1e-3], seeds=1)
@@ -323,16 +331,25 @@ def stability_report(
     mu_list = [float(mu)] if mus is None else [float(m) for m in mus]
     checked = check_report_args(task, steps, sigmas, seeds, threshold, mu_list, dtypes, sums, measure)
     route = population_route(checked, sums)
+    runs = _runs(sigmas, seeds, dtypes) if measure else 0
     orbits = None
     if route == "orbits":
         orbits = orbit_sums(checked, active_coordinates(checked))
-        runs = _runs(sigmas, seeds, dtypes) if measure else 0
         check_estimate(checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits))
     results, first = [], None
+    bar = tqdm(
+        total=len(mu_list) * (steps + runs),
+        desc="rw stability",
+        unit="step",
+        disable=not (progress and sys.stderr.isatty()),
+    )
     for m in mu_list:
-        lin, block = _per_mu(task, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, orbits, measure)
+        lin, block = _per_mu(
+            task, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, orbits, measure, bar.update
+        )
         first = first or lin
         results.append(block)
+    bar.close()
     assert first is not None
     coords = first.coords
     return {
