@@ -249,11 +249,11 @@ def stuck_stability(
     mu = float(settings["M"]) / 2
     route = population_route(task, "auto")  # orbit sums above rwstability.ORBITS_ABOVE inputs
     try:
-        check_estimate(task, steps, 0, 1, route, summed=1 if route == "orbits" else None)
+        check_estimate(task, steps, 0, 1, route, summed=1 if route == "orbits" else None, dim=dim)
         sums = None
         if route == "orbits":
             sums = orbit_sums(task, active_coordinates(task))
-            check_estimate(task, steps, 0, 1, route, summed=len(sums.orbits))
+            check_estimate(task, steps, 0, 1, route, summed=len(sums.orbits), dim=dim)
         lin = linearise(task, steps, float(settings["eta"]), mu, float(settings["eps"]), sums=sums)
     except ValueError as err:  # too large, a trajectory with no equal coordinates, or one that diverges
         return None, f"stability not analysed: {err}"

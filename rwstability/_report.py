@@ -35,7 +35,7 @@ MAX_STEPS = 2000
 #: (``rwstability.orbit_sums``); "auto" takes orbits above ``ORBITS_ABOVE`` inputs.
 SUMS = ("auto", "plain", "orbits")
 ORBITS_ABOVE = 4096
-#: Cost model of a report, measured on this project's 2-core CI machine (benchmarks/stability_orbits.py):
+#: Cost model of a report, measured on this project's 2-core CI machine (benchmarks/orbit_sums.py):
 #: seconds per (reduced coordinate · summed input · position) of one step's Hessian, bytes of jacrev's
 #: intermediates per the same unit, seconds per (input · position) of one step of a measured escape run,
 #: seconds per input of the orbit decomposition, and the budgets above which a report is refused.
@@ -104,14 +104,21 @@ def _hours(seconds: float) -> str:
 
 
 def report_estimate(
-    task: CircleWalk | FiniteTask, steps: int, runs: int, mus: int, route: str, summed: int | None = None
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    runs: int,
+    mus: int,
+    route: str,
+    summed: int | None = None,
+    dim: int | None = None,
 ) -> tuple[float, float]:
     """(seconds, bytes) of a report: Hessians over ``summed`` inputs (all n on the plain route; the
     orbit representatives, once known, on the orbit route), ``runs`` measured escape runs over all n,
-    and the orbit decomposition; ``mus`` linearisations. Constants: module text (measured)."""
+    and the orbit decomposition; ``mus`` linearisations; ``dim`` the reduced coordinates when the caller
+    has them (else read from the population). Constants: module text (measured)."""
     n = population_task(task).population_size()
     m = n if summed is None else summed
-    dim = active_coordinates(task).dim
+    dim = active_coordinates(task).dim if dim is None else dim
     unit = dim * m * task.N
     seconds = mus * steps * (HESSIAN_SECONDS * unit + runs * TRAIN_SECONDS * n * task.N)
     if route == "orbits":
@@ -120,12 +127,18 @@ def report_estimate(
 
 
 def check_estimate(
-    task: CircleWalk | FiniteTask, steps: int, runs: int, mus: int, route: str, summed: int | None = None
+    task: CircleWalk | FiniteTask,
+    steps: int,
+    runs: int,
+    mus: int,
+    route: str,
+    summed: int | None = None,
+    dim: int | None = None,
 ) -> None:
     """A one-line ValueError with the estimate and what to change when a report would not fit."""
     from rwio import check_memory
 
-    seconds, memory = report_estimate(task, steps, runs, mus, route, summed)
+    seconds, memory = report_estimate(task, steps, runs, mus, route, summed, dim)
     n = population_task(task).population_size()
     over = f"{n} inputs" if summed is None else f"{summed} orbit representatives of {n} inputs"
     if seconds > MAX_SECONDS:
@@ -176,7 +189,7 @@ def check_report_args(
     check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
     runs = _runs(sigmas, seeds, dtypes) if measure else 0
     # the orbit route's Hessians sum over at most n representatives: estimated again once they are known
-    check_estimate(checked, steps, runs, len(mus), route, summed=1 if route == "orbits" else None)
+    check_estimate(checked, steps, runs, len(mus), route, summed=1 if route == "orbits" else None, dim=dim)
     return checked
 
 
@@ -335,7 +348,9 @@ def stability_report(
     orbits = None
     if route == "orbits":
         orbits = orbit_sums(checked, active_coordinates(checked))
-        check_estimate(checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits))
+        check_estimate(
+            checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits), dim=orbits.coords.dim
+        )
     results, first = [], None
     bar = tqdm(
         total=len(mu_list) * (steps + runs),
