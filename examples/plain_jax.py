@@ -2,8 +2,9 @@
 
 Nothing from this toolkit except the config ``rw check`` passes in and the ``rwcheck.Functional`` wrapper.
 x64 is switched on at import (JAX computes in float32 otherwise, and ``rw check`` refuses that in float64).
-The functions are jitted once at module level, with the bug switches static: each shape of the population
-compiles once, and every configuration of that shape reuses it.
+One function is jitted, at module level with the bug switches static: ``advance`` gives S, f and the loss
+at θ and the next θ in one call. It runs on arrays padded to bucketed shapes (``Padding``): JAX compiles
+once per shape, and the kit's some forty population shapes fall into one bucket, so a check compiles once.
 
     rw check examples/plain_jax.py:model
 
@@ -17,28 +18,78 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rwcheck import Functional
 
 jax.config.update("jax_enable_x64", True)
 
-#: The bug switches (static arguments of the jitted functions; all False/1 is the correct model).
+#: The bug switches (static arguments of ``advance``; all False is the correct model).
 SWITCHES = ("keys_only", "transposed", "eps_outside", "summed", "unit_norm")
 
 
-def sine_positions(M: int, N: int, shift: float = 0.0) -> jnp.ndarray:
+def sine_positions(M: int, N: int, shift: float = 0.0) -> np.ndarray:
     """[p_i]_m = sin(π (i + shift) m / M), i = 1..N, m = 1..M: orthogonal, ‖p_i‖² = M/2 when shift = 0 (M > N)."""
-    i = jnp.arange(1, N + 1) + shift
-    m = jnp.arange(1, M + 1)
-    return jnp.sin(jnp.pi * jnp.outer(m, i) / M)
+    i = np.arange(1, N + 1) + shift
+    m = np.arange(1, M + 1)
+    return np.sin(np.pi * np.outer(m, i) / M)
 
 
-@partial(jax.jit, static_argnames=("K", "keys_only", "unit_norm"))
-def attention(params, Xt, K, keys_only=False, unit_norm=False):
-    """S (n, N): softmax over j of x̃_jᵀ W x̃_N."""
+def _bucket(size: int, floor: int) -> int:
+    """The padded size: the next power of two at or above ``size``, at least ``floor``."""
+    return max(floor, 1 << (size - 1).bit_length())
+
+
+class Padding:
+    """Static shapes for JAX: one configuration's arrays embedded in zero-padded, bucketed ones.
+
+    JAX compiles a jitted function once per input shape, and a check draws some forty population shapes.
+    Padded to powers of two (tokens to 8, positions to 64, sequence to 16, inputs to 128 at least), the
+    kit's configurations fall into one bucket. The padding changes nothing: padded token and positional
+    rows are zero, so their rows and columns of W and V get zero gradient and stay zero; padded positions sit
+    before the sequence and are masked out of the softmax; padded inputs have probability 0.
+    Packing and unpacking run in NumPy on the host, so they compile nothing.
+    """
+
+    def __init__(self, K: int, M: int, N: int, n: int) -> None:
+        self.K, self.M, self.N, self.n = K, M, N, n
+        self.Kb, self.Mb, self.Nb, self.nb = _bucket(K, 8), _bucket(M, 64), _bucket(N, 16), _bucket(n, 128)
+        #: where the configuration's K + M coordinates sit among the padded Kb + Mb
+        self.rows = np.concatenate([np.arange(K), self.Kb + np.arange(M)])
+        #: which padded positions are the sequence's (the last N; the query stays the last column)
+        self.valid = np.arange(self.Nb) >= self.Nb - N
+
+    def inputs(self, Xt: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.nb, self.Kb + self.Mb, self.Nb), dtype=Xt.dtype)
+        out[: self.n, self.rows, self.Nb - self.N :] = Xt
+        out[self.n :] = out[0]  # padded inputs: copies of the first (finite everywhere), weight 0
+        return out
+
+    def vector(self, values: np.ndarray, fill: float = 0) -> np.ndarray:
+        out = np.full(self.nb, fill, dtype=values.dtype)
+        out[: self.n] = values
+        return out
+
+    def params(self, params) -> dict:
+        V = np.zeros((self.Kb, self.Kb))
+        V[: self.K, : self.K] = np.asarray(params["V"])
+        W = np.zeros((self.Kb + self.Mb,) * 2)
+        W[np.ix_(self.rows, self.rows)] = np.asarray(params["W"])
+        return {"V": V.astype(np.asarray(params["V"]).dtype), "W": W.astype(np.asarray(params["W"]).dtype)}
+
+    def unpad(self, params) -> dict:
+        V, W = np.asarray(params["V"]), np.asarray(params["W"])
+        return {"V": V[: self.K, : self.K], "W": W[np.ix_(self.rows, self.rows)]}
+
+
+def attention(params, Xt, valid, keys_only=False, unit_norm=False):
+    """S (n, N): softmax over the valid positions j of x̃_jᵀ W x̃_N."""
+    K = params["V"].shape[0]
     if unit_norm:  # bug: the positional rows rescaled to unit norm instead of ‖p_i‖² = μ
-        Xt = Xt.at[:, K:, :].divide(jnp.linalg.norm(Xt[0, K:, :], axis=0))
+        norms = jnp.linalg.norm(Xt[0, K:, :], axis=0)
+        Xt = Xt.at[:, K:, :].divide(jnp.where(norms > 0, norms, 1.0))
     logits = jnp.einsum("nij,ik,nk->nj", Xt, params["W"], Xt[:, :, -1])
+    logits = jnp.where(valid, logits, -jnp.inf)
     if keys_only:  # bug: the softmax skips the query column
         return jnp.concatenate(
             [jax.nn.softmax(logits[:, :-1], axis=1), jnp.zeros_like(logits[:, -1:])], axis=1
@@ -46,22 +97,22 @@ def attention(params, Xt, K, keys_only=False, unit_norm=False):
     return jax.nn.softmax(logits, axis=1)
 
 
-@partial(jax.jit, static_argnames=("K", "keys_only", "transposed", "unit_norm"))
-def forward(params, Xt, K, keys_only=False, transposed=False, unit_norm=False):
+def forward(params, Xt, valid, keys_only=False, transposed=False, unit_norm=False):
     """f (n, K) = V X S."""
-    S = attention(params, Xt, K, keys_only, unit_norm)
+    K = params["V"].shape[0]
+    S = attention(params, Xt, valid, keys_only, unit_norm)
     V = params["V"].T if transposed else params["V"]
     return jnp.einsum("kl,nlj,nj->nk", V, Xt[:, :K, :], S)
 
 
-@partial(jax.jit, static_argnames=("K", "keys_only", "transposed", "eps_outside", "summed", "unit_norm"))
 def loss(
     params,
     Xt,
+    valid,
+    real,
     y,
     pi,
     eps,
-    K,
     keys_only=False,
     transposed=False,
     eps_outside=False,
@@ -69,37 +120,55 @@ def loss(
     unit_norm=False,
 ):
     """Σ_n π_n (−log(z_n + ε)), z_n = f_n[y_n]."""
-    z = forward(params, Xt, K, keys_only, transposed, unit_norm)[jnp.arange(y.shape[0]), y]
+    z = forward(params, Xt, valid, keys_only, transposed, unit_norm)[jnp.arange(y.shape[0]), y]
     per_input = -jnp.log(z) + eps if eps_outside else -jnp.log(z + eps)
-    return jnp.sum(per_input) if summed else jnp.sum(pi * per_input)
+    return jnp.sum(jnp.where(real, per_input, 0.0)) if summed else jnp.sum(pi * per_input)
 
 
-@partial(jax.jit, static_argnames=("K", "w_updates", *SWITCHES))
-def step(params, Xt, y, pi, eps, eta, K, w_updates=1, **switches):
-    """One full-batch GD step on the loss (``jax.grad``); the W update taken ``w_updates`` times."""
-    g = jax.grad(loss)(params, Xt, y, pi, eps, K, **switches)
-    return {"V": params["V"] - eta * g["V"], "W": params["W"] - w_updates * eta * g["W"]}
-
-
-def functional(config, P=None, w_updates: int = 1, dtype=jnp.float64, **switches) -> Functional:
-    """The implementation for ``config``: zero parameters and the jitted functions bound to its population."""
-    K = config.K
-    M = config.M if P is None else P.shape[0]
-    y = jnp.asarray(config.labels)
-    pi = jnp.asarray(config.weights, dtype=dtype)
-    eps, eta = float(config.eps), float(config.eta)
+@partial(jax.jit, static_argnames=("w_updates", *SWITCHES))
+def advance(params, Xt, valid, real, y, pi, eps, eta, w_updates=1, **switches):
+    """(S, f, loss) at θ and the GD step θ - η ∇L(θ) (``jax.grad``), in one compiled call; the W update
+    taken ``w_updates`` times."""
     view = {k: v for k, v in switches.items() if k in ("keys_only", "unit_norm")}
     fwd = {k: v for k, v in switches.items() if k in ("keys_only", "transposed", "unit_norm")}
-    zeros = {"V": jnp.zeros((K, K), dtype=dtype), "W": jnp.zeros((K + M, K + M), dtype=dtype)}
+    value, g = jax.value_and_grad(loss)(params, Xt, valid, real, y, pi, eps, **switches)
+    new = {"V": params["V"] - eta * g["V"], "W": params["W"] - w_updates * eta * g["W"]}
+    return attention(params, Xt, valid, **view), forward(params, Xt, valid, **fwd), value, new
+
+
+def functional(config, P=None, w_updates: int = 1, dtype=np.float64, **switches) -> Functional:
+    """The implementation for ``config``: zero parameters and the jitted functions on its padded population."""
+    K, N, n = config.K, config.N, len(config.labels)
+    M = config.M if P is None else P.shape[0]
+    pad = Padding(K, M, N, n)
+    # NumPy arrays straight into the jitted functions (jnp.asarray would compile a transfer per shape)
+    valid = pad.valid
+    real = pad.vector(np.ones(n, dtype=bool), fill=False)
+    y = pad.vector(np.asarray(config.labels))
+    pi = pad.vector(np.asarray(config.weights, dtype=dtype))
+    eps, eta = float(config.eps), float(config.eta)
+    zeros = {"V": np.zeros((K, K), dtype=dtype), "W": np.zeros((K + M, K + M), dtype=dtype)}
+
+    def padded(params, Xt):
+        return pad.params(params), pad.inputs(np.asarray(Xt, dtype=dtype))
+
+    last: dict = {}  # the kit asks for f, loss, S and the step at one θ in turn: one call per θ
+
+    def at(params, Xt) -> dict:
+        if last.get("params") is not params:
+            args = (valid, real, y, pi, eps, eta, w_updates)
+            S, f, value, new = advance(*padded(params, Xt), *args, **switches)
+            last.update(params=params, S=np.asarray(S)[:n, pad.Nb - N :], f=np.asarray(f)[:n, :K])
+            last.update(loss=value, step=pad.unpad(new))
+        return last
+
     return Functional(
         zeros,
-        forward=lambda params, Xt: forward(params, jnp.asarray(Xt, dtype=dtype), K, **fwd),
-        attention=lambda params, Xt: attention(params, jnp.asarray(Xt, dtype=dtype), K, **view),
-        loss=lambda params, Xt: loss(params, jnp.asarray(Xt, dtype=dtype), y, pi, eps, K, **switches),
-        step=lambda params, Xt: step(
-            params, jnp.asarray(Xt, dtype=dtype), y, pi, eps, eta, K, w_updates, **switches
-        ),
-        P=P,
+        forward=lambda params, Xt: at(params, Xt)["f"],
+        attention=lambda params, Xt: at(params, Xt)["S"],
+        loss=lambda params, Xt: at(params, Xt)["loss"],
+        step=lambda params, Xt: at(params, Xt)["step"],
+        P=None if P is None else np.asarray(P),
     )
 
 
@@ -120,4 +189,4 @@ def shifted_sine(config) -> Functional:
 
 def float32_by_accident(config) -> Functional:
     """Every array float32 (what JAX gives with x64 off): ``rw check`` refuses it in float64, with the reason."""
-    return functional(config, dtype=jnp.float32)
+    return functional(config, dtype=np.float32)

@@ -566,12 +566,14 @@ def _run_functional(
         series["f"].append(f_np)
         if impl.loss is not None:
             value = impl.loss(params, Xt)
+            _precision(value, f"loss(params, Xt) at t={t}", config.dtype)
             series["loss"].append(_array(value, f"loss(params, Xt) at t={t}", ()))
         else:
             series["loss"].append(np.array(_objective(f_np, config)))
         series["accuracy"].append(np.array(accuracy(f_np, config)))
         if impl.attention is not None:
             S = impl.attention(params, Xt)
+            _precision(S, f"attention(params, Xt) at t={t}", config.dtype)
             series["S"].append(_array(S, f"attention(params, Xt) at t={t}", (n, N)))
         if t == steps:
             break

@@ -96,6 +96,26 @@ def test_check_positions_names_each_assumption() -> None:
     assert check_positions(np.sqrt(np.pi) * np.eye(3), 3).assumption == "rational mu"
 
 
+def test_the_jax_port_compiles_once_for_every_configuration_drawn() -> None:
+    """Padded to one bucketed shape, the port's one jitted function compiles once for the whole check
+    (unpadded it compiled once per population shape, some forty times at examples=10)."""
+    jax = pytest.importorskip("jax", reason="the JAX port needs the [jax] extra (CI installs it)")
+    compiles: list[str] = []
+    counting = [True]
+
+    def listen(event: str, duration: float, **kwargs) -> None:
+        if counting[0] and event.endswith("backend_compile_duration"):
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        report = check(load_factory(f"{EXAMPLES}/plain_jax.py:model"), CheckOptions(steps=2, examples=10))
+    finally:
+        counting[0] = False
+    assert report.exit_code == 0
+    assert len(compiles) <= 1, compiles  # 0 when an earlier test of this process compiled the bucket
+
+
 def test_jax_without_x64_is_refused_with_the_reason() -> None:
     pytest.importorskip("jax", reason="the JAX port needs the [jax] extra (CI installs it)")
     with pytest.raises(ImplementationError, match=r"JAX float32 array but the check runs in float64.*x64"):
