@@ -11,12 +11,17 @@ from rwcertify._compare import compare_float
 from rwcertify._engine import BallTrajectory, State, StepRecord, run_trajectory
 from rwcertify._export import certify_json, certify_markdown, tolerance_line
 from rwcertify._gram import GramEnclosure, enclose_gram, sine_embeddings
+from rwcertify._models import BallLogLoss, ball_arithmetic, ball_estimate, ball_model_trajectory
 from rwcertify._walks import WalkSet
 from rwio import deprecated_attributes as _deprecated_attributes
 
 __all__ = [
     "MAX_PREC",
     "MIN_PREC",
+    "BallLogLoss",
+    "ball_arithmetic",
+    "ball_estimate",
+    "ball_model_trajectory",
     "certify_json",
     "certify_markdown",
     "compare_float",

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from rwcheck._compare import MARGIN, Mismatch
-from rwcheck._models import ONE_LAYER_ONLY, trajectory_statements
+from rwcheck._models import ONE_LAYER_ONLY, ZERO_START_ONLY, trajectory_statements
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
 from rwcheck._protocol import LABELS, Factory, ImplementationError, probe
 from rwio import load_schema, write_json_atomic
@@ -201,6 +201,17 @@ def _check(
                     prop.statement,
                     "not checked",
                     f"a statement about the paper's model (one_layer), not --model {options.model}",
+                )
+            )
+            continue
+        if options.generic and prop.id in ZERO_START_ONLY and options.model_spec.CHECK_INIT != "zero":
+            results.append(
+                PropertyResult(
+                    prop.id,
+                    prop.statement,
+                    "not checked",
+                    f"a statement about the zero start; --model {options.model} is checked from config.start "
+                    f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)",
                 )
             )
             continue

@@ -110,6 +110,7 @@ def trajectory_key(config: CheckConfig, steps: int) -> tuple:
         config.model,
         config.head_dim,
         config.heads,
+        config.init,
     )
 
 

@@ -15,6 +15,8 @@ from rwnumeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
+#: The scale of the dyadic start of a model checked from ``init="gaussian"``.
+START_SIGMA = "1/2"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class CheckConfig:
     heads: int | None = None
     #: T, the steps the kit reads (a loop yields T + 1 states); set when the factory is called.
     steps: int | None = field(default=None, compare=False)
+    #: The initialisation: "zero", or "gaussian" for a model whose zero start never moves (``start``).
+    init: str = "zero"
 
     @classmethod
     def build(
@@ -96,7 +100,31 @@ class CheckConfig:
         head_dim = spec.hyperparameters.get("d")  # the model's defaults when not given
         heads = spec.hyperparameters.get("H")
         P = np.asarray(rational_positions(self.N, self.mu), dtype=np.float64)
-        return replace(self, P=P, embedding="rational", seed=0, model=model, head_dim=head_dim, heads=heads)
+        return replace(
+            self,
+            P=P,
+            embedding="rational",
+            seed=0,
+            model=model,
+            head_dim=head_dim,
+            heads=heads,
+            init=spec.CHECK_INIT,
+        )
+
+    def exact_start(self) -> dict[str, np.ndarray]:
+        """θ(0) exactly (flint rationals by parameter name): zero, or the model's fixed dyadic start
+        (``rwsymbolic.initial_parameters(model, K, K+M, "gaussian", START_SIGMA, seed=0)``)."""
+        from rwsymbolic import initial_parameters
+
+        return initial_parameters(self.model_spec, self.K, self.K + self.M, self.init, START_SIGMA, 0)
+
+    @property
+    def start(self) -> dict[str, np.ndarray]:
+        """θ(0) as float64 arrays by parameter name: where the implementation must start (zero for every
+        model but one whose zero start never moves, ``init``). The entries are dyadic, so exact in float64."""
+        from rwsymbolic import EXACT
+
+        return {name: EXACT.to_float(value) for name, value in self.exact_start().items()}
 
     @property
     def model_spec(self) -> Any:
@@ -195,6 +223,8 @@ class CheckConfig:
             text += ", model=" + " ".join(
                 [self.model] + [f"{k}={v}" for k, v in self.model_spec.hyperparameters.items()]
             )
+        if self.init != "zero":
+            text += f", init={self.init} sigma={START_SIGMA} seed=0"
         return text
 
     def to_json(self) -> dict:
@@ -214,6 +244,8 @@ class CheckConfig:
         }
         if self.model != DEFAULT_MODEL:
             out["model"] = self.model_spec.describe()
+        if self.init != "zero":
+            out["init"] = {"name": self.init, "sigma": START_SIGMA, "seed": 0}
         if isinstance(task, CircleWalk):
             out["task"] = {"name": "circle", "p": str(task.p)}
         else:

@@ -51,6 +51,7 @@ from rwsymbolic import EXACT, make_loss
 
 __all__ = [
     "ONE_LAYER_ONLY",
+    "ZERO_START_ONLY",
     "compare_model",
     "expected_model_steps",
     "parameter_names",
@@ -59,6 +60,8 @@ __all__ = [
 
 #: Properties stated for the paper's merged W only; reported not checked for another model.
 ONE_LAYER_ONLY = ("W_first_columns_zero", "theorem_4_1_symmetry", "P_only_through_mu")
+#: Properties stated for the zero start; reported not checked for a model checked from ``config.start``.
+ZERO_START_ONLY = ("lemma_C1_first_value_step",)
 
 _EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}
 
@@ -71,8 +74,9 @@ def parameter_names(model: str, head_dim: int | None = None) -> tuple[str, ...]:
 def trajectory_statements(model: str, head_dim: int | None, readouts: dict[str, str]) -> dict[str, str]:
     """The trajectory rows of the report for ``model``: its parameters, then the read-outs of ``readouts``
     (the paper model's statements of S, f, loss, accuracy)."""
+    start = "zero" if get_model(model, d=head_dim).CHECK_INIT == "zero" else "config.start"
     rows = {
-        name: f"{name}(t) equals the exact trajectory of rwmodels.descend ({model}, from zero), t = 0..T"
+        name: f"{name}(t) equals the exact trajectory of rwmodels.descend ({model}, from {start}), t = 0..T"
         for name in parameter_names(model, head_dim)
     }
     return {**rows, **{q: readouts[q] for q in ("S", "f", "loss", "accuracy")}}
@@ -95,7 +99,7 @@ def expected_model_steps(
     population = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), config.K, P)
     lossfn = make_loss(exact_loss(config.loss), sp.Rational(config.eps.numerator, config.eps.denominator))
     eta = sp.Rational(config.eta.numerator, config.eta.denominator)
-    start = model.zeros(EXACT, config.K, config.K + int(P.shape[0]))
+    start = config.exact_start()
     states = descend(model, EXACT, start, population, lossfn.elementwise(), eta, steps)
     near = near_tie(config.dtype)
     expected: list[dict[str, np.ndarray]] = []

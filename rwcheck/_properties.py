@@ -67,6 +67,11 @@ class CheckOptions:
         )  # one line for an unknown model or a hyperparameter it lacks
 
     @property
+    def model_spec(self):  # noqa: ANN201 (rwmodels.Model, imported lazily by rwmodels)
+        """The ``rwmodels.Model`` checked."""
+        return get_model(self.model, d=self.head_dim, H=self.heads)
+
+    @property
     def generic(self) -> bool:
         """Whether the model is checked through the generic exact engine (any model but the paper's)."""
         return self.model != DEFAULT_MODEL

@@ -53,6 +53,11 @@ COMMANDS: list[tuple[str, str, str]] = [
         "does a stuck task's symmetric manifold attract or repel; predicted vs measured escape",
     ),
     (
+        "zoo",
+        "rwcli.zoo",
+        "the field's other models, tasks and claims: 'rw zoo list', 'rw zoo claims --out DIR' (ZOO.md)",
+    ),
+    (
         "sweep",
         "rwcli.sweep",
         "grids of exact-population runs on Dask into one Parquet table; 'rw sweep plot DIR' draws them",

@@ -33,6 +33,7 @@ SCHEMAS: dict[str, str] = {
     "stability_generic": "rwstability/stability_generic.schema.json",
     "sweep": "rwsweep/sweep.schema.json",
     "task_spec": "rwtasks/task_spec.schema.json",
+    "zoo": "rwzoo/zoo.schema.json",
 }
 
 

@@ -97,6 +97,9 @@ class Model(ABC):
     #: (``rwsymbolic.analysis.fixed_subspace``); a model whose forward pass uses its parameters only this
     #: way has a population loss invariant under every symmetry of the task.
     AXES: ClassVar[dict[str, tuple[str | None, ...]]]
+    #: The initialisation ``rw check --model`` runs from: "zero", or "gaussian" (``rwsymbolic.initial_parameters``'s
+    #: exact dyadic start, every entry exact in float64) for a model whose zero initialisation never moves.
+    CHECK_INIT: ClassVar[str] = "zero"
 
     @property
     def hyperparameters(self) -> dict[str, Any]:

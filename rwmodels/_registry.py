@@ -44,6 +44,14 @@ REGISTRY: dict[str, Registered] = {
     "multi_head": Registered(
         "rwmodels.multi_head:MultiHead", "H heads f = Σ_h V_h X S(X̃ᵀ W_h x̃_N) (--heads)"
     ),
+    "linear_attention": Registered(
+        "rwmodels.linear_attention:LinearAttention",
+        "linear attention f = V X (X̃ᵀ W x̃_N) / N: the scores without the softmax",
+    ),
+    "two_layer": Registered(
+        "rwmodels.two_layer:TwoLayer",
+        "two-layer attention-only: causal layer 1 at every position, residual [x̃; a], layer 2 at the last",
+    ),
 }
 #: The default of ``--model``.
 DEFAULT_MODEL = "one_layer"

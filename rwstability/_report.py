@@ -179,6 +179,12 @@ def check_report_args(
     4
     """
     route = population_route(task, sums) if isinstance(task, (CircleWalk, FiniteTask)) else "plain"
+    check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
+    runs = _runs(sigmas, seeds, dtypes) if measure else 0
+    if isinstance(task, (CircleWalk, FiniteTask)):
+        # the estimate at one coordinate is a lower bound: refuse a report too large even then before the
+        # stuck-task check and the active coordinates, which enumerate the population (seconds at 10⁶ inputs)
+        check_estimate(task, steps, runs, len(mus), route, summed=1 if route == "orbits" else None, dim=1)
     checked = check_stuck_task(task)
     dim = active_coordinates(checked).dim
     if dim > MAX_DIM:
@@ -186,8 +192,6 @@ def check_report_args(
             f"{dim} reduced coordinates is above {MAX_DIM}: each step builds a {dim}x{dim} Hessian; "
             "use a smaller K or N"
         )
-    check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
-    runs = _runs(sigmas, seeds, dtypes) if measure else 0
     # the orbit route's Hessians sum over at most n representatives: estimated again once they are known
     check_estimate(checked, steps, runs, len(mus), route, summed=1 if route == "orbits" else None, dim=dim)
     return checked

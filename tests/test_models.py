@@ -166,11 +166,12 @@ def _qe_loss(name: str, eps: Fraction):
 
 
 def test_registry_names_models_and_refuses_in_one_line():
-    assert list(MODELS) == ["one_layer", "key_query", "multi_head"]
+    assert list(MODELS) == ["one_layer", "key_query", "multi_head", "linear_attention", "two_layer"]
     assert "key_query" in model_help() and "one_layer" in model_help()
     with pytest.raises(
         ValueError,
-        match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query, multi_head",
+        match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query, multi_head, "
+        r"linear_attention, two_layer",
     ):
         get_model("two_heads")
     with pytest.raises(ValueError, match="model 'one_layer' has no hyperparameter 'd'"):

@@ -1,0 +1,53 @@
+"""``rw zoo``: list the models, tasks and claims (``rw zoo list``), or check claims (``rw zoo claims``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rwio import check_output_dir
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``list`` | ``claims [--claim ID]... [--quick] --out DIR``."""
+    parser.add_argument("action", choices=("list", "claims"), help="list the zoo, or check its claims")
+    parser.add_argument(
+        "--claim",
+        action="append",
+        metavar="ID",
+        help="check only this claim (repeatable; default every claim)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="the smallest configuration of each claim only (CI)"
+    )
+    parser.add_argument("--out", metavar="DIR", help="output folder for ZOO.md and zoo.json (claims)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``list``: print the catalogue, exit 0. ``claims``: exit 0 when no claim is inconclusive."""
+    if args.action == "list":
+        if args.claim or args.out or args.quick:
+            raise ValueError("rw zoo list takes no --claim, --out or --quick (those are for rw zoo claims)")
+        from rwzoo import render_catalogue
+
+        print(render_catalogue())
+        return 0
+    if not args.out:
+        raise ValueError("rw zoo claims needs --out DIR (where ZOO.md and zoo.json are written)")
+    check_output_dir(args.out, "--out", files=("ZOO.md", "zoo.json"))
+    from rwzoo import CLAIMS, run_claims, write_report
+
+    for wanted in args.claim or []:
+        if wanted not in CLAIMS:
+            raise ValueError(f"--claim {wanted!r} is not a claim id; choose from {', '.join(CLAIMS)}")
+
+    def progress(claim_id: str) -> None:
+        if sys.stderr.isatty():
+            print(f"checking {claim_id} ...", file=sys.stderr, flush=True)
+
+    results = run_claims(args.claim, quick=args.quick, progress=progress)
+    md, js = write_report(results, args.out, quick=args.quick)
+    for claim, outcome in results:
+        print(f"{claim.id:26s} {outcome.verdict:36s} {outcome.seconds:6.1f}s")
+    print(f"wrote {md} and {js}")
+    return 1 if any(outcome.verdict == "inconclusive" for _, outcome in results) else 0
