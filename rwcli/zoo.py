@@ -21,13 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick", action="store_true", help="the smallest configuration of each claim only (CI)"
     )
     parser.add_argument("--out", metavar="DIR", help="output folder for ZOO.md and zoo.json (claims)")
+    parser.add_argument(
+        "--figures", metavar="DIR", help="folder for the claims' PNG figures (default: OUT/figures)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """``list``: print the catalogue, exit 0. ``claims``: exit 0 when no claim is inconclusive."""
     if args.action == "list":
-        if args.claim or args.out or args.quick:
-            raise ValueError("rw zoo list takes no --claim, --out or --quick (those are for rw zoo claims)")
+        if args.claim or args.out or args.quick or args.figures:
+            raise ValueError(
+                "rw zoo list takes no --claim, --out, --figures or --quick (those are for rw zoo claims)"
+            )
         from rwzoo import render_catalogue
 
         print(render_catalogue())
@@ -35,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("rw zoo claims needs --out DIR (where ZOO.md and zoo.json are written)")
     check_output_dir(args.out, "--out", files=("ZOO.md", "zoo.json"))
+    if args.figures:
+        check_output_dir(args.figures, "--figures")
     from rwzoo import CLAIMS, run_claims, write_report
 
     for wanted in args.claim or []:
@@ -46,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"checking {claim_id} ...", file=sys.stderr, flush=True)
 
     results = run_claims(args.claim, quick=args.quick, progress=progress)
-    md, js = write_report(results, args.out, quick=args.quick)
+    md, js = write_report(results, args.out, quick=args.quick, figures=args.figures)
     for claim, outcome in results:
         print(f"{claim.id:26s} {outcome.verdict:36s} {outcome.seconds:6.1f}s")
     print(f"wrote {md} and {js}")

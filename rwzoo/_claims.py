@@ -41,6 +41,8 @@ class Outcome:
     evidence: list[str]
     configurations: list[dict[str, Any]]
     seconds: float = 0.0
+    #: What the claim's figure draws from this run (``rwzoo._figures``), by configuration.
+    figure: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,7 @@ def _unigram_point(quick: bool) -> Outcome:
     eps = sp.Rational(1, 10)
     model = get_model("one_layer")
     evidence, configurations, refuted = [], [], []
+    figure: dict[str, Any] = {}
     for p, q, N in cases:
         task = binary_markov_task(p, q, N)
         pop = task.population()
@@ -209,7 +212,8 @@ def _unigram_point(quick: bool) -> Outcome:
             f"{[[str(g) for g in row] for row in gV]} {'equals' if matches else 'DIFFERS FROM'} the formula"
         )
         configurations.append({"task": "binary_markov", "p": p, "q": q, "N": N, "eps": "1/10", "loss": "log"})
-    return Outcome("refuted" if all(refuted) else "inconclusive", evidence, configurations)
+        figure[f"p={p} q={q} N={N}"] = {"E": E, "pi": pi, "N": N, "eps": Fraction(1, 10)}
+    return Outcome("refuted" if all(refuted) else "inconclusive", evidence, configurations, figure=figure)
 
 
 #: Every claim, in report order.
@@ -336,6 +340,7 @@ def _edelman_stages(quick: bool) -> Outcome:
     from flint import arb, fmpq
 
     evidence, configurations, verdicts = [], [], []
+    figures: dict[str, Any] = {}
     for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
         try:
             task, states, bits = _icl_run(N, steps, every)
@@ -349,6 +354,7 @@ def _edelman_stages(quick: bool) -> Outcome:
         undecided: list[int] = []
         first: dict[str, int] = {}
         r2_at: dict[int, tuple[str, str]] = {}
+        series: dict[str, list[float]] = {"t": [], "unigram": [], "bigram": []}
         for t, state in sorted(states.items()):
             uni = _correlation2(state.f, pred["unigram"], weights)
             if uni is None:
@@ -356,6 +362,9 @@ def _edelman_stages(quick: bool) -> Outcome:
             else:
                 big = _correlation2(state.f, pred["bigram"], weights)
                 r2_at[t] = (_mid(uni), _mid(big))
+                series["t"].append(t)
+                series["unigram"].append(float(uni.mid()))
+                series["bigram"].append(float(big.mid()))
                 stage = "unigram" if uni > big else "bigram" if big > uni else ""
             if not stage:
                 undecided.append(t)
@@ -377,6 +386,7 @@ def _edelman_stages(quick: bool) -> Outcome:
             + (f"; undecided at t = {undecided}" if undecided else "")
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
+        figures[f"N={N}"] = {**series, "N": N, "steps": steps, "first": first}
     verdict = (
         "inconclusive"
         if "inconclusive" in verdicts
@@ -384,7 +394,7 @@ def _edelman_stages(quick: bool) -> Outcome:
         if all(v == "holds" for v in verdicts)
         else "does not hold at the sizes checked"
     )
-    return Outcome(verdict, evidence, configurations)
+    return Outcome(verdict, evidence, configurations, figure=figures)
 
 
 def _nichani_parent(quick: bool) -> Outcome:
@@ -398,6 +408,7 @@ def _nichani_parent(quick: bool) -> Outcome:
 
     model = TwoLayer()
     evidence, configurations, verdicts = [], [], []
+    figures: dict[str, Any] = {}
     for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
         try:
             task, states, bits = _icl_run(N, steps, every)
@@ -415,6 +426,8 @@ def _nichani_parent(quick: bool) -> Outcome:
         _, attention = model.layer_one(Tape(ar), state.params["A1"], data.inputs)
         weights = data.weights
         rows, failures, undecided = [], [], []
+        grid = np.zeros((N, N))
+        grid[0, 0] = 1.0
         for i in range(1, N):  # 0-based position i has parent i - 1
             mean = [
                 sum((weights[n] * attention[i].value[n, 0, j] for n in range(pop.size)), arb(0))
@@ -431,12 +444,14 @@ def _nichani_parent(quick: bool) -> Outcome:
                 status = "undecided"
                 undecided.append(i + 1)
             rows.append(f"i={i + 1}: [{', '.join(_mid(m, 3) for m in mean)}] {status}")
+            grid[i, : i + 1] = [float(m.mid()) for m in mean]
         verdicts.append("inconclusive" if undecided else "fails" if failures else "holds")
         evidence.append(
             f"icl_markov S=2 N={N}, two_layer from zero, η={ICL_ETA}, t={steps} in balls ({bits} bits), mean layer-1 attention "
             f"of position i on j = 1..i: " + "; ".join(rows)
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
+        figures[f"N={N}"] = {"attention": grid, "steps": steps, "failures": failures}
     verdict = (
         "inconclusive"
         if "inconclusive" in verdicts
@@ -444,7 +459,7 @@ def _nichani_parent(quick: bool) -> Outcome:
         if all(v == "holds" for v in verdicts)
         else "does not hold at the sizes checked"
     )
-    return Outcome(verdict, evidence, configurations)
+    return Outcome(verdict, evidence, configurations, figure=figures)
 
 
 CLAIMS.update(

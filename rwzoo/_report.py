@@ -86,8 +86,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def report_markdown(data: dict[str, Any]) -> str:
-    """ZOO.md: the claims table, then each claim's evidence and the command that reproduces it."""
+def report_markdown(data: dict[str, Any], figures: str | None = "figures") -> str:
+    """ZOO.md: the claims table, then each claim's evidence, its figure (``figures``/<id>.png, a path
+    relative to ZOO.md; None: no figures) and the command that reproduces it."""
     lines = [
         "# Claims of the field, checked exactly",
         "",
@@ -107,24 +108,34 @@ def report_markdown(data: dict[str, Any]) -> str:
     for row in data["claims"]:
         lines += ["", f"## {row['id']}: {row['verdict']}", "", f"`{row['command']}`", ""]
         lines += [f"- {_cell(e)}" for e in row["evidence"]]
+        if figures is not None:
+            lines += ["", f"![{row['id']}]({figures}/{row['id']}.png)"]
     return "\n".join(lines) + "\n"
 
 
-def write_report(results: list[tuple[Claim, Outcome]], out: str | Path, quick: bool) -> tuple[Path, Path]:
-    """Write OUT/ZOO.md and OUT/zoo.json atomically (both or neither)."""
+def write_report(
+    results: list[tuple[Claim, Outcome]], out: str | Path, quick: bool, figures: str | Path | None = None
+) -> tuple[Path, Path]:
+    """Write each claim's figure into ``figures`` (default OUT/figures; each PNG atomic), then OUT/ZOO.md
+    and OUT/zoo.json atomically (both or neither)."""
     import json
+    import os
 
     import jsonschema
 
     from rwio import load_schema, write_files_atomic
+    from rwzoo._figures import write_figures
 
     data = report_json(results, quick)
     jsonschema.validate(data, load_schema("zoo"))
+    out = Path(out)
+    folder = out / "figures" if figures is None else Path(figures)
+    write_figures(results, folder)
+    relative = Path(os.path.relpath(folder, out)).as_posix()
     texts = {
-        "ZOO.md": report_markdown(data),
+        "ZOO.md": report_markdown(data, relative),
         "zoo.json": json.dumps(data, indent=1, ensure_ascii=False) + "\n",
     }
-    out = Path(out)
 
     def writer(text: str) -> Callable[[str], None]:
         def write(tmp: str) -> None:

@@ -32,7 +32,7 @@ from bugs import FIRST_WRONG  # noqa: E402
 BLOCKED_PYTEST = """
 import importlib.abc, sys
 BLOCK = {"sympy", "flint", "mpmath", "rwsymbolic", "rwcheck", "rwnumeric", "rwtasks", "rwio", "rwcli",
-         "rwcertify", "rwstability", "rwsweep", "rwexplore", "rwrepro", "proofs"}
+         "rwcertify", "rwstability", "rwsweep", "rwexplore", "rwrepro", "rwzoo", "proofs"}
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] in BLOCK:

@@ -69,6 +69,7 @@ def _commands(out: Path, spec: Path) -> dict[str, tuple[list[str], str]]:
             "dir",
         ),
         "sweep": (["sweep", str(spec), "--out", str(out)], "dir"),
+        "zoo": (["zoo", "claims", "--quick", "--out", str(out)], "dir"),
     }
 
 
@@ -116,6 +117,7 @@ def test_an_output_below_a_file_is_refused_before_any_work(command, tmp_path):
         ("explore", "explore.json"),
         ("certify", "certify.json"),
         ("sweep", "results.parquet"),
+        ("zoo", "ZOO.md"),
     ],
 )
 def test_a_folder_standing_where_an_output_file_goes_is_refused(command, name, tmp_path):

@@ -19,6 +19,7 @@ PACKAGES = [
     "rwstability",
     "rwcheck",
     "rwsweep",
+    "rwzoo",
 ]
 
 

@@ -62,6 +62,8 @@ def test_the_report_validates_and_has_the_same_bytes_twice(tmp_path, quick_resul
         assert main(["zoo", "claims", "--quick", "--claim", "linear_zero_fixed", "--out", str(out)]) == 0
     assert (tmp_path / "a" / "zoo.json").read_bytes() == (tmp_path / "b" / "zoo.json").read_bytes()
     assert (tmp_path / "a" / "ZOO.md").read_bytes() == (tmp_path / "b" / "ZOO.md").read_bytes()
+    assert (tmp_path / "a" / "figures" / "linear_zero_fixed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![linear_zero_fixed](figures/linear_zero_fixed.png)" in (tmp_path / "a" / "ZOO.md").read_text()
     row = json.loads((tmp_path / "a" / "zoo.json").read_text())["claims"][0]
     assert row["command"] == "rw zoo claims --claim linear_zero_fixed --out out/zoo"
 
@@ -116,7 +118,7 @@ def test_the_predictors_and_the_correlation_by_hand() -> None:
     [
         (["zoo", "claims", "--claim", "nope", "--out", "X"], "--claim 'nope' is not a claim id"),
         (["zoo", "claims"], "rw zoo claims needs --out DIR"),
-        (["zoo", "list", "--out", "X"], "rw zoo list takes no --claim, --out or --quick"),
+        (["zoo", "list", "--out", "X"], "rw zoo list takes no --claim, --out, --figures or --quick"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch) -> None:

@@ -1,0 +1,209 @@
+"""One figure per claim of the zoo (matplotlib PNG, Agg canvas, written atomically): the exact or certified
+values the verdict rests on, and a float64 run of ``rwnumeric.train_model`` beside them.
+
+* the invariance claims: the distance from the invariant set over t, from zero (exact steps as markers,
+  the float run as a line; both 0) and from a Gaussian start σ = 0.05 (the float run leaves the set);
+* ``makkuva_unigram_point``: ‖∂L/∂V‖_F at (c π 1ᵀ, 0) against c, from the exact formula: never 0;
+* ``edelman_stages``: R² of f against the unigram and bigram predictors, certified balls at the
+  checkpoints (markers), the float run at every step (lines);
+* ``nichani_parent_attention``: the mean layer-1 attention at the last step, the parent cells outlined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from rwio import save_figure_atomic
+from rwzoo._claims import ICL_ALPHA, ICL_EPS, ICL_ETA, Claim, Outcome, icl_predictors
+
+#: Steps of the float runs beside the invariance claims, and the Gaussian start's scale.
+FLOAT_STEPS = 60
+GAUSSIAN_SIGMA = 0.05
+STYLE: dict[str, dict[str, Any]] = {"exact": {"marker": "o", "ls": "none", "color": "black", "ms": 5}}
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    return save_figure_atomic(fig, path, dpi=110, metadata={"Software": None})
+
+
+def _float_run(task: Any, model: Any, init: str, steps: int = FLOAT_STEPS) -> Any:
+    from rwmodels import rational_positions
+    from rwnumeric import train_model
+
+    P = np.asarray(rational_positions(task.N, 1), dtype=float)
+    return train_model(task, model, P, steps, init=init, sigma=GAUSSIAN_SIGMA, keep_params=True)
+
+
+def _invariance_figure(
+    title: str, ylabel: str, distance: Callable[[dict[str, np.ndarray]], float], model_hyper: dict
+) -> Callable[[Outcome], Figure]:
+    def draw(outcome: Outcome) -> Figure:
+        from rwmodels import get_model
+        from rwsymbolic import EXACT, derive_model
+        from rwtasks import CircleWalk
+
+        task, model = CircleWalk(3, 4, "3/10"), get_model(**model_hyper)
+        fig = Figure(figsize=(6.8, 3.6), layout="constrained")
+        ax = fig.add_subplot(1, 1, 1)
+        for init, colour in (("zero", "tab:blue"), ("gaussian", "tab:orange")):
+            run = _float_run(task, model, init)
+            ts = sorted(run.params)
+            label = "float64 from zero" if init == "zero" else f"float64 from Gaussian σ = {GAUSSIAN_SIGMA}"
+            ax.plot(ts, [distance(run.params[t]) for t in ts], color=colour, lw=1.6, label=label)
+        exact = derive_model(task, model, 3)
+        ax.plot(
+            range(4),
+            [distance({k: EXACT.to_float(v) for k, v in s.params.items()}) for s in exact.states],
+            label="exact from zero (t ≤ 3)",
+            **STYLE["exact"],
+        )
+        ax.set_xlabel("GD step t")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title}\nCircleWalk(3, 4, 3/10), η = 1, ε = 1/10", fontsize=10)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        return fig
+
+    return draw
+
+
+def _key_query_distance(params: dict[str, np.ndarray]) -> float:
+    return float(np.abs(params["W_K"]).max() + np.abs(params["W_Q"]).max())
+
+
+def _heads_distance(params: dict[str, np.ndarray]) -> float:
+    return float(sum(np.abs(params[k][0] - params[k][1]).max() for k in ("V", "W")))
+
+
+def _norm(params: dict[str, np.ndarray]) -> float:
+    return float(max(np.abs(v).max() for v in params.values()))
+
+
+def _makkuva(outcome: Outcome) -> Figure:
+    fig = Figure(figsize=(6.8, 3.6), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    cs = np.linspace(0, 20, 201)
+    for name, data in outcome.figure.items():
+        E = np.array([[float(x) for x in row] for row in data["E"]])
+        pi = np.array([float(x) for x in data["pi"]])
+        scale = float(Fraction(data["N"] - 1, data["N"]))
+        norms = [
+            float(np.sqrt(sum((E[k] / (c * pi[k] * scale + float(data["eps"]))) @ E[k] for k in range(2))))
+            for c in cs
+        ]
+        ax.plot(cs, norms, lw=1.6, label=f"binary_markov {name}")
+    ax.axhline(0.0, color="tab:red", ls=":", lw=1.4, label="0 (a stationary point)")
+    ax.set_xlabel("c (V = c π 1ᵀ, W = 0)")
+    ax.set_ylabel("‖∂L/∂V‖_F (exact formula)")
+    ax.set_ylim(bottom=-0.05)
+    ax.set_title(
+        "The unigram point is not stationary in the one-layer model (log-loss, ε = 1/10)", fontsize=10
+    )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def _float_r2(task: Any, steps: int) -> tuple[list[int], list[float], list[float]]:
+    """R² of the float64 run's f against the unigram and bigram predictors at every step."""
+    from rwmodels import FLOAT64, Tape, embed, get_model, rational_positions
+
+    model = get_model("two_layer")
+    run = _float_run(task, model, "zero", steps)
+    pop = task.population()
+    inputs = embed(FLOAT64, pop.tokens, pop.K, np.asarray(rational_positions(pop.N, 1), dtype=float))
+    w = np.repeat(np.array([float(q) for q in pop.exact_probs()]), pop.K)
+    pred = icl_predictors(task)
+    ts: list[int] = []
+    uni: list[float] = []
+    big: list[float] = []
+    for t in sorted(run.params):
+        f = model.forward(Tape(FLOAT64), run.params[t], inputs).f.value.ravel()
+        if np.ptp(f) == 0:
+            continue
+        ts.append(t)
+        for name, out in (("unigram", uni), ("bigram", big)):
+            p = np.array(pred[name], dtype=float).ravel()
+            fc, pc = f - w @ f / w.sum(), p - w @ p / w.sum()
+            out.append(float((w @ (fc * pc)) ** 2 / ((w @ fc**2) * (w @ pc**2))))
+    return ts, uni, big
+
+
+def _edelman(outcome: Outcome) -> Figure:
+    from rwtasks import icl_markov_task
+
+    runs = list(outcome.figure.items())
+    fig = Figure(figsize=(4.2 * len(runs) + 2.4, 3.6), layout="constrained")
+    for i, (name, data) in enumerate(runs):
+        ax: Axes = fig.add_subplot(1, len(runs), i + 1)
+        ts, uni, big = _float_r2(icl_markov_task(2, data["N"], ICL_ALPHA), data["steps"])
+        ax.plot(ts, uni, color="tab:blue", lw=1.4, label="unigram, float64 run")
+        ax.plot(ts, big, color="tab:green", lw=1.4, label="bigram, float64 run")
+        ax.plot(data["t"], data["unigram"], "o", color="tab:blue", ms=3.5, label="unigram, certified balls")
+        ax.plot(data["t"], data["bigram"], "s", color="tab:green", ms=3.5, label="bigram, certified balls")
+        if "bigram" in data["first"]:
+            ax.axvline(
+                data["first"]["bigram"], color="dimgrey", ls="-.", lw=1.1, label="first bigram checkpoint"
+            )
+        ax.set_xlabel("GD step t")
+        ax.set_ylabel("R² of f against the predictor")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"icl_markov S=2 {name}, two_layer, η = {ICL_ETA}, ε = {ICL_EPS}", fontsize=9)
+    fig.axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def _nichani(outcome: Outcome) -> Figure:
+    from matplotlib.patches import Rectangle
+
+    runs = list(outcome.figure.items())
+    fig = Figure(figsize=(3.6 * len(runs) + 1.4, 3.9), layout="constrained")
+    image = None
+    for i, (name, data) in enumerate(runs):
+        ax = fig.add_subplot(1, len(runs), i + 1)
+        grid = np.ma.masked_where(np.triu(np.ones_like(data["attention"]), 1) > 0, data["attention"])
+        image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis")
+        N = grid.shape[0]
+        for row in range(1, N):
+            ax.add_patch(Rectangle((row - 1.5, row - 0.5), 1, 1, fill=False, ec="white", lw=2))
+        ax.set_xticks(range(N), [str(j + 1) for j in range(N)])
+        ax.set_yticks(range(N), [str(j + 1) for j in range(N)])
+        ax.set_xlabel("attended position j")
+        ax.set_ylabel("position i")
+        ax.set_title(f"{name}, t = {data['steps']} (parent outlined)", fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=fig.axes, fraction=0.04, label="mean layer-1 attention")
+    return fig
+
+
+#: Claim id → its figure.
+FIGURES: dict[str, Callable[[Outcome], Figure]] = {
+    "key_query_stuck": _invariance_figure(
+        "Separate key and query from zero never move",
+        "max |W_K| + max |W_Q|",
+        _key_query_distance,
+        {"name": "key_query", "d": 1},
+    ),
+    "identical_heads": _invariance_figure(
+        "Identical heads stay identical",
+        "max |V₁ − V₂| + max |W₁ − W₂|",
+        _heads_distance,
+        {"name": "multi_head", "H": 2},
+    ),
+    "linear_zero_fixed": _invariance_figure(
+        "Linear attention from zero never moves", "max |θ(t)|", _norm, {"name": "linear_attention"}
+    ),
+    "makkuva_unigram_point": _makkuva,
+    "edelman_stages": _edelman,
+    "nichani_parent_attention": _nichani,
+}
+
+
+def write_figures(results: list[tuple[Claim, Outcome]], folder: str | Path) -> list[Path]:
+    """FOLDER/<claim id>.png for every claim checked."""
+    return [_save(FIGURES[claim.id](outcome), Path(folder) / f"{claim.id}.png") for claim, outcome in results]
