@@ -76,6 +76,35 @@ def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
     return task
 
 
+def add_spec_argument(parser: argparse.ArgumentParser, command: str) -> None:
+    """--spec FILE: a task of the catalogue (rw explore's JSON), in place of --task/--K/--N/--p."""
+    parser.add_argument(
+        "--spec",
+        metavar="SPEC",
+        help="task specification file of rw explore (JSON, schema rwtasks/task_spec.schema.json), e.g. a "
+        f"Markov or in-context Markov chain; replaces --task/--K/--N/--p; a sweep must have one point ({command})",
+    )
+
+
+def task_or_spec(args: argparse.Namespace, command: str) -> CircleWalk | FiniteTask:
+    """The task of ``--spec`` (one point of its sweep) or of the task options; both given is refused."""
+    if getattr(args, "spec", None) is None:
+        return task_from_args(args)
+    given = [f"--{n}" for n in ("K", "N", "p") if getattr(args, n) is not None]
+    if given or args.task != "circle":
+        raise ValueError(f"--spec replaces the task options: drop {', '.join(given) or '--task'}")
+    from rwtasks import load_task_spec
+
+    spec = load_task_spec(args.spec)
+    points = spec.points()
+    if len(points) > 1:
+        raise ValueError(
+            f"spec.sweep: {command} takes one task; the spec sweeps {len(points)} points "
+            "(give one value, or use rw explore for the sweep)"
+        )
+    return spec.task(**points[0])
+
+
 def renamed_flag(args: argparse.Namespace, command: str, new: str, old: str) -> None:
     """Read a flag's deprecated name (kept one release): its value moves to the new flag's, with one line
     on stderr; both given is refused. ``new``/``old`` are the flags (``--mu``, ``--pos-norm``).

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from rwcli._models import add_model_arguments, model_from_args
-from rwcli._task_args import add_task_arguments, parse_int, task_from_args
+from rwcli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
 from rwio import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name (default: the symbol p)",
     )
+    add_spec_argument(parser, "rw derive")
     parser.add_argument(
         "--eta", default="1", help="learning rate η > 0 (number, 7/10, or symbol name; default 1)"
     )
@@ -290,7 +291,7 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
     if args.loss == "any":
         raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
     seed = parse_int(args.seed, "seed", 0)
-    task = task_from_args(args)
+    task = task_or_spec(args, "rw derive")
     mu = _mu(args)
     if mu == "mu":
         mu = "1"
@@ -361,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_model(args, model, steps)
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
-    task = task_from_args(args)
+    task = task_or_spec(args, "rw derive")
     mu = _mu(args)
     summary = _refuse_if_too_large(args, task, steps)
     print(f"rw derive: estimated {summary}", file=sys.stderr)

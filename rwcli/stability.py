@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import rwmodels
 from rwcli._models import add_model_arguments, model_from_args
-from rwcli._task_args import add_task_arguments, parse_int, task_from_args
+from rwcli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
 from rwio import check_output_file
 
 if TYPE_CHECKING:
@@ -35,12 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "circle: 0 or 1 (N = rK+1), or 1/2 (K = 4, N odd): the values where the signal C vanishes",
     )
-    parser.add_argument(
-        "--spec",
-        metavar="SPEC",
-        help="task specification file of rw explore (JSON, schema rwtasks/task_spec.schema.json); "
-        "replaces --task/--K/--N/--p; a sweep must have one point",
-    )
+    add_spec_argument(parser, "rw stability")
     add_model_arguments(
         parser,
         "another model: is its stuck manifold (the parameters GD from zero keeps at 0) stable? "
@@ -95,21 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _task(args: argparse.Namespace):
-    if args.spec is None:
-        return task_from_args(args)
-    given = [f"--{n}" for n in ("K", "N", "p") if getattr(args, n) is not None]
-    if given or args.task != "circle":
-        raise ValueError(f"--spec replaces the task options: drop {', '.join(given) or '--task'}")
-    from rwtasks import load_task_spec
-
-    spec = load_task_spec(args.spec)
-    points = spec.points()
-    if len(points) > 1:
-        raise ValueError(
-            f"spec.sweep: rw stability takes one task; the spec sweeps {len(points)} points "
-            "(give one value, or use rw explore for the sweep)"
-        )
-    return spec.task(**points[0])
+    return task_or_spec(args, "rw stability")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -126,6 +126,12 @@ def model_estimate(
     per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D).values()) / D)
     if init != "zero":
         return SECONDS_PER_ATOM_OP * per_step * (steps + 1) * 1.2**steps
+    atoms = model.EXACT_ATOMS_FROM
+    if atoms is not None:  # from that step on every step is in the atom regime, nesting deeper each step
+        return sum(
+            SECONDS_PER_OP * per_step if t < atoms else SECONDS_PER_ATOM_OP * per_step * GROWTH ** (t - atoms)
+            for t in range(steps + 1)
+        )
     return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - GROWTH_FROM) for t in range(steps + 1))
 
 
