@@ -21,7 +21,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None
         default=None,
         dest="head_dim",
         metavar="D",
-        help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows), integer >= 1 (default 2)",
+        help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows, default 2; multi_head: "
+        "separate key and query of d rows per head, default merged W_h), integer >= 1",
     )
     parser.add_argument(
         "--heads",

@@ -42,7 +42,8 @@ REGISTRY: dict[str, Registered] = {
         "separate key and query: logits X̃ᵀ W_Kᵀ W_Q x̃_N, W_K, W_Q of d rows (--head-dim)",
     ),
     "multi_head": Registered(
-        "rwmodels.multi_head:MultiHead", "H heads f = Σ_h V_h X S(X̃ᵀ W_h x̃_N) (--heads)"
+        "rwmodels.multi_head:MultiHead",
+        "H heads f = Σ_h V_h X S(X̃ᵀ W_h x̃_N) (--heads; --head-dim d: separate key and query per head)",
     ),
     "linear_attention": Registered(
         "rwmodels.linear_attention:LinearAttention",

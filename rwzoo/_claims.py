@@ -129,11 +129,15 @@ def _invariance(models: list[dict[str, Any]], subspace_of: Callable, what: str, 
 def _key_query_stuck(quick: bool) -> Outcome:
     from rwsymbolic import Subspace
 
-    def v_only(model, task):
+    def v_only(model, task):  # key_query, or multi_head with separate key and query per head
         shapes = model.shapes(task.K, task.K + task.N)
         return Subspace.from_vectors(shapes, _unit_vectors(shapes, ("V",)), source="W_K = W_Q = 0")
 
-    ds = [{"name": "key_query", "d": 1}] + ([] if quick else [{"name": "key_query", "d": 2}])
+    ds = [{"name": "key_query", "d": 1}] + (
+        [{"name": "multi_head", "H": 2, "d": 1}]
+        if quick
+        else [{"name": "key_query", "d": 2}, {"name": "multi_head", "H": 2, "d": 1}]
+    )
     return _invariance(ds, v_only, "{W_K = W_Q = 0}", quick)
 
 
@@ -146,7 +150,9 @@ def _identical_heads(quick: bool) -> Outcome:
             raise ValueError(f"{model.describe()} has one head")
         return subspace
 
-    hs = [{"name": "multi_head", "H": 2}] + ([] if quick else [{"name": "multi_head", "H": 3}])
+    hs = [{"name": "multi_head", "H": 2}] + (
+        [] if quick else [{"name": "multi_head", "H": 3}, {"name": "multi_head", "H": 2, "d": 1}]
+    )
     return _invariance(hs, heads, "identical heads", quick)
 
 
@@ -224,7 +230,7 @@ CLAIMS: dict[str, Claim] = {
             "key_query_stuck",
             "the separate key-query parameterisation of most implementations (docs/guide/models.md)",
             "from zero, separate key and query never move: the attention stays uniform for every t",
-            "key_query",
+            "key_query; multi_head with separate key and query per head (--head-dim)",
             "circle walks; binary and in-context Markov chains",
             "the exact induction step proves {W_K = W_Q = 0} invariant for every η, loss and μ; θ(0) = 0 lies in it",
             _key_query_stuck,

@@ -77,3 +77,30 @@ def test_stuck_proof_reports_identical_heads_for_a_multi_head_model():
     report = stuck_proof(CircleWalk(3, 4, 1), get_model("multi_head", H=2))
     assert report["verdict"] == "stuck for all t (proved)"
     assert report["identical_heads"]["outcome"] == "proved"
+
+
+def test_one_head_with_separate_key_and_query_is_key_query_exactly():
+    """multi_head H = 1, d = 1 is key_query d = 1 value for value, from the same exact Gaussian start.
+
+    The two forward passes order their products differently, so once exponential atoms enter (numbered per
+    run) the expressions differ in form: compared as floats to 1e-14 (the values agree to float64 rounding).
+    """
+    from rwsymbolic import EXACT, derive_model
+
+    task = CircleWalk(3, 3, "1/2")
+    a = derive_model(task, get_model("multi_head", H=1, d=1), 2, init="gaussian", seed=1)
+    b = derive_model(task, get_model("key_query", d=1), 2, init="gaussian", seed=1)
+    for sa, sb in zip(a.states, b.states, strict=True):
+        for name in ("V", "W_K", "W_Q"):
+            got = EXACT.to_float(sa.params[name]).reshape(np.asarray(sb.params[name]).shape)
+            np.testing.assert_allclose(got, EXACT.to_float(sb.params[name]), rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(EXACT.to_float(sa.f), EXACT.to_float(sb.f), rtol=1e-14, atol=1e-300)
+    assert (a.states[0].params["W_K"].reshape(1, 7) == b.states[0].params["W_K"]).all()  # the same start
+
+
+def test_separate_key_and_query_heads_stay_identical_and_stuck_from_zero():
+    model, task = get_model("multi_head", H=2, d=1), CircleWalk(3, 4, "3/10")
+    assert induction_step(task, model, identical_heads(model, task)).outcome == "proved"
+    shapes = model.shapes(3, 3 + 4)
+    v_only = [[int(i == k) for i in range(sum(int(np.prod(s)) for s in shapes.values()))] for k in range(18)]
+    assert induction_step(task, model, Subspace.from_vectors(shapes, v_only)).outcome == "proved"
