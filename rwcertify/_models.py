@@ -76,7 +76,7 @@ def ball_step_ops(task: Any, model: Any, mu: object = 1) -> int:
     pop = task.population()
     n, K, N = pop.size, pop.K, pop.N
     D = K + int(rational_positions(N, Fraction(str(mu))).shape[0])
-    params = sum(int(np.prod(s)) for s in model.shapes(K, D).values())
+    params = sum(int(np.prod(s)) for s in model.shapes(K, D, N).values())
     return 3 * n * N * N * D * (1 + params // D)
 
 
@@ -159,7 +159,7 @@ def _run(
         data = batch(ar, pop.tokens, pop.labels, [_convert(q) for q in pop.exact_probs()], pop.K, P)
         loss = BallLogLoss(eps)
         rate = _convert(eta)
-        current = model.zeros(ar, pop.K, pop.K + int(P.shape[0]))
+        current = model.zeros(ar, pop.K, pop.K + int(P.shape[0]), pop.N)
         kept: dict[int, Any] = {}
         bar = tqdm(
             total=steps + 1,

@@ -116,7 +116,7 @@ class CheckConfig:
         (``rwsymbolic.initial_parameters(model, K, K+M, "gaussian", START_SIGMA, seed=0)``)."""
         from rwsymbolic import initial_parameters
 
-        return initial_parameters(self.model_spec, self.K, self.K + self.M, self.init, START_SIGMA, 0)
+        return initial_parameters(self.model_spec, self.K, self.K + self.M, self.init, START_SIGMA, 0, self.N)
 
     @property
     def start(self) -> dict[str, np.ndarray]:
@@ -134,7 +134,7 @@ class CheckConfig:
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Every trained parameter's name and shape for this config, in the order they are compared."""
-        return self.model_spec.shapes(self.K, self.K + self.M)
+        return self.model_spec.shapes(self.K, self.K + self.M, self.N)
 
     # sizes ----------------------------------------------------------------------------------------
     @property

@@ -92,7 +92,8 @@ class Model(ABC):
     #: The names of the constructor's keyword arguments (``rwmodels.get_model`` passes only these).
     HYPERPARAMETERS: ClassVar[tuple[str, ...]] = ()
     #: What each axis of each parameter indexes: ``"label"`` (the K labels), ``"token"`` (the K tokens),
-    #: ``"embed"`` (the K + M coordinates of x̃ = [x; p]) or None (an internal axis, e.g. a head dimension).
+    #: ``"embed"`` (the K + M coordinates of x̃ = [x; p]), ``"position"`` (the N positions, or the positional
+    #: coordinates where P = √μ·I_N), ``"head"`` or None (an internal axis, e.g. a head dimension).
     #: A relabelling of tokens, labels and positions acts on the parameters through these axes
     #: (``rwsymbolic.analysis.fixed_subspace``); a model whose forward pass uses its parameters only this
     #: way has a population loss invariant under every symmetry of the task.
@@ -111,16 +112,17 @@ class Model(ABC):
         return {}
 
     @abstractmethod
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
-        """Every trained parameter's shape, in order, for K tokens and input dimension D = K + M."""
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+        """Every trained parameter's shape, in order, for K tokens, input dimension D = K + M and N positions
+        (only a model with a per-position parameter, learned_positions, reads N; None where unknown)."""
 
     @abstractmethod
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
         """Scores, attention and prediction of every input, written with ``tape``'s primitives."""
 
-    def zeros(self, arithmetic: Arithmetic, K: int, D: int) -> dict[str, Array]:
+    def zeros(self, arithmetic: Arithmetic, K: int, D: int, N: int | None = None) -> dict[str, Array]:
         """The zero initialisation: every parameter zero."""
-        return {name: arithmetic.zeros(shape) for name, shape in self.shapes(K, D).items()}
+        return {name: arithmetic.zeros(shape) for name, shape in self.shapes(K, D, N).items()}
 
     def describe(self) -> dict[str, Any]:
         """The model as written in output files: name and hyperparameters."""

@@ -49,6 +49,10 @@ REGISTRY: dict[str, Registered] = {
         "rwmodels.linear_attention:LinearAttention",
         "linear attention f = V X (X̃ᵀ W x̃_N) / N: the scores without the softmax",
     ),
+    "learned_positions": Registered(
+        "rwmodels.learned_positions:LearnedPositions",
+        "the paper's model with the positions trained: X̃ = [X; P(0) + ΔP], ΔP (M×N) from 0",
+    ),
     "two_layer": Registered(
         "rwmodels.two_layer:TwoLayer",
         "two-layer attention-only: causal layer 1 at every position, residual [x̃; a], layer 2 at the last",

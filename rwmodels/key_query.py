@@ -42,7 +42,7 @@ class KeyQuery(Model):
     def hyperparameters(self) -> dict[str, Any]:
         return {"d": self.d}
 
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "W_K": (self.d, D), "W_Q": (self.d, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

@@ -33,7 +33,7 @@ class LinearAttention(Model):
     AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {"V": ("label", "token"), "W": ("embed", "embed")}
     CHECK_INIT: ClassVar[str] = "gaussian"
 
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "W": (D, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

@@ -59,7 +59,7 @@ class MultiHead(Model):
     def hyperparameters(self) -> dict[str, Any]:
         return {"H": self.H} if self.d is None else {"H": self.H, "d": self.d}
 
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         if self.d is None:
             return {"V": (self.H, K, K), "W": (self.H, D, D)}
         return {"V": (self.H, K, K), "W_K": (self.H, self.d, D), "W_Q": (self.H, self.d, D)}

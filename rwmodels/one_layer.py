@@ -26,7 +26,7 @@ class OneLayer(Model):
     name: ClassVar[str] = "one_layer"
     AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {"V": ("label", "token"), "W": ("embed", "embed")}
 
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "W": (D, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

@@ -49,7 +49,7 @@ class TwoLayer(Model):
     #: 9.7 s, 7.1 s for step 3 at S, N = (2, 4), (2, 5), (3, 4): 4e-5 to 7e-5 s per multiply-add).
     EXACT_ATOMS_FROM: ClassVar[int | None] = 3
 
-    def shapes(self, K: int, D: int) -> dict[str, tuple[int, ...]]:
+    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         return {"V": (K, K), "A1": (D, D), **{block: (D, D) for block in A2_BLOCKS}}
 
     def layer_one(self, tape: Tape, A1: Var | Array, inputs: Inputs) -> tuple[Var, list[Var]]:

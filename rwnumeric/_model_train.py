@@ -62,7 +62,7 @@ def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, s
     K, N = task.K, task.N
     b = 8 if dtype == "float64" else 4
     D = K + M
-    params = sum(math.prod(s) for s in model.shapes(K, D).values())
+    params = sum(math.prod(s) for s in model.shapes(K, D, N).values())
     width = max(model.hyperparameters.get("d", 1), 1)
     inputs = b * n * N * (K + 2 * D) + 3 * 8 * n * K * N  # X, P broadcast, X̃; one-hot in NumPy
     activations = b * n * N * (4 * width + 12 + 2 * K)  # keys and their gradient, logits, S, XS, f
@@ -77,12 +77,12 @@ def population_size(task: CircleWalk | FiniteTask) -> int:
 
 
 def initial_model_parameters(
-    model: Model, K: int, D: int, init: str, sigma: float, seed: int
+    model: Model, K: int, D: int, init: str, sigma: float, seed: int, N: int | None = None
 ) -> dict[str, np.ndarray]:
     """θ(0) as float64 arrays: zeros, or i.i.d. N(0, σ²) in the order of ``model.shapes`` (init stream of ``seed``)."""
     from rwnumeric._train import init_generator
 
-    shapes = model.shapes(K, D)
+    shapes = model.shapes(K, D, N)
     if init == "zero":
         return {name: np.zeros(shape) for name, shape in shapes.items()}
     if init != "gaussian":
@@ -145,7 +145,7 @@ def train_model(
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
     ell = TensorLoss(loss, eps)
-    current = {k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed).items()}
+    current = {k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed, N).items()}
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")

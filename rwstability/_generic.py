@@ -71,7 +71,7 @@ def _sizes(model: Model, task: CircleWalk | FiniteTask, steps: int, runs: int) -
     n = len(population_arrays(task)[1])
     M = 4 * -(-task.N // 4)
     D = task.K + M
-    params = sum(math.prod(s) for s in model.shapes(task.K, D).values())
+    params = sum(math.prod(s) for s in model.shapes(task.K, D, task.N).values())
     forward = n * task.N * params  # each parameter entry meets each input column at most once
     work = float(steps) * 3 * forward * (params + runs)
     memory = 8 * 8 * params * n * task.N * max(D, task.K)  # jacrev's batched intermediates, 8 alive
@@ -188,13 +188,15 @@ def _per_mu(
     D = task.K + P.shape[0]
     ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
     data = _population(task, ar, P)
-    states = descend(model, ar, model.zeros(ar, task.K, D), data, loss, eta, steps)
+    states = descend(model, ar, model.zeros(ar, task.K, D, task.N), data, loss, eta, steps)
     if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
         raise ValueError(f"the trajectory from zero diverged within {steps} steps (lower --eta)")
     off = [n for n in states[0].params if all(not bool(s.params[n].any()) for s in states)]
     if not off:
         raise ValueError(
-            f"--model {model.name}: GD from zero moves every parameter; there is no stuck manifold"
+            f"--model {model.name}: GD from zero moves every parameter, and the generic report linearises only "
+            "around parameters that stay exactly zero (a symmetric stuck manifold is linearised for one_layer; "
+            "rw explore and rwsymbolic.stuck_proof decide it for any model)"
         )
     rows, log_phi, Phi = [], 0.0, None
     for t, state in enumerate(states[:-1]):
@@ -271,7 +273,7 @@ def _escape(
     rng = np.random.default_rng(seed)
     init = {
         n: ar.asarray(sigma * rng.standard_normal(s))
-        for n, s in model.shapes(task.K, P.shape[0] + task.K).items()
+        for n, s in model.shapes(task.K, P.shape[0] + task.K, task.N).items()
     }
     states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
     norms = [math.sqrt(sum(float((s.params[n].double() ** 2).sum()) for n in off)) for s in states]

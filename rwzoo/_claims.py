@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -130,7 +130,7 @@ def _key_query_stuck(quick: bool) -> Outcome:
     from rwsymbolic import Subspace
 
     def v_only(model, task):  # key_query, or multi_head with separate key and query per head
-        shapes = model.shapes(task.K, task.K + task.N)
+        shapes = model.shapes(task.K, task.K + task.N, task.N)
         return Subspace.from_vectors(shapes, _unit_vectors(shapes, ("V",)), source="W_K = W_Q = 0")
 
     ds = [{"name": "key_query", "d": 1}] + (
@@ -160,9 +160,25 @@ def _linear_zero_fixed(quick: bool) -> Outcome:
     from rwsymbolic import Subspace
 
     def origin(model, task):
-        return Subspace.from_vectors(model.shapes(task.K, task.K + task.N), [], source="{0}")
+        return Subspace.from_vectors(model.shapes(task.K, task.K + task.N, task.N), [], source="{0}")
 
     return _invariance([{"name": "linear_attention"}], origin, "{0}", quick)
+
+
+def _learned_positions_stuck(quick: bool) -> Outcome:
+    """``rwsymbolic.stuck_proof`` on the stuck circle walks with the positions trained."""
+    from rwmodels import get_model
+    from rwsymbolic import stuck_proof
+    from rwtasks import CircleWalk
+
+    cases = [(3, 4, 1)] + ([] if quick else [(3, 4, 0), (4, 5, 1)])
+    evidence, configurations, proved = [], [], []
+    for K, N, p in cases:
+        proof = stuck_proof(CircleWalk(K, N, p), get_model("learned_positions"))
+        proved.append(proof["verdict"] == "stuck for all t (proved)")
+        evidence.append(f"CircleWalk({K}, {N}, {p}), learned_positions: {proof['verdict']}: {proof['why']}")
+        configurations.append({"task": "circle", "K": K, "N": N, "p": str(p), "verdict": proof["verdict"]})
+    return Outcome("proved" if all(proved) else "inconclusive", evidence, configurations)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -254,6 +270,16 @@ CLAIMS: dict[str, Claim] = {
             _linear_zero_fixed,
         ),
         Claim(
+            "learned_positions_stuck",
+            "this paper's Theorem 4.1 (p ∈ {0, 1}, N = rK + 1: stuck at chance), with the positions trained",
+            "with learned positional embeddings the stuck circle walks stay at chance for every t",
+            "learned_positions",
+            "circle walks with p ∈ {0, 1}, N = rK + 1",
+            "rwsymbolic.stuck_proof: the task's symmetry subspace (ΔP's axes permuted with the positions) is "
+            "invariant for every η, loss and μ, and every point of it predicts the same for every input",
+            _learned_positions_stuck,
+        ),
+        Claim(
             "makkuva_unigram_point",
             "Makkuva et al., Attention with Markov (2024): single-layer transformers on the binary (p, q) "
             "source with p + q > 1 have a stationary point predicting the stationary (unigram) law",
@@ -340,20 +366,40 @@ def _icl_run(N: int, steps: int, every: int) -> tuple[Any, dict[int, Any], int]:
     return task, states, bits
 
 
+def _certified_runs(quick: bool, evidence: list[str], verdicts: list[str]) -> Iterator[tuple]:
+    """(N, steps, every, task, states, bits) of each certified run; a run whose balls lost every bit is
+    recorded as not certified (an inconclusive configuration) and skipped."""
+    for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
+        try:
+            task, states, bits = _icl_run(N, steps, every)
+        except ValueError as err:
+            evidence.append(f"icl_markov S=2 N={N}: not certified: {err}")
+            verdicts.append("inconclusive")
+            continue
+        yield N, steps, every, task, states, bits
+
+
+def _sized_verdict(verdicts: list[str]) -> str:
+    """The claim's verdict from its configurations' ("holds", "fails" or "inconclusive")."""
+    if "inconclusive" in verdicts:
+        return "inconclusive"
+    return (
+        "holds at the sizes checked"
+        if all(v == "holds" for v in verdicts)
+        else "does not hold at the sizes checked"
+    )
+
+
 def _edelman_stages(quick: bool) -> Outcome:
     """Stage at t: "uniform" while f is the same for every input; else the predictor (unigram or bigram)
     with the larger R² (squared correlation with f), decided when the two balls do not overlap."""
     from flint import arb, fmpq
 
-    evidence, configurations, verdicts = [], [], []
+    evidence: list[str] = []
+    configurations: list[dict[str, Any]] = []
+    verdicts: list[str] = []
     figures: dict[str, Any] = {}
-    for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
-        try:
-            task, states, bits = _icl_run(N, steps, every)
-        except ValueError as err:  # the balls lost every bit: not decided
-            evidence.append(f"icl_markov S=2 N={N}: not certified: {err}")
-            verdicts.append("inconclusive")
-            continue
+    for N, steps, every, task, states, bits in _certified_runs(quick, evidence, verdicts):
         pred = icl_predictors(task)
         weights = [arb(fmpq(int(q.p), int(q.q))) for q in task.population().exact_probs()]
         order: list[str] = []
@@ -393,13 +439,7 @@ def _edelman_stages(quick: bool) -> Outcome:
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
         figures[f"N={N}"] = {**series, "N": N, "steps": steps, "first": first}
-    verdict = (
-        "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds at the sizes checked"
-        if all(v == "holds" for v in verdicts)
-        else "does not hold at the sizes checked"
-    )
+    verdict = _sized_verdict(verdicts)
     return Outcome(verdict, evidence, configurations, figure=figures)
 
 
@@ -413,15 +453,11 @@ def _nichani_parent(quick: bool) -> Outcome:
     from rwmodels.two_layer import TwoLayer
 
     model = TwoLayer()
-    evidence, configurations, verdicts = [], [], []
+    evidence: list[str] = []
+    configurations: list[dict[str, Any]] = []
+    verdicts: list[str] = []
     figures: dict[str, Any] = {}
-    for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
-        try:
-            task, states, bits = _icl_run(N, steps, every)
-        except ValueError as err:  # the balls lost every bit: not decided
-            evidence.append(f"icl_markov S=2 N={N}: not certified: {err}")
-            verdicts.append("inconclusive")
-            continue
+    for N, steps, _, task, states, bits in _certified_runs(quick, evidence, verdicts):
         state = states[steps]
         ar = ball_arithmetic()
         pop = task.population()
@@ -458,13 +494,7 @@ def _nichani_parent(quick: bool) -> Outcome:
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
         figures[f"N={N}"] = {"attention": grid, "steps": steps, "failures": failures}
-    verdict = (
-        "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds at the sizes checked"
-        if all(v == "holds" for v in verdicts)
-        else "does not hold at the sizes checked"
-    )
+    verdict = _sized_verdict(verdicts)
     return Outcome(verdict, evidence, configurations, figure=figures)
 
 

@@ -3,6 +3,7 @@ values the verdict rests on, and a float64 run of ``rwnumeric.train_model`` besi
 
 * the invariance claims: the distance from the invariant set over t, from zero (exact steps as markers,
   the float run as a line; both 0) and from a Gaussian start σ = 0.05 (the float run leaves the set);
+* ``learned_positions_stuck``: max |V − mean V| over t on the stuck walk (0 from zero: V ∝ 1);
 * ``makkuva_unigram_point``: ‖∂L/∂V‖_F at (c π 1ᵀ, 0) against c, from the exact formula: never 0;
 * ``edelman_stages``: R² of f against the unigram and bigram predictors, certified balls at the
   checkpoints (markers), the float run at every step (lines);
@@ -42,22 +43,26 @@ def _float_run(task: Any, model: Any, init: str, steps: int = FLOAT_STEPS) -> An
 
 
 def _invariance_figure(
-    title: str, ylabel: str, distance: Callable[[dict[str, np.ndarray]], float], model_hyper: dict
+    title: str,
+    ylabel: str,
+    distance: Callable[[dict[str, np.ndarray]], float],
+    model_hyper: dict,
+    task: tuple[int, int, str] = (3, 4, "3/10"),
 ) -> Callable[[Outcome], Figure]:
     def draw(outcome: Outcome) -> Figure:
         from rwmodels import get_model
         from rwsymbolic import EXACT, derive_model
         from rwtasks import CircleWalk
 
-        task, model = CircleWalk(3, 4, "3/10"), get_model(**model_hyper)
+        walk, model = CircleWalk(*task), get_model(**model_hyper)
         fig = Figure(figsize=(6.8, 3.6), layout="constrained")
         ax = fig.add_subplot(1, 1, 1)
         for init, colour in (("zero", "tab:blue"), ("gaussian", "tab:orange")):
-            run = _float_run(task, model, init)
+            run = _float_run(walk, model, init)
             ts = sorted(run.params)
             label = "float64 from zero" if init == "zero" else f"float64 from Gaussian σ = {GAUSSIAN_SIGMA}"
             ax.plot(ts, [distance(run.params[t]) for t in ts], color=colour, lw=1.6, label=label)
-        exact = derive_model(task, model, 3)
+        exact = derive_model(walk, model, 3)
         ax.plot(
             range(4),
             [distance({k: EXACT.to_float(v) for k, v in s.params.items()}) for s in exact.states],
@@ -66,7 +71,7 @@ def _invariance_figure(
         )
         ax.set_xlabel("GD step t")
         ax.set_ylabel(ylabel)
-        ax.set_title(f"{title}\nCircleWalk(3, 4, 3/10), η = 1, ε = 1/10", fontsize=10)
+        ax.set_title(f"{title}\nCircleWalk({task[0]}, {task[1]}, {task[2]}), η = 1, ε = 1/10", fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
         return fig
 
@@ -197,6 +202,13 @@ FIGURES: dict[str, Callable[[Outcome], Figure]] = {
     ),
     "linear_zero_fixed": _invariance_figure(
         "Linear attention from zero never moves", "max |θ(t)|", _norm, {"name": "linear_attention"}
+    ),
+    "learned_positions_stuck": _invariance_figure(
+        "Learned positions: V stays ∝ 1 (Theorem 4.1)",
+        "max |V − mean V|",
+        lambda params: float(np.abs(params["V"] - params["V"].mean()).max()),
+        {"name": "learned_positions"},
+        task=(3, 4, "1"),
     ),
     "makkuva_unigram_point": _makkuva,
     "edelman_stages": _edelman,

@@ -31,6 +31,7 @@ QUICK_VERDICTS = {
     "key_query_stuck": "proved",
     "identical_heads": "proved",
     "linear_zero_fixed": "proved",
+    "learned_positions_stuck": "proved",
     "makkuva_unigram_point": "refuted",
     "edelman_stages": "holds at the sizes checked",
     "nichani_parent_attention": "does not hold at the sizes checked",

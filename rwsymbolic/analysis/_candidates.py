@@ -40,19 +40,20 @@ def coordinate_permutation(
     """The symmetry's action on the flat parameters at P = √μ·I_N: the image index of every coordinate.
 
     A label axis moves by λ, a token axis by τ, an embedding axis by O = diag(T_τ, Π_π) (positions p_j = √μ e_j,
-    so Q_π is the permutation Π_π with the query fixed), a head axis by ``heads`` (None: fixed), other axes
-    not at all. Each parameter's multi-index moves axis by axis.
+    so Q_π is the permutation Π_π with the query fixed), a position axis by Π_π, a head axis by ``heads``
+    (None: fixed), other axes not at all. Each parameter's multi-index moves axis by axis.
     """
     embed = list(symmetry.tokens) + [K + j for j in symmetry.positions] + [K + N - 1]
     per_role: dict[str, list[int]] = {
         "label": list(symmetry.labels),
         "token": list(symmetry.tokens),
         "embed": embed,
+        "position": list(symmetry.positions) + [N - 1],  # the N positions, the query fixed
     }
     if heads is not None:
         per_role["head"] = list(heads)
     images, start = [], 0
-    for name, shape in model.shapes(K, K + N).items():
+    for name, shape in model.shapes(K, K + N, N).items():
         roles = model.AXES[name]
         if len(roles) != len(shape):
             raise ValueError(
@@ -112,7 +113,7 @@ def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     12
     """
     K, N = task.K, task.N
-    shapes = model.shapes(K, K + N)
+    shapes = model.shapes(K, K + N, N)
     total = sum(int(np.prod(s)) for s in shapes.values())
     perms = [coordinate_permutation(model, g, K, N) for g in group.generators]
     described = "; ".join(group.describe(getattr(task, "vocab", None))) or "the identity only"
@@ -144,7 +145,7 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
         tokens = labels = tuple(range(K))
         positions = tuple(range(N - 1))
 
-    shapes = model.shapes(K, K + N)
+    shapes = model.shapes(K, K + N, N)
     total = sum(int(np.prod(s)) for s in shapes.values())
     shift = coordinate_permutation(model, _Identity(), K, N, heads=[(h + 1) % H for h in range(H)])
     return Subspace.from_vectors(
@@ -193,12 +194,12 @@ def trajectory_subspace(
         ar = ObjectArithmetic(
             "mpmath", convert, exp=mpmath.exp, sign=lambda x: (x > 0) - (x < 0), to_float=float
         )
-        shapes = dict(model.shapes(task.K, task.K + P.shape[0]))
+        shapes = dict(model.shapes(task.K, task.K + P.shape[0], task.N))
         weights = [convert(q) for q in pop.exact_probs()]
         rows = []
         for mu in SPAN_MU:  # P = √μ·I_N at several μ: a span that holds for every μ must hold for these
             data = batch(ar, pop.tokens, pop.labels, weights, task.K, ar.asarray(P) * mpmath.sqrt(mu))
-            start = model.zeros(ar, task.K, task.K + P.shape[0])
+            start = model.zeros(ar, task.K, task.K + P.shape[0], task.N)
             states = descend(model, ar, start, data, _MpLoss(convert(eps)), convert(eta), steps)
             rows += [
                 [x for name in shapes for x in np.asarray(st.params[name], dtype=object).ravel().tolist()]

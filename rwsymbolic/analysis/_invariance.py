@@ -299,7 +299,7 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     tokens, labels, weights = _population(task)
     K, N = task.K, task.N
     D = K + N
-    shapes = model.shapes(K, D)
+    shapes = model.shapes(K, D, N)
     if dict(shapes) != dict(subspace.shapes):
         raise ValueError(f"the subspace's parameters {subspace.shapes} are not the model's {shapes}")
     r = subspace.dim

@@ -76,7 +76,7 @@ def trajectory_check(
         data = batch(ar, pop.tokens, pop.labels, [convert(q) for q in pop.exact_probs()], task.K, P)
         probs = pop.exact_probs()
         support = [n for n, q in enumerate(probs) if q != 0]
-        start = model.zeros(ar, task.K, task.K + task.N)
+        start = model.zeros(ar, task.K, task.K + task.N, task.N)
         states = descend(model, ar, start, data, _BallLoss(convert(eps)), convert(eta), steps)
         first = support[0]
         for t, state in enumerate(states):
@@ -104,7 +104,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
     'stuck for all t (proved)'
     """
     model = get_model(model) if isinstance(model, str) else model
-    size = sum(int(np.prod(shape)) for shape in model.shapes(task.K, task.K + task.N).values())
+    size = sum(int(np.prod(shape)) for shape in model.shapes(task.K, task.K + task.N, task.N).values())
     work = size * task.population_size()
     if work > MAX_STUCK_WORK:
         raise ValueError(

@@ -87,7 +87,7 @@ class ModelTrajectory:
 
 
 def initial_parameters(
-    model: Model, K: int, D: int, init: str, sigma: object, seed: int
+    model: Model, K: int, D: int, init: str, sigma: object, seed: int, N: int | None = None
 ) -> dict[str, np.ndarray]:
     """The exact start of ``init`` (see the module text).
 
@@ -99,14 +99,14 @@ def initial_parameters(
     if init not in INITS:
         raise ValueError(f"--init={init!r} is not one of {', '.join(INITS)}")
     if init == "zero":
-        return model.zeros(EXACT, K, D)
+        return model.zeros(EXACT, K, D, N)
     scale = Fraction(str(sigma))
     if not scale > 0:
         raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
     rng = np.random.default_rng(seed)
     grid = 2**GRID_BITS
     out = {}
-    for name, shape in model.shapes(K, D).items():
+    for name, shape in model.shapes(K, D, N).items():
         draws = rng.standard_normal(shape)
         out[name] = EXACT.asarray(
             np.vectorize(lambda x: Fraction(round(float(x) * float(scale) * grid), grid), otypes=[object])(
@@ -123,7 +123,7 @@ def model_estimate(
     population = task.population()
     n, K, N = population.size, population.K, population.N
     D = K + 4 * -(-N // 4)
-    per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D).values()) / D)
+    per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) / D)
     if init != "zero":
         return SECONDS_PER_ATOM_OP * per_step * (steps + 1) * 1.2**steps
     atoms = model.EXACT_ATOMS_FROM
@@ -158,7 +158,7 @@ def model_file_bytes(
     population = task.population()
     n, K, N = population.size, population.K, population.N
     D = K + 4 * -(-N // 4)
-    values = sum(int(np.prod(s)) for s in model.shapes(K, D).values()) + 2 + N + K
+    values = sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) + 2 + N + K
     per_input_values = n * (2 * N + K)
     growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
     header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
@@ -219,7 +219,7 @@ def derive_model(
     K = population.K
     P = EXACT.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
     data = batch(EXACT, population.tokens, population.labels, population.exact_probs(), K, P)
-    start = initial_parameters(model, K, K + P.shape[0], init, sigma, seed)
+    start = initial_parameters(model, K, K + P.shape[0], init, sigma, seed, population.N)
     bar = tqdm(total=steps + 1, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
     states = descend(
         model,

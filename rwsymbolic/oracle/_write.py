@@ -418,7 +418,7 @@ def generic_model_header(traj: ModelTrajectory) -> dict:
         "name": traj.model.name,
         "definition": model_summary(traj.model.name),
         "hyperparameters": dict(traj.model.hyperparameters),
-        "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D).items()},
+        "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D, N).items()},
         "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
         "per_input": {"logits": [N], "S": [N], "f": [K]},
     }
