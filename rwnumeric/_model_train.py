@@ -145,7 +145,9 @@ def train_model(
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
     ell = TensorLoss(loss, eps)
-    current = {k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed, N).items()}
+    current = {
+        k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed, N).items()
+    }
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")

@@ -166,7 +166,14 @@ def _qe_loss(name: str, eps: Fraction):
 
 
 def test_registry_names_models_and_refuses_in_one_line():
-    assert list(MODELS) == ["one_layer", "key_query", "multi_head", "linear_attention", "learned_positions", "two_layer"]
+    assert list(MODELS) == [
+        "one_layer",
+        "key_query",
+        "multi_head",
+        "linear_attention",
+        "learned_positions",
+        "two_layer",
+    ]
     assert "key_query" in model_help() and "one_layer" in model_help()
     with pytest.raises(
         ValueError,
@@ -192,7 +199,9 @@ def test_every_model_names_the_axes_of_every_parameter():
         shapes = model.shapes(3, 7, 4)  # K = 3, D = 7, N = 4 (at P = √μ·I_N, M = N)
         assert set(shapes) <= set(model.AXES), name
         # every named axis belongs to a parameter of some configuration (multi_head: merged or separate)
-        variants = [shapes, get_model(name, d=1).shapes(3, 7, 4)] if "d" in model.HYPERPARAMETERS else [shapes]
+        variants = (
+            [shapes, get_model(name, d=1).shapes(3, 7, 4)] if "d" in model.HYPERPARAMETERS else [shapes]
+        )
         assert set(model.AXES) == set().union(*variants), name
         for param, shape in {k: v for variant in variants for k, v in variant.items()}.items():
             roles = model.AXES[param]
