@@ -14,13 +14,21 @@ in the same places as the PyTorch twins of examples/bugs.py.
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+# A check runs tiny arrays once per step: XLA's compile time, not its code's speed, is what a check waits
+# for, so this port asks for the fastest compile (the flag only acts if JAX is not yet imported).
+if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    ).strip()
 
-from rwcheck import Functional
+import jax  # noqa: E402 - after XLA_FLAGS
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rwcheck import Functional  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -98,11 +106,11 @@ def attention(params, Xt, valid, keys_only=False, unit_norm=False):
 
 
 def forward(params, Xt, valid, keys_only=False, transposed=False, unit_norm=False):
-    """f (n, K) = V X S."""
+    """(S, f): the attention (n, N) and f (n, K) = V X S."""
     K = params["V"].shape[0]
     S = attention(params, Xt, valid, keys_only, unit_norm)
     V = params["V"].T if transposed else params["V"]
-    return jnp.einsum("kl,nlj,nj->nk", V, Xt[:, :K, :], S)
+    return S, jnp.einsum("kl,nlj,nj->nk", V, Xt[:, :K, :], S)
 
 
 def loss(
@@ -119,21 +127,23 @@ def loss(
     summed=False,
     unit_norm=False,
 ):
-    """Σ_n π_n (−log(z_n + ε)), z_n = f_n[y_n]."""
-    z = forward(params, Xt, valid, keys_only, transposed, unit_norm)[jnp.arange(y.shape[0]), y]
+    """Σ_n π_n (−log(z_n + ε)), z_n = f_n[y_n]; with (S, f) beside it (``has_aux``: one forward pass)."""
+    S, f = forward(params, Xt, valid, keys_only, transposed, unit_norm)
+    z = f[jnp.arange(y.shape[0]), y]
     per_input = -jnp.log(z) + eps if eps_outside else -jnp.log(z + eps)
-    return jnp.sum(jnp.where(real, per_input, 0.0)) if summed else jnp.sum(pi * per_input)
+    value = jnp.sum(jnp.where(real, per_input, 0.0)) if summed else jnp.sum(pi * per_input)
+    return value, (S, f)
 
 
 @partial(jax.jit, static_argnames=("w_updates", *SWITCHES))
 def advance(params, Xt, valid, real, y, pi, eps, eta, w_updates=1, **switches):
     """(S, f, loss) at θ and the GD step θ - η ∇L(θ) (``jax.grad``), in one compiled call; the W update
     taken ``w_updates`` times."""
-    view = {k: v for k, v in switches.items() if k in ("keys_only", "unit_norm")}
-    fwd = {k: v for k, v in switches.items() if k in ("keys_only", "transposed", "unit_norm")}
-    value, g = jax.value_and_grad(loss)(params, Xt, valid, real, y, pi, eps, **switches)
+    (value, (S, f)), g = jax.value_and_grad(loss, has_aux=True)(
+        params, Xt, valid, real, y, pi, eps, **switches
+    )
     new = {"V": params["V"] - eta * g["V"], "W": params["W"] - w_updates * eta * g["W"]}
-    return attention(params, Xt, valid, **view), forward(params, Xt, valid, **fwd), value, new
+    return S, f, value, new
 
 
 def functional(config, P=None, w_updates: int = 1, dtype=np.float64, **switches) -> Functional:
