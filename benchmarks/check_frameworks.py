@@ -5,7 +5,8 @@ process running `rwcheck.check` on one factory of examples/ with the same option
 derandomised configurations), so "process" includes starting Python and importing the toolkit and
 the framework; "check alone" is the call to ``check`` after the imports, and for JAX includes compiling
 each jitted function once per (padded) shape. Prints the machine's load average, then a Markdown table:
-factory, protocol, both times (best of ``--repeats``), and the check's ratio to the PyTorch module.
+factory, protocol, both times (medians of ``--repeats`` interleaved rounds, with the check's range), and
+the ratio of the check's median to the PyTorch module's.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _run(target: str, steps: int, examples: int) -> tuple[float, float, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--examples", type=int, default=10)
     args = parser.parse_args()
@@ -53,18 +54,23 @@ def main() -> int:
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     print(f"rw check, steps={args.steps}, examples={args.examples} per property, one fresh process per run\n")
     print(
-        "| factory | implementation | protocol, exit code | process (s) | check alone (s) "
-        "| check vs PyTorch module |"
+        "| factory | implementation | protocol, exit code | process (s) | check alone, median (min–max) (s) "
+        "| check vs PyTorch module (medians) |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
+    runs: dict[str, list[tuple[float, float, str]]] = {target: [] for target, _ in FACTORIES}
+    for _ in range(args.repeats):  # interleaved: every factory once per round, so load drifts hit all alike
+        for target, _what in FACTORIES:
+            runs[target].append(_run(target, args.steps, args.examples))
     base = None
     for target, what in FACTORIES:
-        runs = [_run(target, args.steps, args.examples) for _ in range(args.repeats)]
-        process = min(r[0] for r in runs)
-        inner = min(r[1] for r in runs)
-        base = inner if base is None else base
+        inner = sorted(r[1] for r in runs[target])
+        median = inner[len(inner) // 2]
+        base = median if base is None else base
+        process = sorted(r[0] for r in runs[target])[len(inner) // 2]
         print(
-            f"| {target} | {what} | {runs[0][2]} | {process:.1f} | {inner:.1f} | {inner / base:.2f} |",
+            f"| {target} | {what} | {runs[target][0][2]} | {process:.1f} | {median:.2f} ({inner[0]:.2f}–{inner[-1]:.2f}) "
+            f"| {median / base:.2f} |",
             flush=True,
         )
     return 0
