@@ -60,3 +60,24 @@ def test_three_heads_pass_through_rw_check_and_the_report_names_them(tmp_path) -
         main(["check", "--model", "multi_head", "--heads", "3", f"{EXAMPLE}:shared_softmax", "--steps", "2"])
         == 1
     )
+
+
+KQ_EXAMPLE = ROOT / "examples" / "multi_head_key_query_torch.py"
+KQ_OPTIONS = CheckOptions(steps=2, examples=3, model="multi_head", head_dim=2)
+
+
+def test_the_plain_key_query_heads_pass() -> None:
+    report = check(load_factory(f"{KQ_EXAMPLE}:model"), KQ_OPTIONS)
+    assert report.exit_code == 0, report.render()
+    rows = {r.id: r.status for r in report.results}
+    assert rows["V"] == rows["W_K"] == rows["W_Q"] == rows["S"] == rows["f"] == "pass"
+
+
+@pytest.mark.parametrize("variant", ["averaged_heads", "default_init"])
+def test_each_key_query_heads_bug_fails_at_its_first_wrong_quantity(variant) -> None:
+    from multi_head_key_query_torch import FIRST_WRONG as KQ_FIRST_WRONG
+
+    report = check(load_factory(f"{KQ_EXAMPLE}:{variant}"), KQ_OPTIONS)
+    names = ("V", "W_K", "W_Q", "S", "f", "loss")
+    trajectory = [r.id for r in report.results if r.status == "fail" and r.id in names]
+    assert report.exit_code == 1 and trajectory == [KQ_FIRST_WRONG[variant]], report.render()
