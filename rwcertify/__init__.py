@@ -11,7 +11,7 @@ from rwcertify._compare import compare_float
 from rwcertify._engine import BallTrajectory, State, StepRecord, run_trajectory
 from rwcertify._export import certify_json, certify_markdown, tolerance_line
 from rwcertify._gram import GramEnclosure, enclose_gram, sine_embeddings
-from rwcertify._models import BallLogLoss, ball_arithmetic, ball_estimate, ball_model_trajectory
+from rwcertify._models import BallLogLoss, ball_arithmetic, ball_estimate, ball_model_trajectory, to_ball
 from rwcertify._walks import WalkSet
 from rwio import deprecated_attributes as _deprecated_attributes
 
@@ -22,6 +22,7 @@ __all__ = [
     "ball_arithmetic",
     "ball_estimate",
     "ball_model_trajectory",
+    "to_ball",
     "certify_json",
     "certify_markdown",
     "compare_float",

@@ -34,7 +34,8 @@ SECONDS_PER_BALL_OP = 6e-8
 MAX_BALL_SECONDS = 3600.0
 
 
-def _convert(x: Any) -> arb:
+def to_ball(x: Any) -> arb:
+    """An exact ball {x} of a rational (int, Fraction, fmpq, SymPy Rational, or its string); a ball as it is."""
     if isinstance(x, arb):
         return x
     q = Fraction(str(x)) if not isinstance(x, (int, Fraction)) else Fraction(x)
@@ -53,14 +54,14 @@ def ball_arithmetic() -> Any:
     """The ``rwmodels`` arithmetic of arb balls (object arrays; exp and sign on one ball)."""
     from rwmodels import ObjectArithmetic
 
-    return ObjectArithmetic("arb", _convert, exp=lambda v: v.exp(), sign=_sign, to_float=float)
+    return ObjectArithmetic("arb", to_ball, exp=lambda v: v.exp(), sign=_sign, to_float=float)
 
 
 class BallLogLoss:
     """ℓ(z) = −log(z + ε) and ℓ'(z) = −1/(z + ε) on arb arrays."""
 
     def __init__(self, eps: object) -> None:
-        self.eps = _convert(eps)
+        self.eps = to_ball(eps)
 
     def value(self, z: np.ndarray) -> np.ndarray:
         return np.vectorize(lambda v: -(v + self.eps).log(), otypes=[object])(z)
@@ -156,9 +157,9 @@ def _run(
         ar = ball_arithmetic()
         pop = task.population()
         P = ar.asarray(rational_positions(pop.N, Fraction(str(mu))))
-        data = batch(ar, pop.tokens, pop.labels, [_convert(q) for q in pop.exact_probs()], pop.K, P)
+        data = batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], pop.K, P)
         loss = BallLogLoss(eps)
-        rate = _convert(eta)
+        rate = to_ball(eta)
         current = model.zeros(ar, pop.K, pop.K + int(P.shape[0]), pop.N)
         kept: dict[int, Any] = {}
         bar = tqdm(

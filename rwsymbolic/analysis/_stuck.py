@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from flint import arb, ctx
+from flint import ctx
 
-from rwmodels import Model, ObjectArithmetic, batch, descend, get_model
+from rwmodels import Model, batch, descend, get_model
 from rwsymbolic.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
-from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step, positions, rational
+from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step, positions
 from rwtasks import Task, task_symmetries
 
 PROVED_STUCK, EVIDENCE, ESCAPES = "stuck for all t (proved)", "stuck for T steps (evidence)", "escapes"
@@ -40,25 +40,6 @@ MAX_STUCK_WORK = 1_000_000
 MAX_SPAN_STEPS = 16
 
 
-class _BallLoss:
-    def __init__(self, eps: arb) -> None:
-        self.eps = eps
-
-    def value(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -(v + self.eps).log(), otypes=[object])(z)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
-
-
-def _ball_sign(x: arb) -> int | None:
-    if x > 0:
-        return 1
-    if x < 0:
-        return -1
-    return 0 if x == 0 else None
-
-
 def trajectory_check(
     task: Task, model: Model, steps: int, eta: object = 1, eps: object = "1/10", mu: object = 1
 ) -> dict:
@@ -66,18 +47,16 @@ def trajectory_check(
     previous = ctx.prec
     ctx.prec = BALL_PREC
     try:
+        from rwcertify import BallLogLoss, ball_arithmetic, to_ball
 
-        def convert(x: Any) -> arb:
-            return x if isinstance(x, arb) else arb(rational(x))
-
-        ar = ObjectArithmetic("arb", convert, exp=lambda v: v.exp(), sign=_ball_sign, to_float=float)
+        ar = ball_arithmetic()
         pop = task.population()
-        P = ar.asarray(positions(task.N)) * convert(mu).sqrt()
-        data = batch(ar, pop.tokens, pop.labels, [convert(q) for q in pop.exact_probs()], task.K, P)
+        P = ar.asarray(positions(task.N)) * to_ball(mu).sqrt()
+        data = batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], task.K, P)
         probs = pop.exact_probs()
         support = [n for n, q in enumerate(probs) if q != 0]
         start = model.zeros(ar, task.K, task.K + task.N, task.N)
-        states = descend(model, ar, start, data, _BallLoss(convert(eps)), convert(eta), steps)
+        states = descend(model, ar, start, data, BallLogLoss(eps), to_ball(eta), steps)
         first = support[0]
         for t, state in enumerate(states):
             for n in support[1:]:
