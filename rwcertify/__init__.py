@@ -11,7 +11,14 @@ from rwcertify._compare import compare_float
 from rwcertify._engine import BallTrajectory, State, StepRecord, run_trajectory
 from rwcertify._export import certify_json, certify_markdown, tolerance_line
 from rwcertify._gram import GramEnclosure, enclose_gram, sine_embeddings
-from rwcertify._models import BallLogLoss, ball_arithmetic, ball_estimate, ball_model_trajectory, to_ball
+from rwcertify._models import (
+    BallLogLoss,
+    ball_arithmetic,
+    ball_batch,
+    ball_estimate,
+    ball_model_trajectory,
+    to_ball,
+)
 from rwcertify._walks import WalkSet
 from rwio import deprecated_attributes as _deprecated_attributes
 
@@ -20,6 +27,7 @@ __all__ = [
     "MIN_PREC",
     "BallLogLoss",
     "ball_arithmetic",
+    "ball_batch",
     "ball_estimate",
     "ball_model_trajectory",
     "to_ball",

@@ -70,6 +70,17 @@ class BallLogLoss:
         return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
 
 
+def ball_batch(task: Any, mu: object = 1) -> Any:
+    """The task's population in balls, embedded with ``rwmodels.rational_positions(N, μ)`` (the positions
+    every certified model trajectory uses): an ``rwmodels.Batch`` of exact balls."""
+    from rwmodels import batch, rational_positions
+
+    ar = ball_arithmetic()
+    pop = task.population()
+    P = ar.asarray(rational_positions(pop.N, Fraction(str(mu))))
+    return batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], pop.K, P)
+
+
 def ball_step_ops(task: Any, model: Any, mu: object = 1) -> int:
     """Ball multiply-adds of one step (forward and backward), the basis of the time estimate."""
     from rwmodels import rational_positions
@@ -149,18 +160,17 @@ def _run(
     keep: Callable[[int], bool] | None,
     progress: bool,
 ) -> dict[int, Any]:
-    from rwmodels import batch, evaluate, rational_positions
+    from rwmodels import evaluate
 
     previous = ctx.prec
     ctx.prec = prec
     try:
         ar = ball_arithmetic()
-        pop = task.population()
-        P = ar.asarray(rational_positions(pop.N, Fraction(str(mu))))
-        data = batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], pop.K, P)
+        data = ball_batch(task, mu)
         loss = BallLogLoss(eps)
         rate = to_ball(eta)
-        current = model.zeros(ar, pop.K, pop.K + int(P.shape[0]), pop.N)
+        K, N = data.inputs.K, data.inputs.N
+        current = model.zeros(ar, K, int(data.inputs.xN.shape[0]), N)
         kept: dict[int, Any] = {}
         bar = tqdm(
             total=steps + 1,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -333,19 +333,24 @@ def _mid(x: Any, digits: int = 4) -> str:
     return f"{float(x.mid()):.{digits}f}"
 
 
-def _correlation2(f: np.ndarray, p: np.ndarray, w: list) -> Any:
-    """The squared weighted correlation of f's and p's entries (pooled over labels): the R² of the best
-    affine fit f ≈ a·p + b. None when f is the same for every input (zero variance)."""
-    from flint import arb
+def r_squared(f: np.ndarray, p: np.ndarray, w: Sequence[Any]) -> Any:
+    """The squared weighted correlation of f's and p's entries (n, S), pooled over labels, with weights
+    ``w`` (n,): the R² of the best affine fit f ≈ a·p + b. Any one number type (arb balls, floats); None
+    when f is the same for every input (zero variance).
 
-    weights = [w[n] for n in range(f.shape[0]) for _ in range(f.shape[1])]
-    fv, pv = list(f.ravel()), [arb(x.numerator) / x.denominator for x in p.ravel()]
-    total = sum(weights, arb(0))
-    fm = sum((a * b for a, b in zip(weights, fv)), arb(0)) / total
-    pm = sum((a * b for a, b in zip(weights, pv)), arb(0)) / total
-    cov = sum((a * (b - fm) * (c - pm) for a, b, c in zip(weights, fv, pv)), arb(0))
-    vf = sum((a * (b - fm) ** 2 for a, b in zip(weights, fv)), arb(0))
-    vp = sum((a * (c - pm) ** 2 for a, c in zip(weights, pv)), arb(0))
+    >>> float(r_squared(np.array([[1.0, 2.0], [3.0, 5.0]]), np.array([[2.0, 4.0], [6.0, 10.0]]), [0.5, 0.5]))
+    1.0
+    """
+    S = f.shape[1]
+    weights = [w[n] for n in range(f.shape[0]) for _ in range(S)]
+    fv, pv = list(f.ravel()), list(p.ravel())
+    zero = weights[0] * 0
+    total = sum(weights, zero)
+    fm = sum((a * b for a, b in zip(weights, fv)), zero) / total
+    pm = sum((a * b for a, b in zip(weights, pv)), zero) / total
+    cov = sum((a * (b - fm) * (c - pm) for a, b, c in zip(weights, fv, pv)), zero)
+    vf = sum((a * (b - fm) ** 2 for a, b in zip(weights, fv)), zero)
+    vp = sum((a * (c - pm) ** 2 for a, c in zip(weights, pv)), zero)
     if vf == 0:
         return None
     return cov**2 / (vf * vp)
@@ -400,7 +405,10 @@ def _edelman_stages(quick: bool) -> Outcome:
     verdicts: list[str] = []
     figures: dict[str, Any] = {}
     for N, steps, every, task, states, bits in _certified_runs(quick, evidence, verdicts):
-        pred = icl_predictors(task)
+        pred = {  # the predictors as exact balls, once per run
+            name: np.vectorize(lambda x: arb(fmpq(x.numerator, x.denominator)), otypes=[object])(p)
+            for name, p in icl_predictors(task).items()
+        }
         weights = [arb(fmpq(int(q.p), int(q.q))) for q in task.population().exact_probs()]
         order: list[str] = []
         undecided: list[int] = []
@@ -408,11 +416,11 @@ def _edelman_stages(quick: bool) -> Outcome:
         r2_at: dict[int, tuple[str, str]] = {}
         series: dict[str, list[float]] = {"t": [], "unigram": [], "bigram": []}
         for t, state in sorted(states.items()):
-            uni = _correlation2(state.f, pred["unigram"], weights)
+            uni = r_squared(state.f, pred["unigram"], weights)
             if uni is None:
                 stage = "uniform"
             else:
-                big = _correlation2(state.f, pred["bigram"], weights)
+                big = r_squared(state.f, pred["bigram"], weights)
                 r2_at[t] = (_mid(uni), _mid(big))
                 series["t"].append(t)
                 series["unigram"].append(float(uni.mid()))
@@ -446,10 +454,10 @@ def _edelman_stages(quick: bool) -> Outcome:
 def _nichani_parent(quick: bool) -> Outcome:
     """At the last step, for every position i = 2..N, the population-mean layer-1 attention on the parent
     i − 1 exceeds the attention on every other position j ≤ i (decided in balls)."""
-    from flint import arb, fmpq
+    from flint import arb
 
-    from rwcertify import ball_arithmetic
-    from rwmodels import Tape, batch, rational_positions
+    from rwcertify import ball_arithmetic, ball_batch
+    from rwmodels import Tape
     from rwmodels.two_layer import TwoLayer
 
     model = TwoLayer()
@@ -459,20 +467,15 @@ def _nichani_parent(quick: bool) -> Outcome:
     figures: dict[str, Any] = {}
     for N, steps, _, task, states, bits in _certified_runs(quick, evidence, verdicts):
         state = states[steps]
-        ar = ball_arithmetic()
-        pop = task.population()
-        P = ar.asarray(rational_positions(N, 1))
-        data = batch(
-            ar, pop.tokens, pop.labels, [arb(fmpq(int(q.p), int(q.q))) for q in pop.exact_probs()], 2, P
-        )
-        _, attention = model.layer_one(Tape(ar), state.params["A1"], data.inputs)
+        data = ball_batch(task)  # the population the certified run used
+        _, attention = model.layer_one(Tape(ball_arithmetic()), state.params["A1"], data.inputs)
         weights = data.weights
         rows, failures, undecided = [], [], []
         grid = np.zeros((N, N))
         grid[0, 0] = 1.0
         for i in range(1, N):  # 0-based position i has parent i - 1
             mean = [
-                sum((weights[n] * attention[i].value[n, 0, j] for n in range(pop.size)), arb(0))
+                sum((weights[n] * attention[i].value[n, 0, j] for n in range(data.size)), arb(0))
                 for j in range(i + 1)
             ]
             parent = mean[i - 1]

@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from rwio import save_figure_atomic
-from rwzoo._claims import ICL_ALPHA, ICL_EPS, ICL_ETA, Claim, Outcome, icl_predictors
+from rwzoo._claims import ICL_ALPHA, ICL_EPS, ICL_ETA, Claim, Outcome, icl_predictors, r_squared
 
 #: Steps of the float runs beside the invariance claims, and the Gaussian start's scale.
 FLOAT_STEPS = 60
@@ -122,20 +122,19 @@ def _float_r2(task: Any, steps: int) -> tuple[list[int], list[float], list[float
     run = _float_run(task, model, "zero", steps)
     pop = task.population()
     inputs = embed(FLOAT64, pop.tokens, pop.K, np.asarray(rational_positions(pop.N, 1), dtype=float))
-    w = np.repeat(np.array([float(q) for q in pop.exact_probs()]), pop.K)
-    pred = icl_predictors(task)
+    w = [float(q) for q in pop.exact_probs()]
+    pred = {name: np.array(p, dtype=float) for name, p in icl_predictors(task).items()}
     ts: list[int] = []
     uni: list[float] = []
     big: list[float] = []
     for t in sorted(run.params):
-        f = model.forward(Tape(FLOAT64), run.params[t], inputs).f.value.ravel()
-        if np.ptp(f) == 0:
+        f = model.forward(Tape(FLOAT64), run.params[t], inputs).f.value
+        r2 = [r_squared(f, pred[name], w) for name in ("unigram", "bigram")]
+        if r2[0] is None:  # f the same for every input (t = 0): no stage yet
             continue
         ts.append(t)
-        for name, out in (("unigram", uni), ("bigram", big)):
-            p = np.array(pred[name], dtype=float).ravel()
-            fc, pc = f - w @ f / w.sum(), p - w @ p / w.sum()
-            out.append(float((w @ (fc * pc)) ** 2 / ((w @ fc**2) * (w @ pc**2))))
+        uni.append(float(r2[0]))
+        big.append(float(r2[1]))
     return ts, uni, big
 
 

@@ -25,7 +25,7 @@ from rwsymbolic import derive_model
 from rwsymbolic.arithmetic._atoms import expand_atoms
 from rwtasks import FAMILIES, icl_markov_task
 from rwzoo import CLAIMS, catalogue, report_json, run_claims
-from rwzoo._claims import _correlation2, icl_predictors
+from rwzoo._claims import icl_predictors, r_squared
 
 QUICK_VERDICTS = {
     "key_query_stuck": "proved",
@@ -106,7 +106,8 @@ def test_the_predictors_and_the_correlation_by_hand() -> None:
     assert list(p["bigram"][n]) == [Fraction(1, 3), Fraction(2, 3)]
     f = np.array([[arb(1), arb(2)], [arb(3), arb(5)]], dtype=object)
     q = np.array([[Fraction(1), Fraction(0)], [Fraction(2), Fraction(1)]], dtype=object)
-    r2 = _correlation2(f, q, [arb(1) / 4, arb(3) / 4])
+    q = np.vectorize(lambda x: arb(x.numerator) / x.denominator, otypes=[object])(q)
+    r2 = r_squared(f, q, [arb(1) / 4, arb(3) / 4])
     w = np.repeat([0.25, 0.75], 2)
     fv, qv = np.array([1, 2, 3, 5.0]), np.array([1, 0, 2, 1.0])
     cov = np.sum(w * (fv - np.sum(w * fv) / 2) * (qv - np.sum(w * qv) / 2))
