@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rwcheck._compare import MARGIN, Mismatch
 from rwcheck._models import ONE_LAYER_ONLY, ZERO_START_ONLY, trajectory_statements
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
-from rwcheck._protocol import LABELS, Factory, ImplementationError, probe
+from rwcheck._protocol import LABELS, Factory, ImplementationError, Readouts, probe
 from rwio import load_schema, write_json_atomic
 from rwmodels import get_model
 
@@ -194,41 +194,9 @@ def _check(
         if prop.id == "trajectory":
             results += _trajectory_rows(prop, factory, options, readouts, rows)
             continue
-        if options.generic and prop.id in ONE_LAYER_ONLY:
-            results.append(
-                PropertyResult(
-                    prop.id,
-                    prop.statement,
-                    "not checked",
-                    f"a statement about the paper's model (one_layer), not --model {options.model}",
-                )
-            )
-            continue
-        if options.generic and prop.id in ZERO_START_ONLY and options.model_spec.CHECK_INIT != "zero":
-            results.append(
-                PropertyResult(
-                    prop.id,
-                    prop.statement,
-                    "not checked",
-                    f"a statement about the zero start; --model {options.model} is checked from config.start "
-                    f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)",
-                )
-            )
-            continue
-        if prop.id == "P_only_through_mu" and readouts.P is not None:
-            results.append(
-                PropertyResult(
-                    prop.id,
-                    prop.statement,
-                    "not checked",
-                    "the implementation keeps its own P, so the config's two embeddings never reach it",
-                )
-            )
-            continue
-        if options.steps < prop.min_steps:
-            results.append(
-                PropertyResult(prop.id, prop.statement, "not checked", f"needs --steps >= {prop.min_steps}")
-            )
+        reason = _not_checked(prop, options, readouts)
+        if reason is not None:
+            results.append(PropertyResult(prop.id, prop.statement, "not checked", reason))
             continue
         notes: list[str] = []
         error = _search(prop, factory, options, notes)
@@ -241,6 +209,22 @@ def _check(
             ]
         results.append(result)
     return Report(name, readouts.protocol, options, results)
+
+
+def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> str | None:
+    """Why ``prop`` is not checked for these options and this implementation, or None when it is."""
+    if options.generic and prop.id in ONE_LAYER_ONLY:
+        return f"a statement about the paper's model (one_layer), not --model {options.model}"
+    if options.generic and prop.id in ZERO_START_ONLY and options.model_spec.CHECK_INIT != "zero":
+        return (
+            f"a statement about the zero start; --model {options.model} is checked from config.start "
+            f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)"
+        )
+    if prop.id == "P_only_through_mu" and readouts.P is not None:
+        return "the implementation keeps its own P, so the config's two embeddings never reach it"
+    if options.steps < prop.min_steps:
+        return f"needs --steps >= {prop.min_steps}"
+    return None
 
 
 def _search(

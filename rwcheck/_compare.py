@@ -110,7 +110,6 @@ def trajectory_key(config: CheckConfig, steps: int) -> tuple:
         config.model,
         config.head_dim,
         config.heads,
-        config.init,
     )
 
 

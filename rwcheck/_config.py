@@ -57,8 +57,6 @@ class CheckConfig:
     heads: int | None = None
     #: T, the steps the kit reads (a loop yields T + 1 states); set when the factory is called.
     steps: int | None = field(default=None, compare=False)
-    #: The initialisation: "zero", or "gaussian" for a model whose zero start never moves (``start``).
-    init: str = "zero"
 
     @classmethod
     def build(
@@ -108,8 +106,13 @@ class CheckConfig:
             model=model,
             head_dim=head_dim,
             heads=heads,
-            init=spec.CHECK_INIT,
         )
+
+    @property
+    def init(self) -> str:
+        """The initialisation, the model's ``CHECK_INIT``: "zero", or "gaussian" for a model whose zero start
+        never moves (``start``)."""
+        return str(self.model_spec.CHECK_INIT)
 
     def exact_start(self) -> dict[str, np.ndarray]:
         """θ(0) exactly (flint rationals by parameter name): zero, or the model's fixed dyadic start

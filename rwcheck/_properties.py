@@ -21,7 +21,7 @@ from rwcheck._models import compare_model
 from rwcheck._protocol import Factory, ImplementationError, Readouts, run
 from rwcheck._runtime import run_model
 from rwcheck.strategies import balanced_check_configs, check_configs, embeddings
-from rwmodels import DEFAULT_MODEL, get_model
+from rwmodels import DEFAULT_MODEL, Model, get_model
 from rwnumeric import positional_embeddings
 from rwtasks import LOSSES, CircleWalk
 
@@ -64,10 +64,10 @@ class CheckOptions:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
         get_model(
             self.model, d=self.head_dim, H=self.heads
-        )  # one line for an unknown model or a hyperparameter it lacks
+        )  # one line: unknown model, or a hyperparameter it lacks
 
     @property
-    def model_spec(self):  # noqa: ANN201 (rwmodels.Model, imported lazily by rwmodels)
+    def model_spec(self) -> Model:
         """The ``rwmodels.Model`` checked."""
         return get_model(self.model, d=self.head_dim, H=self.heads)
 
