@@ -4,8 +4,8 @@
 ``run_claims(ids, quick)`` checks claims (``CLAIMS``), each an exact proof or counterexample at small sizes;
 ``write_report`` writes ZOO.md and zoo.json (docs/guide/zoo.md).
 
->>> sorted(CLAIMS)[:2]
-['identical_heads', 'key_query_stuck']
+>>> list(CLAIMS)[:2]
+['key_query_stuck', 'identical_heads']
 """
 
 from rwzoo._claims import CLAIMS, VERDICTS, Claim, Outcome

@@ -311,7 +311,7 @@ def icl_predictors(task: Any, alpha: object = ICL_ALPHA) -> dict[str, np.ndarray
     >>> from rwtasks import icl_markov_task
     >>> p = icl_predictors(icl_markov_task(2, 3, 1))
     >>> p["unigram"][0].tolist(), p["bigram"][0].tolist()  # context 0, 0
-    [[Fraction(3, 4), Fraction(1, 4)], [Fraction(2, 3), Fraction(1, 3)]]
+    ([Fraction(3, 4), Fraction(1, 4)], [Fraction(2, 3), Fraction(1, 3)])
     """
     a = Fraction(str(alpha))
     pop = task.population()
