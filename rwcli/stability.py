@@ -38,8 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_argument(parser, "rw stability")
     add_model_arguments(
         parser,
-        "another model: is its stuck manifold (the parameters GD from zero keeps at 0) stable? "
+        "another model: is an invariant manifold (--manifold) stable, and is the run on it stuck? "
         "Report rwstability/stability_generic.schema.json",
+    )
+    parser.add_argument(
+        "--manifold",
+        default="auto",
+        help="with --model: zero (the parameters GD from zero keeps at 0), symmetry (the fixed subspace of "
+        "the task's symmetry group), auto (default: zero when a parameter stays 0, else symmetry)",
     )
     parser.add_argument(
         "--steps", default="200", help="GD steps to linearise and train (2..2000, default 200)"
@@ -116,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
             list(grid["mus"]),
             list(grid["dtypes"]),
             grid["seeds"],
+        )
+    if args.model == rwmodels.DEFAULT_MODEL and args.manifold != "auto":
+        raise ValueError(
+            f"--manifold {args.manifold} applies with --model (another model than {rwmodels.DEFAULT_MODEL}); "
+            "the paper's model is linearised around the manifold its exact trajectory stays on"
         )
     if args.model != rwmodels.DEFAULT_MODEL:
         if args.sum != "auto" or args.predict_only:
@@ -206,14 +217,17 @@ def _run_model(
     mus,
     dtypes,
 ) -> int:
-    """``--model`` other than the paper's: the generic stuck-manifold report (rwstability._generic)."""
+    """``--model`` other than the paper's: the generic invariant-manifold report (rwstability._generic)."""
     from rwstability import check_model_report_args
 
-    checked = check_model_report_args(task, model, steps, sigmas, seeds, threshold, mus, dtypes)
+    manifold = args.manifold
+    checked = check_model_report_args(task, model, steps, sigmas, seeds, threshold, mus, dtypes, manifold)
     from rwstability import model_stability_report
 
     report = _one_thread(
-        lambda: model_stability_report(checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
+        lambda: model_stability_report(
+            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold
+        )
     )
     hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())
     return _write(args, report, checked, f"rw stability --model {model.name}{hyper}")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rwmodels._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
     from rwmodels._model import Inputs, Model, Readouts, embed
     from rwmodels._positions import four_squares, rational_positions
+    from rwmodels._symmetry import acting_group, coordinate_permutation
     from rwmodels._tape import Tape, Var
     from rwmodels.key_query import KeyQuery
     from rwmodels.one_layer import OneLayer, reduced_coordinates
@@ -49,6 +50,7 @@ _LAZY = {
     **dict.fromkeys(("Inputs", "Model", "Readouts", "embed"), "rwmodels._model"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwmodels._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwmodels._tape"),
+    **dict.fromkeys(("acting_group", "coordinate_permutation"), "rwmodels._symmetry"),
     "KeyQuery": "rwmodels.key_query",
     **dict.fromkeys(("OneLayer", "reduced_coordinates"), "rwmodels.one_layer"),
 }
@@ -86,7 +88,9 @@ __all__ = [
     "Registered",
     "Tape",
     "Var",
+    "acting_group",
     "batch",
+    "coordinate_permutation",
     "descend",
     "embed",
     "evaluate",

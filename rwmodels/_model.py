@@ -105,6 +105,11 @@ class Model(ABC):
     #: engine's time estimate (``rwsymbolic.model_estimate``); None: the rule measured on the one-layer
     #: models (rationals that lengthen, growth from step 3).
     EXACT_ATOMS_FROM: ClassVar[int | None] = None
+    #: Whether a permutation of the key positions (P's columns moved with them) is a symmetry of the model:
+    #: true when the keys are attended as a set, false for a model that sees their order (two_layer's
+    #: causal layer 1), which keeps only the task's symmetries that fix every position
+    #: (``rwmodels.acting_group``).
+    POSITION_SYMMETRIC: ClassVar[bool] = True
 
     @property
     def hyperparameters(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from rwstability._linear import (
     unstable_directions,
     verdict,
 )
+from rwstability._manifold import MANIFOLDS, Manifold, symmetric_manifold, zero_manifold
 from rwstability._orbits import SYMMETRY, OrbitSums, orbit_sums, reduced_images
 from rwstability._reduced import Coordinates, active_coordinates, find_manifold, symbolic_loss, torch_loss
 from rwstability._report import (
@@ -49,6 +50,10 @@ from rwstability._report import (
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "MANIFOLDS",
+    "Manifold",
+    "symmetric_manifold",
+    "zero_manifold",
     "ORBITS_ABOVE",
     "SUMS",
     "SYMMETRY",

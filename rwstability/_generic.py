@@ -1,28 +1,35 @@
 """``rw stability --model NAME``: is a registered model's stuck manifold stable? Generic, from its definition.
 
-Statement. Split θ = (θ_on, θ_off), θ_off being the parameters that full-batch GD from the zero
-initialisation leaves exactly zero at every step of the run (for ``key_query`` W_K and W_Q: their gradients
-W_Q Gᵀ and W_K G vanish when both factors do). The stuck manifold 𝓜 = {θ_off = 0} is then invariant under
-the GD map F(θ) = θ − η∇L(θ), F's Jacobian at a point θ*(t) of 𝓜 is block triangular, and an off-manifold
-perturbation δ evolves to first order by δ(t+1) = A_t δ(t),
+Statement. The report linearises the GD map F(θ) = θ − η∇L(θ) around an invariant linear manifold 𝓜
+(``rwstability._manifold``): the *zero* manifold {θ_off = 0}, θ_off the parameters full-batch GD from zero
+leaves exactly zero at every step of the run (key_query's W_K and W_Q: their gradients W_Q Gᵀ and W_K G
+vanish when both factors do), or the *symmetric* manifold Fix(G) of the task's symmetry group acting on
+the parameters (``--manifold symmetry``; ``auto`` takes it when every parameter moves: two_layer,
+learned_positions). With orthonormal bases ``on`` of 𝓜 and ``off`` of its complement, F's Jacobian J at a
+point θ*(t) of 𝓜 is block triangular and an off-manifold perturbation δ evolves to first order by
+δ(t+1) = A_t δ(t),
 
-    A_t = ∂F_off/∂θ_off (θ*(t)) = I − η ∂²L/∂θ_off² (θ*(t)),
+    A_t = offᵀ J(θ*(t)) off = I − η offᵀ ∇²L(θ*(t)) off,
 
 along the float64 trajectory θ*(t) of ``rwmodels.descend`` from zero on the exact population (positions
-``rational_positions(N, μ)`` as floats). A_t is ``torch.func.jacrev`` of the tape's gradient of the model's one
-forward pass; ``leak`` = ‖∂F_off/∂θ_on‖₂ checks the block triangularity (0 exactly at every step here).
-Φ_T = A_{T−1}⋯A_0 bounds every perturbation: ‖δ(T)‖ ≤ σ_max(Φ_T)‖δ(0)‖. Verdict: ``unstable`` if
-ln σ_max(Φ_T) > T·MARGIN, ``stable`` if < −T·MARGIN, else ``marginal``. MARGIN = 1e-9 per step: A_t is computed
-in float64 from population sums of at most a few 10⁵ terms, so a zero Hessian comes back with rounding
-≲ 1e-12 (A_0 = I exactly: V(0) = 0); growth below 1e-9 per step is rounding, not dynamics.
+``rational_positions(N, μ)`` as floats on the zero manifold; √μ·I_N on the symmetric one, where the symmetry
+permutes the coordinates). J is ``torch.func.jacrev`` of the tape's gradient of the model's one forward
+pass; ``leak`` = ‖offᵀ J on‖₂ checks the block triangularity (0 exactly on the zero manifold, rounding on
+the symmetric one). Φ_T = A_{T−1}⋯A_0 bounds every perturbation: ‖δ(T)‖ ≤ σ_max(Φ_T)‖δ(0)‖. Verdict:
+``unstable`` if ln σ_max(Φ_T) > T·MARGIN, ``stable`` if < −T·MARGIN, else ``marginal``. MARGIN = 1e-9 per
+step: A_t is computed in float64 from population sums of at most a few 10⁵ terms, so a zero Hessian comes
+back with rounding ≲ 1e-12 (A_0 = I exactly when the Hessian vanishes at zero); growth below 1e-9 per step
+is rounding, not dynamics. The report also says whether the trajectory on 𝓜 is *stuck* (every input's
+scores f agree to STUCK_TOL = 1e-9 at every step) or learns on it: an invariant manifold need not be a
+stuck one (two_layer learns on its symmetric manifold).
 
 For ``key_query``, ∂²L/∂θ_off² at W_K = W_Q = 0 is [[0, G], [Gᵀ, 0]] per head row, G = ∂L/∂W of the merged
 model at (V*(t), W = 0): A_t's eigenvalues are 1 ± η σ_i(G_t), its spectral radius 1 + η σ_max(G_t), a saddle
 as soon as G_t ≠ 0 (tests/test_stability_models.py checks this against ``one_layer``'s gradient).
 
 Escape. Every parameter starts i.i.d. N(0, σ²) (numpy ``default_rng(seed)``, cast to the dtype) and GD runs
-with ``descend`` in that dtype. With r(t) = ‖θ_off(t)‖ / ‖θ_off(0)‖ (Euclidean norm of all off-manifold
-entries together, √(‖W_K‖²_F + ‖W_Q‖²_F): the norm σ_max(Φ_t) bounds), escape is the first t ≥ 1 with
+with ``descend`` in that dtype. With r(t) = ‖offᵀθ(t)‖ / ‖offᵀθ(0)‖ (the Euclidean norm of the off-manifold
+part, on the zero manifold √(‖W_K‖²_F + ‖W_Q‖²_F): the norm σ_max(Φ_t) bounds), escape is the first t ≥ 1 with
 r(t) > 1/τ, τ = ``--threshold`` (default 1e-3: a thousandfold growth). The linear prediction is the first
 t ≥ 1 with σ_max(Φ_t) > 1/τ, the earliest step first-order dynamics allows (r(t) ≤ σ_max(Φ_t)).
 
@@ -43,6 +50,7 @@ import numpy as np
 
 from rwmodels import Batch, ElementLoss, Model, batch, descend, evaluate, get_model, rational_positions
 from rwstability._escape import DEFAULT_THRESHOLD, first_above
+from rwstability._manifold import MANIFOLDS, SYMMETRY, ZERO, Manifold, symmetric_manifold, zero_manifold
 from rwstability._reduced import population_arrays
 from rwstability._report import check_run_options
 from rwtasks import CircleWalk, FiniteTask
@@ -87,6 +95,7 @@ def check_model_report_args(
     threshold: float,
     mus: Sequence[float] = (1.0,),
     dtypes: Sequence[str] = ("float64",),
+    manifold: str = "auto",
 ) -> CircleWalk | FiniteTask:
     """One-line ValueErrors for every bad argument and for a report estimated too large, before any work.
 
@@ -102,6 +111,8 @@ def check_model_report_args(
         raise ValueError("p is a symbol (give --p): rw stability needs a number p")
     n = len(population_arrays(task)[1])  # symbolic probabilities are refused here, in one line
     check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
+    if manifold not in MANIFOLDS:
+        raise ValueError(f"--manifold={manifold!r} must be one of {', '.join(MANIFOLDS)}")
     params, work, memory = _sizes(model, task, steps, len(sigmas) * seeds * len(dtypes))
     hyper = ", ".join(f"{k}={v}" for k, v in model.hyperparameters.items())
     where = f"--model {model.name}" + (f" ({hyper})" if hyper else "")
@@ -115,6 +126,8 @@ def check_model_report_args(
             f"{steps} steps, {len(mus)} mu), above {MAX_WORK:.0e}: use fewer --steps, --sigmas, --seeds or a smaller task"
         )
     check_memory(memory, f"{where} (one step's Jacobian, {format_bytes(memory)})", "use a smaller K or N")
+    if manifold == SYMMETRY:
+        symmetric_manifold(model, task)  # refuses a task whose group moves no parameter, before any work
     return task
 
 
@@ -141,30 +154,79 @@ def off_manifold_jacobian(
     data: Batch,
     loss: ElementLoss,
     eta: float,
-    off: Sequence[str],
+    off: Sequence[str] | Manifold,
 ) -> tuple[Any, Any]:
-    """(A, B) at ``params``: A = ∂F_off/∂θ_off, B = ∂F_off/∂θ_on, F(θ) = θ − η∇L(θ), θ flattened in ``params`` order.
+    """(A, B) at ``params``: A = offᵀ J off, B = offᵀ J on, J the Jacobian of F(θ) = θ − η∇L(θ).
 
-    ∇L is the tape's gradient (``rwmodels.evaluate``) on torch tensors; both blocks are ``torch.func.jacrev``.
+    θ is flattened in ``params`` order; ``off`` is a :class:`Manifold` or the names of a zero manifold's
+    parameters (then A = ∂F_off/∂θ_off and B = ∂F_off/∂θ_on). ∇L is the tape's gradient
+    (``rwmodels.evaluate``) on torch tensors, J its ``torch.func.jacrev``.
     """
+    import torch
     from torch.func import jacrev
 
-    on = [n for n in params if n not in off]
     shapes = {n: tuple(params[n].shape) for n in params}
+    manifold = off if isinstance(off, Manifold) else zero_manifold(shapes, off)
 
-    def f_off(x_on: Any, x_off: Any) -> Any:
-        state = {**_unflat(x_on, {n: shapes[n] for n in on}), **_unflat(x_off, {n: shapes[n] for n in off})}
-        gradient = evaluate(model, arithmetic, state, data, loss).gradient
+    def step(x: Any) -> Any:
+        gradient = evaluate(model, arithmetic, _unflat(x, shapes), data, loss).gradient
         assert gradient is not None
-        return x_off - eta * _flat(gradient, off)
+        return x - eta * _flat(gradient, list(shapes))
 
-    B, A = jacrev(f_off, argnums=(0, 1))(_flat(params, on), _flat(params, off))
-    return A, B
+    J = jacrev(step)(_flat(params, list(shapes)))
+    Q, B = (torch.as_tensor(m, dtype=J.dtype) for m in (manifold.off, manifold.on))
+    return Q.T @ J @ Q, Q.T @ J @ B
 
 
 def _population(task: CircleWalk | FiniteTask, arithmetic: Any, P: np.ndarray) -> Batch:
     tokens, labels, probs = population_arrays(task)
     return batch(arithmetic, tokens, labels, [float(q) for q in probs], task.K, arithmetic.asarray(P))
+
+
+#: Largest difference of two inputs' scores f along the float64 trajectory on the manifold still called stuck
+#: (the trajectory at chance): population sums of a few 10⁵ float64 terms round at ≲ 1e-12.
+STUCK_TOL = 1e-9
+
+
+def _positions(task: CircleWalk | FiniteTask, mu_q: Fraction, kind: str) -> tuple[np.ndarray, str]:
+    """P of the run: ``rational_positions(N, μ)`` on the zero manifold, √μ·I_N on the symmetric one (where the
+    symmetry permutes the coordinates, ``rwmodels.coordinate_permutation``)."""
+    if kind == SYMMETRY:
+        return math.sqrt(mu_q) * np.eye(task.N), "sqrt(mu) I_N"
+    return np.asarray(rational_positions(task.N, mu_q), dtype=np.float64), "rational_positions(N, mu)"
+
+
+def _trajectory(
+    model: Model, task: CircleWalk | FiniteTask, P: np.ndarray, eps: float, eta: float, steps: int
+):
+    import torch
+
+    from rwnumeric import TensorLoss, TorchArithmetic
+
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
+    data = _population(task, ar, P)
+    states = descend(model, ar, model.zeros(ar, task.K, task.K + P.shape[0], task.N), data, loss, eta, steps)
+    if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
+        raise ValueError(f"the trajectory from zero diverged within {steps} steps (lower --eta)")
+    return ar, loss, data, states
+
+
+def _manifold_of(
+    model: Model, task: CircleWalk | FiniteTask, states: list[Any], kind: str
+) -> Manifold | None:
+    """The zero manifold of ``states`` (None when every parameter moves and ``kind`` is auto), or Fix(G)."""
+    if kind == SYMMETRY:
+        return symmetric_manifold(model, task)
+    off = [n for n in states[0].params if all(not bool(s.params[n].any()) for s in states)]
+    if off:
+        shapes = {n: tuple(v.shape) for n, v in states[0].params.items()}
+        return zero_manifold(shapes, off)
+    if kind == ZERO:
+        raise ValueError(
+            f"--manifold zero: GD from zero moves every parameter of --model {model.name}, so no parameter "
+            "stays exactly zero (--manifold symmetry linearises around the task's symmetric manifold)"
+        )
+    return None
 
 
 def _per_mu(
@@ -178,29 +240,22 @@ def _per_mu(
     seeds: int,
     threshold: float,
     dtypes: Sequence[str],
+    kind: str = "auto",
 ) -> dict[str, Any]:
     import torch
 
-    from rwnumeric import TensorLoss, TorchArithmetic
-
     mu_q = rational_mu(mu)
-    P = np.asarray(rational_positions(task.N, mu_q), dtype=np.float64)
-    D = task.K + P.shape[0]
-    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
-    data = _population(task, ar, P)
-    states = descend(model, ar, model.zeros(ar, task.K, D, task.N), data, loss, eta, steps)
-    if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
-        raise ValueError(f"the trajectory from zero diverged within {steps} steps (lower --eta)")
-    off = [n for n in states[0].params if all(not bool(s.params[n].any()) for s in states)]
-    if not off:
-        raise ValueError(
-            f"--model {model.name}: GD from zero moves every parameter, and the generic report linearises only "
-            "around parameters that stay exactly zero (a symmetric stuck manifold is linearised for one_layer; "
-            "rw explore and rwsymbolic.stuck_proof decide it for any model)"
-        )
+    P, positions = _positions(task, mu_q, kind)
+    ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
+    manifold = _manifold_of(model, task, states, kind)
+    if manifold is None:  # auto, and every parameter moves: the symmetric manifold, at its positions
+        P, positions = _positions(task, mu_q, SYMMETRY)
+        ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
+        manifold = symmetric_manifold(model, task)
+    spread = max(float((s.f - s.f[0]).abs().max()) for s in states)  # every input has probability > 0
     rows, log_phi, Phi = [], 0.0, None
     for t, state in enumerate(states[:-1]):
-        A, B = off_manifold_jacobian(model, ar, state.params, data, loss, eta, off)
+        A, B = off_manifold_jacobian(model, ar, state.params, data, loss, eta, manifold)
         Phi = A if Phi is None else A @ Phi
         s = float(torch.linalg.matrix_norm(Phi, ord=2))
         if not (math.isfinite(s) and s > 0):
@@ -217,27 +272,37 @@ def _per_mu(
             }
         )
     tol = MARGIN * steps
-    kind = "unstable" if log_phi > tol else "stable" if log_phi < -tol else "marginal"
+    kind_of = "unstable" if log_phi > tol else "stable" if log_phi < -tol else "marginal"
+    on_it = (
+        f"the trajectory on it is stuck: scores agree across inputs to {spread:.1e}"
+        if spread <= STUCK_TOL
+        else f"the trajectory on it learns: scores differ across inputs by up to {spread:.3g}"
+    )
     line = (
-        f"{kind} (off-manifold growth sigma_max(Phi_T) = 10^{log_phi / math.log(10):.3f} over {steps} steps, "
-        f"ln {log_phi:+.3e}, marginal band ±{tol:.1e}; largest radius of A_t {max(r['radius'] for r in rows):.6f})"
+        f"{kind_of} {manifold.kind} manifold (off-manifold growth sigma_max(Phi_T) = "
+        f"10^{log_phi / math.log(10):.3f} over {steps} steps, ln {log_phi:+.3e}, marginal band ±{tol:.1e}; "
+        f"largest radius of A_t {max(r['radius'] for r in rows):.6f}; {on_it})"
     )
     predicted = first_above([0.0] + [r["log_sigma_Phi"] for r in rows], math.log(1 / threshold))
     gaussian = []
     for sigma in sigmas:
         for dtype in dtypes:
             runs = [
-                _escape(task, model, P, eps, eta, steps, sigma, dtype, k, off, threshold)
+                _escape(task, model, P, eps, eta, steps, sigma, dtype, k, manifold, threshold)
                 for k in range(seeds)
             ]
             gaussian.append({"sigma": sigma, "dtype": dtype, "predicted": predicted, **_columns(runs)})
     return {
         "mu": mu,
         "mu_rational": str(mu_q),
-        "verdict": {"kind": kind, "log_growth": log_phi, "tolerance": tol, "line": line, "mu": mu},
+        "positions": positions,
+        "verdict": {"kind": kind_of, "log_growth": log_phi, "tolerance": tol, "line": line, "mu": mu},
+        "manifold": manifold.to_json(),
         "max_leak": max(r["leak"] for r in rows),
-        "off_parameters": off,
-        "off_dim": int(sum(states[0].params[n].numel() for n in off)),
+        "score_spread": spread,
+        "stuck": spread <= STUCK_TOL,
+        "off_parameters": manifold.parameters,
+        "off_dim": int(manifold.off.shape[1]),
         "steps": rows,
         "escape": {"quantity": "off_manifold_growth", "gaussian": gaussian},
     }
@@ -261,7 +326,7 @@ def _escape(
     sigma: float,
     dtype: str,
     seed: int,
-    off: Sequence[str],
+    manifold: Manifold,
     threshold: float,
 ) -> dict[str, Any]:
     """One Gaussian-init run: its escape step (None within the run), final r(T) and max |S − 1/N| at T."""
@@ -276,7 +341,15 @@ def _escape(
         for n, s in model.shapes(task.K, P.shape[0] + task.K, task.N).items()
     }
     states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
-    norms = [math.sqrt(sum(float((s.params[n].double() ** 2).sum()) for n in off)) for s in states]
+    Q = torch.as_tensor(manifold.off, dtype=torch.float64)
+    norms = [
+        float(
+            torch.linalg.vector_norm(
+                Q.T @ _flat({n: v.double() for n, v in s.params.items()}, list(s.params))
+            )
+        )
+        for s in states
+    ]
     r = [x / norms[0] for x in norms]
     return {
         "measured": first_above(r, 1 / threshold),
@@ -296,17 +369,21 @@ def model_stability_report(
     threshold: float = DEFAULT_THRESHOLD,
     mus: Sequence[float] = (1.0,),
     dtypes: Sequence[str] = ("float64",),
+    manifold: str = "auto",
 ) -> dict[str, Any]:
     """The off-manifold linearisation, verdict and escape table of ``model`` (schema ``stability_generic``).
 
     One block of ``results`` per μ; the headline ``verdict`` is the first's (see the module text).
+    ``manifold``: ``zero``, ``symmetry`` or ``auto`` (zero when a parameter stays exactly zero, else symmetry).
     """
     from rwstability._report import task_info
 
     model = get_model(model) if isinstance(model, str) else model
     mu_list = [float(m) for m in mus]
-    check_model_report_args(task, model, steps, sigmas, seeds, threshold, mu_list, dtypes)
-    results = [_per_mu(task, model, steps, eta, m, eps, sigmas, seeds, threshold, dtypes) for m in mu_list]
+    check_model_report_args(task, model, steps, sigmas, seeds, threshold, mu_list, dtypes, manifold)
+    results = [
+        _per_mu(task, model, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, manifold) for m in mu_list
+    ]
     return {
         "model": model.describe(),
         "task": task_info(task),
@@ -320,11 +397,10 @@ def model_stability_report(
             "seeds": seeds,
             "threshold": threshold,
             "margin_per_step": MARGIN,
+            "manifold": manifold,
+            "stuck_tolerance": STUCK_TOL,
         },
-        "manifold": {
-            "parameters": results[0]["off_parameters"],
-            "definition": "the parameters GD from zero leaves exactly zero at every step, all set to 0",
-        },
+        "manifold": results[0]["manifold"],
         "verdict": results[0]["verdict"],
         "results": results,
     }

@@ -300,6 +300,34 @@ class TaskGroup:
         perms = [Permutation(list(_flat(g))) for g in self.generators] or [Permutation(list(range(degree)))]
         return PermutationGroup(perms)
 
+    def fixing_positions(self) -> TaskGroup:
+        """The subgroup of the symmetries that move no key position (π the identity): what remains a
+        symmetry of a model that sees the order of its positions (a causal layer, ``rwmodels.acting_group``).
+
+        The pointwise stabiliser of the position points (SymPy), with a small generating set.
+
+        >>> from rwtasks import CircleWalk
+        >>> G = task_symmetries(CircleWalk(3, 4, 1))
+        >>> G.order, G.fixing_positions().order, G.fixing_positions().describe()  # (1 2) needs π reversed
+        (18, 3, ['tokens and labels (0 1 2)'])
+        """
+        K, degree = self.K, 2 * self.K + self.N - 1
+        H = self.as_permutation_group().pointwise_stabilizer(list(range(2 * K, degree)))
+        order = int(H.order())
+        gens = [tuple(int(i) for i in g.array_form) for g in H.generators]
+        gens = [g + tuple(range(len(g), degree)) for g in gens]
+        nice = _nice_generators(gens, order, degree) if order > 1 else []
+        return TaskGroup(
+            self.K,
+            self.N,
+            tuple(_unflat(g, K) for g in nice),
+            order,
+            self.vocab,
+            self.free_tokens,
+            self.free_labels,
+            (),
+        )
+
     def describe(self, vocab: Sequence[str] | None = None) -> list[str]:
         """One line per generator (``vocab`` defaults to the task's)."""
         words = self.vocab if vocab is None else vocab

@@ -43,7 +43,9 @@ def test_rw_stability_key_query_report(tmp_path, capsys):
     assert main(args + ["--json", str(tmp_path / "a.json")]) == 0
     assert main(args + ["--json", str(tmp_path / "b.json")]) == 0
     line = capsys.readouterr().out.splitlines()[0]
-    assert line.startswith("rw stability --model key_query d=2 K=3 N=4 p=3/10: unstable (off-manifold growth")
+    assert line.startswith(
+        "rw stability --model key_query d=2 K=3 N=4 p=3/10: unstable zero manifold (off-manifold growth"
+    )
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes()
     report = json.loads(a)
@@ -146,3 +148,154 @@ def test_rw_stability_model_png_draws_the_generic_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"wrote {png}" in out and out.startswith("rw stability --model key_query d=2 K=3 N=4 p=1: ")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+# --- the symmetric manifold (--manifold symmetry): Fix(G) of the task's group, for models that move every
+# parameter from zero. Oracles: the group's permutations themselves (Fix(G) is what they fix), rwsymbolic's
+# fixed_subspace (its own union-find over the same action) for the dimension, and central finite differences
+# of the GD map for the off-manifold block (same FD_STEP / FD_ATOL reasoning as above).
+
+
+def _symmetric(name: str, task: CircleWalk):
+    from rwmodels import acting_group, coordinate_permutation
+    from rwstability._manifold import symmetric_manifold
+    from rwtasks import task_symmetries
+
+    model = get_model(name)
+    manifold = symmetric_manifold(model, task)
+    group = acting_group(model, task_symmetries(task))
+    perms = [coordinate_permutation(model, g, task.K, task.N) for g in group.generators]
+    return model, manifold, perms
+
+
+@pytest.mark.parametrize("name", ["two_layer", "learned_positions", "one_layer", "multi_head"])
+def test_symmetric_manifold_is_the_fixed_subspace_with_an_orthonormal_complement(name):
+    from rwsymbolic import fixed_subspace
+    from rwtasks import task_symmetries
+
+    task = CircleWalk(3, 4, 1)
+    model, m, perms = _symmetric(name, task)
+    n = m.on.shape[0]
+    assert m.on.shape[1] + m.off.shape[1] == n
+    assert m.on.shape[1] == fixed_subspace(model, task, task_symmetries(task)).dim
+    np.testing.assert_allclose(np.hstack([m.on, m.off]).T @ np.hstack([m.on, m.off]), np.eye(n), atol=1e-14)
+    for perm in perms:  # g·θ moves coordinate i to perm[i]: a fixed vector has v[perm] = v
+        np.testing.assert_array_equal(m.on[perm], m.on)
+        assert not np.array_equal(m.off[perm], m.off)  # the complement is moved (else G would act trivially)
+
+
+def test_two_layer_keeps_only_the_symmetries_that_fix_the_positions():
+    """Layer 1 is causal: a symmetry that moves the key positions is not one of the model. On the full
+    group's fixed subspace the GD Jacobian leaks off it; on the acting group's it does not."""
+    from rwmodels import coordinate_permutation, descend
+    from rwstability._manifold import Manifold
+    from rwtasks import task_symmetries
+
+    task = CircleWalk(3, 4, 1)
+    model, m, _ = _symmetric("two_layer", task)
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", 0.1)
+    data = _population(task, ar, np.eye(task.N))
+    state = descend(model, ar, model.zeros(ar, 3, 7, 4), data, loss, 1.0, 3)[-1].params
+    assert off_manifold_jacobian(model, ar, state, data, loss, 1.0, m)[1].abs().max() < 1e-12
+    full = task_symmetries(task)  # order 18, positions shifted with the tokens
+    perms = [coordinate_permutation(model, g, 3, 4) for g in full.generators]
+    fixed = [i for i in range(m.on.shape[0]) if all(p[i] == i for p in perms)]
+    assert full.order == 18 and len(fixed) < m.on.shape[0]
+    # a point fixed by the full group: its on-part averaged over the full orbits; J maps it off Fix(full)
+    from rwtasks import orbit_labels
+
+    label = orbit_labels(perms, m.on.shape[0])
+    x = torch.cat([state[k].reshape(-1) for k in state])
+    mean = torch.zeros_like(x).index_add_(0, torch.as_tensor(label), x)
+    count = torch.zeros_like(x).index_add_(0, torch.as_tensor(label), torch.ones_like(x))
+    x = (mean / count)[torch.as_tensor(label)]
+    point, start = {}, 0
+    for k, v in state.items():
+        point[k], start = x[start : start + v.numel()].reshape(v.shape), start + v.numel()
+    onehot = np.eye(m.on.shape[0])
+    basis = {lab: [i for i in range(len(label)) if label[i] == lab] for lab in set(label.tolist())}
+    on = np.stack([onehot[idx].sum(0) / np.sqrt(len(idx)) for idx in basis.values()], 1)
+    q, _ = np.linalg.qr(np.hstack([on, np.eye(len(label))]))
+    off = q[:, on.shape[1] :]
+    wrong = Manifold("symmetry", on, off, [], "the full group, not the model's")
+    assert off_manifold_jacobian(model, ar, point, data, loss, 1.0, wrong)[1].abs().max() > 1e-3
+
+
+def test_symmetric_off_block_is_the_finite_difference_jacobian():
+    from rwmodels import descend
+
+    task = CircleWalk(3, 4, "1/2")
+    model, m, _ = _symmetric("two_layer", task)
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", 0.1)
+    data = _population(task, ar, np.eye(task.N))
+    params = descend(model, ar, model.zeros(ar, 3, 7, 4), data, loss, 1.0, 4)[-1].params
+    A, B = off_manifold_jacobian(model, ar, params, data, loss, 1.0, m)
+    names, shapes = list(params), {k: tuple(v.shape) for k, v in params.items()}
+    x0 = torch.cat([params[k].reshape(-1) for k in names])
+    J = torch.zeros(len(x0), len(x0), dtype=torch.float64)
+    for i in range(len(x0)):
+        e = torch.zeros_like(x0)
+        e[i] = FD_STEP
+        plus, minus = (_gd_map(model, ar, data, loss, names, shapes, x0 + s * e) for s in (1, -1))
+        J[:, i] = (plus - minus) / (2 * FD_STEP)
+    Q, P = (torch.as_tensor(b) for b in (m.off, m.on))
+    torch.testing.assert_close(A, Q.T @ J @ Q, rtol=0, atol=FD_ATOL * 10)  # ×10: sums over up to 6 entries
+    assert float((Q.T @ J @ P).abs().max()) < FD_ATOL * 10 and float(B.abs().max()) < 1e-12
+
+
+def test_rw_stability_learned_positions_symmetric_manifold_is_stuck_and_bounds_the_escape(tmp_path, capsys):
+    import jsonschema
+
+    from rwcli.main import main
+
+    argv = ["stability", "--model", "learned_positions", "--K", "3", "--N", "4", "--p", "1", "--steps", "20"]
+    argv += ["--sigmas", "1e-8", "--seeds", "2"]
+    assert main(argv + ["--json", str(tmp_path / "a.json")]) == 0
+    assert main(argv + ["--json", str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "unstable symmetry manifold" in out and "the trajectory on it is stuck" in out
+    a = (tmp_path / "a.json").read_bytes()
+    assert a == (tmp_path / "b.json").read_bytes()
+    report = json.loads(a)
+    jsonschema.validate(report, load_schema("stability_generic"))
+    res = report["results"][0]
+    assert report["manifold"]["kind"] == "symmetry" and res["positions"] == "sqrt(mu) I_N"
+    assert res["stuck"] and res["score_spread"] <= 1e-9 and res["max_leak"] < 1e-12
+    assert report["manifold"]["off_dim"] == 58 + 16 - 17  # V, W, dP entries minus dim Fix(G) = 17
+    # first order: ‖δ(T)‖ ≤ σ_max(Φ_T)‖δ(0)‖; at σ = 1e-8 the second-order terms are ~1e-8 relative
+    bound = np.exp(res["steps"][-1]["log_sigma_Phi"])
+    for growth in res["escape"]["gaussian"][0]["final_growth"]:
+        assert 1 < growth <= bound * (1 + 1e-6)
+
+
+def test_rw_stability_two_layer_learns_on_its_symmetric_manifold(capsys):
+    from rwcli.main import main
+
+    argv = ["stability", "--model", "two_layer", "--K", "3", "--N", "4", "--p", "1", "--steps", "5"]
+    assert main(argv + ["--sigmas", "1e-6", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "symmetry manifold" in out[0] and "the trajectory on it learns" in out[0]
+    assert out[1].startswith("  escapes: at t = 3")  # stuck_proof's certified ball check agrees
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--model", "two_layer", "--manifold", "zero"],
+            "--manifold zero: GD from zero moves every parameter",
+        ),
+        (
+            ["--model", "two_layer", "--manifold", "orbit"],
+            "--manifold='orbit' must be one of auto, zero, symmetry",
+        ),
+        (["--manifold", "symmetry"], "--manifold symmetry applies with --model"),
+    ],
+    ids=["zero-none", "unknown", "paper-model"],
+)
+def test_rw_stability_manifold_bad_input_is_one_line_exit_2(extra, message, capsys):
+    from rwcli.main import main
+
+    assert main(["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "3"] + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err

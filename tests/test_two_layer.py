@@ -53,3 +53,17 @@ def test_each_planted_bug_fails_at_its_first_wrong_quantity(variant) -> None:
     names = ("V", "A1", "A2xx", "A2xa", "A2ax", "A2aa", "S", "f", "loss")
     trajectory = [r.id for r in report.results if r.status == "fail" and r.id in names]
     assert report.exit_code == 1 and trajectory == [FIRST_WRONG[variant]], report.render()
+
+
+def test_stuck_proof_of_two_layer_is_undecided_by_induction_and_decided_by_the_balls():
+    """Layer 2's logits contain layer 1's exponentials: the induction step says so (undecided, never a
+    pass) instead of raising, and the certified ball check finds the escape. Only the symmetries fixing
+    every position act (the causal layer sees their order): order 3 of the task's 18."""
+    from rwsymbolic import stuck_proof
+    from rwtasks import CircleWalk
+
+    report = stuck_proof(CircleWalk(3, 4, 1), "two_layer")
+    assert report["symmetry"]["outcome"] == "undecided"
+    assert "exponentials nest" in report["symmetry"]["reason"]
+    assert report["group"]["order"] == 3
+    assert report["verdict"] == "escapes" and report["ball_check"]["escape_step"] == 3

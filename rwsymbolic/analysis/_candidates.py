@@ -24,7 +24,7 @@ import mpmath
 import numpy as np
 from flint import fmpq
 
-from rwmodels import Model
+from rwmodels import Model, acting_group, coordinate_permutation
 from rwsymbolic.analysis._invariance import Subspace, positions, rational
 from rwtasks import Task
 
@@ -32,45 +32,6 @@ from rwtasks import Task
 SPAN_DIGITS, SPAN_TOL, SPAN_DENOMINATOR = 60, mpmath.mpf("1e-40"), 10**6
 #: The μ of the trajectories whose union is spanned (P = √μ·I_N).
 SPAN_MU = (1, 2, 3)
-
-
-def coordinate_permutation(
-    model: Model, symmetry: Any, K: int, N: int, heads: Sequence[int] | None = None
-) -> np.ndarray:
-    """The symmetry's action on the flat parameters at P = √μ·I_N: the image index of every coordinate.
-
-    A label axis moves by λ, a token axis by τ, an embedding axis by O = diag(T_τ, Π_π) (positions p_j = √μ e_j,
-    so Q_π is the permutation Π_π with the query fixed), a position axis by Π_π, a head axis by ``heads``
-    (None: fixed), other axes not at all. Each parameter's multi-index moves axis by axis.
-    """
-    embed = list(symmetry.tokens) + [K + j for j in symmetry.positions] + [K + N - 1]
-    per_role: dict[str, list[int]] = {
-        "label": list(symmetry.labels),
-        "token": list(symmetry.tokens),
-        "embed": embed,
-        "position": list(symmetry.positions) + [N - 1],  # the N positions, the query fixed
-    }
-    if heads is not None:
-        per_role["head"] = list(heads)
-    images, start = [], 0
-    for name, shape in model.shapes(K, K + N, N).items():
-        roles = model.AXES[name]
-        if len(roles) != len(shape):
-            raise ValueError(
-                f"model {model.name}: AXES[{name!r}] has {len(roles)} axes, the parameter {len(shape)}"
-            )
-        index = np.indices(shape).reshape(len(shape), -1)
-        moved = []
-        for axis, (role, size) in enumerate(zip(roles, shape, strict=True)):
-            perm = np.asarray(per_role[role] if role in per_role else range(size), dtype=np.int64)
-            if perm.shape[0] != size:
-                raise ValueError(
-                    f"model {model.name}: axis {role!r} of {name} has size {size}, not {perm.shape[0]}"
-                )
-            moved.append(perm[index[axis]])
-        images.append(start + np.ravel_multi_index(tuple(moved), shape))
-        start += int(np.prod(shape))
-    return np.concatenate(images)
 
 
 def _orbit_basis(permutations: Sequence[np.ndarray], total: int) -> list[list[int]]:
@@ -111,7 +72,11 @@ def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     >>> task = CircleWalk(3, 4, 1)
     >>> fixed_subspace(get_model("one_layer"), task, task_symmetries(task)).dim
     12
+
+    A model that sees the order of its positions keeps only the symmetries that fix them
+    (``rwmodels.acting_group``).
     """
+    group = acting_group(model, group)
     K, N = task.K, task.N
     shapes = model.shapes(K, K + N, N)
     total = sum(int(np.prod(s)) for s in shapes.values())

@@ -331,6 +331,17 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         out = model.forward(tape, inputs, data.inputs)
         return tape, inputs, out, data
 
+    def undecided(reason: str) -> Induction:
+        return Induction(
+            UNDECIDED,
+            classes=0,
+            input_independent=None,
+            labels_tied=None,
+            seconds=time.perf_counter() - start,
+            reason=reason,
+            **common,
+        )
+
     # pass 1: the logits as polynomials in α, for the exponential atoms
     field1 = FunctionField(names)
     first = FieldArithmetic(field1, None)
@@ -338,18 +349,16 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     try:
         atoms = Atoms(first.recorded, r + 1)
     except ValueError as error:
-        return Induction(
-            UNDECIDED,
-            classes=0,
-            input_independent=None,
-            labels_tied=None,
-            seconds=time.perf_counter() - start,
-            reason=str(error),
-            **common,
-        )
+        return undecided(str(error))
     field2 = FunctionField(names + atoms.names())
     arithmetic = FieldArithmetic(field2, atoms)
-    tape, inputs, out, data = run(arithmetic, field2)
+    try:
+        tape, inputs, out, data = run(arithmetic, field2)
+    except ValueError as error:  # a logit with an exponential inside: two_layer's layer 2 reads layer 1
+        return undecided(
+            f"{error}: exponentials nest (a logit is built from another softmax), and the function field "
+            "of the induction step has an atom only for the exponential of a polynomial"
+        )
     f = out.f.value
     rows = np.arange(data.size)
     z = f[rows, data.labels]

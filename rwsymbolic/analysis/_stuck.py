@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from flint import ctx
 
-from rwmodels import Model, batch, descend, get_model
+from rwmodels import Model, acting_group, batch, descend, get_model
 from rwsymbolic.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
 from rwsymbolic.analysis._invariance import Induction, Subspace, induction_step, positions
 from rwtasks import Task, task_symmetries
@@ -90,7 +90,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
             f"stuck_proof: {task.population_size()} inputs × {size} parameters = {work:.3g}, above "
             f"{MAX_STUCK_WORK:.1e} (minutes of the exact induction step); use a smaller N or K"
         )
-    group = task_symmetries(task)
+    group = acting_group(model, task_symmetries(task))  # what of the task's group the model respects
     fixed = fixed_subspace(model, task, group)
     by_symmetry = induction_step(task, model, fixed)
     span, by_trajectory = _closed_span(task, model, steps)
