@@ -51,6 +51,7 @@ from rwsymbolic import EXACT, make_loss
 
 __all__ = [
     "ONE_LAYER_ONLY",
+    "VALUE_MATRIX_ONLY",
     "ZERO_START_ONLY",
     "compare_model",
     "expected_model_steps",
@@ -62,6 +63,8 @@ __all__ = [
 ONE_LAYER_ONLY = ("W_first_columns_zero", "theorem_4_1_symmetry", "P_only_through_mu")
 #: Properties stated for the zero start; reported not checked for a model checked from ``config.start``.
 ZERO_START_ONLY = ("lemma_C1_first_value_step",)
+#: Properties of the value matrix V of f = V X S; reported not checked for a model without one.
+VALUE_MATRIX_ONLY = ("lemma_C1_first_value_step",)
 
 _EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}
 

@@ -30,13 +30,14 @@ from rwtasks import LOSSES, CircleWalk
 class CheckOptions:
     """How much to check: GD steps t = 0..``steps``, hypothesis ``examples`` per property, ``dtype``, ``task``.
 
-    ``task``: "circle" (circle walks, K in 3..5, N in 2..5), "finite" (small finite tasks) or "any".
+    ``task``: "circle" (circle walks, K in 3..5, N in 2..5), "finite" (small finite tasks) or "any";
+    None (the default): the model's ``CHECK_TASK``.
     """
 
     steps: int = 2
     examples: int = 10
     dtype: str = "float64"
-    task: str = "circle"
+    task: str | None = None
     losses: tuple[str, ...] = ("log",)
     #: The model of ``rwmodels`` checked (``rw check --model``) and its head dimension (key_query only).
     model: str = DEFAULT_MODEL
@@ -57,6 +58,8 @@ class CheckOptions:
             raise ValueError(f"examples={self.examples!r} is out of range: examples must be an integer >= 1")
         if self.dtype not in ("float64", "float32"):
             raise ValueError(f"dtype={self.dtype!r} is not one of float64, float32")
+        if self.task is None:  # the model's own (a frozen dataclass: set once, here)
+            object.__setattr__(self, "task", get_model(self.model, d=self.head_dim, H=self.heads).CHECK_TASK)
         if self.task not in ("circle", "finite", "any"):
             raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
         bad = [name for name in self.losses if name not in LOSSES]
@@ -77,7 +80,7 @@ class CheckOptions:
         return self.model != DEFAULT_MODEL
 
     def configs(self) -> st.SearchStrategy[CheckConfig]:
-        drawn = check_configs(task=self.task, dtype=self.dtype, loss_names=self.losses)
+        drawn = check_configs(task=str(self.task), dtype=self.dtype, loss_names=self.losses)
         if not self.generic:
             return drawn
         return drawn.map(lambda config: config.for_model(self.model, self.head_dim, self.heads))

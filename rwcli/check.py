@@ -25,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--task",
-        default="circle",
+        default=None,
         choices=("circle", "finite", "any"),
-        help="configurations drawn: circle walks (K 3..5, N 2..5; default), small finite tasks, or either",
+        help="configurations drawn: circle walks (K 3..5, N 2..5), small finite tasks, or either (default: "
+        "the model's; circle walks, finite tasks for tied_embedding and untied_embedding)",
     )
     from rwcli._models import add_model_arguments
 

@@ -10,7 +10,7 @@ load without numpy; every other name is imported on first use, so ``rw --help`` 
 
 >>> from fractions import Fraction
 >>> sorted(MODELS)
-['key_query', 'learned_positions', 'linear_attention', 'multi_head', 'one_layer', 'two_layer']
+['key_query', 'learned_positions', 'linear_attention', 'multi_head', 'one_layer', 'tied_embedding', 'two_layer', 'untied_embedding']
 """
 
 from __future__ import annotations

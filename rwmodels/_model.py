@@ -101,6 +101,9 @@ class Model(ABC):
     #: The initialisation ``rw check --model`` runs from: "zero", or "gaussian" (``rwsymbolic.initial_parameters``'s
     #: exact dyadic start, every entry exact in float64) for a model whose zero initialisation never moves.
     CHECK_INIT: ClassVar[str] = "zero"
+    #: The configurations ``rw check --model`` draws unless told (``--task``): "circle" walks, or "finite"
+    #: tasks for a model that does not move from zero when the next symbol is uniform.
+    CHECK_TASK: ClassVar[str] = "circle"
     #: The first step from zero whose exact evaluation carries nested exponential atoms, for the generic exact
     #: engine's time estimate (``rwsymbolic.model_estimate``); None: the rule measured on the one-layer
     #: models (rationals that lengthen, growth from step 3).

@@ -57,6 +57,14 @@ REGISTRY: dict[str, Registered] = {
         "rwmodels.two_layer:TwoLayer",
         "two-layer attention-only: causal layer 1 at every position, residual [x̃; a], layer 2 at the last",
     ),
+    "tied_embedding": Registered(
+        "rwmodels.tied_embedding:TiedEmbedding",
+        "trained token embedding u = E x + p, the last token attends, f = softmax(Eᵀ z + b): weight tying",
+    ),
+    "untied_embedding": Registered(
+        "rwmodels.tied_embedding:UntiedEmbedding",
+        "tied_embedding with a read-out of its own: f = softmax(A z + b)",
+    ),
 }
 #: The default of ``--model``.
 DEFAULT_MODEL = "one_layer"

@@ -249,9 +249,16 @@ def _per_mu(
     ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
     manifold = _manifold_of(model, task, states, kind)
     if manifold is None:  # auto, and every parameter moves: the symmetric manifold, at its positions
+        try:
+            manifold = symmetric_manifold(model, task)
+        except ValueError:
+            raise ValueError(
+                f"--model {model.name}: GD from zero moves every parameter and the task's symmetry group "
+                "moves none, so there is no invariant manifold to linearise around (neither --manifold zero "
+                "nor --manifold symmetry)"
+            ) from None
         P, positions = _positions(task, mu_q, SYMMETRY)
         ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
-        manifold = symmetric_manifold(model, task)
     spread = max(float((s.f - s.f[0]).abs().max()) for s in states)  # every input has probability > 0
     rows, log_phi, Phi = [], 0.0, None
     for t, state in enumerate(states[:-1]):

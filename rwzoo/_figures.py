@@ -5,6 +5,8 @@ values the verdict rests on, and a float64 run of ``rwnumeric.train_model`` besi
   the float run as a line; both 0) and from a Gaussian start σ = 0.05 (the float run leaves the set);
 * ``learned_positions_stuck``: max |V − mean V| over t on the stuck walk (0 from zero: V ∝ 1);
 * ``makkuva_unigram_point``: ‖∂L/∂V‖_F at (c π 1ᵀ, 0) against c, from the exact formula: never 0;
+* ``makkuva_tied_unigram``: the exact Hessian's eigenvalues at the unigram point per configuration, and
+  float64 GD (cross-entropy) from that point plus a Gaussian perturbation of σ = 10⁻², L(t) − L(θ_π);
 * ``edelman_stages``: R² of f against the unigram and bigram predictors, certified balls at the
   checkpoints (markers), the float run at every step (lines);
 * ``nichani_parent_attention``: the mean layer-1 attention at the last step, the parent cells outlined.
@@ -186,6 +188,78 @@ def _nichani(outcome: Outcome) -> Figure:
 
 
 #: Claim id → its figure.
+#: The perturbation of the unigram point the float runs start from, their steps and learning rate.
+UNIGRAM_SIGMA, UNIGRAM_STEPS, UNIGRAM_ETA = 1e-2, 400, 1.0
+
+
+def _unigram_run(data: dict[str, Any]) -> tuple[np.ndarray, float]:
+    """Float64 GD with the cross-entropy from the unigram point plus N(0, σ²) noise (seed 0): (L(t), L(θ_π))."""
+    import torch
+
+    from rwmodels import batch, descend, get_model
+    from rwnumeric import TensorLoss, TorchArithmetic
+    from rwtasks import binary_markov_task
+    from rwzoo._claims import unigram_point
+
+    model = get_model(data["model"])
+    task = binary_markov_task(data["p"], data["q"], data["N"])
+    point, P, _ = unigram_point(task, model)
+    pop = task.population()
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", 0.0)
+    weights = [float(w) for w in pop.exact_probs()]
+    population = batch(ar, pop.tokens, pop.labels, weights, pop.K, ar.asarray(np.asarray(P, dtype=float)))
+    rng = np.random.default_rng(0)
+    start = {
+        k: ar.asarray(np.asarray(v, dtype=float) + UNIGRAM_SIGMA * rng.standard_normal(np.shape(v)))
+        for k, v in point.items()
+    }
+    base = descend(
+        model,
+        ar,
+        {k: ar.asarray(np.asarray(v, dtype=float)) for k, v in point.items()},
+        population,
+        loss,
+        UNIGRAM_ETA,
+        0,
+    )[0]
+    states = descend(model, ar, start, population, loss, UNIGRAM_ETA, UNIGRAM_STEPS)
+    return np.array([float(s.loss) for s in states]), float(base.loss)
+
+
+def _makkuva_tied(outcome: Outcome) -> Figure:
+    fig = Figure(figsize=(11.5, 4.0), layout="constrained")
+    spectrum, runs = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    short = {name: name.replace("_embedding", "") for name in outcome.figure}
+    colours = {"tied_embedding": "tab:blue", "untied_embedding": "tab:orange"}
+    for row, (name, data) in enumerate(outcome.figure.items()):
+        values = np.asarray(data["eigenvalues"])
+        above = float(Fraction(data["p"]) + Fraction(data["q"])) > 1
+        marker = "o" if above else "s"
+        spectrum.scatter(
+            values, np.full(values.shape, row), s=18, color=colours[data["model"]], marker=marker
+        )
+        losses, base = _unigram_run(data)
+        runs.plot(
+            np.arange(len(losses)),
+            losses - base,
+            lw=2.0 if above else 1.4,
+            color=colours[data["model"]],
+            ls="-" if above else "--",
+            label=short[name],
+            zorder=3,
+        )
+    spectrum.axvline(0.0, color="0.6", lw=0.8, ls=":")
+    spectrum.set_yticks(range(len(outcome.figure)), [short[n] for n in outcome.figure], fontsize=7)
+    spectrum.set_xlabel("eigenvalue of the exact Hessian at the unigram point")
+    spectrum.set_title("Exact Hessian (circles: p + q > 1; squares: p + q < 1)", fontsize=9)
+    runs.axhline(0.0, color="0.6", lw=0.8, ls=":")
+    runs.set_xlabel("GD step t (float64, cross-entropy, η = 1)")
+    runs.set_ylabel("L(t) − L(unigram point)")
+    runs.set_title(f"GD from the point + N(0, {UNIGRAM_SIGMA:g}²) noise (solid: p + q > 1)", fontsize=9)
+    runs.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
+    return fig
+
+
 FIGURES: dict[str, Callable[[Outcome], Figure]] = {
     "key_query_stuck": _invariance_figure(
         "Separate key and query from zero never move",
@@ -210,6 +284,7 @@ FIGURES: dict[str, Callable[[Outcome], Figure]] = {
         task=(3, 4, "1"),
     ),
     "makkuva_unigram_point": _makkuva,
+    "makkuva_tied_unigram": _makkuva_tied,
     "edelman_stages": _edelman,
     "nichani_parent_attention": _nichani,
 }

@@ -33,6 +33,7 @@ QUICK_VERDICTS = {
     "linear_zero_fixed": "proved",
     "learned_positions_stuck": "proved",
     "makkuva_unigram_point": "refuted",
+    "makkuva_tied_unigram": "holds at the sizes checked",
     "edelman_stages": "holds at the sizes checked",
     "nichani_parent_attention": "does not hold at the sizes checked",
 }

@@ -6,7 +6,8 @@ Layer 2 of ``rwsymbolic``. ``derive`` is the fast path for the paper's model fro
 ``_atom_pass`` (exponential atoms) and ``_groups`` (the SymPy reference and the dispatcher), all reading
 the types of ``_population``. ``derive_model`` (``_generic``) runs any model of ``rwmodels`` from its one
 definition; tests/test_models.py shows the two equal on the paper's model. ``_moments`` holds the
-circle walks' transfer-matrix moments and ``_cost`` the estimate every job prints before it starts.
+circle walks' transfer-matrix moments, ``_cost`` the estimate every job prints before it starts, and
+``_hessian`` the exact gradient and Hessian of any model at one point (dual numbers over the tape).
 """
 
 from rwsymbolic.engine._cost import PER_INPUT_LIMIT, JobEstimate, job_estimate, symbolic_probabilities
@@ -22,6 +23,7 @@ from rwsymbolic.engine._generic import (
     positive_rational,
 )
 from rwsymbolic.engine._groups import MAX_WORK
+from rwsymbolic.engine._hessian import exact_hessian, hessian_inertia
 from rwsymbolic.engine._moments import (
     MAX_STRUCTURED_K,
     MAX_STRUCTURED_N,
@@ -36,6 +38,8 @@ from rwsymbolic.engine._moments import (
 from rwsymbolic.engine._population import MAX_INPUTS
 
 __all__ = [
+    "exact_hessian",
+    "hessian_inertia",
     "PER_INPUT_LIMIT",
     "JobEstimate",
     "job_estimate",
