@@ -52,6 +52,11 @@ class TiedEmbedding(nn.Module):
         if not self.tied:
             self.A = nn.Parameter(torch.zeros(K, M, dtype=dtype))
 
+    @classmethod
+    def for_config(cls, config) -> TiedEmbedding:
+        """The module at zero for ``config`` (K tokens, M positional rows, the check's dtype)."""
+        return cls(config.K, config.M, config.torch_dtype)
+
     def embedded(self, Xt: torch.Tensor) -> torch.Tensor:
         """u (n, M, N−1), or (n, M, N) with the slot when the slot takes part."""
         last = Xt.shape[2] if (self.attend_slot or self.slot_query) else Xt.shape[2] - 1
@@ -86,12 +91,12 @@ class UntiedEmbedding(TiedEmbedding):
 
 def tied(config) -> TiedEmbedding:
     """Protocol (a): the weight-tied module; the checker trains E, W, W_V and b."""
-    return TiedEmbedding(config.K, config.M, config.torch_dtype)
+    return TiedEmbedding.for_config(config)
 
 
 def untied(config) -> UntiedEmbedding:
     """Protocol (a): the untied module; the checker trains E, W, W_V, b and A."""
-    return UntiedEmbedding(config.K, config.M, config.torch_dtype)
+    return UntiedEmbedding.for_config(config)
 
 
 class _Detached(TiedEmbedding):
@@ -122,19 +127,19 @@ class _ValueDropped(UntiedEmbedding):
 
 def detached_readout(config) -> TiedEmbedding:
     """Bug: the tied read-out Eᵀ detached from the graph (only the embedding path trains E)."""
-    return _Detached(config.K, config.M, config.torch_dtype)
+    return _Detached.for_config(config)
 
 
 def slot_attended(config) -> TiedEmbedding:
     """Bug: the attention's softmax runs over the empty slot N as well as the tokens."""
-    return _SlotAttended(config.K, config.M, config.torch_dtype)
+    return _SlotAttended.for_config(config)
 
 
 def slot_as_query(config) -> UntiedEmbedding:
     """Bug: the slot N (no token) is the query and the read-out position, not the last token."""
-    return _SlotAsQuery(config.K, config.M, config.torch_dtype)
+    return _SlotAsQuery.for_config(config)
 
 
 def value_dropped(config) -> UntiedEmbedding:
     """Bug: the residual alone is read out, z = u_q: the attended values never reach the prediction."""
-    return _ValueDropped(config.K, config.M, config.torch_dtype)
+    return _ValueDropped.for_config(config)

@@ -357,7 +357,7 @@ CLAIMS: dict[str, Claim] = {
             "source with p + q > 1 have a stationary point predicting the stationary (unigram) law",
             "the unigram predictor (V = c π 1ᵀ, W = 0: f = c π (N−1)/N for every input) is a stationary point "
             "of population GD, for some c",
-            "one_layer (this toolkit's model, log-loss; not the paper's sigmoid read-out with weight tying)",
+            "one_layer (this toolkit's model, log-loss; the paper's own parameterisation is makkuva_tied_unigram)",
             "binary_markov with p + q > 1",
             "∂L/∂V at (c π 1ᵀ, 0) has row k = −E_k / (c π_k (N−1)/N + ε), E_k = Σ_{y_n = k} π_n x̄_n ≥ 0: refuted "
             "for every c ≥ 0 when every E_k ≠ 0 exactly and the engine's gradient at c = 1 equals the formula",
