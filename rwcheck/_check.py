@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,12 +231,29 @@ def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> s
     return None
 
 
+@contextmanager
+def _private_hypothesis_home() -> Iterator[None]:
+    """Hypothesis' storage in a temporary directory for the duration: a derandomised search with no example
+    database still caches the constants of the user's source files (``.hypothesis/constants``, hypothesis
+    6.13x and later), which would land in the working directory."""
+    from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+
+    previous = storage_directory(intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="rw-check-hypothesis-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(previous)
+
+
 def _search(
     prop: Property, factory: Factory, options: CheckOptions, notes: list[str]
 ) -> BaseException | None:
     """Run the hypothesis search; the minimal failing example's exception, or None when it passed."""
     try:
-        hypothesis_test(prop, factory, options, quiet=True, sink=notes)()
+        with _private_hypothesis_home():
+            hypothesis_test(prop, factory, options, quiet=True, sink=notes)()
     except ImplementationError:
         raise
     except (Mismatch, ImplementationCrash) as err:
