@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from rwcheck._compare import MARGIN, Mismatch
-from rwcheck._models import ONE_LAYER_ONLY, VALUE_MATRIX_ONLY, ZERO_START_ONLY, trajectory_statements
+from rwcheck._models import (
+    ONE_LAYER_ONLY,
+    VALUE_MATRIX_ONLY,
+    ZERO_START_ONLY,
+    parameter_names,
+    trajectory_statements,
+)
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
 from rwcheck._protocol import LABELS, Factory, ImplementationError, Readouts, probe
 from rwio import load_schema, write_json_atomic
@@ -222,7 +228,11 @@ def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> s
             f"a statement about the zero start; --model {options.model} is checked from config.start "
             f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)"
         )
-    if options.generic and prop.id in VALUE_MATRIX_ONLY and "V" not in options.model_spec.shapes(1, 2):
+    if (
+        options.generic
+        and prop.id in VALUE_MATRIX_ONLY
+        and "V" not in parameter_names(options.model, options.head_dim)
+    ):
         return f"a statement about the value matrix V of f = V X S; --model {options.model} has none"
     if prop.id == "P_only_through_mu" and readouts.P is not None:
         return "the implementation keeps its own P, so the config's two embeddings never reach it"

@@ -58,16 +58,14 @@ class CheckOptions:
             raise ValueError(f"examples={self.examples!r} is out of range: examples must be an integer >= 1")
         if self.dtype not in ("float64", "float32"):
             raise ValueError(f"dtype={self.dtype!r} is not one of float64, float32")
-        if self.task is None:  # the model's own (a frozen dataclass: set once, here)
-            object.__setattr__(self, "task", get_model(self.model, d=self.head_dim, H=self.heads).CHECK_TASK)
-        if self.task not in ("circle", "finite", "any"):
-            raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
         bad = [name for name in self.losses if name not in LOSSES]
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
-        get_model(
-            self.model, d=self.head_dim, H=self.heads
-        )  # one line: unknown model, or a hyperparameter it lacks
+        spec = self.model_spec  # one line: unknown model, or a hyperparameter it lacks
+        if self.task is None:  # the model's own (a frozen dataclass: set once, here)
+            object.__setattr__(self, "task", spec.CHECK_TASK)
+        if self.task not in ("circle", "finite", "any"):
+            raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
 
     @property
     def model_spec(self) -> Model:

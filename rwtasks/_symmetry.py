@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -317,16 +317,7 @@ class TaskGroup:
         gens = [tuple(int(i) for i in g.array_form) for g in H.generators]
         gens = [g + tuple(range(len(g), degree)) for g in gens]
         nice = _nice_generators(gens, order, degree) if order > 1 else []
-        return TaskGroup(
-            self.K,
-            self.N,
-            tuple(_unflat(g, K) for g in nice),
-            order,
-            self.vocab,
-            self.free_tokens,
-            self.free_labels,
-            (),
-        )
+        return replace(self, generators=tuple(_unflat(g, K) for g in nice), order=order, free_positions=())
 
     def describe(self, vocab: Sequence[str] | None = None) -> list[str]:
         """One line per generator (``vocab`` defaults to the task's)."""

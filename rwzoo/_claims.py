@@ -271,7 +271,9 @@ def _tied_unigram(quick: bool) -> Outcome:
     from rwtasks import binary_markov_task
 
     cases = TIED_CASES + ([] if quick else TIED_CASES_FULL)
-    evidence, configurations, agree = [], [], []
+    evidence: list[str] = []
+    configurations: list[dict[str, Any]] = []
+    verdicts: list[str] = []
     figure: dict[str, Any] = {}
     for name in ("tied_embedding", "untied_embedding"):
         model = get_model(name)
@@ -283,7 +285,7 @@ def _tied_unigram(quick: bool) -> Outcome:
             plus, zero, minus = hessian_inertia(H)
             above = Fraction(p) + Fraction(q) > 1
             saddle_expected = not (name == "tied_embedding" and above)
-            agree.append(stationary and (minus > 0) == saddle_expected)
+            verdicts.append("holds" if stationary and (minus > 0) == saddle_expected else "fails")
             what = (
                 "a saddle (a direction of negative curvature)"
                 if minus
@@ -306,8 +308,7 @@ def _tied_unigram(quick: bool) -> Outcome:
                 "N": N,
                 "rho": [float(r) for r in rho],
             }
-    verdict = "holds at the sizes checked" if all(agree) else "does not hold at the sizes checked"
-    return Outcome(verdict, evidence, configurations, figure=figure)
+    return Outcome(_sized_verdict(verdicts), evidence, configurations, figure=figure)
 
 
 #: Every claim, in report order.

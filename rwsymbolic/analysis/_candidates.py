@@ -26,7 +26,7 @@ from flint import fmpq
 
 from rwmodels import Model, acting_group, coordinate_permutation
 from rwsymbolic.analysis._invariance import Subspace, positions, rational
-from rwtasks import Task
+from rwtasks import Task, orbit_labels
 
 #: Digits the trajectory is read at, the pivot tolerance and the largest denominator of a rationalised entry.
 SPAN_DIGITS, SPAN_TOL, SPAN_DENOMINATOR = 60, mpmath.mpf("1e-40"), 10**6
@@ -35,30 +35,10 @@ SPAN_MU = (1, 2, 3)
 
 
 def _orbit_basis(permutations: Sequence[np.ndarray], total: int) -> list[list[int]]:
-    """The indicator vectors of the coordinates' orbits under ``permutations`` (a basis of their fixed space)."""
-    parent = list(range(total))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for perm in permutations:
-        for i, j in enumerate(perm.tolist()):
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    orbits: dict[int, list[int]] = {}
-    for i in range(total):
-        orbits.setdefault(find(i), []).append(i)
-    basis = []
-    for members in sorted(orbits.values()):
-        vector = [0] * total
-        for i in members:
-            vector[i] = 1
-        basis.append(vector)
-    return basis
+    """The indicator vectors of the coordinates' orbits under ``permutations`` (a basis of their fixed space),
+    the orbits of ``rwtasks.orbit_labels``, in the order of their smallest coordinate."""
+    label = orbit_labels(list(permutations), total)
+    return [(label == orbit).astype(int).tolist() for orbit in np.unique(label)]
 
 
 def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
