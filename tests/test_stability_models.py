@@ -152,8 +152,9 @@ def test_rw_stability_model_png_draws_the_generic_report(tmp_path, capsys):
 
 # --- the symmetric manifold (--manifold symmetry): Fix(G) of the task's group, for models that move every
 # parameter from zero. Oracles: the group's permutations themselves (Fix(G) is what they fix), rwsymbolic's
-# fixed_subspace (its own union-find over the same action) for the dimension, and central finite differences
-# of the GD map for the off-manifold block (same FD_STEP / FD_ATOL reasoning as above).
+# fixed_subspace for the dimension (the same rwtasks.orbit_labels, which tests/test_stability_orbits.py checks
+# against a plain union-find; this pins the Helmert construction to it), and central finite differences of
+# the GD map for the off-manifold block (same FD_STEP / FD_ATOL reasoning as above).
 
 
 def _symmetric(name: str, task: CircleWalk):
