@@ -51,24 +51,27 @@ LOSSES = tuple(BUILTIN_LOSSES)
 # ---------------------------------------------------------------------------------------------
 # numbers
 # ---------------------------------------------------------------------------------------------
+@st.composite
+def _rational(draw, low: Fraction, high: Fraction, max_denominator: int, open_low: bool) -> Fraction:
+    d = draw(st.integers(1, max_denominator))
+    lo = math.ceil(low * d)
+    if open_low and Fraction(lo, d) == low:
+        lo += 1
+    hi = math.floor(high * d)
+    if lo > hi:  # no multiple of 1/d inside: fall back to the upper end, always allowed
+        return high
+    return Fraction(draw(st.integers(lo, hi)), d)
+
+
 def rationals(
     low: Fraction | int, high: Fraction | int, max_denominator: int = 12, open_low: bool = False
 ) -> st.SearchStrategy[Fraction]:
-    """Fractions n/d in [low, high] (or (low, high] with ``open_low``), d ≤ ``max_denominator``."""
-    low, high = Fraction(low), Fraction(high)
+    """Fractions n/d in [low, high] (or (low, high] with ``open_low``), d ≤ ``max_denominator``.
 
-    @st.composite
-    def draw_one(draw):
-        d = draw(st.integers(1, max_denominator))
-        lo = math.ceil(low * d)
-        if open_low and Fraction(lo, d) == low:
-            lo += 1
-        hi = math.floor(high * d)
-        if lo > hi:  # no multiple of 1/d inside: fall back to the upper end, always allowed
-            return high
-        return Fraction(draw(st.integers(lo, hi)), d)
-
-    return draw_one()
+    One composite defined once (``st.composite`` reads a function's source when it wraps it, so a
+    composite defined inside would be parsed again at every call).
+    """
+    return _rational(Fraction(low), Fraction(high), max_denominator, open_low)
 
 
 def probabilities(max_denominator: int = 12) -> st.SearchStrategy[Fraction]:
