@@ -6,7 +6,8 @@ derandomised configurations), so "process" includes starting Python and importin
 the framework; "first check" is the first call to ``check`` after the imports, and for JAX includes
 compiling each jitted function once per (padded) shape; "again" is a second ``check`` in the same
 process (what the pytest plugin's later tests, a notebook or a second factory of the same module see:
-JAX's compiled program is kept in memory). Prints the machine's load average, then a Markdown table:
+JAX's compiled program is kept in memory); "JAX compile" sums JAX's own timings of tracing, lowering
+and the XLA compile over both checks (its monitoring events). Prints the machine's load average, then a Markdown table:
 factory, protocol, the times (medians of ``--repeats`` interleaved rounds, with the first check's
 range), and the ratios of both checks' medians to the PyTorch module's.
 
@@ -35,20 +36,36 @@ FACTORIES = [
 ]
 #: The JAX port once more, with JAX's persistent compilation cache warm (module text).
 CACHED = ("plain_jax.py:model", "JAX functional, persistent compilation cache warm")
+#: JAX's monitoring events for the three stages of a jitted function's compile (jax/_src/dispatch.py).
+_COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
 
 
-def _run(target: str, steps: int, examples: int, env: dict | None = None) -> tuple[float, float, float, str]:
+def _run(
+    target: str, steps: int, examples: int, env: dict | None = None
+) -> tuple[float, float, float, float, str]:
     """(seconds for the process, for the first ``check`` after the imports, for a second one in the same
-    process, "protocol exit-code")."""
+    process, JAX's tracing, lowering and XLA compile in both (0 without JAX), "protocol exit-code")."""
     code = (
-        "import time; from rwcheck import CheckOptions, check, load_factory\n"
+        "import sys, time; from rwcheck import CheckOptions, check, load_factory\n"
         f"factory = load_factory({str(ROOT / 'examples' / target)!r})\n"
+        "compile_s = [0.0]\n"
+        "if 'jax' in sys.modules:\n"
+        "    import jax.monitoring\n"
+        f"    events = {_COMPILE_EVENTS!r}\n"
+        "    def listen(event, duration, **kwargs):\n"
+        "        if event in events:\n"
+        "            compile_s[0] += duration\n"
+        "    jax.monitoring.register_event_duration_secs_listener(listen)\n"
         "times = []\n"
         "for _ in range(2):\n"
         "    start = time.perf_counter()\n"
         f"    r = check(factory, CheckOptions(steps={steps}, examples={examples}))\n"
         "    times.append(time.perf_counter() - start)\n"
-        "print(*times, r.protocol, r.exit_code)\n"
+        "print(*times, compile_s[0], r.protocol, r.exit_code)\n"
     )
     start = time.perf_counter()
     proc = subprocess.run(
@@ -59,8 +76,8 @@ def _run(target: str, steps: int, examples: int, env: dict | None = None) -> tup
         check=True,
         env=None if env is None else {**os.environ, **env},
     )
-    first, again, rest = proc.stdout.strip().split(" ", 2)
-    return time.perf_counter() - start, float(first), float(again), rest
+    first, again, compiling, rest = proc.stdout.strip().split(" ", 3)
+    return time.perf_counter() - start, float(first), float(again), float(compiling), rest
 
 
 def main() -> int:
@@ -74,15 +91,15 @@ def main() -> int:
     print(f"rw check, steps={args.steps}, examples={args.examples} per property, one fresh process per run\n")
     print(
         "| factory | implementation | protocol, exit code | process (s) | first check, median (min–max) (s) "
-        "| again (s) | first, again vs PyTorch module (medians) |"
+        "| again (s) | JAX compile (s) | first, again vs PyTorch module (medians) |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows: list[tuple[str, str, dict | None]] = [(target, what, None) for target, what in FACTORIES]
     with tempfile.TemporaryDirectory() as cache:
         env = {"JAX_COMPILATION_CACHE_DIR": cache, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
         rows.append((*CACHED, env))
         _run(CACHED[0], args.steps, args.examples, env)  # fills the cache
-        runs: list[list[tuple[float, float, float, str]]] = [[] for _ in rows]
+        runs: list[list[tuple[float, float, float, float, str]]] = [[] for _ in rows]
         for _ in range(args.repeats):  # interleaved: every row once per round, so load drifts hit all alike
             for i, (target, _what, extra) in enumerate(rows):
                 runs[i].append(_run(target, args.steps, args.examples, extra))
@@ -93,9 +110,10 @@ def main() -> int:
         median, again = first[middle], sorted(r[2] for r in row)[middle]
         base = (median, again) if base is None else base
         process = sorted(r[0] for r in row)[middle]
+        compiling = sorted(r[3] for r in row)[middle]
         print(
-            f"| {target} | {what} | {row[0][3]} | {process:.1f} | {median:.2f} ({first[0]:.2f}–{first[-1]:.2f}) "
-            f"| {again:.2f} | {median / base[0]:.2f}, {again / base[1]:.2f} |",
+            f"| {target} | {what} | {row[0][4]} | {process:.1f} | {median:.2f} ({first[0]:.2f}–{first[-1]:.2f}) "
+            f"| {again:.2f} | {compiling:.2f} | {median / base[0]:.2f}, {again / base[1]:.2f} |",
             flush=True,
         )
     return 0
