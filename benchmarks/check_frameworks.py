@@ -15,6 +15,11 @@ The last row runs the JAX port again with JAX's own persistent compilation cache
 (``JAX_COMPILATION_CACHE_DIR`` in a temporary directory, ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0``,
 warmed by one run before the rounds): what a user who keeps the cache between checks waits for. The
 trace and the lowering still run; the XLA compile is read back.
+
+A second table times what a user waits for: the command ``rw check examples/<factory>`` as a whole
+process (starting Python, the imports, one check, the report), the same rounds interleaved with the
+first table's, with the median of the ratios to the PyTorch module's command taken round by round
+(pairing keeps a ratio meaningful while the machine's speed drifts) and their range.
 """
 
 from __future__ import annotations
@@ -80,6 +85,23 @@ def _run(
     return time.perf_counter() - start, float(first), float(again), float(compiling), rest
 
 
+def _command(target: str, steps: int, examples: int) -> float:
+    """Seconds of the command ``rw check examples/<target>`` (exit code 0 required)."""
+    rw = Path(sys.executable).parent / "rw"
+    args = [
+        str(rw),
+        "check",
+        str(ROOT / "examples" / target),
+        "--steps",
+        str(steps),
+        "--examples",
+        str(examples),
+    ]
+    start = time.perf_counter()
+    subprocess.run(args, capture_output=True, timeout=1800, check=True)
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
@@ -100,9 +122,12 @@ def main() -> int:
         rows.append((*CACHED, env))
         _run(CACHED[0], args.steps, args.examples, env)  # fills the cache
         runs: list[list[tuple[float, float, float, float, str]]] = [[] for _ in rows]
+        commands: list[list[float]] = [[] for _ in FACTORIES]
         for _ in range(args.repeats):  # interleaved: every row once per round, so load drifts hit all alike
             for i, (target, _what, extra) in enumerate(rows):
                 runs[i].append(_run(target, args.steps, args.examples, extra))
+            for i, (target, _what) in enumerate(FACTORIES):
+                commands[i].append(_command(target, args.steps, args.examples))
     base: tuple[float, float] | None = None
     for (target, what, _), row in zip(rows, runs, strict=True):
         first = sorted(r[1] for r in row)
@@ -114,6 +139,19 @@ def main() -> int:
         print(
             f"| {target} | {what} | {row[0][4]} | {process:.1f} | {median:.2f} ({first[0]:.2f}–{first[-1]:.2f}) "
             f"| {again:.2f} | {compiling:.2f} | {median / base[0]:.2f}, {again / base[1]:.2f} |",
+            flush=True,
+        )
+    print(
+        "\n| the command | implementation | wall, median (min–max) (s) | vs PyTorch module, median (min–max) |"
+    )
+    print("| --- | --- | --- | --- |")
+    for (target, what), walls in zip(FACTORIES, commands, strict=True):
+        ratios = sorted(w / b for w, b in zip(walls, commands[0], strict=True))
+        ordered = sorted(walls)
+        middle = len(ordered) // 2
+        print(
+            f"| rw check {target} | {what} | {ordered[middle]:.2f} ({ordered[0]:.2f}–{ordered[-1]:.2f}) "
+            f"| {ratios[middle]:.2f} ({ratios[0]:.2f}–{ratios[-1]:.2f}) |",
             flush=True,
         )
     return 0

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from rwcheck._compare import MARGIN, Mismatch
+from rwcheck._compare import MARGIN, Mismatch, unit_roundoff
 from rwcheck._isolation import isolated_search
 from rwcheck._models import (
     ONE_LAYER_ONLY,
@@ -121,7 +122,7 @@ def _model_text(options: CheckOptions) -> str:
 
 def tolerance_rule(dtype: str) -> str:
     """The tolerance rule printed in every report, with the dtype's unit roundoff."""
-    unit = float(torch.finfo(torch.float64 if dtype == "float64" else torch.float32).eps) / 2
+    unit = unit_roundoff(dtype)
     return (
         f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
         "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
@@ -172,6 +173,7 @@ def check(
 
     Examples
     --------
+    >>> import torch
     >>> def frozen(config):  # never trains
     ...     while True:
     ...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
@@ -180,8 +182,6 @@ def check(
     ([('V', 'fail'), ('W_xN', 'not checked')], 1)
     """
     options = CheckOptions() if options is None else options
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the tensors are tiny: more threads only wait on each other
     # What the process holds before the check (the frameworks, the user's modules) is not the check's
     # garbage: frozen, collections skip it. Hypothesis forces one full collection per process when it
     # first seeds its PRNG, about 0.1 s with torch loaded and 0.2 s with JAX too; frozen, a few ms.
@@ -192,7 +192,6 @@ def check(
     try:
         return _check(factory, options, name, progress)
     finally:
-        torch.set_num_threads(threads)
         if freeze:
             gc.unfreeze()
 
@@ -201,6 +200,34 @@ def _check(
     factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
 ) -> Report:
     readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
+    with _one_torch_thread():
+        return _checked(factory, options, name, progress, readouts)
+
+
+@contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """torch on one thread while the check runs (the tensors are tiny: more threads only wait on each
+    other), when the implementation uses torch: after the probe, which has run it once, torch is loaded
+    if it ever will be. A NumPy or JAX implementation never loads it (nor does the kit for it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _checked(
+    factory: Factory,
+    options: CheckOptions,
+    name: str,
+    progress: Callable[[str], None] | None,
+    readouts: Readouts,
+) -> Report:
     rows = (
         trajectory_statements(options.model, options.head_dim, TRAJECTORY) if options.generic else TRAJECTORY
     )

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import sympy as sp
-import torch
 
 from rwcheck._config import CheckConfig
 from rwcheck._protocol import Factory, Readouts, finite_or_text, run
@@ -52,6 +51,15 @@ class Tolerance:
     reason: str
 
 
+def unit_roundoff(dtype: str) -> float:
+    """u = half the machine epsilon of ``dtype`` ("float64" or "float32"): 2⁻⁵³ or 2⁻²⁴.
+
+    >>> unit_roundoff("float64") == 2.0**-53, unit_roundoff("float32") == 2.0**-24
+    (True, True)
+    """
+    return float(np.finfo(dtype).eps) / 2
+
+
 def tolerance(config: CheckConfig, steps: int) -> Tolerance:
     """The float tolerance for ``config`` at steps 0..``steps``, derived from the dtype and the config.
 
@@ -64,7 +72,7 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
     >>> f"{tol.rtol:.2e}"
     '8.53e-14'
     """
-    unit = float(torch.finfo(config.torch_dtype).eps) / 2
+    unit = unit_roundoff(config.dtype)
     scale = 1 + float(config.mu) ** 2 * float(config.eta) * steps
     rtol = MARGIN * unit * scale
     reason = (
@@ -277,6 +285,7 @@ def assert_matches_exact(
 
     Examples
     --------
+    >>> import torch
     >>> from rwtasks import CircleWalk
     >>> def frozen(config):  # never trains: fails at V(1)
     ...     while True:

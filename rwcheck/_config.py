@@ -7,14 +7,14 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import torch
 
-from rwcheck._runtime import NUMPY_LOSSES, Floats
+from rwcheck._runtime import NUMPY_LOSSES, Floats, inputs_array, torch_inputs
 from rwmodels import DEFAULT_MODEL, get_model, rational_positions
-from rwnumeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS, positional_embeddings
+from rwnumeric import DEFAULT_TIE_RTOL, positional_embeddings
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+#: The dtypes a check runs in (torch.float64 / torch.float32, numpy and JAX alike).
+DTYPES = ("float64", "float32")
 #: The scale of the dyadic start of a model checked from ``init="gaussian"``.
 START_SIGMA = "1/2"
 
@@ -153,8 +153,11 @@ class CheckConfig:
         return int(self.P.shape[0])
 
     @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
+    def torch_dtype(self) -> Any:
+        """``torch.float64`` or ``torch.float32`` (imports torch: the kit loads it only where it is used)."""
+        import torch
+
+        return getattr(torch, self.dtype)
 
     @property
     def tie_rtol(self) -> float:
@@ -185,13 +188,9 @@ class CheckConfig:
             object.__setattr__(self, "_pop", cached)
         return cached
 
-    def inputs(self) -> torch.Tensor:
-        """X̃ = [X; P] for every input, (n, K+M, N) in ``dtype``: one-hot tokens in columns 1..N-1, x_N = 0."""
-        n, K, N = len(self.labels), self.K, self.N
-        X = torch.zeros(n, K, N, dtype=torch.float64)
-        X[:, :, :-1] = torch.nn.functional.one_hot(torch.as_tensor(self.tokens), K).transpose(1, 2).double()
-        P = torch.as_tensor(self.P, dtype=torch.float64).expand(n, self.M, N)
-        return torch.cat([X, P], dim=1).to(self.torch_dtype)
+    def inputs(self) -> Any:
+        """X̃ = [X; P] for every input, (n, K+M, N) torch tensor in ``dtype``: one-hot tokens in columns 1..N-1, x_N = 0."""
+        return torch_inputs(self)
 
     @property
     def floats(self) -> Floats:
@@ -200,7 +199,7 @@ class CheckConfig:
 
     def inputs_array(self) -> np.ndarray:
         """X̃ = [X; P] (n, K+M, N) as a numpy array in ``dtype`` (for numpy, JAX and other frameworks)."""
-        return self.inputs().numpy()
+        return inputs_array(self, None)
 
     def loss_np(self, z: np.ndarray) -> np.ndarray:
         """ℓ(z) per input on a numpy array: -log(z + ε), (1 - z)² or exp(-z)."""
@@ -210,8 +209,10 @@ class CheckConfig:
         """x̃_N = [0; p_N] (K+M,) as float64: the column whose logits the attention uses."""
         return np.concatenate([np.zeros(self.K), self.P[:, -1]])
 
-    def loss_fn(self, z: torch.Tensor) -> torch.Tensor:
-        """ℓ(z) per input for the config's loss: -log(z + ε), (1 - z)² or exp(-z)."""
+    def loss_fn(self, z: Any) -> Any:
+        """ℓ(z) per input on a torch tensor for the config's loss: -log(z + ε), (1 - z)² or exp(-z)."""
+        from rwnumeric import LOSS_FUNCTIONS  # torch's, loaded here: a NumPy or JAX check never needs them
+
         return LOSS_FUNCTIONS[self.loss](z, float(self.eps))
 
     def describe(self) -> str:

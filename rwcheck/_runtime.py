@@ -363,14 +363,22 @@ def _resized(
     return {name: tuple(new if d == old else d for d in shape) for name, shape in shapes.items()}
 
 
-def _inputs_array(config: Any, P: np.ndarray | None) -> np.ndarray:
-    """X̃ = [X; P] (n, K+M, N) as numpy in the check's dtype, with the implementation's P if it has one."""
+def inputs_array(config: Any, P: np.ndarray | None = None) -> np.ndarray:
+    """X̃ = [X; P] (n, K+M, N) as numpy in the check's dtype, with the implementation's P if it has one:
+    one-hot tokens in columns 1..N-1, x_N = 0."""
     P = np.asarray(config.P if P is None else P, dtype=np.float64)
     n, K, N = len(config.labels), config.K, config.N
     X = np.zeros((n, K, N))
     X[np.arange(n)[:, None], np.asarray(config.tokens), np.arange(N - 1)[None, :]] = 1.0
     out = np.concatenate([X, np.broadcast_to(P, (n, P.shape[0], N))], axis=1)
     return out.astype(np.float64 if config.dtype == "float64" else np.float32)
+
+
+def torch_inputs(config: Any, P: np.ndarray | None = None) -> Any:
+    """``inputs_array`` as a torch tensor (the module protocol's X̃)."""
+    import torch
+
+    return torch.from_numpy(inputs_array(config, P))
 
 
 def _objective(f: np.ndarray, config: Any) -> float:
@@ -481,7 +489,7 @@ def _run_model_module(
             f"the module has parameters other than {_listed(shapes)}: {', '.join(others)}"
         )
     K, N = config.K, config.N
-    Xt = config.inputs() if P is None else torch.as_tensor(_inputs_array(config, P))
+    Xt = torch_inputs(config, P)
     n = Xt.shape[0]
     labels = torch.as_tensor(config.labels)
     weights = torch.as_tensor(config.weights, dtype=config.torch_dtype)
@@ -540,7 +548,7 @@ def _run_functional(
     P = None if impl.P is None else _reported_positions(impl.P, config)
     shapes = _resized(shapes, config, P)
     K, n, N = config.K, len(config.labels), config.N
-    Xt = _inputs_array(config, P)
+    Xt = inputs_array(config, P)
     if not isinstance(impl.params, Mapping):
         raise ImplementationError(
             f"Functional.params is {type(impl.params).__name__}, expected a mapping of arrays"
@@ -856,7 +864,7 @@ def load_factory(target: str) -> Factory:
 # ------------------------------------------------------------------------------------------------
 # frozen fixtures (rw check --emit): a configuration read back from its manifest entry
 # ------------------------------------------------------------------------------------------------
-def _torch_losses() -> dict[str, Callable]:
+def torch_losses() -> dict[str, Callable]:
     """ℓ on torch tensors by name (``rwnumeric.LOSS_FUNCTIONS``' formulas; tested equal)."""
     import torch
 
@@ -899,7 +907,7 @@ class FixtureConfig:
 
     def inputs_array(self) -> np.ndarray:
         """X̃ = [X; P] (n, K+M, N) as numpy in ``dtype``."""
-        return _inputs_array(self, None)
+        return inputs_array(self, None)
 
     def loss_np(self, z: np.ndarray) -> np.ndarray:
         """ℓ(z) per input on a numpy array."""
@@ -909,26 +917,18 @@ class FixtureConfig:
     def torch_dtype(self) -> Any:
         import torch
 
-        return {"float64": torch.float64, "float32": torch.float32}[self.dtype]
+        return getattr(torch, self.dtype)
 
     def inputs(self) -> Any:
         """X̃ = [X; P] for every input, (n, K+M, N) torch tensor in ``dtype``: x_N = 0."""
-        import torch
-
-        n, K, N = len(self.labels), self.K, self.N
-        X = torch.zeros(n, K, N, dtype=torch.float64)
-        X[:, :, :-1] = (
-            torch.nn.functional.one_hot(torch.as_tensor(self.tokens).long(), K).transpose(1, 2).double()
-        )
-        P = torch.as_tensor(self.P, dtype=torch.float64).expand(n, self.M, N)
-        return torch.cat([X, P], dim=1).to(self.torch_dtype)
+        return torch_inputs(self)
 
     def query(self) -> np.ndarray:
         """x̃_N = [0; p_N] (K+M,) as float64."""
         return np.concatenate([np.zeros(self.K), self.P[:, -1]])
 
     def loss_fn(self, z: Any) -> Any:
-        return _torch_losses()[self.loss](z, float(self.eps))
+        return torch_losses()[self.loss](z, float(self.eps))
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.task.items()) + (

@@ -32,12 +32,11 @@ from fractions import Fraction
 from typing import TypedDict, Unpack
 
 import sympy as sp
-import torch
 from hypothesis import strategies as st
 
 from rwcheck._config import CheckConfig
 from rwio import deprecated_attributes as _deprecated_attributes
-from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwnumeric import ModelConfig, TrainConfig, positional_embeddings
 from rwtasks import LOSSES as BUILTIN_LOSSES
 from rwtasks import CircleWalk, FiniteTask, check_loss
 
@@ -283,6 +282,8 @@ class CustomLoss:
         return f"custom_a{self.a}_b{self.b}".replace("/", "_")
 
     def __call__(self, z):
+        import torch
+
         return torch.log1p(torch.exp(-float(self.a) * z)) + float(self.b) * (z - 1) ** 2
 
     def symbolic(self, z: sp.Expr) -> sp.Expr:
@@ -394,6 +395,8 @@ def _train_call(
     task = _circle() if task is None else task
     model = {"K": task.K, "N": task.N, "M": task.N + 2, **(model_kw or {})}
     cfg = {"steps": 1, "population": True, **(cfg_kw or {})}
+    from rwnumeric import train  # torch, loaded by the call (rwcheck imports it only where it is used)
+
     return lambda: train(task, ModelConfig(**model), TrainConfig(**cfg), progress=False)
 
 

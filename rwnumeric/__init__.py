@@ -1,35 +1,60 @@
 """PyTorch implementation: model, fast and autograd gradients, training, metrics (docs/theory.md#model, #reduction, docs/reproduction.md#experiments).
 
 >>> from rwtasks import CircleWalk
+>>> from rwnumeric import ModelConfig, TrainConfig, train
 >>> result = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True),
 ...                progress=False)
 >>> sorted(result.history[1])[:3]
 ['attention_profile', 'attention_spread', 'circulant_residual']
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from rwio import schema_deprecations as _schema_deprecations
 from rwio import write_json_atomic
-from rwnumeric._arith import TorchArithmetic
-from rwnumeric._batched import (
-    BATCHED_HISTORY_KEYS,
-    BatchedResult,
-    batch_key,
-    batched_peak_bytes,
-    train_batched,
-)
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
 from rwnumeric._embeddings import POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
-from rwnumeric._losses import LOSS_FUNCTIONS, TensorLoss, exp_loss, log_loss, squared_loss
-from rwnumeric._metrics import circulant_residual, ones_residual, predict, v_direction_error
-from rwnumeric._model_train import (
-    MODEL_HISTORY_KEYS,
-    Diverged,
-    ModelTrainResult,
-    model_memory_estimate,
-    train_model,
-)
-from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
 from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
+
+if _typing.TYPE_CHECKING:
+    from rwnumeric._arith import TorchArithmetic
+    from rwnumeric._batched import (
+        BATCHED_HISTORY_KEYS,
+        BatchedResult,
+        batch_key,
+        batched_peak_bytes,
+        train_batched,
+    )
+    from rwnumeric._losses import LOSS_FUNCTIONS, TensorLoss, exp_loss, log_loss, squared_loss
+    from rwnumeric._metrics import circulant_residual, ones_residual, predict, v_direction_error
+    from rwnumeric._model_train import (
+        MODEL_HISTORY_KEYS,
+        Diverged,
+        ModelTrainResult,
+        model_memory_estimate,
+        train_model,
+    )
+    from rwnumeric._train import HISTORY_KEYS, TrainResult, init_generator, train
+
+#: The names that need torch, by the module that defines them: imported on first use, so that what needs
+#: numpy alone (the configurations, the embeddings; ``rw check`` of a NumPy or JAX implementation) never
+#: loads torch (about 1.5 s of a process).
+_TORCH_NAMES = {
+    "_arith": ("TorchArithmetic",),
+    "_batched": ("BATCHED_HISTORY_KEYS", "BatchedResult", "batch_key", "batched_peak_bytes", "train_batched"),
+    "_losses": ("LOSS_FUNCTIONS", "TensorLoss", "exp_loss", "log_loss", "squared_loss"),
+    "_metrics": ("circulant_residual", "ones_residual", "predict", "v_direction_error"),
+    "_model_train": (
+        "MODEL_HISTORY_KEYS",
+        "Diverged",
+        "ModelTrainResult",
+        "model_memory_estimate",
+        "train_model",
+    ),
+    "_train": ("HISTORY_KEYS", "TrainResult", "init_generator", "train"),
+}
+_HOME = {name: module for module, names in _TORCH_NAMES.items() for name in names}
 
 __all__ = [
     "circulant_residual",
@@ -68,6 +93,20 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("metrics").
-__getattr__ = _schema_deprecations(
+_deprecated = _schema_deprecations(
     "rwnumeric", {"load_metrics_schema": "metrics"}, {"METRICS_SCHEMA_PATH": "metrics"}
 )
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A torch-bound name, imported from its module on first use (PEP 562); else a deprecated one."""
+    module = _HOME.get(name)
+    if module is None:
+        return _deprecated(name)
+    value = getattr(_importlib.import_module(f"rwnumeric.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

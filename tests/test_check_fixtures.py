@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from rwcheck import DEFAULT_SPECS, emit_fixtures, read_specs
-from rwcheck._runtime import LABELS, _torch_losses, predict
+from rwcheck._runtime import LABELS, predict, torch_losses
 from rwcli.main import main
 from rwnumeric import LOSS_FUNCTIONS
 from rwnumeric import predict as torch_predict
@@ -165,7 +165,7 @@ def test_the_runtime_tie_rule_is_rwnumerics():
 
 def test_the_runtime_losses_are_rwnumerics():
     z = torch.linspace(-0.09, 3, 101, dtype=torch.float64)
-    for name, fn in _torch_losses().items():
+    for name, fn in torch_losses().items():
         assert torch.equal(fn(z.clone(), 0.1), LOSS_FUNCTIONS[name](z.clone(), 0.1)), name
 
 

@@ -231,6 +231,23 @@ def test_rw_check_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path)
     assert not (tmp_path / ".hypothesis").exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("framework", PORTS)
+def test_a_numpy_or_jax_check_never_loads_torch(framework) -> None:
+    """rw check of a NumPy or JAX implementation imports torch nowhere (about 1.5 s and 50 MiB of a
+    process): the kit, rwnumeric's configurations and embeddings, and the CLI load it only where it is used."""
+    import subprocess
+
+    target = f"{EXAMPLES}/plain_{_port(framework)}.py:model"
+    code = (
+        "import sys; from rwcli.main import main\n"
+        f"code = main(['check', {target!r}, '--steps', '1', '--examples', '2'])\n"
+        "print('torch loaded:', 'torch' in sys.modules); sys.exit(code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith("torch loaded: False"), proc.stdout
+
+
 def test_another_registered_model_goes_through_the_functional_protocol() -> None:
     """``--model key_query``: its parameters by their own names, the forward a torch function the kit differentiates."""
     from key_query_torch import KeyQueryTransformer
