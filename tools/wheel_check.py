@@ -20,7 +20,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Packages only the test suite, the notebooks, the docs or the gates need: a runtime install must not pull them.
-NOT_RUNTIME = ("pytest", "pytest-xdist", "nbclient", "nbformat", "ipykernel", "ruff", "mypy", "build", "mutmut", "mkdocs")
+NOT_RUNTIME = (
+    "pytest",
+    "pytest-xdist",
+    "nbclient",
+    "nbformat",
+    "ipykernel",
+    "ruff",
+    "mypy",
+    "build",
+    "mutmut",
+    "mkdocs",
+)
 #: The public testing package: imported when the wheel ships it.
 TESTING_PACKAGE = "rwcheck"
 
