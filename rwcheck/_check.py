@@ -190,18 +190,12 @@ def check(
     if freeze:
         gc.freeze()
     try:
-        return _check(factory, options, name, progress)
+        readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
+        with _one_torch_thread():
+            return _check(factory, options, name, progress, readouts)
     finally:
         if freeze:
             gc.unfreeze()
-
-
-def _check(
-    factory: Factory, options: CheckOptions, name: str, progress: Callable[[str], None] | None
-) -> Report:
-    readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
-    with _one_torch_thread():
-        return _checked(factory, options, name, progress, readouts)
 
 
 @contextmanager
@@ -221,7 +215,7 @@ def _one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def _checked(
+def _check(
     factory: Factory,
     options: CheckOptions,
     name: str,

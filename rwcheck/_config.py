@@ -199,7 +199,7 @@ class CheckConfig:
 
     def inputs_array(self) -> np.ndarray:
         """X̃ = [X; P] (n, K+M, N) as a numpy array in ``dtype`` (for numpy, JAX and other frameworks)."""
-        return inputs_array(self, None)
+        return inputs_array(self)
 
     def loss_np(self, z: np.ndarray) -> np.ndarray:
         """ℓ(z) per input on a numpy array: -log(z + ε), (1 - z)² or exp(-z)."""

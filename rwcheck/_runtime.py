@@ -907,7 +907,7 @@ class FixtureConfig:
 
     def inputs_array(self) -> np.ndarray:
         """X̃ = [X; P] (n, K+M, N) as numpy in ``dtype``."""
-        return inputs_array(self, None)
+        return inputs_array(self)
 
     def loss_np(self, z: np.ndarray) -> np.ndarray:
         """ℓ(z) per input on a numpy array."""
