@@ -8,6 +8,7 @@ hypothesis strategies. The model protocol is described in ``rwcheck._protocol`` 
 of another model of ``rwmodels`` against the generic exact engine (``rwcheck._models`` says what it must expose).
 
 >>> import torch
+>>> from rwcheck import CheckConfig, Mismatch, assert_matches_exact
 >>> from rwtasks import CircleWalk
 >>> def frozen(config):  # a training loop that never moves: wrong from V(1) on
 ...     while True:
@@ -18,40 +19,84 @@ of another model of ``rwmodels`` against the generic exact engine (``rwcheck._mo
 ... except Mismatch as err:
 ...     print(err.divergence.describe())
 V[0, 1] at t=1: expected 0.83333333333333337, got 0 (scaled error 0.833 > rtol 5.68e-14)
+
+Importing ``rwcheck`` loads none of its modules: each name is imported from the module that defines it
+on first use (PEP 562), so the pytest plugin (``rwcheck.pytest_plugin``, loaded by every pytest session
+where the toolkit is installed) costs nothing until a test uses the kit.
 """
 
-from rwcheck._check import (
-    PropertyResult,
-    Report,
-    check,
-    tolerance_rule,
-    write_report,
-)
-from rwcheck._compare import (
-    Divergence,
-    Mismatch,
-    Tolerance,
-    assert_matches_exact,
-    exact_trajectory,
-    own_positions,
-    tolerance,
-)
-from rwcheck._config import CheckConfig
-from rwcheck._emit import DEFAULT_SPECS, FixtureSpec, emit_fixtures, estimate_fixtures, read_specs
-from rwcheck._properties import PROPERTIES, CheckOptions, ImplementationCrash, first_value_step_closed_form
-from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
-from rwcheck._runtime import (
-    POSITION_ASSUMPTIONS,
-    PROTOCOLS,
-    Floats,
-    Functional,
-    PositionCheck,
-    Supervised,
-    check_positions,
-    load_factory,
-)
-from rwcheck._testcase import ConformanceTests
+import importlib as _importlib
+import typing as _typing
+
 from rwio import schema_deprecations as _schema_deprecations
+
+if _typing.TYPE_CHECKING:
+    from rwcheck._check import (
+        PropertyResult,
+        Report,
+        check,
+        tolerance_rule,
+        write_report,
+    )
+    from rwcheck._compare import (
+        Divergence,
+        Mismatch,
+        Tolerance,
+        assert_matches_exact,
+        exact_trajectory,
+        own_positions,
+        tolerance,
+    )
+    from rwcheck._config import CheckConfig
+    from rwcheck._emit import DEFAULT_SPECS, FixtureSpec, emit_fixtures, estimate_fixtures, read_specs
+    from rwcheck._properties import (
+        PROPERTIES,
+        CheckOptions,
+        ImplementationCrash,
+        first_value_step_closed_form,
+    )
+    from rwcheck._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
+    from rwcheck._runtime import (
+        POSITION_ASSUMPTIONS,
+        PROTOCOLS,
+        Floats,
+        Functional,
+        PositionCheck,
+        Supervised,
+        check_positions,
+        load_factory,
+    )
+    from rwcheck._testcase import ConformanceTests
+
+#: The public names by the module that defines them: each imported from there on first use.
+_NAMES = {
+    "_check": ("PropertyResult", "Report", "check", "tolerance_rule", "write_report"),
+    "_compare": (
+        "Divergence",
+        "Mismatch",
+        "Tolerance",
+        "assert_matches_exact",
+        "exact_trajectory",
+        "own_positions",
+        "tolerance",
+    ),
+    "_config": ("CheckConfig",),
+    "_emit": ("DEFAULT_SPECS", "FixtureSpec", "emit_fixtures", "estimate_fixtures", "read_specs"),
+    "_properties": ("PROPERTIES", "CheckOptions", "ImplementationCrash", "first_value_step_closed_form"),
+    "_protocol": ("QUANTITIES", "ImplementationError", "Readouts", "probe", "run"),
+    "_runtime": (
+        "POSITION_ASSUMPTIONS",
+        "PROTOCOLS",
+        "Floats",
+        "Functional",
+        "PositionCheck",
+        "Supervised",
+        "check_positions",
+        "load_factory",
+    ),
+    "_testcase": ("ConformanceTests",),
+}
+_HOME = {name: module for module, names in _NAMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_SPECS",
@@ -93,6 +138,20 @@ __all__ = [
 ]
 
 # Kept one release (docs/changelog.md): the schema is rwio.load_schema("report").
-__getattr__ = _schema_deprecations(
+_deprecated = _schema_deprecations(
     "rwcheck", {"load_report_schema": "report"}, {"REPORT_SCHEMA_PATH": "report"}
 )
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """A public name, imported from its module on first use (PEP 562); else a deprecated one."""
+    module = _HOME.get(name)
+    if module is None:
+        return _deprecated(name)
+    value = getattr(_importlib.import_module(f"rwcheck.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

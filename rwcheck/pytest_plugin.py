@@ -2,13 +2,21 @@
 
 ``--rwcheck-steps T``, ``--rwcheck-examples N``, ``--rwcheck-dtype float64|float32``,
 ``--rwcheck-task circle|finite|any``. Only this module imports pytest; ``rwcheck`` itself does not.
+
+Every pytest session where the toolkit is installed loads this plugin, so loading it imports nothing of
+the kit (``rwcheck`` is lazy): the kit, hypothesis and the exact engine load when a test uses them, and
+the options reach ``ConformanceTests`` then (``pytest_configure`` hands them over only when one is given
+or the kit is already loaded).
 """
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from rwcheck._testcase import PLUGIN_OPTIONS
+#: The plugin's options, by their names in ``ConformanceTests`` (``--rwcheck-<name>``).
+OPTIONS = ("steps", "examples", "dtype", "task")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,8 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    given = {name: config.getoption(f"rwcheck_{name}") for name in OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    if not given and "rwcheck._testcase" not in sys.modules:
+        return  # nothing to hand over: the kit stays unloaded (it reads no options until imported)
+    from rwcheck._testcase import PLUGIN_OPTIONS
+
     PLUGIN_OPTIONS.clear()
-    for name in ("steps", "examples", "dtype", "task"):
-        value = config.getoption(f"rwcheck_{name}")
-        if value is not None:
-            PLUGIN_OPTIONS[name] = value
+    PLUGIN_OPTIONS.update(given)
