@@ -84,49 +84,70 @@ DEFAULT_SPECS = (
 def read_specs(path: str | Path) -> list[FixtureSpec]:
     """The configurations of a JSON or YAML file: a list (or {"configs": [...]}) of objects with
     ``family``, ``params`` (a catalogue task, as in a task spec) and ``mu``, ``eta``, ``eps``, and
-    optionally ``loss``, ``embedding``, ``M``, ``seed``. Errors name the entry and key (ValueError)."""
+    optionally ``loss``, ``embedding``, ``M``, ``seed``, read by ``rwio.read_data_file`` (numbers exactly as
+    written). An error is one line naming the file, the entry's key (``[0].loss``) and what is allowed."""
+    from rwio import (
+        Anything,
+        At,
+        Choice,
+        ConfigError,
+        Integer,
+        ListOf,
+        MappingOf,
+        Optional,
+        Rational,
+        Record,
+        plain,
+    )
+    from rwnumeric import POS_KINDS
+    from rwtasks import FAMILIES
+
+    positive = Rational(0, low_open=True)
+    entry_fields = {
+        "family": Choice(*FAMILIES),
+        "params": MappingOf(Anything("the family's parameters")),
+        "mu": positive,
+        "eta": positive,
+        "eps": positive,
+        "loss": Choice(*LOSSES),
+        "embedding": Choice(*POS_KINDS),
+        "M": Optional(Integer(1)),
+        "seed": Integer(0),
+    }
+    entries = ListOf(Record(entry_fields, required=("family", "params", "mu", "eta", "eps")))
     path = Path(path)
     data = read_data_file(path, "--configs")
-    if isinstance(data, dict) and set(data) == {"configs"}:
-        data = data["configs"]
-    if not isinstance(data, list) or not data:
-        raise ValueError(
-            f"--configs {path}: expected a non-empty list of configurations (or {{'configs': [...]}})"
-        )
+    at = At(str(path))
+    if isinstance(data, dict):  # {configs: [...]}
+        Record({"configs": Anything("a list of configurations")}, required=("configs",)).check(data, at)
+        at, data = at / "configs", data["configs"]
+    checked = entries.check(data, at)
     specs = []
-    for i, entry in enumerate(data):
-        where = f"--configs {path}: configs[{i}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where} is {type(entry).__name__}, expected an object")
-        unknown = sorted(set(entry) - set(_CONFIG_KEYS))
-        missing = [k for k in ("family", "params", "mu", "eta", "eps") if k not in entry]
-        if unknown or missing:
-            raise ValueError(
-                f"{where}: {'unknown keys ' + str(unknown) if unknown else 'missing keys ' + str(missing)}; "
-                f"allowed: {', '.join(_CONFIG_KEYS)}"
-            )
-        if not isinstance(entry["params"], dict):
-            raise ValueError(f"{where}.params must be an object of the family's parameters")
+    for i, entry in enumerate(checked):
+        where = at / i
+        params = plain(entry["params"])
+        try:
+            make_task(entry["family"], params, where=str(where / "params"))  # type: ignore[arg-type]
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         spec = FixtureSpec(
-            family=str(entry["family"]),
-            params=dict(entry["params"]),
+            family=entry["family"],
+            params=params,  # type: ignore[arg-type]
             mu=str(entry["mu"]),
             eta=str(entry["eta"]),
             eps=str(entry["eps"]),
-            loss=str(entry.get("loss", "log")),
-            embedding=str(entry.get("embedding", "sine")),
-            M=None if entry.get("M") is None else int(entry["M"]),
-            seed=int(entry.get("seed", 0)),
+            loss=entry.get("loss", "log"),
+            embedding=entry.get("embedding", "sine"),
+            M=entry.get("M"),
+            seed=entry.get("seed", 0),
         )
-        if spec.loss not in LOSSES:
-            raise ValueError(f"{where}.loss={spec.loss!r} must be one of {', '.join(LOSSES)}")
         try:
             config = spec.check_config()
         except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
+            raise where.error(str(err)) from None
         if not all(v.is_number for v in (config.task.population().prob_values)):
-            raise ValueError(
-                f"{where}: the task's probabilities must be numbers (no symbols) for float oracles"
+            raise (where / "params").error(
+                "the task's probabilities must be numbers (no symbols) for float oracles; allowed: numbers"
             )
         specs.append(spec)
     return specs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from rwio import check_output_dir
@@ -57,6 +58,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="head dimension d of a model that has one (key_query), integer >= 1, replacing the spec's head_dim",
     )
     parser.add_argument(
+        "--heads",
+        default=None,
+        metavar="H",
+        help="number of heads H of a model that has several (multi_head), integer >= 1, replacing the spec's heads",
+    )
+    parser.add_argument(
+        "--max-core-hours",
+        default="100",
+        dest="max_core_hours",
+        metavar="HOURS",
+        help="refuse up front when the runs still to compute are estimated at more than this many hours of "
+        "compute on one core (default 100; the estimate is printed before the cluster starts)",
+    )
+    parser.add_argument(
         "--max-tasks",
         help="packs submitted to Dask at once (default: twice the worker threads); bounds scheduler memory",
     )
@@ -68,6 +83,34 @@ def _positive_int(text: str | None, name: str) -> int | None:
     from rwcli._task_args import parse_int
 
     return parse_int(text, name, 1)
+
+
+def _positive_number(text: str, name: str) -> float:
+    """``--name`` as a number > 0, or a one-line ValueError."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"--{name}={text!r} is not a number > 0: give e.g. 100")
+    return value
+
+
+def _check_disk(need: int, out: str, summary: str) -> None:
+    """One line when the files of the sweep (estimated at ``need`` bytes) exceed the free disk of --out."""
+    import shutil
+
+    from rwio import format_bytes
+
+    folder = Path(out).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise ValueError(
+            f"--out {out}: the sweep is estimated at {summary}: above the {format_bytes(free)} free in "
+            f"{folder}; free some space, use another --out, or leave metrics out of the spec"
+        )
 
 
 def _memory_limit(text: str) -> str | int:
@@ -101,20 +144,32 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler is not None and workers is not None:
         raise ValueError("--workers sizes a LocalCluster; with --scheduler the cluster has its own workers")
     memory_limit = _memory_limit(args.memory_limit)
+    max_hours = _positive_number(args.max_core_hours, "max-core-hours")
     from rwio import check_memory, format_bytes
-    from rwsweep import load_spec, pack_memory, run_sweep
+    from rwsweep import estimate_sweep, finished_hashes, load_spec, run_sweep
 
     head_dim = _positive_int(args.head_dim, "head-dim")
-    spec = load_spec(args.spec, model=args.model, head_dim=head_dim)
+    heads = _positive_int(args.heads, "heads")
+    spec = load_spec(args.spec, model=args.model, head_dim=head_dim, heads=heads)
+    done = finished_hashes(args.out) if Path(args.out).is_dir() else set()
+    estimate = estimate_sweep(spec, done)
+    alternative = "lower pack_size in the spec or --workers"
+    if estimate.core_seconds > max_hours * 3600:
+        raise ValueError(
+            f"the sweep is estimated at {estimate.describe()}: above --max-core-hours {args.max_core_hours}; use fewer "
+            "or smaller runs (N, steps, M), or raise --max-core-hours"
+        )
+    _check_disk(estimate.output_bytes, args.out, estimate.describe())
     if args.scheduler is None:
         import os
 
         share = workers or os.cpu_count() or 1
         check_memory(
-            share * pack_memory(spec),
-            f"rw sweep with {share} workers (largest pack: {format_bytes(pack_memory(spec))})",
-            "lower pack_size in the spec or --workers",
+            share * estimate.pack_memory,
+            f"rw sweep with {share} workers (largest pack: {format_bytes(estimate.pack_memory)})",
+            alternative,
         )
+    print(f"rw sweep: estimated {estimate.describe()}", flush=True)
     try:
         outcome = run_sweep(
             spec,

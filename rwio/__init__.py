@@ -7,6 +7,10 @@ before a command starts its work; ``check_memory`` refuses a request whose estim
 created with the user's umask, and then ``os.replace``s it onto the target (atomic on POSIX),
 creating the folder if needed; a failure raises ``WriteError`` and leaves no partial file.
 ``load_schema(name)`` is the one loader of the JSON Schemas the toolkit ships (``SCHEMAS``).
+``read_data_file`` is the one reader of the configuration files users write (JSON or YAML, every number
+exactly as written: ``Exact``), and ``check_config`` checks them against a tree of fields (``Integer``,
+``Rational``, ``Real``, ``Choice``, ``Boolean``, ``Text``, ``ListOf``, ``MappingOf``, ``Record``, ...),
+each error one line naming the file, the field and what is allowed (``ConfigError``).
 """
 
 from rwio._atomic import (
@@ -17,27 +21,75 @@ from rwio._atomic import (
     write_json_atomic,
     write_text_atomic,
 )
+from rwio._config import (
+    Anything,
+    At,
+    Boolean,
+    Choice,
+    ConfigError,
+    Custom,
+    Field,
+    Integer,
+    ListOf,
+    MappingOf,
+    Optional,
+    Rational,
+    Real,
+    Record,
+    Text,
+    Variants,
+    check_config,
+    exact_value,
+    show,
+    suggestion,
+    unknown_key,
+)
 from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
-from rwio._read import read_data_file
+from rwio._read import MAX_DIGITS, Exact, format_path, plain, read_data_file
 from rwio._schemas import SCHEMAS, deprecated_attributes, load_schema, schema_deprecations, schema_path
 
 __all__ = [
+    "MAX_DIGITS",
     "SCHEMAS",
+    "Anything",
+    "At",
+    "Boolean",
+    "Choice",
+    "ConfigError",
+    "Custom",
+    "Exact",
+    "Field",
+    "Integer",
+    "ListOf",
+    "MappingOf",
+    "Optional",
+    "Rational",
+    "Real",
+    "Record",
+    "Text",
+    "Variants",
     "MemoryEstimateError",
     "OutputPathError",
     "WriteError",
     "available_memory",
+    "check_config",
     "check_memory",
     "check_output_dir",
     "check_output_file",
     "deprecated_attributes",
+    "exact_value",
     "format_bytes",
+    "format_path",
     "load_schema",
+    "plain",
     "read_data_file",
     "schema_deprecations",
     "schema_path",
     "save_figure_atomic",
+    "show",
+    "suggestion",
+    "unknown_key",
     "write_bytes_atomic",
     "write_files_atomic",
     "write_json_atomic",

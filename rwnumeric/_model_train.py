@@ -41,7 +41,8 @@ class Diverged(ValueError):
 class ModelTrainResult:
     """``model`` (its description), ``config``, ``history`` (one record per recorded step, keys
     ``MODEL_HISTORY_KEYS``), ``final`` (every parameter at the last step, nested lists, and the attention
-    profile) and, with ``keep_params``, ``params[t]``: every parameter at each recorded step (float64 arrays).
+    profile) and, with ``keep_params``, ``params[t]``: every parameter (or those ``keep_params`` names) at each
+    recorded step (float64 arrays).
     """
 
     model: dict
@@ -105,7 +106,7 @@ def train_model(
     dtype: str = "float64",
     device: str = "cpu",
     record_steps: set[int] | None = None,
-    keep_params: bool = False,
+    keep_params: bool | tuple[str, ...] = False,
     progress: bool = False,
     config: dict | None = None,
 ) -> ModelTrainResult:
@@ -171,7 +172,8 @@ def train_model(
             _check_finite(record, t)
             history.append(record)
             if keep_params:
-                kept[t] = {k: ar.to_float(v) for k, v in current.items()}
+                keep = current if keep_params is True else [k for k in keep_params if k in current]
+                kept[t] = {k: ar.to_float(current[k]) for k in keep}
         if t < steps:
             assert state.gradient is not None
             current = {k: v - eta * state.gradient[k] for k, v in current.items()}

@@ -9,8 +9,10 @@ from rwio import schema_deprecations as _schema_deprecations
 from rwsweep._driver import (
     TIMING_COLUMNS,
     Pack,
+    SweepEstimate,
     SweepOutcome,
     assemble,
+    estimate_sweep,
     finished_hashes,
     pack_memory,
     plan_packs,
@@ -18,19 +20,22 @@ from rwsweep._driver import (
     run_sweep,
 )
 from rwsweep._plots import plot_sweep
-from rwsweep._spec import FIELDS, Spec, SpecError, config_hash, load_spec
+from rwsweep._spec import FIELDS, MAX_RUNS, Spec, SpecError, config_hash, load_spec
 from rwsweep._summaries import SUMMARY_COLUMNS, run_summaries, signal_summary
 
 __all__ = [
     "FIELDS",
+    "MAX_RUNS",
     "SUMMARY_COLUMNS",
     "TIMING_COLUMNS",
     "Pack",
     "Spec",
     "SpecError",
+    "SweepEstimate",
     "SweepOutcome",
     "assemble",
     "config_hash",
+    "estimate_sweep",
     "finished_hashes",
     "load_spec",
     "pack_memory",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
 import sys
 import time
@@ -76,8 +77,12 @@ def plan_packs(spec: Spec) -> list[Pack]:
     return packs
 
 
-def _schema(models: bool = False):
-    """The row schema; with ``models`` (a spec whose model is not one_layer) the columns model and head_dim."""
+#: The columns a run of a model other than one_layer adds (those in its config: heads for a model with H).
+MODEL_COLUMNS = ("model", "head_dim", "heads")
+
+
+def _schema(config: dict):
+    """The row schema of runs like ``config``; a run of another model than one_layer adds ``MODEL_COLUMNS``."""
     import pyarrow as pa
 
     from rwsweep._spec import FIELDS
@@ -86,10 +91,12 @@ def _schema(models: bool = False):
         **dict.fromkeys(("K", "N", "M", "pos_seed", "steps", "seed"), pa.int64()),
         **dict.fromkeys(("p", "pos", "gram", "loss", "init", "dtype"), pa.string()),
         "normalize_attention": pa.bool_(),
+        "model": pa.string(),
+        "head_dim": pa.int64(),
+        "heads": pa.int64(),
     }
-    config = [pa.field(f, types.get(f, pa.float64())) for f in FIELDS]
-    if models:
-        config += [pa.field("model", pa.string()), pa.field("head_dim", pa.int64())]
+    config_fields = [*FIELDS, *(c for c in MODEL_COLUMNS if c in config)]
+    columns = [pa.field(f, types.get(f, pa.float64())) for f in config_fields]
     steps = ("escape_step", "symmetry_break_step", "learning_step", "diverged_step")
     summaries = [
         pa.field(c, pa.int64() if c in steps else pa.bool_() if c == "signal_zero" else pa.float64())
@@ -101,7 +108,7 @@ def _schema(models: bool = False):
         pa.field("pack_runs", pa.int64()),
         pa.field("pack_wall_s", pa.float64()),
     ]
-    return pa.schema([pa.field("config_hash", pa.string()), *config, *summaries, *versions, *timing])
+    return pa.schema([pa.field("config_hash", pa.string()), *columns, *summaries, *versions, *timing])
 
 
 #: Columns of ``timing.parquet`` besides ``config_hash``; every other column goes to ``results.parquet``.
@@ -162,7 +169,7 @@ def run_pack(
                 "pack_wall_s": wall,
             }
         )
-    table = pa.Table.from_pylist(rows, schema=_schema(models))
+    table = pa.Table.from_pylist(rows, schema=_schema(configs[0]))
     if metrics:
         T = configs[0]["steps"] + 1
         long = {
@@ -197,8 +204,10 @@ def _train_models(configs: Sequence[dict], record_every: int):
     """Runs of another registered model, one by one with ``rwnumeric.train_model`` on the exact population.
 
     The same history keys as the batched engine (``BATCHED_HISTORY_KEYS``): loss, accuracy and parent
-    attention every ``record_every`` steps and at the last (NaN between), V's ones and circulant residuals
-    at every step; after a divergence the run's history is NaN and its ``diverged`` step is set.
+    attention every ``record_every`` steps and at the last (NaN between). A model with one value matrix V
+    (K×K) also has V's ones and circulant residuals at every step and its ``v_direction_error``; for a model
+    without one (tied_embedding, multi_head's V_h) they stay NaN / None, so the escape and symmetry-break
+    steps are null. After a divergence the run's history is NaN and its ``diverged`` step is set.
     """
     import numpy as np
 
@@ -221,12 +230,13 @@ def _train_models(configs: Sequence[dict], record_every: int):
     diverged: list[int | None] = []
     for b, c in enumerate(configs):
         task = CircleWalk(c["K"], c["N"], c["p"])
-        model = get_model(c["model"], d=c["head_dim"])
+        model = get_model(c["model"], d=c["head_dim"], H=c.get("heads"))
         P = positional_embeddings(c["pos"], c["M"], c["N"], c["mu"], c["pos_seed"])
+        has_v = model.shapes(task.K, task.K + c["M"], task.N).get("V") == (task.K, task.K)
         try:
             result = train_model(
                 task, model, P, c["steps"], eta=c["eta"], eps=c["eps"], loss=c["loss"], init=c["init"],
-                sigma=c["sigma"], seed=c["seed"], dtype=c["dtype"], keep_params=True,
+                sigma=c["sigma"], seed=c["seed"], dtype=c["dtype"], keep_params=("V",) if has_v else False,
             )  # fmt: skip
         except Diverged as err:
             finals.append({})
@@ -234,20 +244,24 @@ def _train_models(configs: Sequence[dict], record_every: int):
             continue
         for record in result.history:
             t = record["step"]
-            V = result.params[t]["V"]
-            hist["ones_residual"][b, t] = ones_residual(V)
-            hist["circulant_residual"][b, t] = circulant_residual(V)
+            if has_v:
+                V = result.params[t]["V"]
+                hist["ones_residual"][b, t] = ones_residual(V)
+                hist["circulant_residual"][b, t] = circulant_residual(V)
             if t % record_every == 0 or t == T:
                 for key in ("train_loss", "test_accuracy", "parent_attention"):
                     hist[key][b, t] = record[key]
-        V = np.asarray(result.final["V"])
         last = result.history[-1]
         finals.append(
             {
-                "V": result.final["V"],
+                "V": result.final.get("V") if has_v else None,
                 "attention_profile": result.final["attention_profile"],
                 "test_accuracy": last["test_accuracy"],
-                "v_direction_error": v_direction_error(V, task.transition_matrix_float()),
+                "v_direction_error": (
+                    v_direction_error(np.asarray(result.final["V"]), task.transition_matrix_float())
+                    if has_v
+                    else None
+                ),
             }
         )
         diverged.append(None)
@@ -272,7 +286,7 @@ def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
     from rwio import write_bytes_atomic
 
     paths = sorted((Path(out) / "chunks").glob("*.parquet"))
-    schema = _schema(spec.model != DEFAULT_MODEL)
+    schema = _schema(spec.runs[0])
     table = pa.concat_tables([pq.read_table(p, schema=schema) for p in paths])
     position = {h: i for i, h in enumerate(spec.hashes)}
     first: dict[str, int] = {}
@@ -291,30 +305,124 @@ def assemble(spec: Spec, out: str | os.PathLike) -> tuple[Path, Path]:
     )
 
 
-def pack_memory(spec: Spec) -> int:
-    """Bytes of the largest pack at its peak (``rwnumeric.batched_peak_bytes`` of its shape).
+def _walks(K: int, N: int, p: str) -> int:
+    """The exact population's size: K·2^(N-1) walks, K at p ∈ {0, 1} (load_spec bounds both)."""
+    return K if p in ("0", "1") else K * 2 ** (N - 1)
 
-    Another model's pack trains one run at a time: its largest run (``rwnumeric.model_memory_estimate``).
+
+def _model_of(spec: Spec):
+    from rwmodels import get_model
+
+    return get_model(spec.model, d=spec.head_dim, H=spec.heads)
+
+
+def pack_memory(spec: Spec) -> int:
+    """Bytes of the largest pack at its peak, read from every size of its runs: K, N, the population (from
+    p), M, steps, dtype, the pack size, ``metrics``, and the model's parameter shapes (its H and d).
+
+    The paper model's pack: ``rwnumeric.batched_peak_bytes`` of its shape, plus the population's tokens
+    (n·N), every run's P (M·N) and the histories ((steps + 1) per run, and the per-step metrics table).
+    Another model's pack trains one run at a time: its largest run (``rwnumeric.model_memory_estimate``)
+    plus V kept at every step, and the pack's histories.
     """
     from rwnumeric import batched_peak_bytes
-    from rwtasks import CircleWalk
 
+    B = spec.pack_size
     largest = 0
-    if spec.model != DEFAULT_MODEL:
-        from rwmodels import get_model
-        from rwnumeric import model_memory_estimate
+    shapes = {(r["K"], r["N"], r["p"], r["M"], r["steps"], r["dtype"]) for r in spec.runs}
+    for K, N, p, M, steps, dtype in shapes:
+        n = _walks(K, N, p)
+        histories = 8 * B * (steps + 1) * (5 + (7 if spec.metrics else 0))
+        if spec.model != DEFAULT_MODEL:
+            from rwnumeric import model_memory_estimate
+            from rwtasks import CircleWalk
 
-        model = get_model(spec.model, d=spec.head_dim)
-        for K, N, p, M, steps, dtype in {
-            (r["K"], r["N"], r["p"], r["M"], r["steps"], r["dtype"]) for r in spec.runs
-        }:
-            task = CircleWalk(K, N, p)
-            largest = max(largest, model_memory_estimate(task, model, M, steps, dtype))
-        return largest
-    for K, N, p in {(r["K"], r["N"], r["p"]) for r in spec.runs}:
-        n = K if p in ("0", "1") else CircleWalk(K, N, "1/2").walk_count
-        largest = max(largest, batched_peak_bytes(K, n, spec.pack_size))
+            kept_v = 8 * (steps + 1) * K * K  # V at every step, for its residuals
+            run = model_memory_estimate(CircleWalk(K, N, p), _model_of(spec), M, steps, dtype)
+            largest = max(largest, run + kept_v + histories)
+        else:
+            population = 8 * n * (N + 2)  # tokens, labels and probabilities
+            largest = max(largest, batched_peak_bytes(K, n, B) + population + 8 * B * M * N + histories)
     return largest
+
+
+#: The cost model of ``estimate_sweep`` (measured on the 2-core development machine with one torch thread:
+#: packs of 16 runs, K, N from (3, 8) to (4, 12), 50 steps; key_query, multi_head, tied_embedding and two_layer
+#: at K, N = (3, 6), (4, 8), 20 steps): seconds per step of a run of the paper's model (batched engine)
+#: are ``BATCHED_STEP_S + BATCHED_ELEMENT_S·n·N`` for n walks of N positions; of another model
+#: ``GENERIC_STEP_S·N + GENERIC_OP_S·3·n·N·D·(1 + parameters/D)`` (the multiply-adds of
+#: ``rwsymbolic.model_estimate``, D = K + M).
+BATCHED_STEP_S, BATCHED_ELEMENT_S = 2.5e-4, 6e-9
+GENERIC_STEP_S, GENERIC_OP_S = 1e-3, 1e-9
+#: Bytes of a finished pack on disk besides its rows (Parquet's schema and footer), of a run's row in
+#: ``chunks/``, ``results.parquet`` and ``timing.parquet`` together, and of one step of the per-step metrics.
+PACK_FILE_BYTES, ROW_BYTES, METRIC_STEP_BYTES = 16_384, 1_024, 64
+
+
+@dataclass(frozen=True)
+class SweepEstimate:
+    """What a sweep will cost before it starts: compute time (seconds on one core, all runs to do),
+    memory of the largest pack, and bytes written to DIR."""
+
+    runs: int
+    core_seconds: float
+    pack_memory: int
+    output_bytes: int
+
+    def describe(self) -> str:
+        from rwio import format_bytes
+
+        return (
+            f"{self.runs} runs: ~{_duration(self.core_seconds)} of compute on one core, "
+            f"~{format_bytes(self.pack_memory)} per pack, ~{format_bytes(self.output_bytes)} written"
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min``, ``2.1 h`` (core time).
+
+    >>> _duration(42), _duration(210), _duration(7560)
+    ('42 s', '3.5 min', '2.1 h')
+    """
+    if seconds < 120:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.2g} min"
+    return f"{seconds / 3600:.3g} h"
+
+
+def estimate_sweep(spec: Spec, done: set[str] | frozenset[str] = frozenset()) -> SweepEstimate:
+    """Time, memory and output size of the runs of ``spec`` not in ``done`` (config hashes), by arithmetic
+    on every size of every run (K, N, the population from p, M, steps, the pack size, ``metrics``, the
+    model's parameter shapes with its H and d): nothing is built.
+
+    >>> from rwsweep import load_spec
+    >>> small = estimate_sweep(load_spec({"task": "circle", "fixed": {"N": 4, "steps": 10}}))
+    >>> large = estimate_sweep(load_spec({"task": "circle", "fixed": {"N": 12, "steps": 10}}))
+    >>> small.runs, small.core_seconds < large.core_seconds, small.output_bytes > 0
+    (1, True, True)
+    """
+    model = _model_of(spec) if spec.model != DEFAULT_MODEL else None
+    seconds, runs, steps_written = 0.0, 0, 0
+    for run, h in zip(spec.runs, spec.hashes, strict=True):
+        if h in done:
+            continue
+        runs += 1
+        K, N, M, steps = run["K"], run["N"], run["M"], run["steps"]
+        n = _walks(K, N, run["p"])
+        if model is None:
+            per_step = BATCHED_STEP_S + BATCHED_ELEMENT_S * n * N
+        else:
+            D = K + M
+            parameters = sum(math.prod(shape) for shape in model.shapes(K, D, N).values())
+            per_step = GENERIC_STEP_S * N + GENERIC_OP_S * 3 * n * N * D * (1 + parameters / D)
+        seconds += per_step * (steps + 1)
+        steps_written += steps + 1
+    packs = -(-runs // spec.pack_size)
+    output = packs * PACK_FILE_BYTES * (2 if spec.metrics else 1) + runs * ROW_BYTES
+    if spec.metrics:
+        output += METRIC_STEP_BYTES * steps_written
+    return SweepEstimate(runs, seconds, pack_memory(spec), output)
 
 
 def run_sweep(

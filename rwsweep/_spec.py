@@ -1,8 +1,12 @@
 """The sweep spec (JSON or YAML, ``sweep.schema.json``): fields, axes, expansion into runs, config hashes.
 
-A run is one dict with every field of ``FIELDS`` (the spec's value or the default), in canonical form:
-integers, floats, booleans, strings, and p as an exact rational string. Its ``config_hash`` is the first
-16 hex digits of the SHA-256 of its canonical JSON: equal configs have equal hashes across machines.
+The spec is read by ``rwio.read_data_file`` (every number exactly as written) and checked in full by the
+fields of ``rwio`` before any run starts: a bad field is one line naming the file, the field's path and
+what it allows (``SpecError``, a ``ValueError``). A run is one dict with every field of ``FIELDS`` (the
+spec's value or the default), in canonical form: integers, floats (each the nearest float64 of the exact
+value written, refused when that would change its meaning), booleans, strings, and p as an exact rational
+string. Its ``config_hash`` is the first 16 hex digits of the SHA-256 of its canonical JSON: equal configs
+have equal hashes across machines.
 """
 
 from __future__ import annotations
@@ -14,11 +18,31 @@ import math
 import os
 import warnings
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rwio import load_schema
+from rwio import (
+    Anything,
+    At,
+    Boolean,
+    Choice,
+    ConfigError,
+    Field,
+    Integer,
+    ListOf,
+    MappingOf,
+    Optional,
+    Rational,
+    Real,
+    Record,
+    Text,
+    Variants,
+    plain,
+)
 from rwmodels import DEFAULT_MODEL as _DEFAULT_MODEL
+from rwmodels import model_names
+from rwnumeric import POS_KINDS
 
 #: Runs computed together in one Dask task unless the spec says otherwise. For the shape of
 #: ``benchmarks/sweep_batched.py``, 32 runs per pack cost less per run than 8 or 64 (the arrays of
@@ -26,108 +50,115 @@ from rwmodels import DEFAULT_MODEL as _DEFAULT_MODEL
 DEFAULT_PACK_SIZE = 32
 #: Largest number of runs one spec may declare (the expansion is held in memory by the driver).
 MAX_RUNS = 2_000_000
+#: Most entries of the positional embeddings P (M×N) of a run, checked before P is built (2^24 doubles:
+#: 128 MiB, far above any run that trains on the exact population in reasonable time).
+MAX_POSITION_ENTRIES = 2**24
 
 
 class SpecError(ValueError):
-    """A bad spec: one line naming the field (``grid.N``, ``fixed.eta``, ...) and the allowed values."""
+    """A bad spec: one line naming the file, the field (``grid.N[0]``, ``fixed.eta``, ...) and the allowed values."""
 
 
-def _choice(*allowed: str):
-    def check(v: object) -> str:
-        if v not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return str(v)
+class _Probability(Rational):
+    """p as an exact rational string: "1/2", 0.25 (the decimal 1/4) or 1."""
 
-    return check
+    def check(self, value: object, at: At) -> str:  # type: ignore[override]
+        return str(self.exact(value, at))
 
 
-def _integer(low: int):
-    def check(v: object) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"must be an integer >= {low}")
-        return int(v)
-
-    return check
-
-
-def _number(low: float, high: float = math.inf, low_open: bool = True, high_open: bool = False):
-    def check(v: object) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        if (v <= low if low_open else v < low) or (v >= high if high_open else v > high):
-            left, right = "(" if low_open else "[", ")" if high_open else "]"
-            raise ValueError(f"is out of range: must be in {left}{low:g}, {high:g}{right}")
-        return float(v)
-
-    return check
-
-
-def _optional(check):
-    def wrapped(v: object):
-        return None if v is None else check(v)
-
-    return wrapped
-
-
-def _boolean(v: object) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError("must be true or false")
-    return v
-
-
-def _probability(v: object) -> str:
-    """p as an exact rational string: "1/2", 0.25 (read as the decimal 1/4) or 1."""
-    import sympy as sp
-
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise ValueError("must be a number or a fraction string in [0, 1] such as 1/3")
-    try:
-        value = sp.Rational(str(v))
-    except (TypeError, ValueError, SyntaxError, sp.SympifyError):
-        raise ValueError("is not a number: must be in [0, 1], e.g. 1/3 or 0.25") from None
-    if not 0 <= value <= 1:
-        raise ValueError("is out of range: must be in [0, 1]")
-    return str(value)
-
-
-def _defaults() -> dict[str, Any]:
-    """Defaults of the model and training fields are those of ``ModelConfig`` and ``TrainConfig``."""
-    from dataclasses import MISSING, fields
-
-    from rwnumeric import ModelConfig, TrainConfig
-    from rwstability import DEFAULT_THRESHOLD
-
-    out: dict[str, Any] = {"K": 3, "N": 4, "p": "1/2"}
-    for cls in (ModelConfig, TrainConfig):
-        out.update({f.name: f.default for f in fields(cls) if f.default is not MISSING})
-    out["escape_threshold"] = DEFAULT_THRESHOLD
-    out["learned_fraction"] = 0.99
-    return out
-
+_POSITIVE = Real(0, low_open=True)
 
 #: Every field a run has, with its check (which returns the canonical value).
-FIELDS: dict[str, Any] = {
-    "K": _integer(3),
-    "N": _integer(2),
-    "p": _probability,
-    "M": _optional(_integer(2)),
-    "pos": _choice("sine", "onehot", "random"),
-    "mu": _optional(_number(0)),
-    "pos_seed": _integer(0),
-    "gram": _choice("ideal", "computed"),
-    "normalize_attention": _boolean,
-    "steps": _integer(0),
-    "eta": _number(0),
-    "eps": _number(0),
-    "loss": _choice("log", "squared", "exp"),
-    "init": _choice("zero", "gaussian"),
-    "sigma": _number(0),
-    "seed": _integer(0),
-    "dtype": _choice("float64", "float32"),
-    "escape_threshold": _number(0, 1, high_open=True),
-    "learned_fraction": _number(0, 1),
+FIELDS: dict[str, Field] = {
+    "K": Integer(3),
+    "N": Integer(2),
+    "p": _Probability(0, 1),
+    "M": Optional(Integer(2)),
+    "pos": Choice(*POS_KINDS),
+    "mu": Optional(_POSITIVE),
+    "pos_seed": Integer(0),
+    "gram": Choice("ideal", "computed"),
+    "normalize_attention": Boolean(),
+    "steps": Integer(0),
+    "eta": _POSITIVE,
+    "eps": _POSITIVE,
+    "loss": Choice("log", "squared", "exp"),
+    "init": Choice("zero", "gaussian"),
+    "sigma": _POSITIVE,
+    "seed": Integer(0),
+    "dtype": Choice("float64", "float32"),
+    "escape_threshold": Real(0, 1, low_open=True, high_open=True),
+    "learned_fraction": Real(0, 1, low_open=True),
 }
 _FLOAT_FIELDS = {"p", "mu", "eta", "eps", "sigma", "escape_threshold", "learned_fraction"}
+#: Fields that only the summaries of V, the value matrix (K×K), read: the escape and symmetry-break steps.
+V_FIELDS = ("escape_threshold",)
+
+_VALUE = Anything("a number, a text, true/false or null (the field's own values)")
+_NUMBER = Rational()
+_SIZE = Integer(2, MAX_RUNS)
+
+
+def _axis_shape() -> Field:
+    """A grid axis: a list of values, or {range}, {linspace}, {logspace} (the values are checked per field)."""
+    shapes = {
+        "range": ListOf(Integer(), 2, 3),
+        "linspace": ListOf(_VALUE, 3, 3),
+        "logspace": ListOf(_VALUE, 3, 3),
+    }
+
+    def keyed(name: str):
+        return lambda v: isinstance(v, dict) and name in v
+
+    return Variants(
+        [(lambda v: isinstance(v, list), ListOf(_VALUE))]
+        + [(keyed(name), Record({name: shape}, required=(name,))) for name, shape in shapes.items()],
+        "a list of values, {range: [start, stop(, step)]}, {linspace: [start, stop, num]} or "
+        "{logspace: [a, b, num]}",
+    )
+
+
+def _draw_shape() -> Field:
+    bounds = ListOf(_NUMBER, 2, 2)
+    shapes = {
+        "uniform": bounds,
+        "loguniform": ListOf(Rational(0, low_open=True), 2, 2),
+        "choice": ListOf(_VALUE),
+    }
+
+    def keyed(name: str):
+        return lambda v: isinstance(v, dict) and name in v
+
+    return Variants(
+        [(keyed(name), Record({name: shape}, required=(name,))) for name, shape in shapes.items()],
+        "{uniform: [low, high]}, {loguniform: [low, high]} or {choice: [values]}",
+    )
+
+
+#: The whole spec: every key, its shape and range (per-field values are checked by ``FIELDS``).
+SPEC = Record(
+    {
+        "name": Text(0),
+        "task": Choice("circle"),
+        "fixed": MappingOf(_VALUE, keys=tuple(FIELDS)),
+        "grid": MappingOf(_axis_shape(), keys=tuple(FIELDS)),
+        "random": Record(
+            {
+                "count": Integer(1, 1_000_000),
+                "seed": Integer(0),
+                "axes": MappingOf(_draw_shape(), keys=tuple(FIELDS), min_items=1),
+            },
+            required=("count", "axes"),
+        ),
+        "record_every": Integer(1),
+        "pack_size": Integer(1, 4096),
+        "metrics": Boolean(),
+        "model": Choice(*model_names()),
+        "head_dim": Integer(1),
+        "heads": Integer(1),
+    },
+    required=("task",),
+)
 
 
 @dataclass(frozen=True)
@@ -145,6 +176,8 @@ class Spec:
     #: The registered model of every run (``rwmodels.MODELS``) and its head dimension (None without one).
     model: str = _DEFAULT_MODEL
     head_dim: int | None = None
+    #: The model's number of heads H (None for a model with one head).
+    heads: int | None = None
 
 
 def config_hash(config: dict) -> str:
@@ -169,61 +202,63 @@ def _read(path: str | os.PathLike) -> dict:
     return data
 
 
-def _schema_errors(data: dict) -> None:
-    import jsonschema
-
-    schema = load_schema("sweep")
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
-    if errors:
-        err = errors[0]
-        where = ".".join(str(x) for x in err.path) or "(top level)"
-        if err.validator == "propertyNames":
-            raise SpecError(f"spec field {where}: {err.message}; fields are {', '.join(FIELDS)}")
-        raise SpecError(f"spec field {where}: {err.message}")
-
-
-def _check(field: str, value: object, where: str) -> Any:
-    try:
-        return FIELDS[field](value)
-    except ValueError as err:
-        raise SpecError(f"spec field {where}: {field}={value!r} {err}") from None
-
-
-def _axis_values(field: str, axis: Any, where: str) -> list:
+def _axis_values(field: str, axis: Any, at: At) -> list:
     """The values of one grid axis: a list, {range}, {linspace} (exact for p) or {logspace}."""
-    import numpy as np
-    import sympy as sp
-
+    check = FIELDS[field]
     if isinstance(axis, list):
         values = axis
+        at_value = [at / i for i in range(len(values))]
     elif "range" in axis:
         start, stop, *step = axis["range"]
-        values = list(range(start, stop + 1, step[0] if step else 1))
-        if not values:
-            raise SpecError(f"spec field {where}.range: {axis['range']} is empty (start must be <= stop)")
-    elif "linspace" in axis:
-        start, stop, num = axis["linspace"]
-        if field == "p":
-            a, b = (sp.Rational(_check("p", v, f"{where}.linspace")) for v in (start, stop))
-            values = [str(a + (b - a) * sp.Rational(i, num - 1)) for i in range(num)]
-        else:
-            if isinstance(start, str) or isinstance(stop, str):
-                raise SpecError(f"spec field {where}.linspace: start and stop must be numbers for {field}")
-            values = [float(x) for x in np.linspace(start, stop, num)]
-            if field not in _FLOAT_FIELDS:
-                if any(v != int(v) for v in values):
-                    raise SpecError(f"spec field {where}.linspace: {field} takes integers; use range")
-                values = [int(v) for v in values]
+        at = at / "range"
+        if step and step[0] < 1:
+            raise (at / 2).bad(step[0], "is out of range", "a step >= 1")
+        span = range(start, stop + 1, step[0] if step else 1)
+        if not span:
+            raise at.bad(axis["range"], "is empty", "start <= stop")
+        if len(span) > MAX_RUNS:
+            raise at.bad(axis["range"], f"has {len(span)} values", f"at most {MAX_RUNS} runs in a spec")
+        values = list(span)
+        at_value = [at] * len(values)
     else:
-        start, stop, num = axis["logspace"]
-        values = [float(10.0**x) for x in np.linspace(start, stop, num)]
-    checked = [_check(field, v, f"{where}[{i}]") for i, v in enumerate(values)]
-    if len(set(map(repr, checked))) != len(checked):
-        raise SpecError(f"spec field {where}: repeated values {values}")
+        kind = "linspace" if "linspace" in axis else "logspace"
+        at = at / kind
+        start, stop, num = axis[kind]
+        num = _SIZE.check(num, at / 2)
+        if kind == "linspace" and field == "p":
+            a, b = (Rational(0, 1).check(v, at / i) for i, v in enumerate((start, stop)))
+            values = [str(a + (b - a) * Fraction(i, num - 1)) for i in range(num)]
+        else:
+            a, b = (_NUMBER.check(v, at / i) for i, v in enumerate((start, stop)))
+            if kind == "logspace":
+                for i, bound in enumerate((a, b)):
+                    if abs(bound) > 308:
+                        raise (at / i).bad((start, stop)[i], "is out of range", "an exponent in [-308, 308]")
+                values = [10.0 ** float(a + (b - a) * Fraction(i, num - 1)) for i in range(num)]
+            elif field in _FLOAT_FIELDS:
+                values = [float(a + (b - a) * Fraction(i, num - 1)) for i in range(num)]
+            else:
+                exact = [a + (b - a) * Fraction(i, num - 1) for i in range(num)]
+                if any(v.denominator != 1 for v in exact):
+                    raise at.bad(
+                        axis[kind],
+                        f"gives values that are not integers, but {field} takes integers",
+                        "use range",
+                    )
+                values = [int(v) for v in exact]
+        at_value = [at] * len(values)
+    checked = [check.check(v, where) for v, where in zip(values, at_value, strict=True)]
+    seen: dict[str, int] = {}
+    for i, v in enumerate(checked):
+        if repr(v) in seen:
+            raise at.bad(
+                axis, f"repeats the value {v} ({field} values [{seen[repr(v)]}] and [{i}])", "each value once"
+            )
+        seen[repr(v)] = i
     return checked
 
 
-def _draws(random: dict) -> list[dict]:
+def _draws(random: dict, at: At) -> list[dict]:
     """``count`` assignments of the random axes, drawn from ``seed`` in sorted axis order."""
     import numpy as np
 
@@ -231,24 +266,32 @@ def _draws(random: dict) -> list[dict]:
     axes = sorted(random["axes"].items())
     for field, draw in axes:
         if ("uniform" in draw or "loguniform" in draw) and field not in _FLOAT_FIELDS:
-            raise SpecError(f"spec field random.axes.{field}: {field} is not continuous; use choice")
+            kind = "uniform" if "uniform" in draw else "loguniform"
+            raise (at / "axes" / field / kind).error(
+                f"{field} is not continuous; allowed: {{choice: [values]}} for {field}"
+            )
+        for kind in ("uniform", "loguniform"):
+            if kind in draw and not draw[kind][0] < draw[kind][1]:
+                lo, hi = draw[kind]
+                raise (at / "axes" / field / kind).bad(
+                    [lo, hi], "has low >= high", "[low, high] with low < high"
+                )
     out = []
     for _ in range(random["count"]):
         values: dict[str, Any] = {}
         for field, draw in axes:
-            where = f"random.axes.{field}"
+            where = at / "axes" / field
             if "choice" in draw:
-                values[field] = _check(field, draw["choice"][int(rng.integers(len(draw["choice"])))], where)
+                i = int(rng.integers(len(draw["choice"])))
+                values[field] = FIELDS[field].check(draw["choice"][i], where / "choice" / i)
                 continue
-            lo, hi = draw.get("uniform") or draw["loguniform"]
-            if not lo < hi:
-                raise SpecError(f"spec field {where}: bounds [{lo}, {hi}] must satisfy low < high")
+            lo, hi = (float(v) for v in (draw.get("uniform") or draw["loguniform"]))
             x = (
                 rng.uniform(lo, hi)
                 if "uniform" in draw
                 else math.exp(rng.uniform(math.log(lo), math.log(hi)))
             )
-            values[field] = _check(field, f"{x:.6f}" if field == "p" else float(x), where)
+            values[field] = FIELDS[field].check(f"{x:.6f}" if field == "p" else float(x), where)
         out.append(values)
     return out
 
@@ -257,45 +300,44 @@ def _draws(random: dict) -> list[dict]:
 RENAMED_FIELDS = {"pos_norm": "mu"}
 
 
-def _renamed_fields(data: dict) -> dict:
+def _renamed_fields(data: dict, source: str) -> dict:
     """The spec with every old field name (``RENAMED_FIELDS``) in fixed, grid and random.axes renamed.
 
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     _renamed_fields({"fixed": {"pos_norm": 2}})["fixed"], str(caught[0].message)
-    ({'mu': 2}, 'spec field fixed.pos_norm is deprecated: call it mu (the same value)')
+    ...     _renamed_fields({"fixed": {"pos_norm": 2}}, "spec")["fixed"], str(caught[0].message)
+    ({'mu': 2}, 'spec: fixed.pos_norm is deprecated: call it mu (the same value)')
     """
-    parts = [("fixed", data.get("fixed")), ("grid", data.get("grid"))]
+    parts = [(("fixed",), data.get("fixed")), (("grid",), data.get("grid"))]
     if isinstance(data.get("random"), dict):
-        parts.append(("random.axes", data["random"].get("axes")))
+        parts.append((("random", "axes"), data["random"].get("axes")))
     for where, part in parts:
         if not isinstance(part, dict):
-            continue  # the schema names what is wrong
+            continue  # the fields name what is wrong
         for old, new in RENAMED_FIELDS.items():
             if old not in part:
                 continue
+            at = At(source, (*where, old))
             if new in part:
-                raise SpecError(
-                    f"spec field {where}.{old}: it is the deprecated name of {new}; give one of them"
-                )
-            warnings.warn(
-                f"spec field {where}.{old} is deprecated: call it {new} (the same value)",
-                FutureWarning,
-                stacklevel=3,
-            )
+                raise SpecError(f"{at}: the deprecated name of {new}; allowed: one of {old}, {new}")
+            warnings.warn(f"{at} is deprecated: call it {new} (the same value)", FutureWarning, stacklevel=3)
             part[new] = part.pop(old)
     return data
 
 
 def load_spec(
-    source: str | os.PathLike | dict, model: str | None = None, head_dim: int | None = None
+    source: str | os.PathLike | dict,
+    model: str | None = None,
+    head_dim: int | None = None,
+    heads: int | None = None,
 ) -> Spec:
     """Read, validate and expand a spec (a JSON/YAML file or a dict); ``SpecError`` names the bad field.
 
-    ``model`` / ``head_dim`` (``rw sweep --model/--head-dim``) replace the spec's ``model`` / ``head_dim``.
-    A run of a model other than the default ``one_layer`` also holds ``model`` and ``head_dim`` (so its
-    config hash differs from the paper model's); a ``one_layer`` run is as before.
+    ``model`` / ``head_dim`` / ``heads`` (``rw sweep --model/--head-dim/--heads``) replace the spec's. A run
+    of a model other than the default ``one_layer`` also holds ``model`` and ``head_dim``, and ``heads`` for a
+    model with several (so its config hash differs from the paper model's); a ``one_layer`` run is as before.
+    Every field is checked before anything is computed, and every registered model sweeps.
 
     >>> spec = load_spec({"task": "circle", "fixed": {"K": 3, "steps": 2},
     ...                   "grid": {"N": {"range": [3, 4]}, "p": {"linspace": [0, 1, 3]}}})
@@ -304,30 +346,60 @@ def load_spec(
     >>> load_spec({"task": "circle", "grid": {"N": [1]}})
     Traceback (most recent call last):
     ...
-    rwsweep._spec.SpecError: spec field grid.N[0]: N=1 must be an integer >= 2
+    rwsweep._spec.SpecError: spec: grid.N[0]: 1 is out of range; allowed: an integer >= 2
     """
-    data = _renamed_fields(dict(source) if isinstance(source, dict) else _read(source))
-    if model is not None:
-        data["model"] = model
-    if head_dim is not None:
-        data["head_dim"] = head_dim
-    _schema_errors(data)
-    model_name, d = _model(data)
-    defaults = _defaults()
-    fixed = {k: _check(k, v, f"fixed.{k}") for k, v in data.get("fixed", {}).items()}
-    grid = {k: _axis_values(k, v, f"grid.{k}") for k, v in data.get("grid", {}).items()}
-    draws = _draws(data["random"]) if "random" in data else [{}]
+    label = "spec" if isinstance(source, dict) else str(source)
+    data = dict(source) if isinstance(source, dict) else _read(source)
+    for key, value in (("model", model), ("head_dim", head_dim), ("heads", heads)):
+        if value is not None:
+            data[key] = value
+    try:
+        return _load(_renamed_fields(data, label), label)
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
+
+
+def _given(data: dict, field: str, at: At) -> At:
+    """Where ``field`` is set in the spec (fixed, grid or random.axes), or the field's name for its default."""
+    for where in (("fixed",), ("grid",), ("random", "axes")):
+        part = data
+        for key in where:
+            part = part.get(key, {}) if isinstance(part, dict) else {}
+        if field in part:
+            return At(at.source, (*where, field))
+    return At(at.source, (f"{field} (default)",))
+
+
+def _load(data: dict, label: str) -> Spec:
+    at = At(label)
+    SPEC.check(data, at)
+    fixed = {k: FIELDS[k].check(v, at / "fixed" / k) for k, v in data.get("fixed", {}).items()}
+    grid = {k: _axis_values(k, v, at / "grid" / k) for k, v in data.get("grid", {}).items()}
     for field in grid:
         if field in fixed:
-            raise SpecError(f"spec field grid.{field}: {field} is also in fixed; give it in one place")
+            raise (at / "grid" / field).error(f"{field} is also in fixed; allowed: each field in one place")
     random_axes = set(data.get("random", {}).get("axes", {}))
-    for field in random_axes & (set(grid) | set(fixed)):
-        raise SpecError(f"spec field random.axes.{field}: {field} is also in grid or fixed")
-    count = math.prod(len(v) for v in grid.values()) * len(draws)
+    for field in sorted(random_axes & (set(grid) | set(fixed))):
+        raise (at / "random" / "axes" / field).error(
+            f"{field} is also in grid or fixed; allowed: each field in one place"
+        )
+    count = math.prod(len(v) for v in grid.values()) * data.get("random", {}).get("count", 1)
     if count > MAX_RUNS:
-        raise SpecError(f"spec declares {count} runs, above the limit of {MAX_RUNS}: split it into sweeps")
-    base = {k: FIELDS[k](defaults[k]) for k in FIELDS}
+        raise at.error(f"the spec declares {count} runs, above the limit of {MAX_RUNS}: split it into sweeps")
+    model_name, d, H = _model(data, at)
+    for field in V_FIELDS:
+        if not _has_value_matrix(model_name, d, H) and field in {*fixed, *grid, *random_axes}:
+            raise _given(data, field, at).error(
+                f"model {model_name} has no value matrix V (K×K), so the escape and symmetry-break steps it "
+                f"sets are not computed; allowed: leave {field} out for this model"
+            )
+    draws = _draws(data["random"], at / "random") if "random" in data else [{}]
+    defaults = _defaults()
+    base = {k: FIELDS[k].check(defaults[k], At("defaults", (k,))) for k in FIELDS}
     base.update(fixed)
+    extra = {}
+    if model_name != _DEFAULT_MODEL:
+        extra = {"model": model_name, "head_dim": d} | ({"heads": H} if H is not None else {})
     runs = []
     for combo in itertools.product(*grid.values()):
         for draw in draws:
@@ -336,16 +408,15 @@ def load_spec(
             run.update(draw)
             if run["M"] is None:  # M = null: M = N (one-hot positions need it)
                 run["M"] = run["N"]
-            if model_name != _DEFAULT_MODEL:
-                run["model"], run["head_dim"] = model_name, d
+            run.update(extra)
             runs.append(run)
-    _check_runs(runs)
+    _check_runs(runs, data, at)
     if model_name != _DEFAULT_MODEL:
         for field, paper in (("normalize_attention", False), ("gram", "ideal")):
             if any(r[field] != paper for r in runs):
-                raise SpecError(
-                    f"spec field {field}: {field}={paper!r} is the only value for model {model_name} "
-                    "(the other values are the paper model's, one_layer)"
+                raise _given(data, field, at).error(
+                    f"{field} = {json.dumps(paper)} is the only value for model {model_name} (the other "
+                    f"values are the paper model's, one_layer); allowed: {json.dumps(paper)}"
                 )
     varied = tuple(k for k in FIELDS if len({repr(r[k]) for r in runs}) > 1)
     return Spec(
@@ -356,45 +427,80 @@ def load_spec(
         record_every=int(data.get("record_every", 1)),
         pack_size=int(data.get("pack_size", DEFAULT_PACK_SIZE)),
         metrics=bool(data.get("metrics", False)),
-        source=data,
+        source=plain(data),  # type: ignore[arg-type]
         model=model_name,
         head_dim=d,
+        heads=H,
     )
 
 
-def _model(data: dict) -> tuple[str, int | None]:
-    """The spec's ``model`` (checked against ``rwmodels.MODELS``) and ``head_dim`` (its ``d``, or None)."""
+def _defaults() -> dict[str, Any]:
+    """Defaults of the model and training fields are those of ``ModelConfig`` and ``TrainConfig``."""
+    from dataclasses import MISSING, fields
+
+    from rwnumeric import ModelConfig, TrainConfig
+    from rwstability import DEFAULT_THRESHOLD
+
+    out: dict[str, Any] = {"K": 3, "N": 4, "p": "1/2"}
+    for cls in (ModelConfig, TrainConfig):
+        out.update({f.name: f.default for f in fields(cls) if f.default is not MISSING})
+    out["escape_threshold"] = DEFAULT_THRESHOLD
+    out["learned_fraction"] = 0.99
+    return out
+
+
+def _model(data: dict, at: At) -> tuple[str, int | None, int | None]:
+    """The spec's ``model`` (one of ``rwmodels.MODELS``), its head dimension d and heads H (None without)."""
     import rwmodels
 
     name = data.get("model", rwmodels.DEFAULT_MODEL)
-    head_dim = data.get("head_dim")
-    if name not in rwmodels.MODELS:
-        raise SpecError(
-            f"spec field model: {name!r} is not a registered model; use one of {', '.join(rwmodels.MODELS)}"
-        )
-    if head_dim is not None and "d" not in rwmodels.MODELS[name].HYPERPARAMETERS:
-        raise SpecError(f"spec field head_dim: model {name} has no head dimension (leave head_dim out)")
+    takes = rwmodels.MODELS[name].HYPERPARAMETERS
+    for key, letter, what in (("head_dim", "d", "head dimension"), ("heads", "H", "number of heads")):
+        if data.get(key) is not None and letter not in takes:
+            raise (at / key).error(f"model {name} has no {what}; allowed: leave {key} out for this model")
     try:
-        model = rwmodels.get_model(name, d=head_dim)
+        model = rwmodels.get_model(name, d=data.get("head_dim"), H=data.get("heads"))
     except ValueError as err:
-        raise SpecError(f"spec field head_dim: {err}") from None
-    return name, model.hyperparameters.get("d")
+        raise (at / "head_dim").error(str(err)) from None
+    return name, model.hyperparameters.get("d"), model.hyperparameters.get("H")
 
 
-def _check_runs(runs: list[dict]) -> None:
-    """Cross-field checks on each distinct combination (M >= N, exact population size, record steps)."""
+def _has_value_matrix(name: str, d: int | None, H: int | None) -> bool:
+    """Whether the model has one value matrix V of shape (K, K), the matrix the V summaries read."""
+    import rwmodels
+
+    shapes = rwmodels.get_model(name, d=d, H=H).shapes(3, 7, 4)
+    return shapes.get("V") == (3, 3)
+
+
+def _check_runs(runs: list[dict], data: dict, at: At) -> None:
+    """Cross-field checks on each distinct combination (M >= N, exact population size, positions)."""
     from rwtasks import MAX_EXACT_WALKS
 
     for K, N, p in sorted({(r["K"], r["N"], r["p"]) for r in runs}):
-        walks = K * 2 ** (N - 1) if p not in ("0", "1") else K
-        if walks > MAX_EXACT_WALKS:
-            raise SpecError(
-                f"spec field N: K={K}, N={N} has an exact population of K*2^(N-1) = {walks} walks, above "
-                f"the limit of {MAX_EXACT_WALKS}: sweeps train on the exact population; use a smaller N"
+        # K·2^(N-1) (K at p in {0, 1}), compared by bit lengths first: N may be 10^10
+        if p in ("0", "1"):
+            too_many = K > MAX_EXACT_WALKS
+        else:
+            too_many = N - 1 >= MAX_EXACT_WALKS.bit_length() or K * 2 ** (N - 1) > MAX_EXACT_WALKS
+        if too_many:
+            field = "N" if p not in ("0", "1") else "K"
+            raise _given(data, field, at).error(
+                f"K={K}, N={N}, p={p} has an exact population of {'K' if field == 'K' else 'K*2^(N-1)'} "
+                f"walks, above the limit of {MAX_EXACT_WALKS}: sweeps train on the exact population; "
+                f"allowed: a smaller {field}"
             )
     for N, M in sorted({(r["N"], r["M"]) for r in runs}):
         if M < N:
-            raise SpecError(f"spec field M: M={M} is out of range: M must be >= N={N}")
+            raise _given(data, "M", at).error(
+                f"M={M} is out of range; allowed: M >= N={N} (or null for M = N)"
+            )
+    for N, M in sorted({(r["N"], r["M"]) for r in runs}):
+        if M * N > MAX_POSITION_ENTRIES:
+            raise _given(data, "M", at).error(
+                f"M={M}, N={N}: the positional embeddings P (M×N) have {M * N} entries, above the limit "
+                f"of {MAX_POSITION_ENTRIES}; allowed: a smaller M"
+            )
     from rwnumeric import positional_embeddings
 
     for pos, M, N, mu, seed in sorted(
@@ -403,4 +509,4 @@ def _check_runs(runs: list[dict]) -> None:
         try:
             positional_embeddings(pos, M, N, mu, seed)
         except ValueError as err:
-            raise SpecError(f"spec field pos: {err} (M = null in the spec means M = N)") from None
+            raise _given(data, "pos", at).error(f"{err} (M = null in the spec means M = N)") from None

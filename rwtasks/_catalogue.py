@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from rwio import suggestion
 from rwtasks._circle import CircleWalk, check_int
 from rwtasks._exact import check_in_unit_interval, is_numeric
 from rwtasks._finite import FiniteTask
@@ -228,7 +229,10 @@ def make_task(family: str, params: Mapping[str, object], where: str = "params") 
     q**3
     >>> make_task("circle", {"K": 3, "N": 4})
     Traceback (most recent call last):
-    ValueError: params: missing parameter 'p' of family 'circle' (parameters: K, N, p)
+    ValueError: params: missing parameter 'p' of family 'circle'; allowed: K, N, p (required: K, N, p)
+    >>> make_task("circle", {"K": 3, "N": 4, "P": "1/2"})
+    Traceback (most recent call last):
+    ValueError: params.P: unknown parameter of family 'circle' (did you mean p?); allowed: K, N, p
     """
     if family not in FAMILIES:
         raise ValueError(f"family={family!r} is not in the catalogue: choose one of {sorted(FAMILIES)}")
@@ -237,11 +241,15 @@ def make_task(family: str, params: Mapping[str, object], where: str = "params") 
     listing = ", ".join(allowed) or "none"
     for key in params:
         if key not in allowed:
-            raise ValueError(f"{where}.{key}: unknown parameter of family {family!r} (parameters: {listing})")
+            raise ValueError(
+                f"{where}.{key}: unknown parameter of family {family!r}{suggestion(key, list(allowed))}; "
+                f"allowed: {listing}"
+            )
     for key, param in allowed.items():
         if param.default is inspect.Parameter.empty and key not in params:
             raise ValueError(
-                f"{where}: missing parameter {key!r} of family {family!r} (parameters: {listing})"
+                f"{where}: missing parameter {key!r} of family {family!r}; allowed: {listing} (required: "
+                f"{', '.join(k for k, v in allowed.items() if v.default is inspect.Parameter.empty)})"
             )
     try:
         return fam.build(**params)

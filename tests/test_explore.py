@@ -230,7 +230,7 @@ def test_rw_explore_bad_spec_names_the_field(tmp_path, capsys):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 2}}}))
     assert main(["explore", str(spec), "--out", str(tmp_path / "o")]) == 2
-    assert "spec.task.params.p: p=2 is outside [0, 1]" in capsys.readouterr().err
+    assert "spec.json: task.params.p: p=2 is outside [0, 1]" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
@@ -293,7 +293,7 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
         text=True,
         timeout=300,
     )
-    assert missing.returncode == 2 and "cannot be read" in missing.stderr
+    assert missing.returncode == 2 and "nope.json is not a file" in missing.stderr
     assert "Traceback" not in missing.stderr
 
 

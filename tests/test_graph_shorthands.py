@@ -183,7 +183,7 @@ def test_bad_shorthands_name_the_field(build, message):
 
 
 def test_spec_errors_in_shorthands_name_the_parameter():
-    with pytest.raises(ValueError, match=r"spec\.task\.params\.edges: edges\[0\]"):
+    with pytest.raises(ValueError, match=r"spec: task\.params\.edges: edges\[0\]"):
         parse_task_spec(
             {"task": {"family": "undirected_graph", "params": {"nodes": 2, "edges": [[0, 3]], "N": 2}}}
         )

@@ -169,27 +169,39 @@ def test_rw_sweep_runs_on_an_existing_scheduler_and_plots(client, tmp_path, caps
 
 
 BAD_SPECS = [
-    ({"task": "grid"}, "spec field task: 'circle' was expected"),
-    ({"task": "circle", "fixed": {"Q": 1}}, "spec field fixed: 'Q' is not one of"),
-    ({"task": "circle", "grid": {"N": [1, 2]}}, "spec field grid.N[0]: N=1 must be an integer >= 2"),
+    ({"task": "grid"}, "spec.json: task: 'grid' is not one of the choices; allowed: circle"),
+    ({"task": "circle", "fixed": {"Q": 1}}, "spec.json: fixed.Q: unknown key; allowed: K, N, p,"),
+    (
+        {"task": "circle", "grid": {"N": [1, 2]}},
+        "spec.json: grid.N[0]: 1 is out of range; allowed: an integer >= 2",
+    ),
     (
         {"task": "circle", "grid": {"p": ["3/2"]}},
-        "spec field grid.p[0]: p='3/2' is out of range: must be in [0, 1]",
+        "spec.json: grid.p[0]: '3/2' is out of range; allowed: a number in [0, 1]",
     ),
-    ({"task": "circle", "fixed": {"eta": -1}}, "spec field fixed.eta: eta=-1 is out of range"),
-    ({"task": "circle", "fixed": {"M": 3, "N": 5}}, "spec field M: M=3 is out of range: M must be >= N=5"),
-    ({"task": "circle", "fixed": {"N": 30}}, "spec field N: K=3, N=30 has an exact population"),
-    ({"task": "circle", "pack_size": 0}, "spec field pack_size: 0 is less than the minimum of 1"),
+    (
+        {"task": "circle", "fixed": {"eta": -1}},
+        "spec.json: fixed.eta: -1 is out of range; allowed: a number > 0",
+    ),
+    (
+        {"task": "circle", "fixed": {"M": 3, "N": 5}},
+        "spec.json: fixed.M: M=3 is out of range; allowed: M >= N=5",
+    ),
+    ({"task": "circle", "fixed": {"N": 30}}, "spec.json: fixed.N: K=3, N=30, p=1/2 has an exact population"),
+    (
+        {"task": "circle", "pack_size": 0},
+        "spec.json: pack_size: 0 is out of range; allowed: an integer in 1..4096",
+    ),
     (
         {"task": "circle", "random": {"count": 2, "axes": {"N": {"uniform": [2, 5]}}}},
-        "spec field random.axes.N: N is not continuous; use choice",
+        "spec.json: random.axes.N.uniform: N is not continuous; allowed: {choice: [values]} for N",
     ),
-    ({"task": "circle", "fixed": {"N": 4}, "grid": {"N": [3]}}, "spec field grid.N: N is also in fixed"),
+    ({"task": "circle", "fixed": {"N": 4}, "grid": {"N": [3]}}, "spec.json: grid.N: N is also in fixed"),
 ]
 
 
 @pytest.mark.parametrize(
-    "spec,message", BAD_SPECS, ids=[m.split(":")[0] + f" #{i}" for i, (_, m) in enumerate(BAD_SPECS)]
+    "spec,message", BAD_SPECS, ids=[m.split(": ")[1] + f" #{i}" for i, (_, m) in enumerate(BAD_SPECS)]
 )
 def test_a_bad_spec_is_refused_in_one_line_naming_the_field_before_any_work(spec, message, tmp_path, capsys):
     path = tmp_path / "spec.json"

@@ -48,14 +48,14 @@ def test_a_key_query_spec_adds_model_and_head_dim_to_every_run():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"model": "nope"}, "spec field model"),
-        ({"head_dim": 2}, "spec field head_dim"),
-        ({"model": "key_query", "head_dim": 0}, "spec field head_dim"),
+        ({"model": "nope"}, "spec: model: 'nope' is not one of the choices; allowed: one_layer, key_query"),
+        ({"head_dim": 2}, "spec: head_dim: model one_layer has no head dimension"),
+        ({"model": "key_query", "head_dim": 0}, "spec: head_dim: 0 is out of range"),
         (
             {"model": "key_query", "fixed": {**SPEC["fixed"], "normalize_attention": True}},
             "normalize_attention",
         ),
-        ({"model": "key_query", "fixed": {**SPEC["fixed"], "gram": "computed"}}, "spec field gram"),
+        ({"model": "key_query", "fixed": {**SPEC["fixed"], "gram": "computed"}}, "spec: fixed.gram"),
     ],
 )
 def test_a_bad_model_field_is_refused_naming_it(change, message):
