@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+#: The install line of the kit's pytest workflow (the ``kit`` extra; README.md's install section).
+KIT_INSTALL = "pip install -e '.[kit]'"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rw check``; numbers are read as strings so that bad values give one-line errors."""
@@ -89,7 +92,10 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     manifest = emit_fixtures(folder, specs, steps, implementation=args.target, command=command)
     print(f"wrote {manifest} and the oracles, the runtime and test_rwcheck_fixtures.py in {folder}")
     how = "" if args.target else " --rwfixture-factory MODULE:FACTORY"
-    print(f"run them with: pytest {shlex.quote(str(folder))}{how}  (numpy, pytest and your framework only)")
+    print(
+        f"run them with: pytest {shlex.quote(str(folder))}{how}  (numpy, pytest and your framework only)\n"
+        f"pytest: {KIT_INSTALL} in the toolkit's checkout; in a CI without the toolkit: pip install numpy pytest"
+    )
     return 0
 
 
