@@ -94,8 +94,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _exact_in(json: str | None) -> str:
+    """Where the exact value of a shortened one is: the oracle file of ``--json`` when it is written.
+
+    >>> _exact_in("o.json"), _exact_in(None)
+    ('the exact value is in o.json', 'for the exact value add --json FILE')
+    """
+    return f"the exact value is in {json}" if json else "for the exact value add --json FILE"
+
+
+#: What ``_show`` prints for a symbolic value too long to show; the output then ends with ``_footnote``.
+_LONG = "<expression>"
+
+
+def _footnote(text: str, json: str | None) -> str:
+    """``text``, and when it holds a value too long to show, one line saying where its exact value is.
+
+    >>> _footnote("loss = <expression>", None).splitlines()[-1]
+    '<expression>: a symbolic value too long to show; for the exact value add --json FILE'
+    """
+    if _LONG not in text:
+        return text
+    return f"{text}\n\n{_LONG}: a symbolic value too long to show; {_exact_in(json)}"
+
+
 def _show(value: object) -> str:
-    """An exact value if short, else its float (or its size when symbolic)."""
+    """An exact value if short, else its float, or ``_LONG`` when it is symbolic."""
     import sympy as sp
 
     from rwsymbolic import exact_string, has_atoms, nearest_double
@@ -107,18 +131,19 @@ def _show(value: object) -> str:
     value = sp.sympify(value)
     if has_atoms(value):  # nested exponentials: the exact text is long, its double is what a reader needs
         number = nearest_double(value)
-        return f"≈{number:.17g}" if number is not None else "<expression, see --json>"
+        return f"≈{number:.17g}" if number is not None else _LONG
     text = exact_string(value) if sp.count_ops(value, visual=False) < 60 else ""
     if text and len(text) <= _SHOW_CHARS:
         return text
     number = nearest_double(value)  # None for symbolic values
     if number is not None:
         return f"≈{number:.17g}"
-    return "<expression, see --json>"
+    return _LONG
 
 
-def render(traj: Trajectory) -> str:
-    """Human-readable trajectory: V pretty-printed when short, the other quantities one line each."""
+def render(traj: Trajectory, json: str | None = None) -> str:
+    """Human-readable trajectory: V pretty-printed when short, the other quantities one line each (``json``:
+    the oracle file written, named where a value is too long to show)."""
     import sympy as sp
 
     lines = [
@@ -130,7 +155,7 @@ def render(traj: Trajectory) -> str:
         value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
         V = value("V")
         V_text = _show(V)
-        if "<expression" not in V_text and "≈" not in V_text:
+        if _LONG not in V_text and "≈" not in V_text:
             lines.append("V =\n" + sp.pretty(s.V, use_unicode=True))
         else:
             lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
@@ -139,7 +164,7 @@ def render(traj: Trajectory) -> str:
         lines.append("loss = " + _show(value("loss")))
         lines.append("accuracy = " + _show(value("accuracy")))
         lines.append("mean attention = " + _show(value("mean_attention")))
-    return "\n".join(lines)
+    return _footnote("\n".join(lines), json)
 
 
 #: Characters of a witness shown by ``--verdict`` on the terminal (the JSON keeps it whole): with
@@ -147,21 +172,22 @@ def render(traj: Trajectory) -> str:
 _WITNESS_CHARS = 400
 
 
-def _clip(text: str) -> str:
-    """``text`` if short, else its first ``_WITNESS_CHARS`` characters and how long it is.
+def _clip(text: str, json: str | None = None) -> str:
+    """``text`` if short, else its first ``_WITNESS_CHARS`` characters, how long it is and where it is whole.
 
     >>> _clip("short")
     'short'
-    >>> _clip("x" * 401).endswith("xx … (401 characters; the exact value is in --json)")
+    >>> _clip("x" * 401, "o.json").endswith("xx … (401 characters; the exact value is in o.json)")
     True
     """
     if len(text) <= _WITNESS_CHARS:
         return text
-    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; the exact value is in --json)"
+    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; {_exact_in(json)})"
 
 
-def render_verdicts(traj: Trajectory) -> str:
-    """One line per step and structure predicate: proved, refuted (with the witness) or undecided."""
+def render_verdicts(traj: Trajectory, json: str | None = None) -> str:
+    """One line per step and structure predicate: proved, refuted (with the witness) or undecided (``json``:
+    the oracle file written, which keeps a long witness whole)."""
     from rwsymbolic import verdict_json
 
     lines = [
@@ -172,7 +198,7 @@ def render_verdicts(traj: Trajectory) -> str:
         lines.append(f"\nt = {state.t}")
         for name, entry in verdict_json(state).items():
             witness = (
-                f" (witness {_clip(entry['witness'])})"
+                f" (witness {_clip(entry['witness'], json)})"
                 if entry["outcome"] != "proved" and entry["witness"]
                 else ""
             )
@@ -243,8 +269,9 @@ def _mu(args: argparse.Namespace) -> str:
     return "mu" if args.mu is None else str(args.mu)
 
 
-def render_model(traj: ModelTrajectory) -> str:
-    """The generic engine's trajectory: each parameter by the model's name, then the read-outs."""
+def render_model(traj: ModelTrajectory, json: str | None = None) -> str:
+    """The generic engine's trajectory: each parameter by the model's name, then the read-outs (``json``: the
+    oracle file written, named where a value is too long to show)."""
     from rwsymbolic import to_sympy
 
     lines = [
@@ -260,7 +287,7 @@ def render_model(traj: ModelTrajectory) -> str:
         lines.append("loss = " + _show(to_sympy(state.loss)))
         lines.append("accuracy = " + ("undecided" if accuracy is None else _show(to_sympy(accuracy))))
         lines.append("mean attention = " + _show(list(to_sympy(traj.readout(t, "mean_attention")))))
-    return "\n".join(lines)
+    return _footnote("\n".join(lines), json)
 
 
 def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
@@ -337,7 +364,7 @@ def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
         seed=seed,
         progress=True,
     )
-    print(render_model(traj))
+    print(render_model(traj, args.json))
     if args.json:
         path = write_oracle(traj, args.json, per_input=per_input, progress=True)
         print(f"\nwrote {path}")
@@ -370,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
 
     traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=mu, loss=args.loss, progress=True)
     with long_integers():  # exact rationals of late steps have thousands of digits
-        print(render_verdicts(traj) if args.verdict else render(traj))
+        print(render_verdicts(traj, args.json) if args.verdict else render(traj, args.json))
     if args.json:
         path = write_oracle(traj, args.json, per_input=args.per_input, verdict=args.verdict, progress=True)
         print(f"\nwrote {path}")

@@ -145,6 +145,8 @@ def test_verdict_text_clips_long_witnesses_and_the_json_keeps_them_whole():
     traj = derive(CircleWalk(3, 4, "p"), steps=2)
     longest = max((str(e["witness"]) for e in verdict_json(traj.states[2]).values() if e["witness"]), key=len)
     assert len(longest) > 1000
-    text = render_verdicts(traj)
-    assert f"{longest[:400]} … ({len(longest)} characters; the exact value is in --json)" in text
+    text = render_verdicts(traj, "o.json")
+    assert f"{longest[:400]} … ({len(longest)} characters; the exact value is in o.json)" in text
     assert longest not in text
+    without = render_verdicts(traj)  # no --json: nothing to look in, so the line says how to get it
+    assert f"({len(longest)} characters; for the exact value add --json FILE)" in without
