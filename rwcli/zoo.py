@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rwio import check_output_dir
 
@@ -48,12 +49,13 @@ def run(args: argparse.Namespace) -> int:
         if wanted not in CLAIMS:
             raise ValueError(f"--claim {wanted!r} is not a claim id; choose from {', '.join(CLAIMS)}")
 
-    def progress(claim_id: str) -> None:
-        if sys.stderr.isatty():
-            print(f"checking {claim_id} ...", file=sys.stderr, flush=True)
+    def progress(message: str) -> None:  # one line per stage, so a long claim is never silent
+        print(f"rw zoo: {message}", file=sys.stderr, flush=True)
 
-    results = run_claims(args.claim, quick=args.quick, progress=progress)
-    md, js = write_report(results, args.out, quick=args.quick, figures=args.figures)
+    figures = args.figures or str(Path(args.out) / "figures")
+    results = run_claims(args.claim, quick=args.quick, progress=progress, figures=figures)
+    md, js = write_report(results, args.out, quick=args.quick, figures=figures)
+    # Each claim's wall time: its set-up, its verdict and its figure.
     for claim, outcome in results:
         print(f"{claim.id:26s} {outcome.verdict:36s} {outcome.seconds:6.1f}s")
     print(f"wrote {md} and {js}")

@@ -40,14 +40,28 @@ class Outcome:
     verdict: str
     evidence: list[str]
     configurations: list[dict[str, Any]]
+    #: Wall time from before the claim's set-up to its verdict (``Claim.check``), and its figure's when
+    #: ``run_claims`` draws one.
     seconds: float = 0.0
     #: What the claim's figure draws from this run (``rwzoo._figures``), by configuration.
     figure: dict[str, Any] = field(default_factory=dict)
 
 
+#: Told what a claim is doing (one line per configuration as it starts); ``rw zoo claims`` prints it on stderr.
+Progress = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    """The progress of a claim checked without anyone watching."""
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the field: where it is stated, what is checked, how it is decided."""
+    """One claim of the field: where it is stated, what is checked, how it is decided.
+
+    ``run(quick, progress)`` does the claim's set-up (imports, exact or certified runs) and decides its verdict,
+    calling ``progress`` with each configuration as it starts.
+    """
 
     id: str
     paper: str
@@ -55,16 +69,17 @@ class Claim:
     model: str
     task: str
     criterion: str
-    run: Callable[[bool], Outcome] = field(repr=False, compare=False)
+    run: Callable[[bool, Progress], Outcome] = field(repr=False, compare=False)
 
     @property
     def command(self) -> str:
         """The one command that reproduces this row."""
         return f"rw zoo claims --claim {self.id} --out out/zoo"
 
-    def check(self, quick: bool = False) -> Outcome:
+    def check(self, quick: bool = False, progress: Progress | None = None) -> Outcome:
+        """Run the claim; ``seconds`` is the wall time from before its set-up to its verdict."""
         start = time.perf_counter()
-        outcome = self.run(quick)
+        outcome = self.run(quick, progress or _quiet)
         outcome.seconds = time.perf_counter() - start
         return outcome
 
@@ -102,7 +117,9 @@ def _unit_vectors(shapes: dict[str, tuple[int, ...]], names: tuple[str, ...]) ->
     return rows
 
 
-def _invariance(models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool) -> Outcome:
+def _invariance(
+    models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool, progress: Progress
+) -> Outcome:
     """Run the exact induction step for every (task, model) and collect the verdict."""
     from rwmodels import get_model
     from rwsymbolic import induction_step
@@ -111,11 +128,13 @@ def _invariance(models: list[dict[str, Any]], subspace_of: Callable, what: str, 
     for name, task in _tasks(quick):
         for hyper in models:
             model = get_model(**hyper)
+            label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
+            configuration = f"{name}, {model.name}{' ' + label if label else ''}"
+            progress(configuration)
             subspace = subspace_of(model, task)
             result = induction_step(task, model, subspace)
             outcomes.append(result.outcome)
-            label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
-            evidence.append(f"{name}, {model.name}{' ' + label if label else ''}: {what}: {result.line()}")
+            evidence.append(f"{configuration}: {what}: {result.line()}")
             configurations.append({"task": name, "model": model.describe(), "outcome": result.outcome})
     if all(o == "proved" for o in outcomes):
         verdict = "proved"
@@ -126,7 +145,7 @@ def _invariance(models: list[dict[str, Any]], subspace_of: Callable, what: str, 
     return Outcome(verdict, evidence, configurations)
 
 
-def _key_query_stuck(quick: bool) -> Outcome:
+def _key_query_stuck(quick: bool, progress: Progress) -> Outcome:
     from rwsymbolic import Subspace
 
     def v_only(model, task):  # key_query, or multi_head with separate key and query per head
@@ -138,10 +157,10 @@ def _key_query_stuck(quick: bool) -> Outcome:
         if quick
         else [{"name": "key_query", "d": 2}, {"name": "multi_head", "H": 2, "d": 1}]
     )
-    return _invariance(ds, v_only, "{W_K = W_Q = 0}", quick)
+    return _invariance(ds, v_only, "{W_K = W_Q = 0}", quick, progress)
 
 
-def _identical_heads(quick: bool) -> Outcome:
+def _identical_heads(quick: bool, progress: Progress) -> Outcome:
     from rwsymbolic import identical_heads
 
     def heads(model, task):
@@ -153,19 +172,19 @@ def _identical_heads(quick: bool) -> Outcome:
     hs = [{"name": "multi_head", "H": 2}] + (
         [] if quick else [{"name": "multi_head", "H": 3}, {"name": "multi_head", "H": 2, "d": 1}]
     )
-    return _invariance(hs, heads, "identical heads", quick)
+    return _invariance(hs, heads, "identical heads", quick, progress)
 
 
-def _linear_zero_fixed(quick: bool) -> Outcome:
+def _linear_zero_fixed(quick: bool, progress: Progress) -> Outcome:
     from rwsymbolic import Subspace
 
     def origin(model, task):
         return Subspace.from_vectors(model.shapes(task.K, task.K + task.N, task.N), [], source="{0}")
 
-    return _invariance([{"name": "linear_attention"}], origin, "{0}", quick)
+    return _invariance([{"name": "linear_attention"}], origin, "{0}", quick, progress)
 
 
-def _learned_positions_stuck(quick: bool) -> Outcome:
+def _learned_positions_stuck(quick: bool, progress: Progress) -> Outcome:
     """``rwsymbolic.stuck_proof`` on the stuck circle walks with the positions trained."""
     from rwmodels import get_model
     from rwsymbolic import stuck_proof
@@ -174,6 +193,7 @@ def _learned_positions_stuck(quick: bool) -> Outcome:
     cases = [(3, 4, 1)] + ([] if quick else [(3, 4, 0), (4, 5, 1)])
     evidence, configurations, proved = [], [], []
     for K, N, p in cases:
+        progress(f"CircleWalk({K}, {N}, {p}), learned_positions")
         proof = stuck_proof(CircleWalk(K, N, p), get_model("learned_positions"))
         proved.append(proof["verdict"] == "stuck for all t (proved)")
         evidence.append(f"CircleWalk({K}, {N}, {p}), learned_positions: {proof['verdict']}: {proof['why']}")
@@ -184,7 +204,7 @@ def _learned_positions_stuck(quick: bool) -> Outcome:
 # ------------------------------------------------------------------------------------------------
 # Makkuva et al.: the unigram point on the binary (p, q) source
 # ------------------------------------------------------------------------------------------------
-def _unigram_point(quick: bool) -> Outcome:
+def _unigram_point(quick: bool, progress: Progress) -> Outcome:
     """V = c π 1ᵀ, W = 0 (f = c π (N-1)/N for every input) on binary (p, q) sources with p + q > 1.
 
     With W = 0 the attention is uniform, X S = x̄ (token counts / N), and for the log-loss
@@ -207,6 +227,7 @@ def _unigram_point(quick: bool) -> Outcome:
     evidence, configurations, refuted = [], [], []
     figure: dict[str, Any] = {}
     for p, q, N in cases:
+        progress(f"binary_markov p={p} q={q} N={N}, one_layer")
         task = binary_markov_task(p, q, N)
         pop = task.population()
         pi = [Fraction(q) / (Fraction(p) + Fraction(q)), Fraction(p) / (Fraction(p) + Fraction(q))]
@@ -264,7 +285,7 @@ def unigram_point(task: Any, model: Any) -> tuple[dict[str, np.ndarray], Any, li
     return point, P, rho
 
 
-def _tied_unigram(quick: bool) -> Outcome:
+def _tied_unigram(quick: bool, progress: Progress) -> Outcome:
     """The exact gradient and Hessian inertia at the unigram point, tied and untied (the claim's criterion)."""
     from rwmodels import get_model
     from rwsymbolic import exact_hessian, hessian_inertia
@@ -278,6 +299,7 @@ def _tied_unigram(quick: bool) -> Outcome:
     for name in ("tied_embedding", "untied_embedding"):
         model = get_model(name)
         for p, q, N in cases:
+            progress(f"{name} binary_markov p={p} q={q} N={N}: the exact Hessian")
             task = binary_markov_task(p, q, N)
             point, P, rho = unigram_point(task, model)
             gradient, H = exact_hessian(model, task, point, P)
@@ -459,10 +481,13 @@ def _icl_run(N: int, steps: int, every: int) -> tuple[Any, dict[int, Any], int]:
     return task, states, bits
 
 
-def _certified_runs(quick: bool, evidence: list[str], verdicts: list[str]) -> Iterator[tuple]:
+def _certified_runs(
+    quick: bool, evidence: list[str], verdicts: list[str], progress: Progress
+) -> Iterator[tuple]:
     """(N, steps, every, task, states, bits) of each certified run; a run whose balls lost every bit is
     recorded as not certified (an inconclusive configuration) and skipped."""
     for N, steps, every in ICL_RUNS[:1] if quick else ICL_RUNS:
+        progress(f"icl_markov S=2 N={N}, two_layer, t = 0..{steps} in balls")
         try:
             task, states, bits = _icl_run(N, steps, every)
         except ValueError as err:
@@ -483,7 +508,7 @@ def _sized_verdict(verdicts: list[str]) -> str:
     )
 
 
-def _edelman_stages(quick: bool) -> Outcome:
+def _edelman_stages(quick: bool, progress: Progress) -> Outcome:
     """Stage at t: "uniform" while f is the same for every input; else the predictor (unigram or bigram)
     with the larger R² (squared correlation with f), decided when the two balls do not overlap."""
     from flint import arb, fmpq
@@ -492,7 +517,7 @@ def _edelman_stages(quick: bool) -> Outcome:
     configurations: list[dict[str, Any]] = []
     verdicts: list[str] = []
     figures: dict[str, Any] = {}
-    for N, steps, every, task, states, bits in _certified_runs(quick, evidence, verdicts):
+    for N, steps, every, task, states, bits in _certified_runs(quick, evidence, verdicts, progress):
         pred = {  # the predictors as exact balls, once per run
             name: np.vectorize(lambda x: arb(fmpq(x.numerator, x.denominator)), otypes=[object])(p)
             for name, p in icl_predictors(task).items()
@@ -539,7 +564,7 @@ def _edelman_stages(quick: bool) -> Outcome:
     return Outcome(verdict, evidence, configurations, figure=figures)
 
 
-def _nichani_parent(quick: bool) -> Outcome:
+def _nichani_parent(quick: bool, progress: Progress) -> Outcome:
     """At the last step, for every position i = 2..N, the population-mean layer-1 attention on the parent
     i − 1 exceeds the attention on every other position j ≤ i (decided in balls)."""
     from flint import arb
@@ -553,7 +578,7 @@ def _nichani_parent(quick: bool) -> Outcome:
     configurations: list[dict[str, Any]] = []
     verdicts: list[str] = []
     figures: dict[str, Any] = {}
-    for N, steps, _, task, states, bits in _certified_runs(quick, evidence, verdicts):
+    for N, steps, _, task, states, bits in _certified_runs(quick, evidence, verdicts, progress):
         state = states[steps]
         data = ball_batch(task)  # the population the certified run used
         _, attention = model.layer_one(Tape(ball_arithmetic()), state.params["A1"], data.inputs)

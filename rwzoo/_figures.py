@@ -24,7 +24,16 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from rwio import save_figure_atomic
-from rwzoo._claims import ICL_ALPHA, ICL_EPS, ICL_ETA, Claim, Outcome, icl_predictors, r_squared
+from rwzoo._claims import (
+    ICL_ALPHA,
+    ICL_EPS,
+    ICL_ETA,
+    Claim,
+    Outcome,
+    Progress,
+    icl_predictors,
+    r_squared,
+)
 
 #: Steps of the float runs beside the invariance claims, and the Gaussian start's scale.
 FLOAT_STEPS = 60
@@ -50,8 +59,8 @@ def _invariance_figure(
     distance: Callable[[dict[str, np.ndarray]], float],
     model_hyper: dict,
     task: tuple[int, int, str] = (3, 4, "3/10"),
-) -> Callable[[Outcome], Figure]:
-    def draw(outcome: Outcome) -> Figure:
+) -> Callable[[Outcome, Progress], Figure]:
+    def draw(outcome: Outcome, progress: Progress) -> Figure:
         from rwmodels import get_model
         from rwsymbolic import EXACT, derive_model
         from rwtasks import CircleWalk
@@ -60,10 +69,12 @@ def _invariance_figure(
         fig = Figure(figsize=(6.8, 3.6), layout="constrained")
         ax = fig.add_subplot(1, 1, 1)
         for init, colour in (("zero", "tab:blue"), ("gaussian", "tab:orange")):
+            progress(f"figure: float64 GD from {init}, {FLOAT_STEPS} steps")
             run = _float_run(walk, model, init)
             ts = sorted(run.params)
             label = "float64 from zero" if init == "zero" else f"float64 from Gaussian σ = {GAUSSIAN_SIGMA}"
             ax.plot(ts, [distance(run.params[t]) for t in ts], color=colour, lw=1.6, label=label)
+        progress("figure: exact GD from zero, 3 steps")
         exact = derive_model(walk, model, 3)
         ax.plot(
             range(4),
@@ -92,7 +103,7 @@ def _norm(params: dict[str, np.ndarray]) -> float:
     return float(max(np.abs(v).max() for v in params.values()))
 
 
-def _makkuva(outcome: Outcome) -> Figure:
+def _makkuva(outcome: Outcome, progress: Progress) -> Figure:
     fig = Figure(figsize=(6.8, 3.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     cs = np.linspace(0, 20, 201)
@@ -140,13 +151,14 @@ def _float_r2(task: Any, steps: int) -> tuple[list[int], list[float], list[float
     return ts, uni, big
 
 
-def _edelman(outcome: Outcome) -> Figure:
+def _edelman(outcome: Outcome, progress: Progress) -> Figure:
     from rwtasks import icl_markov_task
 
     runs = list(outcome.figure.items())
     fig = Figure(figsize=(4.2 * len(runs) + 2.4, 3.6), layout="constrained")
     for i, (name, data) in enumerate(runs):
         ax: Axes = fig.add_subplot(1, len(runs), i + 1)
+        progress(f"figure: float64 GD on icl_markov S=2 {name}, {data['steps']} steps")
         ts, uni, big = _float_r2(icl_markov_task(2, data["N"], ICL_ALPHA), data["steps"])
         ax.plot(ts, uni, color="tab:blue", lw=1.4, label="unigram, float64 run")
         ax.plot(ts, big, color="tab:green", lw=1.4, label="bigram, float64 run")
@@ -164,7 +176,7 @@ def _edelman(outcome: Outcome) -> Figure:
     return fig
 
 
-def _nichani(outcome: Outcome) -> Figure:
+def _nichani(outcome: Outcome, progress: Progress) -> Figure:
     from matplotlib.patches import Rectangle
 
     runs = list(outcome.figure.items())
@@ -226,7 +238,7 @@ def _unigram_run(data: dict[str, Any]) -> tuple[np.ndarray, float]:
     return np.array([float(s.loss) for s in states]), float(base.loss)
 
 
-def _makkuva_tied(outcome: Outcome) -> Figure:
+def _makkuva_tied(outcome: Outcome, progress: Progress) -> Figure:
     fig = Figure(figsize=(11.5, 4.0), layout="constrained")
     spectrum, runs = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     short = {name: name.replace("_embedding", "") for name in outcome.figure}
@@ -238,6 +250,7 @@ def _makkuva_tied(outcome: Outcome) -> Figure:
         spectrum.scatter(
             values, np.full(values.shape, row), s=18, color=colours[data["model"]], marker=marker
         )
+        progress(f"figure: float64 GD from the unigram point, {name}, {UNIGRAM_STEPS} steps")
         losses, base = _unigram_run(data)
         runs.plot(
             np.arange(len(losses)),
@@ -260,7 +273,7 @@ def _makkuva_tied(outcome: Outcome) -> Figure:
     return fig
 
 
-FIGURES: dict[str, Callable[[Outcome], Figure]] = {
+FIGURES: dict[str, Callable[[Outcome, Progress], Figure]] = {
     "key_query_stuck": _invariance_figure(
         "Separate key and query from zero never move",
         "max |W_K| + max |W_Q|",
@@ -290,6 +303,7 @@ FIGURES: dict[str, Callable[[Outcome], Figure]] = {
 }
 
 
-def write_figures(results: list[tuple[Claim, Outcome]], folder: str | Path) -> list[Path]:
-    """FOLDER/<claim id>.png for every claim checked."""
-    return [_save(FIGURES[claim.id](outcome), Path(folder) / f"{claim.id}.png") for claim, outcome in results]
+def write_figure(claim: Claim, outcome: Outcome, folder: str | Path, progress: Progress) -> Path:
+    """FOLDER/<claim id>.png: the claim's figure from what its check found (atomic); ``progress`` hears each
+    run the figure adds (float64 GD beside the exact or certified values) as it starts."""
+    return _save(FIGURES[claim.id](outcome, progress), Path(folder) / f"{claim.id}.png")

@@ -42,18 +42,40 @@ def run_claims(
     ids: Iterable[str] | None = None,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    figures: str | Path | None = None,
 ) -> list[tuple[Claim, Outcome]]:
-    """Check the claims ``ids`` (default: every claim), in report order."""
+    """Check the claims ``ids`` (default: every claim), in report order; with ``figures`` (a folder), write
+    each claim's figure there (``<id>.png``, atomic) right after its verdict.
+
+    A claim's ``seconds`` run from before its set-up to its verdict, and to its figure when one is drawn.
+    ``progress`` hears one line per stage, each starting ``<id>: ``: ``checking``, each configuration as it
+    starts, the verdict as the figure is drawn and each run the figure adds, then the verdict and the seconds.
+    """
+    import time
+
     wanted = list(CLAIMS) if ids is None else list(ids)
     unknown = [i for i in wanted if i not in CLAIMS]
     if unknown:
         raise ValueError(f"--claim {unknown[0]!r} is not a claim id; choose from {', '.join(CLAIMS)}")
+    tell = progress or (lambda message: None)
+
+    def prefixed(claim_id: str) -> Callable[[str], None]:
+        return lambda message: tell(f"{claim_id}: {message}")
+
+    if figures is not None:
+        from rwzoo._figures import write_figure
     results = []
     for claim_id in [i for i in CLAIMS if i in wanted]:
-        if progress is not None:
-            progress(claim_id)
-        claim = CLAIMS[claim_id]
-        results.append((claim, claim.check(quick)))
+        claim, step = CLAIMS[claim_id], prefixed(claim_id)
+        step("checking")
+        outcome = claim.check(quick, step)
+        if figures is not None:
+            step(f"{outcome.verdict}; drawing its figure")
+            start = time.perf_counter()
+            write_figure(claim, outcome, figures, step)
+            outcome.seconds += time.perf_counter() - start
+        step(f"{outcome.verdict}, done in {outcome.seconds:.1f} s")
+        results.append((claim, outcome))
     return results
 
 
@@ -116,22 +138,19 @@ def report_markdown(data: dict[str, Any], figures: str | None = "figures") -> st
 def write_report(
     results: list[tuple[Claim, Outcome]], out: str | Path, quick: bool, figures: str | Path | None = None
 ) -> tuple[Path, Path]:
-    """Write each claim's figure into ``figures`` (default OUT/figures; each PNG atomic), then OUT/ZOO.md
-    and OUT/zoo.json atomically (both or neither)."""
+    """Write OUT/ZOO.md and OUT/zoo.json atomically (both or neither); ZOO.md shows each claim's figure
+    from the folder ``figures`` (where ``run_claims`` wrote them; None: no figures)."""
     import json
     import os
 
     import jsonschema
 
     from rwio import load_schema, write_files_atomic
-    from rwzoo._figures import write_figures
 
     data = report_json(results, quick)
     jsonschema.validate(data, load_schema("zoo"))
     out = Path(out)
-    folder = out / "figures" if figures is None else Path(figures)
-    write_figures(results, folder)
-    relative = Path(os.path.relpath(folder, out)).as_posix()
+    relative = None if figures is None else Path(os.path.relpath(Path(figures), out)).as_posix()
     texts = {
         "ZOO.md": report_markdown(data, relative),
         "zoo.json": json.dumps(data, indent=1, ensure_ascii=False) + "\n",
