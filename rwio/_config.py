@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from rwio._read import exact_number, format_path
+from rwio._read import Exact, Refused, exact_number, format_path  # noqa: F401 (Exact: the doctests)
 
 
 class ConfigError(ValueError):
@@ -179,8 +179,35 @@ class Integer(Field):
         return number
 
 
+def exact_text(text: str) -> Fraction:
+    """The exact number a text writes: an integer, a decimal (``0.1``, ``1e-8``) or a fraction of two of them
+    (``7/10``, ``1.5/2``); a ValueError saying why not (not a number, more than ``MAX_DIGITS`` digits, ...).
+
+    >>> exact_text("7/10"), exact_text(" 1e-3 "), exact_text("1.5/2")
+    (Fraction(7, 10), Fraction(1, 1000), Fraction(3, 4))
+    >>> exact_text("1e-99999")
+    Traceback (most recent call last):
+    ValueError: has a decimal exponent beyond ±1000
+    """
+    parts = [part.strip() for part in text.strip().split("/")]
+    if len(parts) > 2:
+        raise ValueError("is not a number")
+    values = []
+    for part in parts:
+        try:
+            number = exact_number(part)
+        except ValueError:  # not a decimal literal
+            raise ValueError("is not a number") from None
+        if isinstance(number, Refused):
+            raise ValueError(number.problem)
+        values.append(Fraction(number))
+    if len(values) == 2 and values[1] == 0:
+        raise ValueError("divides by zero")
+    return values[0] / values[1] if len(values) == 2 else values[0]
+
+
 def exact_value(value: object) -> Fraction | None:
-    """The exact number ``value`` is (an int, an exact literal, or text such as "7/10", "0.1", "1e-8"), else None.
+    """The exact number ``value`` is (an int, an exact literal, or a text read by ``exact_text``), else None.
 
     >>> exact_value("7/10"), exact_value(" 1e-3 "), exact_value("p"), exact_value("1/0"), exact_value(True)
     (Fraction(7, 10), Fraction(1, 1000), None, None, None)
@@ -192,18 +219,10 @@ def exact_value(value: object) -> Fraction | None:
     if isinstance(value, float):
         return _fraction(value) if math.isfinite(value) else None
     if isinstance(value, str):
-        text = value.strip()
-        numerator, slash, denominator = text.partition("/")
         try:
-            if slash:
-                top, bottom = exact_number(numerator.strip()), exact_number(denominator.strip())
-                if isinstance(top, (int, Fraction)) and isinstance(bottom, (int, Fraction)) and bottom != 0:
-                    return Fraction(top) / Fraction(bottom)
-                return None
-            number = exact_number(text)
+            return exact_text(value)
         except ValueError:
             return None
-        return Fraction(number) if isinstance(number, (int, Fraction)) else None
     return None
 
 

@@ -62,7 +62,7 @@ class Exact(Fraction):
         return self
 
 
-class _Refused:
+class Refused:
     """A literal no field accepts (``.inf``, a number too long, a repeated key), reported with its path."""
 
     def __init__(self, text: str, problem: str, allowed: str) -> None:
@@ -73,7 +73,7 @@ _FINITE = "a finite number, e.g. 0.1 or 1/3"
 _SHORT = f"numbers of at most {MAX_DIGITS} digits with a decimal exponent within ±{MAX_DIGITS}"
 
 
-def exact_number(text: str) -> int | Exact | _Refused:
+def exact_number(text: str) -> int | Exact | Refused:
     """The exact value of a number literal (``int`` when written as an integer), or why it is refused.
 
     >>> exact_number("10"), exact_number("0.10"), exact_number("1e-400") == Fraction(1, 10**400)
@@ -85,16 +85,16 @@ def exact_number(text: str) -> int | Exact | _Refused:
     mantissa, _, exponent = plain.lower().partition("e")
     digits = sum(c.isdigit() for c in mantissa)
     if digits > MAX_DIGITS:
-        return _Refused(text, f"has {digits} digits, more than {MAX_DIGITS}", _SHORT)
+        return Refused(text, f"has {digits} digits, more than {MAX_DIGITS}", _SHORT)
     if exponent and (len(exponent.lstrip("+-")) > 6 or abs(int(exponent)) > MAX_DIGITS):
-        return _Refused(text, f"has a decimal exponent beyond ±{MAX_DIGITS}", _SHORT)
+        return Refused(text, f"has a decimal exponent beyond ±{MAX_DIGITS}", _SHORT)
     if re.fullmatch(r"[-+]?[0-9]+", plain):
         return int(plain)
     return Exact(text)
 
 
-def _not_finite(text: str) -> _Refused:
-    return _Refused(text, "is not a finite number", _FINITE)
+def _not_finite(text: str) -> Refused:
+    return Refused(text, "is not a finite number", _FINITE)
 
 
 def _pairs(pairs: list[tuple[Any, Any]]) -> dict:
@@ -102,7 +102,7 @@ def _pairs(pairs: list[tuple[Any, Any]]) -> dict:
     out: dict = {}
     for key, value in pairs:
         if key in out:
-            out[key] = _Refused(str(key), "is given twice in the same mapping", "each key once")
+            out[key] = Refused(str(key), "is given twice in the same mapping", "each key once")
         else:
             out[key] = value
     return out
@@ -140,7 +140,7 @@ def _yaml_loader() -> type:
             return exact_number(text)
         if text.lstrip("+-").lower() in (".inf", ".nan"):
             return _not_finite(text)
-        return _Refused(text, "is not a number", _FINITE)  # an explicit !!int / !!float tag on text
+        return Refused(text, "is not a number", _FINITE)  # an explicit !!int / !!float tag on text
 
     def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterator[dict]:
         data: dict = {}
@@ -164,9 +164,9 @@ def _yaml_loader() -> type:
     return ExactLoader
 
 
-def _located(data: object, path: tuple = ()) -> Iterator[tuple[tuple, _Refused]]:
+def _located(data: object, path: tuple = ()) -> Iterator[tuple[tuple, Refused]]:
     """Every refused literal of ``data`` with its path (keys and list indices), in file order."""
-    if isinstance(data, _Refused):
+    if isinstance(data, Refused):
         yield path, data
     elif isinstance(data, dict):
         for key, value in data.items():

@@ -20,12 +20,15 @@ from rwtasks._exact import check_in_unit_interval, is_numeric
 from rwtasks._finite import FiniteTask
 from rwtasks._graph import (
     MAX_FINITE_INPUTS,
+    MAX_GRAPH_NODES,
     adjacency_walk,
     cayley_walk,
+    check_length,
     exact_expr,
     graph_walk,
     lazy_circle_walk,
     named_graph_walk,
+    power_above,
     undirected_graph_walk,
 )
 from rwtasks._markov import binary_markov_task, icl_markov_task, markov_task
@@ -39,12 +42,29 @@ def _prob(value: object, name: str) -> sp.Expr:
     return q
 
 
-def _check_size(count: int, what: str) -> None:
-    if count > MAX_FINITE_INPUTS:
+def _check_words(L: int, what: str) -> None:
+    """Refuse 2^L inputs above ``MAX_FINITE_INPUTS`` by comparing sizes, before computing 2^L."""
+    check_length(L, "L", tokens=L + 1)
+    if power_above(2, L, MAX_FINITE_INPUTS):
         raise ValueError(
-            f"{what} has {count} inputs, above the limit of {MAX_FINITE_INPUTS} for exact "
+            f"{what} has 2^L = 2^{L} inputs, above the limit of {MAX_FINITE_INPUTS} for exact "
             "enumeration; choose a smaller length"
         )
+
+
+def circle_walk(K: int, N: int, p: object) -> CircleWalk:
+    """The catalogue's circle walk: ``CircleWalk(K, N, p)`` with its sizes bounded first, as every family's
+    are (K <= ``MAX_GRAPH_NODES``, the size of its exact K×K transition matrix; N <= ``MAX_SEQUENCE_LENGTH``);
+    the exact population's own limit (K·2^(N-1) walks) is ``CircleWalk.population``'s.
+
+    >>> circle_walk(3, 10**10, "1/2")
+    Traceback (most recent call last):
+    ValueError: N=10000000000 is out of range: a catalogue task has sequences of at most 4096 tokens
+    """
+    K, N = check_int(K, "K", 3), check_int(N, "N", 2)
+    if K > MAX_GRAPH_NODES:
+        raise ValueError(f"K={K} is out of range: a catalogue circle has at most {MAX_GRAPH_NODES} nodes")
+    return CircleWalk(K, check_length(N), p)
 
 
 def majority_task(L: int, q: object = "1/2") -> FiniteTask:
@@ -58,7 +78,7 @@ def majority_task(L: int, q: object = "1/2") -> FiniteTask:
     (('a', 'b'), 4, 8, [0, 0])
     """
     L = check_int(L, "L", 1)
-    _check_size(2**L, f"majority_task(L={L})")
+    _check_words(L, f"majority_task(L={L})")
     q = _prob(q, "q")
     sequences, labels, probs = [], [], []
     for words in itertools.product((0, 1), repeat=L):
@@ -79,7 +99,7 @@ def count_task(L: int, q: object = "1/2") -> FiniteTask:
     (('a', 'b', 'n0', 'n1', 'n2'), ['n2', 'n1', 'n1', 'n0'])
     """
     L = check_int(L, "L", 1)
-    _check_size(2**L, f"count_task(L={L})")
+    _check_words(L, f"count_task(L={L})")
     q = _prob(q, "q")
     vocab = ("a", "b", *(f"n{k}" for k in range(L + 1)))
     sequences, labels, probs = [], [], []
@@ -124,7 +144,12 @@ def first_of_two_task(L: int, r: object = "1/2") -> FiniteTask:
     (('a', 'b', '_'), [0, 1, 2], 'a', 1/6)
     """
     L = check_int(L, "L", 2)
-    _check_size(L * (L - 1), f"first_of_two_task(L={L})")
+    check_length(L, "L", tokens=L + 1)
+    if L * (L - 1) > MAX_FINITE_INPUTS:
+        raise ValueError(
+            f"first_of_two_task(L={L}) has L(L-1) = {L * (L - 1)} inputs, above the limit of "
+            f"{MAX_FINITE_INPUTS} for exact enumeration; choose a smaller length"
+        )
     r = _prob(r, "r")
     pairs = list(itertools.combinations(range(L), 2))
     sequences, labels, probs = [], [], []
@@ -158,7 +183,7 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("circle", CircleWalk, "random walk on the K-cycle, +1 w.p. p (docs/theory.md#task)", ("p",)),
+        Family("circle", circle_walk, "random walk on the K-cycle, +1 w.p. p (docs/theory.md#task)", ("p",)),
         Family("lazy_circle", lazy_circle_walk, "circle walk that stays put w.p. q", ("p", "q")),
         Family(
             "graph",

@@ -7,6 +7,8 @@ from numbers import Number
 
 import sympy as sp
 
+from rwio import exact_text
+
 # Every symbol the toolkit creates is real: p, η, ε, μ are real parameters of the paper.
 _SYMBOLS: dict[str, sp.Symbol] = {}
 
@@ -21,12 +23,13 @@ def symbol(name: str) -> sp.Symbol:
 def exact(value: object, name: str) -> sp.Expr:
     """Turn ``value`` into an exact SymPy number or expression.
 
-    Accepted: int, Fraction, SymPy expressions, strings such as ``"7/10"``, ``"0.1"`` (read as the
-    decimal 1/10) or a symbol name such as ``"p"``, and floats, which are read through their
-    shortest repr (0.1 -> 1/10), because that is what a person who typed 0.1 meant.
+    Accepted: int, Fraction (the exact numbers ``rwio.read_data_file`` reads from a file), SymPy
+    expressions, strings such as ``"7/10"``, ``"0.1"`` (read as the decimal 1/10), ``"1e-400"`` or a
+    symbol name such as ``"p"``, and floats, which are read through their shortest repr (0.1 -> 1/10),
+    because that is what a person who typed 0.1 meant.
 
-    >>> exact("7/10", "p"), exact(0.1, "eps"), exact("p", "p")
-    (7/10, 1/10, p)
+    >>> exact("7/10", "p"), exact(0.1, "eps"), exact("p", "p"), exact("1e-400", "alpha") == sp.Rational(1, 10**400)
+    (7/10, 1/10, p, True)
     """
     if isinstance(value, sp.Basic):
         return value
@@ -47,12 +50,13 @@ def exact(value: object, name: str) -> sp.Expr:
         if text.isidentifier():
             return symbol(text)
         try:
-            return sp.Rational(text)
-        except (TypeError, ValueError, ZeroDivisionError):  # "1/0" must be a user error too
+            number = exact_text(text)  # digits and exponent bounded: "1e-1000000000" is refused, not computed
+        except ValueError as err:  # "1/0" must be a user error too
             raise ValueError(
-                f"{name}={value!r} is not a number: give an integer, a rational such as 7/10, "
+                f"{name}={value!r} {err}: give an integer, a rational such as 7/10, "
                 "a decimal such as 0.1, or a symbol name"
             ) from None
+        return sp.Rational(number.numerator, number.denominator)
     raise ValueError(f"{name}={value!r} has unsupported type {type(value).__name__}")
 
 

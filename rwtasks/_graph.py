@@ -23,6 +23,38 @@ from rwtasks._finite import FiniteTask
 #: Largest number of inputs a catalogue family enumerates into a FiniteTask (one SymPy probability
 #: per input; beyond this the exact population takes minutes to build and to take expectations over).
 MAX_FINITE_INPUTS = 2**15
+#: Most nodes a graph family builds (the exact transition matrix has K² SymPy entries, and every
+#: exact check downstream works with K×K matrices).
+MAX_GRAPH_NODES = 256
+#: Longest sequence (N) a catalogue task has: every exact engine keeps per-input arrays over the N positions.
+MAX_SEQUENCE_LENGTH = 4096
+#: Largest integer exponent an arithmetic expression of ``exact_expr`` may raise a number to, and most bits
+#: of the power (the result is computed exactly: 2^2^2^2^2^2 has 2^65536 bits).
+MAX_POWER_EXPONENT, MAX_POWER_BITS = 10_000, 100_000
+
+
+def power_above(base: int, exponent: int, limit: int) -> bool:
+    """Whether base^exponent > limit (base >= 2), decided without computing a power larger than needed:
+    base^exponent >= 2^exponent, so an exponent beyond the bit length of ``limit`` is too large outright.
+
+    >>> power_above(2, 15, 2**15), power_above(2, 16, 2**15), power_above(3, 10**10, 2**15)
+    (False, True, True)
+    """
+    if exponent > limit.bit_length():
+        return True
+    return base**exponent > limit
+
+
+def check_length(value: int, name: str = "N", tokens: int | None = None) -> int:
+    """``value`` (already an integer; sequences of ``tokens`` tokens, default ``value``) within
+    ``MAX_SEQUENCE_LENGTH``, else a one-line ValueError naming ``name``."""
+    if (value if tokens is None else tokens) > MAX_SEQUENCE_LENGTH:
+        raise ValueError(
+            f"{name}={value} is out of range: a catalogue task has sequences of at most "
+            f"{MAX_SEQUENCE_LENGTH} tokens"
+        )
+    return value
+
 
 _EXPR_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/^(). ]+$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -58,23 +90,48 @@ def exact_expr(value: object, name: str) -> sp.Expr:
     # Every identifier is bound to a real toolkit symbol, so the parser never reaches SymPy's
     # namespace (no functions, no constants): the result is a rational function of symbols.
     local = {ident: symbol(ident) for ident in _IDENT.findall(text)}
+    names = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
+    transformations = standard_transformations + (convert_xor, rationalize)
     try:
-        expr = parse_expr(
+        # first unevaluated, so that every power is sized before SymPy computes it (2^2^2^2^2^2)
+        tree = parse_expr(
             text,
             local_dict=local,
-            global_dict={
-                "Integer": sp.Integer,
-                "Float": sp.Float,
-                "Rational": sp.Rational,
-                "Symbol": sp.Symbol,
-            },
-            transformations=standard_transformations + (convert_xor, rationalize),
+            global_dict={**names, "Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow},
+            transformations=transformations,
+            evaluate=False,
         )
     except Exception:  # SymPy raises SyntaxError, TokenError, TypeError... for malformed text
+        raise ValueError(f"{name}={value!r} is not a well-formed arithmetic expression") from None
+    _check_powers(tree, name, value)
+    try:
+        expr = parse_expr(text, local_dict=local, global_dict=names, transformations=transformations)
+    except Exception:
         raise ValueError(f"{name}={value!r} is not a well-formed arithmetic expression") from None
     if not isinstance(expr, sp.Expr) or expr.has(sp.Float):
         raise ValueError(f"{name}={value!r} is not an exact arithmetic expression")
     return expr
+
+
+def _check_powers(tree: sp.Basic, name: str, value: object) -> None:
+    """Refuse a power whose exponent exceeds ``MAX_POWER_EXPONENT`` or whose value would have more than
+    ``MAX_POWER_BITS`` bits, innermost first (each base and exponent is then already known to be small)."""
+    for node in sp.postorder_traversal(tree):
+        if not isinstance(node, sp.Pow) or not node.exp.is_number:
+            continue
+        exponent = node.exp.doit()
+        if not isinstance(exponent, sp.Rational):
+            continue
+        top = abs(int(exponent.p))
+        base = node.base.doit() if node.base.is_number else None
+        bits = None
+        if isinstance(base, sp.Rational):
+            bits = max(int(base.p).bit_length(), int(base.q).bit_length()) * top // int(exponent.q)
+        if top > MAX_POWER_EXPONENT or (bits is not None and bits > MAX_POWER_BITS):
+            raise ValueError(
+                f"{name}={value!r} raises to the power {exponent}: above the limit of exponents up to "
+                f"{MAX_POWER_EXPONENT} and powers of {MAX_POWER_BITS} bits"
+            )
 
 
 def _check_probability(value: sp.Expr, name: str) -> None:
@@ -99,7 +156,7 @@ def walk_task(
     >>> t.tokens.tolist(), t.labels.tolist(), t.prob_values
     ([[0, 1], [1, 0]], [0, 1], (1/2, 1/2))
     """
-    N = check_int(N, "N", 2)
+    N = check_length(check_int(N, "N", 2))
     P = sp.Matrix(transition)
     K = P.rows
     if P.cols != K or K < 1:
@@ -147,13 +204,18 @@ def walk_task(
 
 def _node_names(nodes: int | Sequence[str]) -> list[str]:
     if isinstance(nodes, (list, tuple)):
+        if len(nodes) > MAX_GRAPH_NODES:
+            raise ValueError(f"nodes has {len(nodes)} names, above the limit of {MAX_GRAPH_NODES} nodes")
         names = [str(n) for n in nodes]
         if len(set(names)) != len(names):
             raise ValueError("nodes has repeated names")
         if not names:
             raise ValueError("nodes is empty: a graph needs at least one node")
         return names
-    return [str(i) for i in range(check_int(nodes, "nodes", 1))]
+    count = check_int(nodes, "nodes", 1)
+    if count > MAX_GRAPH_NODES:
+        raise ValueError(f"nodes={count} is out of range: a graph has at most {MAX_GRAPH_NODES} nodes")
+    return [str(i) for i in range(count)]
 
 
 def _lazy(P: sp.Matrix, laziness: object) -> sp.Matrix:
@@ -205,11 +267,6 @@ def graph_walk(
         _check_probability(prob, f"edges[{e}] probability")
         P[ends[0], ends[1]] = prob
     return walk_task(_lazy(P, laziness), N, names=names, start=start, name="graph")
-
-
-#: Most nodes a graph shorthand builds (the exact transition matrix has K² SymPy entries, and every
-#: exact check downstream works with K×K matrices).
-MAX_GRAPH_NODES = 256
 
 
 def _neighbour_walk(
@@ -299,6 +356,8 @@ def adjacency_walk(
     """
     if not isinstance(adjacency, Mapping) or not adjacency:
         raise ValueError("adjacency must be a non-empty mapping {node: [neighbours] or {neighbour: weight}}")
+    if len(adjacency) > MAX_GRAPH_NODES:
+        raise ValueError(f"adjacency has {len(adjacency)} nodes, above the limit of {MAX_GRAPH_NODES}")
     names = _node_names([str(n) for n in adjacency])
     index = {n: i for i, n in enumerate(names)}
     weights: list[dict[int, sp.Expr]] = []
@@ -383,10 +442,14 @@ def named_graph_walk(
             f"size={size!r}: the {graph} graph takes {len(params)} size(s), [{', '.join(params)}]"
         )
     sizes = [check_int(v, f"size ({p})", low) for v, p, low in zip(sizes, params, lows)]
-    count = 2 ** sizes[0] if graph == "hypercube" else int(sp.prod(sizes)) if graph == "grid" else sum(sizes)
-    if count > MAX_GRAPH_NODES:
+    if graph == "hypercube":  # 2^d nodes, d compared first: d may be 10^10
+        count = 2 ** sizes[0] if sizes[0] <= 64 else None
+    else:
+        count = sizes[0] * sizes[1] if graph == "grid" else sum(sizes)
+    if count is None or count > MAX_GRAPH_NODES:
         raise ValueError(
-            f"size={size!r}: the {graph} graph has {count} nodes, above the limit of {MAX_GRAPH_NODES}"
+            f"size={size!r}: the {graph} graph has {count or f'2^{sizes[0]}'} nodes, above the limit of "
+            f"{MAX_GRAPH_NODES}"
         )
     names, pairs = build(*sizes)  # type: ignore[operator]
     if len(names) < 2:
@@ -402,6 +465,9 @@ def lazy_circle_walk(K: int, N: int, p: object, q: object) -> FiniteTask:
     1/27
     """
     K = check_int(K, "K", 3)
+    if K > MAX_GRAPH_NODES:
+        raise ValueError(f"K={K} is out of range: the lazy circle has at most {MAX_GRAPH_NODES} nodes")
+    check_length(check_int(N, "N", 2))
     p = exact_expr(p, "p")
     _check_probability(p, "p")
     task = walk_task(_lazy(circle_transition_matrix(K, p), q), N, name="lazy_circle")

@@ -27,14 +27,16 @@ import sympy as sp
 from rwtasks._circle import check_int
 from rwtasks._exact import check_in_unit_interval, is_numeric
 from rwtasks._finite import FiniteTask
-from rwtasks._graph import MAX_FINITE_INPUTS, exact_expr
+from rwtasks._graph import MAX_FINITE_INPUTS, check_length, exact_expr, power_above
 
 
 def _size(S: int, N: int, name: str) -> None:
-    if S**N > MAX_FINITE_INPUTS:
+    """Refuse S^N sequences above ``MAX_FINITE_INPUTS`` by comparing sizes, before computing S^N."""
+    check_length(N)
+    if power_above(S, N, MAX_FINITE_INPUTS):
         raise ValueError(
-            f"{name}: S^N = {S}^{N} = {S**N} sequences, above the limit of {MAX_FINITE_INPUTS} for exact "
-            "enumeration; choose a smaller S or N"
+            f"S={S}, N={N}: {name} has S^N = {S}^{N} sequences, above the limit of {MAX_FINITE_INPUTS} "
+            "for exact enumeration; choose a smaller S or N"
         )
 
 
@@ -64,16 +66,27 @@ def markov_task(
     """
     k = check_int(k, "k", 1)
     N = check_int(N, "N", k + 1)
+    if not isinstance(transition, (list, tuple)) or not all(
+        isinstance(row, (list, tuple)) for row in transition
+    ):
+        raise ValueError("transition must be a list of rows of probabilities (S^k rows of S)")
+    S = len(transition[0]) if transition else 0
+    if S < 2 or any(len(row) != S for row in transition):
+        raise ValueError(
+            f"transition must have S^k rows of S probabilities (S >= 2, k = {k}): got rows of lengths "
+            f"{sorted({len(r) for r in transition})}"
+        )
+    _size(S, N, "markov_task")  # by arithmetic, before any row is read (N >= k + 1)
+    contexts = S**k  # S^k <= S^N, bounded above
+    if len(transition) != contexts:
+        raise ValueError(
+            f"transition must have S^k rows of S probabilities (S >= 2, k = {k}): got {len(transition)} rows "
+            f"of {S}, expected S^k = {contexts}"
+        )
     rows = [
         [exact_expr(v, f"transition[{i}][{b}]") for b, v in enumerate(row)]
         for i, row in enumerate(transition)
     ]
-    S = len(rows[0]) if rows else 0
-    if S < 2 or any(len(row) != S for row in rows) or len(rows) != S**k:
-        raise ValueError(
-            f"transition must have S^k rows of S probabilities (S >= 2, k = {k}): got {len(rows)} rows of "
-            f"lengths {sorted({len(r) for r in rows})}"
-        )
     for i, row in enumerate(rows):
         for b, v in enumerate(row):
             if is_numeric(v):
@@ -81,10 +94,13 @@ def markov_task(
         total = sp.simplify(sp.Add(*row))
         if is_numeric(total) and total != 1:
             raise ValueError(f"transition[{i}] sums to {total}, not 1")
-    start = [sp.Rational(1, S**k)] * S**k if initial is None else [exact_expr(v, "initial") for v in initial]
-    if len(start) != S**k:
-        raise ValueError(f"initial has {len(start)} probabilities, expected S^k = {S**k}")
-    _size(S, N, f"markov_task(S={S}, N={N})")
+    if initial is not None and len(initial) != contexts:
+        raise ValueError(f"initial has {len(initial)} probabilities, expected S^k = {contexts}")
+    start = (
+        [sp.Rational(1, contexts)] * contexts
+        if initial is None
+        else [exact_expr(v, "initial") for v in initial]
+    )
 
     def index(context: Sequence[int]) -> int:
         out = 0
@@ -148,7 +164,7 @@ def icl_markov_task(S: int, N: int, alpha: object = 1) -> FiniteTask:
     a = exact_expr(alpha, "alpha")
     if is_numeric(a) and not a > 0:
         raise ValueError(f"alpha={a} must be > 0")
-    _size(S, N, f"icl_markov_task(S={S}, N={N})")
+    _size(S, N, "icl_markov_task")
 
     def probability(x: tuple[int, ...]) -> sp.Expr:
         counts = [[0] * S for _ in range(S)]
@@ -159,6 +175,6 @@ def icl_markov_task(S: int, N: int, alpha: object = 1) -> FiniteTask:
             for n in row:
                 q *= _rising(a, n)
             q /= _rising(S * a, sum(row))
-        return sp.nsimplify(q) if is_numeric(q) else sp.simplify(q)
+        return q if is_numeric(q) else sp.simplify(q)  # a product of rationals is exact as it is
 
     return _task(S, N, probability, "icl_markov")
