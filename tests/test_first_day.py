@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import shlex
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -23,7 +25,7 @@ import pytest
 
 from rwcheck import CheckConfig, ConformanceTests
 from rwcli.check import KIT_INSTALL
-from rwcli.main import main
+from rwcli.main import COMMANDS, main
 from rwmodels import get_model, model_names
 from rwtasks import FAMILIES
 
@@ -190,3 +192,59 @@ def test_rw_derive_points_to_json_only_when_it_was_given(json, tmp_path, monkeyp
     else:
         assert "<expression>: a symbolic value too long to show; for the exact value add --json FILE" in out
         assert "is in" not in out and "see --json" not in out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# docs/getting-started.md
+# ---------------------------------------------------------------------------------------------------------
+FENCE = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def _command_sections() -> dict[str, list[list[str]]]:
+    """Per ``### `rw NAME` `` section of getting-started: its ``rw`` and ``pytest`` lines, split as a shell would."""
+    text = GETTING_STARTED.read_text(encoding="utf-8")
+    sections = {}
+    for part in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
+        heading = re.match(r"`rw (\w+)`", part)
+        assert heading, f"docs/getting-started.md: a section that is not a command: {part.splitlines()[0]}"
+        body = part.split("\n## ", 1)[0]
+        sections[heading.group(1)] = [
+            shlex.split(line.split("#")[0])
+            for block in FENCE.findall(body)
+            for line in block.splitlines()
+            if line.startswith(("rw ", "pytest "))
+        ]
+    return sections
+
+
+def test_getting_started_starts_from_the_main_job_and_shows_every_command():
+    text = GETTING_STARTED.read_text(encoding="utf-8")
+    assert re.findall(r"^## (.+)$", text, flags=re.MULTILINE)[:2] == ["Install", "The main job: `make demo`"]
+    sections = _command_sections()
+    assert sorted(sections) == sorted(name for name, _, _ in COMMANDS)
+    for name, lines in sections.items():
+        assert any(argv[:2] == ["rw", name] for argv in lines), f"the section of rw {name} runs no rw {name}"
+
+
+def test_getting_started_names_every_runtime_dependency_and_extra():
+    text = GETTING_STARTED.read_text(encoding="utf-8").split("\n## Dependencies\n", 1)[1]
+    missing = [r for r in EXTRAS["dependencies"] if _name(r) not in text.lower()]
+    assert not missing, f"docs/getting-started.md's dependencies do not name {missing}"
+    for extra in EXTRAS["optional-dependencies"]:
+        assert f"`{extra}`" in GETTING_STARTED.read_text(encoding="utf-8"), f"the {extra} extra"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", sorted(name for name, _, _ in COMMANDS))
+def test_getting_started_examples_run_as_written(command, tmp_path):
+    """In a fresh folder with the repository's examples/: the section's lines in order, each exit 0."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    for argv in _command_sections()[command]:
+        if argv[0] == "rw":
+            run = [sys.executable, "-m", "rwcli.main", *argv[1:]]
+        else:
+            run = [sys.executable, "-m", "pytest", *argv[1:], "-q", "-p", "no:cacheprovider"]
+        proc = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, (
+            f"{shlex.join(argv)} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
