@@ -2,8 +2,9 @@
 
 Checks, in a temporary folder outside the source tree (so nothing is imported from the checkout):
 the wheel installs with its runtime dependencies only (no test, notebook or docs package is pulled in),
-``rw --help`` and ``rw signal`` run, the shipped JSON schemas load, and the public testing package
-imports when the wheel contains one. Exit code 0 when all hold, 1 otherwise, with one line per failure.
+``rw --help`` and ``rw signal`` run, the shipped JSON schemas load, the frozen fixtures of
+``rw check --emit`` pass under pytest once the ``kit`` extra is installed (its plugin registered), and
+the public testing package imports when the wheel contains one. Exit code 0 when all hold, 1 otherwise, with one line per failure.
 
     python tools/wheel_check.py [--python python3.11] [--keep]
 """
@@ -142,6 +143,30 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("manifest.json", "rwcheck_runtime.py", "rwcheck_columns.py", "test_rwcheck_fixtures.py"):
             if not (work / "fx" / name).is_file():
                 raise SystemExit(f"wheel check: rw check --emit wrote no {name}")
+        # The kit extra (what rw check --emit tells the user to install): pytest, the rwcheck plugin
+        # registered through it, and the fixtures just emitted passing under it.
+        run(
+            [str(py), "-m", "pip", "install", "--quiet", f"{wheel}[kit]"], tmp, "pip install of the kit extra"
+        )
+        usage = run([str(py), "-m", "pytest", "--help"], work, "pytest --help with the kit extra")
+        if "--rwcheck-steps" not in usage:
+            raise SystemExit("wheel check: with the kit extra, pytest does not load the rwcheck plugin")
+        shutil.copy(ROOT / "examples" / "plain_torch.py", work / "plain_torch.py")
+        run(
+            [
+                str(py),
+                "-m",
+                "pytest",
+                "fx",
+                "--rwfixture-factory",
+                "plain_torch.py:model",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ],
+            work,
+            "pytest on the emitted fixtures with the kit extra",
+        )
         if any(n.startswith(f"{TESTING_PACKAGE}/") for n in names):
             run(
                 [str(py), "-c", f"import {TESTING_PACKAGE}, {TESTING_PACKAGE}.strategies"],
