@@ -107,8 +107,17 @@ def suggestion(word: object, choices: Sequence[str]) -> str:
 
     >>> suggestion("parms", ["family", "params"]), suggestion("zzz", ["family", "params"])
     (' (did you mean params?)', '')
+    >>> suggestion("probability", ["tokens", "label", "prob"])
+    ' (did you mean prob?)'
+
     """
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    text, names = str(word), [str(c) for c in choices]
+    close = [n for n in names if n.lower() == text.lower()]  # P for p
+    close = close or difflib.get_close_matches(text, names, n=1, cutoff=0.6)
+    if not close:  # a longer or shorter form of a key: probability for prob, sigma for sigmas
+        close = [
+            n for n in names if len(min(n, text, key=len)) >= 3 and (n.startswith(text) or text.startswith(n))
+        ]
     return f" (did you mean {close[0]}?)" if close else ""
 
 

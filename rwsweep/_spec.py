@@ -265,6 +265,8 @@ def _draws(random: dict, at: At) -> list[dict]:
     rng = np.random.default_rng(random.get("seed", 0))
     axes = sorted(random["axes"].items())
     for field, draw in axes:
+        for i, value in enumerate(draw.get("choice", [])):  # every choice, drawn or not
+            FIELDS[field].check(value, at / "axes" / field / "choice" / i)
         if ("uniform" in draw or "loguniform" in draw) and field not in _FLOAT_FIELDS:
             kind = "uniform" if "uniform" in draw else "loguniform"
             raise (at / "axes" / field / kind).error(
@@ -367,7 +369,7 @@ def _given(data: dict, field: str, at: At) -> At:
             part = part.get(key, {}) if isinstance(part, dict) else {}
         if field in part:
             return At(at.source, (*where, field))
-    return At(at.source, (f"{field} (default)",))
+    return At(at.source, (field,))  # not in the spec: its default
 
 
 def _load(data: dict, label: str) -> Spec:

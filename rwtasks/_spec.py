@@ -113,7 +113,7 @@ class _Task(Field):
     def check(self, value: object, at: At) -> dict:
         if not isinstance(value, dict):
             raise at.bad(value, "is not a mapping", self.allowed)
-        if "family" in value:
+        if set(value) & set(_FAMILY_TASK.fields):  # family and params: a catalogue task
             return _FAMILY_TASK.check(value, at)
         if set(value) & set(_EXPLICIT_TASK.fields):
             return _EXPLICIT_TASK.check(value, at)
@@ -271,9 +271,12 @@ def _explicit_task(task: dict[str, Any], at: At) -> FiniteTask:
         if allowed is not None and vocab[ids[-1]] not in allowed:
             raise (where / "label").bad(vocab[ids[-1]], "is not one of labels", ", ".join(allowed))
         try:
-            probs.append(exact_expr(plain(item["prob"]), "prob"))
+            prob = exact_expr(plain(item["prob"]), "prob")
         except ValueError as err:
             raise (where / "prob").error(str(err)) from None
+        if is_numeric(prob) and not 0 <= prob <= 1:
+            raise (where / "prob").bad(item["prob"], "is out of range", "a probability in [0, 1]")
+        probs.append(prob)
         sequences.append(ids[:-1])
         labels.append(ids[-1])
     seen: dict[tuple[int, ...], int] = {}
