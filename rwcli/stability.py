@@ -188,7 +188,7 @@ def _stuck_proof(task: CircleWalk | FiniteTask, report: dict) -> dict:
 def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask, command: str) -> int:
     """The one-line verdict, then the JSON and the figure if asked."""
     from rwio import write_json_atomic
-    from rwstability import plot_report, task_info
+    from rwstability import escape_summary, plot_report, task_info
 
     info = task_info(task)
     where = " ".join(f"{k}={v}" for k, v in info.items() if k in ("K", "N", "p"))
@@ -201,6 +201,9 @@ def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask
     if args.png:
         plot_report(report, args.png)
         print(f"wrote {args.png}")
+    if not (args.json or args.png):  # the escape tables would otherwise be computed and thrown away
+        print(escape_summary(report))
+        print("(--json FILE writes the whole report, --png FILE its figure)")
     return 0
 
 
@@ -226,7 +229,7 @@ def _run_model(
 
     report = _one_thread(
         lambda: model_stability_report(
-            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold
+            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold, progress=True
         )
     )
     hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())

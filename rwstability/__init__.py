@@ -15,6 +15,7 @@ from rwstability._escape import (
     stability_summary,
     v_residual,
 )
+from rwstability._figure import escape_summary, plot_report
 from rwstability._generic import (
     check_model_report_args,
     model_stability_report,
@@ -41,7 +42,6 @@ from rwstability._report import (
     check_estimate,
     check_report_args,
     check_stuck_task,
-    plot_report,
     population_route,
     report_estimate,
     stability_report,
@@ -76,6 +76,7 @@ __all__ = [
     "check_model_report_args",
     "check_report_args",
     "check_stuck_task",
+    "escape_summary",
     "exact_jacobians",
     "extrapolate_escape",
     "find_manifold",

@@ -108,6 +108,16 @@ def selection_distribution(escapes: list[Escape]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def finite_or_none(x: float) -> float | None:
+    """``x`` if it is finite, else None: what a report writes for a value that overflowed or is NaN (JSON
+    has no NaN or infinity, and ``rwio.write_json_atomic`` refuses them).
+
+    >>> finite_or_none(0.5), finite_or_none(float("nan")), finite_or_none(float("inf"))
+    (0.5, None, None)
+    """
+    return x if math.isfinite(x) else None
+
+
 def first_above(rho: list[float], threshold: float = DEFAULT_THRESHOLD) -> int | None:
     """The escape rule: the first t ≥ 1 with ρ(t) > τ (t = 0 never counts), or None.
 

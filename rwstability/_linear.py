@@ -212,6 +212,10 @@ def linearise(
         s = float(torch.linalg.matrix_norm(Phi, ord=2))
         if s == 0.0:
             raise ValueError("Φ_t vanished: the normal dynamics collapse in one step (lower eta)")
+        if not math.isfinite(s):
+            raise ValueError(
+                f"Φ_t overflowed at step {len(lin.C) - 1}: the normal block C_t is not finite (lower eta)"
+            )
         Phi = Phi / s
         log_scale += math.log(s)
         lin.log_sigma_Phi.append(log_scale)

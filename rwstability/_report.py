@@ -19,6 +19,7 @@ from rwstability._escape import (
     UNIT_ROUNDOFF,
     Escape,
     Selection,
+    finite_or_none,
     measure_escape,
     predict_escape,
     selection_distribution,
@@ -40,6 +41,11 @@ ORBITS_ABOVE = 4096
 #: intermediates per the same unit, seconds per (input · position) of one step of a measured escape run,
 #: seconds per input of the orbit decomposition, and the budgets above which a report is refused.
 HESSIAN_SECONDS, HESSIAN_BYTES, TRAIN_SECONDS, ORBIT_SECONDS = 1.5e-7, 80, 1.5e-7, 3e-5
+#: The fixed cost of a step, whatever the size: seconds per linearised step (two jacrev passes, the SVDs)
+#: and per step of a measured escape run (``rwnumeric.train`` on one torch thread). Measured with
+#: ``linearise`` and ``measure_escape`` at K = 3, N = 4 (12 inputs·positions: the size terms above are
+#: 1e-5 of these), 200 steps, on the 2-core machine: 5 to 6 ms and 1.4 to 2.6 ms.
+STEP_SECONDS, RUN_STEP_SECONDS = 6e-3, 2.5e-3
 MAX_SECONDS = 1800.0
 #: The sweep grids of ``rw stability --grid``: "quick" is the default run, "full" covers σ from 1e-2 to
 #: 1e-12, μ ∈ {1, √M, M/2} at the paper's M = 1000 and both dtypes.
@@ -99,7 +105,12 @@ def population_route(task: CircleWalk | FiniteTask, sums: str) -> str:
     return "orbits" if population_task(task).population_size() > ORBITS_ABOVE else "plain"
 
 
-def _hours(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """An estimate's time as written in a message: seconds below an hour, else hours.
+
+    >>> duration_text(99.7), duration_text(7200)
+    ('100 s', '2.0 h')
+    """
     return f"{seconds:.0f} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
@@ -120,7 +131,8 @@ def report_estimate(
     m = n if summed is None else summed
     dim = active_coordinates(task).dim if dim is None else dim
     unit = dim * m * task.N
-    seconds = mus * steps * (HESSIAN_SECONDS * unit + runs * TRAIN_SECONDS * n * task.N)
+    per_run_step = RUN_STEP_SECONDS + TRAIN_SECONDS * n * task.N
+    seconds = mus * steps * (STEP_SECONDS + HESSIAN_SECONDS * unit + runs * per_run_step)
     if route == "orbits":
         seconds += ORBIT_SECONDS * n
     return seconds, float(HESSIAN_BYTES * unit)
@@ -150,7 +162,7 @@ def check_estimate(
         if route == "plain":
             hint += ", or --sum orbits (Hessians over the orbits of the task's symmetry group)"
         raise ValueError(
-            f"rw stability: about {_hours(seconds)} ({route} sums over {over}, {runs} measured runs, "
+            f"rw stability: about {duration_text(seconds)} ({route} sums over {over}, {runs} measured runs, "
             f"{steps} steps, {mus} mu), above {MAX_SECONDS:.0f} s: {hint}"
         )
     check_memory(
@@ -253,7 +265,7 @@ def _per_mu(
     dtypes: Sequence[str],
     sums: OrbitSums | None = None,
     measure: bool = True,
-    tick: Callable[[], object] | None = None,
+    tick: Callable[..., object] | None = None,
 ) -> tuple[Linearisation, dict[str, Any]]:
     coords = sums.manifold() if sums is not None else find_manifold(task, eta, mu, eps)
     lin = linearise(task, steps, eta, mu, eps, coords=coords, sums=sums, tick=tick)
@@ -277,7 +289,7 @@ def _per_mu(
             for k in range(seeds if measure else 0):
                 runs.append(measure_escape(lin, sigma=s, dtype=dtype, seed=k, threshold=threshold))
                 if tick is not None:
-                    tick()
+                    tick(steps)
             gaussian.append(
                 {
                     "sigma": s,
@@ -294,14 +306,14 @@ def _per_mu(
         for gram in ("ideal", "computed"):
             m = measure_escape(lin, dtype=dtype, threshold=threshold, gram=gram) if measure else None
             if m is not None and tick is not None:
-                tick()
+                tick(steps)
             rounding.append(
                 {
                     "dtype": dtype,
                     "gram": gram,
                     "predicted": predicted_round,
                     "measured": None if m is None else m.step,
-                    "measured_final_rho": None if m is None else m.rho[-1],
+                    "measured_final_rho": None if m is None else finite_or_none(m.rho[-1]),
                     "selection": None if m is None else _selection_json(m.selection),
                 }
             )
@@ -338,7 +350,8 @@ def stability_report(
     trajectory finds), "orbits" (over the orbits of the task's symmetry group, around its fixed subspace
     Fix(G): ``orbit_sums``) or "auto" (orbits above ``ORBITS_ABOVE`` inputs). ``measure``: False leaves
     out the measured escape runs (they train off the manifold, so they sum over every input), keeping
-    the predictions. ``progress`` shows a bar over the steps and runs when stderr is a terminal.
+    the predictions. ``progress``: a bar over the GD steps (the linearisation's and every measured run's)
+    when stderr is a terminal, and the estimated time on stderr first when it is 10 s or more.
 
     >>> from rwtasks import CircleWalk
     >>> r = stability_report(CircleWalk(3, 4, 1), steps=4, sigmas=[1e-3], seeds=1)
@@ -349,15 +362,21 @@ def stability_report(
     checked = check_report_args(task, steps, sigmas, seeds, threshold, mu_list, dtypes, sums, measure)
     route = population_route(checked, sums)
     runs = _runs(sigmas, seeds, dtypes) if measure else 0
-    orbits = None
-    if route == "orbits":
-        orbits = orbit_sums(checked, active_coordinates(checked))
-        check_estimate(
-            checked, steps, runs, len(mu_list), route, summed=len(orbits.orbits), dim=orbits.coords.dim
+    active = active_coordinates(checked)
+    orbits = orbit_sums(checked, active) if route == "orbits" else None
+    summed, dim = (len(orbits.orbits), orbits.coords.dim) if orbits is not None else (None, active.dim)
+    if orbits is not None:
+        check_estimate(checked, steps, runs, len(mu_list), route, summed=summed, dim=dim)
+    if progress:
+        say_estimate(
+            report_estimate(checked, steps, runs, len(mu_list), route, summed, dim)[0],
+            len(mu_list),
+            steps,
+            runs,
         )
     results, first = [], None
-    bar = tqdm(
-        total=len(mu_list) * (steps + runs),
+    bar = tqdm(  # one unit per GD step: the linearisation's and every measured run's
+        total=len(mu_list) * steps * (1 + runs),
         desc="rw stability",
         unit="step",
         disable=not (progress and sys.stderr.isatty()),
@@ -393,99 +412,23 @@ def stability_report(
     }
 
 
+#: A report estimated to take at least this long says so on stderr before it starts (with ``progress``).
+SAY_ESTIMATE_ABOVE = 10.0
+
+
+def say_estimate(seconds: float, mus: int, steps: int, runs: int) -> None:
+    """One line on stderr with a long report's estimated time, before the work (``progress`` only)."""
+    if seconds >= SAY_ESTIMATE_ABOVE:
+        measured = f" and {runs} measured runs of {steps} steps" if runs else ""
+        print(
+            f"rw stability: about {duration_text(seconds)} estimated ({mus} mu x {steps} linearised steps{measured})",
+            file=sys.stderr,
+        )
+
+
 def _population_json(task: CircleWalk | FiniteTask, sums: OrbitSums | None) -> dict[str, Any]:
     """The inputs summed over: all of them, or one representative per orbit of the group (its JSON)."""
     n = population_task(task).population_size()
     if sums is None:
         return {"inputs": n, "summed": n}
     return {"inputs": n, "summed": len(sums.orbits), "group": sums.orbits.group.to_json()}
-
-
-def _nan(step: int | None) -> float:
-    return float("nan") if step is None else float(step)
-
-
-def plot_report(report: dict, path: str) -> None:
-    """One row per μ: σ_max(Φ_t) along t (and σ_max(C_t) for the paper's model); predicted vs measured
-    escape step against σ.
-
-    Reads both reports: ``stability_report``'s (schema ``stability``) and ``model_stability_report``'s for any
-    registered model (schema ``stability_generic``, whose Φ_t is the off-manifold block's product). Measured
-    steps are drawn per dtype and seed; rounding (computed Gram matrix, the paper's model only) at σ = u of
-    its dtype; a missing marker means no escape within the run.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from rwio import save_figure_atomic
-
-    rows = report["results"]
-    fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.2 * len(rows)), squeeze=False)
-    markers = {"float64": "x", "float32": "1"}
-    for (a, b), res in zip(axes, rows):
-        ts = [s["t"] + 1 for s in res["steps"]]
-        a.semilogy(ts, [math.exp(s["log_sigma_Phi"]) for s in res["steps"]], label=r"$\sigma_{\max}(\Phi_t)$")
-        if "sigma_C" in res["steps"][0]:
-            a.semilogy(ts, [s["sigma_C"] for s in res["steps"]], label=r"$\sigma_{\max}(C_{t-1})$")
-        a.set_xlabel("step t")
-        v = res["verdict"]
-        rate = (
-            v["rate"] if "rate" in v else v["log_growth"] / len(res["steps"])
-        )  # the generic report: ln growth / T
-        a.set_title(f"μ = {res['mu']:g}: {v['kind']}, rate {rate:+.3g}/step", fontsize=9)
-        a.legend(fontsize=8)
-        table = res["escape"]["gaussian"]
-        sig = sorted({r["sigma"] for r in table})
-        pred = {r["sigma"]: r["predicted"] for r in table}
-        b.semilogx(sig, [_nan(pred[s]) for s in sig], "o-", label="predicted (linear)")
-        for dtype in report["config"]["dtypes"]:
-            pts = [(r["sigma"], m) for r in table if r["dtype"] == dtype for m in r["measured"]]
-            b.semilogx(
-                [x for x, _ in pts],
-                [_nan(m) for _, m in pts],
-                markers.get(dtype, "x"),
-                color="C1" if dtype == "float64" else "C4",
-                label=f"measured, {dtype}",
-            )
-        for i, r in enumerate(x for x in res["escape"].get("rounding", []) if x["gram"] == "computed"):
-            u = UNIT_ROUNDOFF[r["dtype"]]  # rounding drawn at σ = u, the size of one rounding error
-            b.semilogx(
-                [u],
-                [_nan(r["predicted"])],
-                "s",
-                mfc="none",
-                color="C2",
-                label="rounding, predicted" if i == 0 else None,
-            )
-            b.semilogx(
-                [u],
-                [_nan(r["measured"])],
-                "+",
-                ms=10,
-                color="C3",
-                label="rounding, measured" if i == 0 else None,
-            )
-        threshold = report["config"]["threshold"]
-        if "rounding" in res["escape"]:
-            b.set_xlabel(r"init scale $\sigma$ (rounding: unit roundoff $u$, computed Gram)")
-            b.set_ylabel(rf"escape step ($\rho > {threshold:g}$)")
-        else:  # the generic report: the off-manifold norm's growth over its start
-            b.set_xlabel(r"init scale $\sigma$")
-            b.set_ylabel(rf"escape step (growth $> {1 / threshold:g}$)")
-        b.legend(fontsize=7)
-    t = report["task"]
-    title = (
-        f"circle walk K={t['K']}, N={t['N']}, p={t['p']}"
-        if t["name"] == "circle"
-        else f"{t['name']} (K={t['K']}, N={t['N']})"
-    )
-    if "model" in report:
-        title += (
-            f", model {report['model']['name']} (off-manifold: {', '.join(report['manifold']['parameters'])})"
-        )
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save_figure_atomic(fig, path, dpi=150)
-    plt.close(fig)
