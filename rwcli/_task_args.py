@@ -77,11 +77,11 @@ def task_from_args(args: argparse.Namespace) -> CircleWalk | FiniteTask:
 
 
 def add_spec_argument(parser: argparse.ArgumentParser, command: str) -> None:
-    """--spec FILE: a task of the catalogue (rw explore's JSON), in place of --task/--K/--N/--p."""
+    """--spec FILE: a task of the catalogue (rw explore's spec file), in place of --task/--K/--N/--p."""
     parser.add_argument(
         "--spec",
         metavar="SPEC",
-        help="task specification file of rw explore (JSON, schema rwtasks/task_spec.schema.json), e.g. a "
+        help="task specification file of rw explore (JSON or YAML, schema rwtasks/task_spec.schema.json), e.g. a "
         f"Markov or in-context Markov chain; replaces --task/--K/--N/--p; a sweep must have one point ({command})",
     )
 

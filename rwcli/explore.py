@@ -13,9 +13,12 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``rw explore``; the task and its settings live in the JSON spec file."""
+    """Options of ``rw explore``; the task and its settings live in the spec file (JSON or YAML)."""
     parser.add_argument(
-        "spec", metavar="SPEC", help="task specification file (JSON, schema rwtasks/task_spec.schema.json)"
+        "spec",
+        metavar="SPEC",
+        help="task specification file (JSON or YAML, every number read exactly as written; schema "
+        "rwtasks/task_spec.schema.json)",
     )
     parser.add_argument(
         "--out",

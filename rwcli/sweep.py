@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "spec",
         metavar="SPEC",
-        help="sweep spec (JSON or YAML, schema rwsweep/sweep.schema.json), or the word 'plot' followed by DIR",
+        help="sweep spec (JSON or YAML, every number read exactly as written; schema rwsweep/sweep.schema.json), "
+        "or the word 'plot' followed by DIR",
     )
     parser.add_argument("dir", nargs="?", metavar="DIR", help="with 'plot': the folder of a finished sweep")
     parser.add_argument(

@@ -467,7 +467,7 @@ class Variants(Field):
     """
 
     options: list[tuple[Callable[[object], bool], Field]]
-    allowed: str = "any value"  # type: ignore[misc]
+    allowed: str = "any value"
 
     def check(self, value: object, at: At) -> Any:
         for test, option in self.options:
@@ -482,7 +482,7 @@ class Custom(Field):
     the problem ("is not a symbol name"); the message adds the value and ``allowed``."""
 
     function: Callable[[object], Any]
-    allowed: str = "any value"  # type: ignore[misc]
+    allowed: str = "any value"
     kinds: tuple[type, ...] = field(default=(int, Fraction, float, str))
 
     def check(self, value: object, at: At) -> Any:

@@ -172,7 +172,11 @@ def train_model(
             _check_finite(record, t)
             history.append(record)
             if keep_params:
-                keep = current if keep_params is True else [k for k in keep_params if k in current]
+                keep = (
+                    list(current)
+                    if isinstance(keep_params, bool)
+                    else [k for k in keep_params if k in current]
+                )
                 kept[t] = {k: ar.to_float(current[k]) for k in keep}
         if t < steps:
             assert state.gradient is not None

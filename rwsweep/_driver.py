@@ -354,6 +354,9 @@ def pack_memory(spec: Spec) -> int:
 #: ``rwsymbolic.model_estimate``, D = K + M).
 BATCHED_STEP_S, BATCHED_ELEMENT_S = 2.5e-4, 6e-9
 GENERIC_STEP_S, GENERIC_OP_S = 1e-3, 1e-9
+#: Seconds of the exact signal summaries of one (K, N, p) (``signal_summary``: 0.02-0.07 s measured for
+#: K = 3, 4 and N = 4 … 12, once per worker).
+SIGNAL_S = 0.1
 #: Bytes of a finished pack on disk besides its rows (Parquet's schema and footer), of a run's row in
 #: ``chunks/``, ``results.parquet`` and ``timing.parquet`` together, and of one step of the per-step metrics.
 PACK_FILE_BYTES, ROW_BYTES, METRIC_STEP_BYTES = 16_384, 1_024, 64
@@ -404,10 +407,12 @@ def estimate_sweep(spec: Spec, done: set[str] | frozenset[str] = frozenset()) ->
     """
     model = _model_of(spec) if spec.model != DEFAULT_MODEL else None
     seconds, runs, steps_written = 0.0, 0, 0
+    signals: set[tuple[int, int, str]] = set()
     for run, h in zip(spec.runs, spec.hashes, strict=True):
         if h in done:
             continue
         runs += 1
+        signals.add((run["K"], run["N"], run["p"]))
         K, N, M, steps = run["K"], run["N"], run["M"], run["steps"]
         n = _walks(K, N, run["p"])
         if model is None:
@@ -418,6 +423,7 @@ def estimate_sweep(spec: Spec, done: set[str] | frozenset[str] = frozenset()) ->
             per_step = GENERIC_STEP_S * N + GENERIC_OP_S * 3 * n * N * D * (1 + parameters / D)
         seconds += per_step * (steps + 1)
         steps_written += steps + 1
+    seconds += SIGNAL_S * len(signals)
     packs = -(-runs // spec.pack_size)
     output = packs * PACK_FILE_BYTES * (2 if spec.metrics else 1) + runs * ROW_BYTES
     if spec.metrics:

@@ -311,7 +311,10 @@ def _renamed_fields(data: dict, source: str) -> dict:
     ...     _renamed_fields({"fixed": {"pos_norm": 2}}, "spec")["fixed"], str(caught[0].message)
     ({'mu': 2}, 'spec: fixed.pos_norm is deprecated: call it mu (the same value)')
     """
-    parts = [(("fixed",), data.get("fixed")), (("grid",), data.get("grid"))]
+    parts: list[tuple[tuple[str, ...], Any]] = [
+        (("fixed",), data.get("fixed")),
+        (("grid",), data.get("grid")),
+    ]
     if isinstance(data.get("random"), dict):
         parts.append((("random", "axes"), data["random"].get("axes")))
     for where, part in parts:

@@ -459,3 +459,27 @@ def test_a_bad_field_through_the_cli_is_exit_2_and_one_line(tmp_path, capsys, fm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{file}: {message}" in err, err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# The shipped JSON Schemas (for editors) name the keys the readers check
+
+
+def test_the_shipped_schemas_name_the_keys_the_readers_check():
+    from rwio import load_schema
+    from rwsweep import FIELDS
+    from rwsweep._spec import SPEC
+    from rwtasks import FAMILIES
+    from rwtasks._spec import _EXPLICIT_TASK, _FAMILY_TASK, TASK_SPEC
+
+    sweep = load_schema("sweep")
+    assert list(sweep["properties"]) == list(SPEC.fields) and sweep["required"] == list(SPEC.required)
+    assert sweep["$defs"]["field"]["enum"] == list(FIELDS)
+    assert set(sweep["properties"]["random"]["properties"]) == set(SPEC.fields["random"].fields)
+    task = load_schema("task_spec")
+    assert list(task["properties"]) == list(TASK_SPEC.fields)
+    assert set(task["properties"]["explore"]["properties"]) == set(TASK_SPEC.fields["explore"].fields)
+    assert set(task["properties"]["train"]["properties"]) == set(TASK_SPEC.fields["train"].fields)
+    family, explicit = task["$defs"]["family_task"], task["$defs"]["explicit_task"]
+    assert set(family["properties"]) == set(_FAMILY_TASK.fields) and family["properties"]["family"]["enum"] == list(FAMILIES)
+    assert set(explicit["properties"]) == set(_EXPLICIT_TASK.fields)
