@@ -13,6 +13,9 @@ exactly as written: ``Exact``), and ``check_config`` checks them against a tree 
 each error one line naming the file, the field and what is allowed (``ConfigError``).
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from rwio._atomic import (
     WriteError,
     save_figure_atomic,
@@ -21,34 +24,82 @@ from rwio._atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from rwio._config import (
-    Anything,
-    At,
-    Boolean,
-    Choice,
-    ConfigError,
-    Custom,
-    Field,
-    Integer,
-    ListOf,
-    MappingOf,
-    Optional,
-    Rational,
-    Real,
-    Record,
-    Text,
-    Variants,
-    check_config,
-    exact_text,
-    exact_value,
-    show,
-    suggestion,
-    unknown_key,
-)
 from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
-from rwio._read import MAX_DIGITS, Exact, format_path, plain, read_data_file
 from rwio._schemas import SCHEMAS, deprecated_attributes, load_schema, schema_deprecations, schema_path
+
+if _typing.TYPE_CHECKING:
+    from rwio._config import (
+        Anything,
+        At,
+        Boolean,
+        Choice,
+        ConfigError,
+        Custom,
+        Field,
+        Integer,
+        ListOf,
+        MappingOf,
+        Optional,
+        Rational,
+        Real,
+        Record,
+        Text,
+        Variants,
+        check_config,
+        exact_text,
+        exact_value,
+        show,
+        suggestion,
+        unknown_key,
+    )
+    from rwio._read import MAX_DIGITS, Exact, format_path, plain, read_data_file
+
+#: The reader of configuration files and its fields, imported on first use (``rw --help`` loads rwio for its
+#: path checks, and the fields need ``dataclasses``, ``difflib`` and ``fractions``: about 25 ms).
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "Anything",
+            "At",
+            "Boolean",
+            "Choice",
+            "ConfigError",
+            "Custom",
+            "Field",
+            "Integer",
+            "ListOf",
+            "MappingOf",
+            "Optional",
+            "Rational",
+            "Real",
+            "Record",
+            "Text",
+            "Variants",
+            "check_config",
+            "exact_text",
+            "exact_value",
+            "show",
+            "suggestion",
+            "unknown_key",
+        ),
+        "rwio._config",
+    ),
+    **dict.fromkeys(("MAX_DIGITS", "Exact", "format_path", "plain", "read_data_file"), "rwio._read"),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rwio' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "MAX_DIGITS",
