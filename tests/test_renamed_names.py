@@ -61,14 +61,16 @@ def test_rw_train_pos_norm_is_the_deprecated_mu_and_writes_the_same_bytes(tmp_pa
 def test_a_sweep_spec_field_pos_norm_is_read_as_mu_with_a_warning():
     new = {"task": "circle", "fixed": {"K": 3, "N": 4, "steps": 1, "mu": 2}, "grid": {"p": [0, 1]}}
     old = {"task": "circle", "fixed": {"K": 3, "N": 4, "steps": 1, "pos_norm": 2}, "grid": {"p": [0, 1]}}
-    with pytest.warns(FutureWarning, match=r"spec field fixed\.pos_norm is deprecated: call it mu"):
+    with pytest.warns(FutureWarning, match=r"spec: fixed\.pos_norm is deprecated: call it mu"):
         read = load_spec(old)
     assert read.runs == load_spec(new).runs and read.hashes == load_spec(new).hashes
     grid = {"task": "circle", "fixed": {"K": 3, "N": 4, "steps": 1}, "grid": {"pos_norm": [1, 2]}}
-    with pytest.warns(FutureWarning, match=r"spec field grid\.pos_norm"):
+    with pytest.warns(FutureWarning, match=r"spec: grid\.pos_norm"):
         assert [r["mu"] for r in load_spec(grid).runs] == [1.0, 2.0]
     both = {"task": "circle", "fixed": {"K": 3, "N": 4, "mu": 1, "pos_norm": 2}}
-    with pytest.raises(ValueError, match=r"spec field fixed\.pos_norm: it is the deprecated name of mu"):
+    with pytest.raises(
+        ValueError, match=r"spec: fixed\.pos_norm: the deprecated name of mu; allowed: one of pos_norm, mu"
+    ):
         load_spec(both)
 
 

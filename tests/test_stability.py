@@ -248,7 +248,7 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
         (["--task", "qa1"], "task 'qa1': the signal C is not zero"),
         (["--K", "3", "--N", "4", "--p", "1", "--mus", "1,0"], "--mus"),
         (["--K", "3", "--N", "4", "--p", "1", "--dtypes", "float16"], "dtypes=['float16']"),
-        (["--spec", "/nonexistent/spec.json"], "cannot be read"),
+        (["--spec", "/nonexistent/spec.json"], "/nonexistent/spec.json is not a file"),
         (["--spec", f"{__file__}", "--K", "3"], "--spec replaces the task options"),
     ],
     ids=[
