@@ -16,6 +16,7 @@ the protocols of ``rw check``) once, by any of::
 
 and choose the dtype with ``--rwfixture-dtype float32`` (default float64). A failure names the first
 step and quantity that leave the oracle, both values, the tolerance, and a snippet that reproduces it.
+A missing or damaged file (``manifest.json`` cut, an oracle altered) fails in one line naming the file.
 """
 
 from __future__ import annotations
@@ -23,13 +24,19 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rwcheck_runtime as runtime  # type: ignore[import-not-found]  # the copy beside this file
 
 HERE = Path(__file__).resolve().parent
-MANIFEST = runtime.load_manifest(HERE)
+MANIFEST: dict[str, Any]
+try:
+    MANIFEST, DAMAGED = runtime.load_manifest(HERE), ""
+except runtime.OracleFormatError as err:  # every test fails with this line (none is collected silently)
+    MANIFEST, DAMAGED = {"files": {}, "configs": [{"id": "manifest.json"}]}, str(err)
 
 
 class NotChecked(UserWarning):
@@ -75,24 +82,42 @@ def _snippet(target: str, entry: dict, dtype: str) -> str:
     )
 
 
+def _read(reader: Callable[..., Any], *args: Any) -> Any:
+    """``reader(*args)``; a damaged file fails the test with the reader's one line naming it."""
+    try:
+        return reader(*args)
+    except runtime.OracleFormatError as err:
+        damaged = str(err)
+    pytest.fail(damaged, pytrace=False)
+
+
 def test_files_are_the_ones_emitted() -> None:
-    """Every file of the fixture has the SHA-256 digest the manifest recorded."""
+    """Every file of the fixture is there with the SHA-256 digest the manifest recorded."""
+    if DAMAGED:
+        pytest.fail(DAMAGED, pytrace=False)
+    wrong = []
     for name, digest in MANIFEST["files"].items():
-        data = (HERE / name).read_bytes()
+        try:
+            data = (HERE / name).read_bytes()
+        except OSError as err:
+            wrong.append(f"{name} is missing or unreadable ({type(err).__name__}; manifest.json lists it)")
+            continue
         if hashlib.sha256(data).hexdigest() != digest:
-            pytest.fail(
-                f"{name} changed since it was emitted (its SHA-256 differs from manifest.json)", pytrace=False
-            )
+            wrong.append(f"{name} changed since it was emitted (its SHA-256 differs from manifest.json)")
+    if wrong:
+        pytest.fail("; ".join(wrong), pytrace=False)
 
 
 @pytest.mark.parametrize("entry", MANIFEST["configs"], ids=[e["id"] for e in MANIFEST["configs"]])
 def test_matches_the_exact_oracle(entry: dict, request: pytest.FixtureRequest) -> None:
     """V, W x̃_N, S, f, loss and accuracy at t = 0..T equal the oracle within the manifest's tolerance."""
+    if DAMAGED:
+        pytest.fail(DAMAGED, pytrace=False)
     target, dtype = _target(request), _dtype(request)
     if dtype not in entry["rtol"]:
         pytest.fail(f"--rwfixture-dtype {dtype}: the fixtures have tolerances for {', '.join(entry['rtol'])}")
     factory = runtime.load_factory(target)
-    config = runtime.fixture_config(HERE, entry, dtype)
+    config = _read(runtime.fixture_config, HERE, entry, dtype)
     readouts = runtime.run(factory, config, entry["steps"])
     if readouts.P is not None:
         found = runtime.check_positions(readouts.P, config.N, dtype)
@@ -104,8 +129,8 @@ def test_matches_the_exact_oracle(entry: dict, request: pytest.FixtureRequest) -
                 f"at the config's μ = {config.mu} only: use config.P here, or rw check (which re-derives at your μ)",
                 pytrace=False,
             )
-    expected = runtime.expected_readouts(
-        HERE / entry["oracle"], readouts.P if readouts.P is not None else config.P
+    expected = _read(
+        runtime.expected_readouts, HERE / entry["oracle"], readouts.P if readouts.P is not None else config.P
     )
     skip = frozenset(entry["accuracy_not_compared"][dtype])
     diff = runtime.first_difference(readouts, expected, entry["rtol"][dtype], skip)

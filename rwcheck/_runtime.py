@@ -66,7 +66,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rwsymbolic.oracle import PerInput, read_header, step_doubles
+from rwsymbolic.oracle import OracleFormatError, PerInput, read_header, step_doubles
 
 #: Read-outs in the order they are compared at each step.
 QUANTITIES = ("V", "W_xN", "S", "f", "loss", "accuracy")
@@ -820,11 +820,14 @@ def readouts_from_oracle(
 
 
 def expected_readouts(header_path: str | Path, P: np.ndarray) -> list[dict[str, np.ndarray]]:
-    """``readouts_from_oracle`` of the oracle file at ``header_path`` (with per-input values)."""
+    """``readouts_from_oracle`` of the oracle file at ``header_path`` (with per-input values);
+    ``OracleFormatError`` naming the file when it is damaged or lacks a value the comparison needs."""
     header = read_header(header_path)
     columns = PerInput(header_path, header)
     try:
         return readouts_from_oracle(step_doubles(header, header_path), columns, P)
+    except KeyError as err:
+        raise OracleFormatError(f"{header_path}: a step lacks the value {err} the comparison needs") from None
     finally:
         columns.close()
 
@@ -938,44 +941,88 @@ class FixtureConfig:
 
 
 def fixture_config(folder: Path, entry: dict, dtype: str) -> FixtureConfig:
-    """The ``FixtureConfig`` of one manifest entry, its population read from its oracle file."""
-    header_path = folder / entry["oracle"]
+    """The ``FixtureConfig`` of one manifest entry, its population read from its oracle file.
+
+    ``OracleFormatError`` naming the file when the entry, the oracle or the P file is damaged.
+    """
+    where = f"{Path(folder) / 'manifest.json'}: configs entry {entry.get('id')!r}"
+    try:
+        settings = entry["config"]
+        K, N = int(settings["K"]), int(settings["N"])
+        mu, eta, eps = (Fraction(settings[k]) for k in ("mu", "eta", "eps"))
+        loss, embedding = str(settings["loss"]), str(settings["embedding"])
+        task, seed, tie_rtol = dict(settings["task"]), int(settings["seed"]), float(entry["tie_rtol"][dtype])
+        header_path, P_path = folder / entry["oracle"], folder / entry["P"]
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        raise OracleFormatError(f"{where}: {type(err).__name__}: {err}") from None
     header = read_header(header_path)
+    named_by = header.get("config")
+    if not isinstance(named_by, dict) or (named_by.get("K"), named_by.get("N")) != (K, N):
+        raise OracleFormatError(f"{header_path}: not the oracle of K={K}, N={N} the manifest names")
     columns = PerInput(header_path, header)
     try:
         tokens, labels, weights = (columns.column(k) for k in ("tokens", "labels", "weight"))
     finally:
         columns.close()
     return FixtureConfig(
-        K=int(entry["config"]["K"]),
-        N=int(entry["config"]["N"]),
-        P=np.load(folder / entry["P"], allow_pickle=False),
+        K=K,
+        N=N,
+        P=_fixture_positions(P_path, N),
         tokens=tokens.astype(np.int64),
         labels=labels.astype(np.int64),
         weights=weights,
-        mu=Fraction(entry["config"]["mu"]),
-        eta=Fraction(entry["config"]["eta"]),
-        eps=Fraction(entry["config"]["eps"]),
-        loss=entry["config"]["loss"],
+        mu=mu,
+        eta=eta,
+        eps=eps,
+        loss=loss,
         dtype=dtype,
-        tie_rtol=float(entry["tie_rtol"][dtype]),
-        task=dict(entry["config"]["task"]),
-        embedding=entry["config"]["embedding"],
-        seed=int(entry["config"]["seed"]),
+        tie_rtol=tie_rtol,
+        task=task,
+        embedding=embedding,
+        seed=seed,
     )
+
+
+def _fixture_positions(path: Path, N: int) -> np.ndarray:
+    """A fixture's P (M×N floats), or OracleFormatError naming the file."""
+    try:
+        P = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise OracleFormatError(f"{path}: not a readable .npy of positional embeddings ({reason})") from None
+    if not isinstance(P, np.ndarray) or P.ndim != 2 or P.shape[1] != N or P.dtype.kind != "f":
+        raise OracleFormatError(f"{path}: P of shape {np.shape(P)}, expected (M, {N}) floats")
+    return P
 
 
 #: Manifest formats this runtime reads: ``rw-fixtures`` version 2 and its first form, ``rwtoolkit-fixtures`` 1.
 MANIFEST_READS = {("rw-fixtures", 2), ("rwtoolkit-fixtures", 1)}
 
 
+#: What each manifest entry holds (``rwcheck._emit.emit_fixtures`` writes them).
+MANIFEST_ENTRY_KEYS = ("id", "oracle", "P", "steps", "config", "rtol", "tie_rtol", "accuracy_not_compared")
+
+
 def load_manifest(folder: str | Path) -> dict:
-    """The fixture folder's manifest.json (ValueError naming the file for a format this runtime does not read)."""
+    """The fixture folder's manifest.json; ``OracleFormatError`` (a ValueError) naming the file when it
+    is missing, cut, not JSON, of a format this runtime does not read, or lacks what the tests use."""
     path = Path(folder) / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    found = (manifest.get("format"), manifest.get("version"))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise OracleFormatError(f"{path}: not a readable fixture manifest ({err})") from None
+    found = (manifest.get("format"), manifest.get("version")) if isinstance(manifest, dict) else (None, None)
     if found not in MANIFEST_READS:
-        raise ValueError(
+        raise OracleFormatError(
             f"{path}: format {found[0]!r} version {found[1]!r} is not a fixture manifest this runtime reads"
         )
+    files, configs = manifest.get("files"), manifest.get("configs")
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise OracleFormatError(f"{path}: 'files' is missing or not an object of SHA-256 digests")
+    if not isinstance(configs, list) or not isinstance(manifest.get("tolerance_rule"), dict):
+        raise OracleFormatError(f"{path}: 'configs' (a list) or 'tolerance_rule' (an object) is missing")
+    for i, entry in enumerate(configs):
+        missing = [k for k in MANIFEST_ENTRY_KEYS if not isinstance(entry, dict) or k not in entry]
+        if missing:
+            raise OracleFormatError(f"{path}: configs[{i}] lacks {', '.join(missing)}")
     return manifest

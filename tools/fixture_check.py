@@ -6,7 +6,8 @@ a dependency of torch, and tests/test_check_fixtures.py runs the same file with 
 blocked), checks that the toolkit and python-flint cannot be imported there, and runs the emitted
 pytest file against examples/plain_torch.py (both protocols: must pass) and against each planted bug
 of examples/bugs.py (must fail, every failure naming the bug's first wrong quantity,
-``bugs.FIRST_WRONG``). Exit 0 when all of that holds.
+``bugs.FIRST_WRONG``), then with ``manifest.json`` cut in half (every test must fail with the one line
+naming it, none may fail to be collected). Exit 0 when all of that holds.
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr.write(done.stdout[-4000:])
                 raise SystemExit(f"fixture check: {bug} should fail at {quantity}, got {sorted(firsts)}")
             print(f"bugs.py:{bug}: failed at {', '.join(sorted(firsts))}, as expected")
+        manifest = fixtures / "manifest.json"
+        manifest.write_bytes(manifest.read_bytes()[: manifest.stat().st_size // 2])
+        done = run([*pytest, "-rf"], "the cut manifest", check=False)
+        summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+        if done.returncode != 1 or "error" in summary or f"{manifest}: not a readable" not in done.stdout:
+            sys.stderr.write(done.stdout[-4000:] + done.stderr[-2000:])
+            raise SystemExit(
+                "fixture check: a cut manifest.json should fail every test with one line naming it"
+            )
+        print(f"cut manifest.json: {summary}, naming the file, as expected")
         print("fixture check: passed")
         return 0
     finally:

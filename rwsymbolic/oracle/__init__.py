@@ -4,13 +4,14 @@
 by ``derive_model``): a JSON header with the model (its parameters by its own names), the configuration,
 one node table holding every exact value once and, per step, each value's node indices, double and
 certified error bound; and, with per-input values, a columnar ``.npz`` beside it (readable with numpy
-alone). ``load_oracle(path)`` reads versions 1 and 2 (``rwtoolkit-derive-oracle``) and 3.
+alone). ``load_oracle(path)`` reads versions 1 and 2 (``rwtoolkit-derive-oracle``) and 3; a damaged file
+raises ``OracleFormatError`` (a ``ValueError``) naming the file and what is wrong.
 ``rwsymbolic.job_estimate`` says, before any work, what a ``rw derive --json`` job will cost.
 """
 
 from rwsymbolic.oracle._columns import FORMAT as ORACLE_FORMAT
 from rwsymbolic.oracle._columns import VERSION as ORACLE_VERSION
-from rwsymbolic.oracle._columns import PerInput, per_input_path, read_header, step_doubles
+from rwsymbolic.oracle._columns import OracleFormatError, PerInput, per_input_path, read_header, step_doubles
 from rwsymbolic.oracle._read import Oracle, load_oracle, read_oracle
 from rwsymbolic.oracle._write import SHORT_CHARS, verdict_json, write_oracle
 
@@ -22,6 +23,7 @@ __all__ = [
     "ORACLE_VERSION",
     "SHORT_CHARS",
     "Oracle",
+    "OracleFormatError",
     "load_oracle",
     "per_input_path",
     "read_oracle",

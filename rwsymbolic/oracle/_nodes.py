@@ -167,7 +167,8 @@ def decode_nodes(nodes: Sequence[Node], atoms: str = "exp") -> list[sp.Basic]:
     ``atoms="exp"`` gives plain SymPy (``exp(a)`` for every exponential); ``atoms="named"`` gives the
     exact engine's named atoms for the ``atom`` nodes (``rwsymbolic.arithmetic._atoms.exp_atom``: the same objects
     the engine computes with in this process).
-    Trees are rebuilt as written, without SymPy's re-evaluation (same values).
+    Trees are rebuilt as written, without SymPy's re-evaluation (same values). A node that is not one
+    of the forms above, or that refers to anything but an earlier node, raises ``ValueError`` naming it.
 
     >>> decode_nodes(['1/3', ['exp', 0], ['+', 0, 1]])[-1]
     1/3 + exp(1/3)
@@ -183,7 +184,7 @@ def decode_nodes(nodes: Sequence[Node], atoms: str = "exp") -> list[sp.Basic]:
     for index, node in enumerate(nodes):
         try:
             out.append(_decode(node, out, make_atom, plain_exp))
-        except (IndexError, KeyError, TypeError, ValueError) as err:
+        except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
             raise ValueError(f"node {index} ({node!r}) is not a valid node: {err}") from None
     return out
 
@@ -196,12 +197,18 @@ def _decode(
 ) -> sp.Basic:
     if isinstance(node, str):
         return sp.Rational(node)
+    if not isinstance(node, list) or not node or not isinstance(node[0], str):
+        raise ValueError("expected a rational string or a list [kind, ...]")
     op, *rest = node
     if op == "sym":
+        if len(rest) != 1 or not isinstance(rest[0], str):
+            raise ValueError("a symbol is ['sym', name]")
         return symbol(rest[0])
     if op == "fn":
-        return sp.Function(rest[0])(*(done[i] for i in rest[1:]))
-    args = [done[i] for i in rest]
+        if not rest or not isinstance(rest[0], str):
+            raise ValueError("a function is ['fn', name, argument, ...]")
+        return sp.Function(rest[0])(*(_earlier(done, i) for i in rest[1:]))
+    args = [_earlier(done, i) for i in rest]
     if op == "+":
         return sp.Add._from_args(args)
     if op == "*":
@@ -228,6 +235,13 @@ def _decode(
     if op == "false":
         return sp.false
     raise ValueError(f"unknown node kind {op!r}")
+
+
+def _earlier(done: list[sp.Basic], index: object) -> sp.Basic:
+    """The decoded node ``index``, which must come before the node being decoded."""
+    if type(index) is not int or not 0 <= index < len(done):
+        raise ValueError(f"refers to {index!r}, not an earlier node (0..{len(done) - 1})")
+    return done[index]
 
 
 def nested_map(value: object, fn: Callable[[int], object]) -> object:

@@ -12,7 +12,14 @@ import numpy as np
 import sympy as sp
 
 from rwio import load_schema
-from rwsymbolic.oracle._columns import PerInput, read_header, step_doubles
+from rwsymbolic.oracle._columns import (
+    OracleFormatError,
+    PerInput,
+    doubles,
+    read_header,
+    step_doubles,
+    value_shapes,
+)
 from rwsymbolic.oracle._nodes import decode_nodes, nested_map
 
 #: The schema of each oracle version (``rwio.load_schema``): 3 is the one written, 1 and 2 the ones before.
@@ -30,7 +37,9 @@ class Oracle:
     w_tok, c for the paper's model in reduced coordinates; V, W_K, W_Q for key_query, ...) and the
     read-outs (``model["readouts"]``: loss, accuracy, mean_attention, ...; version 1 files also their
     per-input logits, S, f). ``value`` / ``error`` / ``exact`` read one quantity, per-step or per-input,
-    at step t.
+    at step t; a step outside 0..T is refused with the range (``ValueError``), and a value that turns
+    out damaged when it is read (a node of the table, a per-input member) raises ``OracleFormatError``
+    naming the file.
     """
 
     def __init__(self, path: Path, header: dict, exact: bool, verify: bool) -> None:
@@ -41,6 +50,7 @@ class Oracle:
         self.model: dict | None = header.get("model")
         self._per_input: PerInput | None = None
         self._decoded: dict[str, list[sp.Basic]] = {}
+        self._shapes = value_shapes(header, path)
         if self.version >= 2 and header.get("per_input"):
             self._per_input = PerInput(path, header, verify=verify)
         self.steps: list[dict[str, Any]]
@@ -80,10 +90,14 @@ class Oracle:
             keys += list(PER_INPUT_VALUES)
         return keys
 
+    def _step(self, t: int) -> int:
+        """``t``, or ValueError with the steps the oracle has (per-step and per-input values alike)."""
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t <= self.T:
+            raise ValueError(f"t={t!r} is out of range: the oracle has steps 0..{self.T}")
+        return int(t)
+
     def _entry(self, name: str, t: int) -> dict:
-        if not 0 <= t <= self.T:
-            raise ValueError(f"t={t} is out of range: the oracle has steps 0..{self.T}")
-        entry = self.header["steps"][t]
+        entry = self.header["steps"][self._step(t)]
         if name in entry:
             return entry[name]
         if self.version == 1 and name in entry.get("per_input", {}):
@@ -100,22 +114,22 @@ class Oracle:
     def value(self, name: str, t: int) -> np.ndarray:
         """The doubles of ``name`` at step t (per-input values: one row per input, population order)."""
         if self.version >= 2 and name in self.per_input_values:
-            return self._columns(name).column(f"{name}/{t}")
+            return self._columns(name).column(f"{name}/{self._step(t)}")
         value = self._entry(name, t)["float"]
         if value is None:
             raise ValueError(f"{self.path}: step {t} {name} is symbolic (float is null)")
-        return np.asarray(value, dtype=np.float64)
+        return doubles(value, f"{self.path}: steps[{t}].{name}.float", self._shapes.get(name))
 
     def error(self, name: str, t: int) -> np.ndarray:
         """The certified bound |value - exact| <= error of each double of ``name`` at step t (version 2)."""
         if self.version == 1:
             raise ValueError(f"{self.path}: version-1 oracles carry no error bounds")
         if name in self.per_input_values:
-            return self._columns(name).column(f"{name}_error/{t}")
+            return self._columns(name).column(f"{name}_error/{self._step(t)}")
         bound = self._entry(name, t)["error"]
         if bound is None:
             raise ValueError(f"{self.path}: step {t} {name} is symbolic (no double, no bound)")
-        return np.asarray(bound, dtype=np.float64)
+        return doubles(bound, f"{self.path}: steps[{t}].{name}.error", self._shapes.get(name))
 
     def exact(self, name: str, t: int, atoms: str = "exp") -> Any:
         """The exact SymPy value of ``name`` at step t: V as a Matrix, vectors as lists.
@@ -125,10 +139,15 @@ class Oracle:
         engine's named atoms instead of ``exp(...)`` (version 2).
         """
         if self.version == 1:
-            value = _parse(self._entry(name, t)["exact"], self._v1_names)
+            value = self._parse(self._entry(name, t)["exact"], f"steps[{t}].{name}")
         elif name in self.per_input_values:
-            ids = self._columns(name).column(f"{name}_exact/{t}")
+            ids = self._columns(name).column(f"{name}_exact/{self._step(t)}")
             nodes = self._nodes(atoms)
+            if ids.size and not -1 <= ids.min() <= ids.max() < len(nodes):
+                raise OracleFormatError(
+                    f"{self.path}: per-input {name}_exact/{t} refers to nodes {ids.min()}..{ids.max()}, the "
+                    f"node table has 0..{len(nodes) - 1} (-1: not written)"
+                )
             return [[nodes[int(i)] if i >= 0 else None for i in row] for row in ids]
         else:
             nodes = self._nodes(atoms)
@@ -146,7 +165,10 @@ class Oracle:
         """The exact value of node ``index`` of the table (a verdict's witness names one, version 2)."""
         if self.version == 1:
             raise ValueError(f"{self.path}: version-1 oracles have no node table")
-        return self._nodes(atoms)[index]
+        nodes = self._nodes(atoms)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(nodes):
+            raise ValueError(f"node {index!r} is out of range: the table has nodes 0..{len(nodes) - 1}")
+        return nodes[int(index)]
 
     def population(self) -> dict[str, np.ndarray]:
         """The inputs in order: ``tokens`` (n, N-1), ``labels`` (n,), ``weight`` (n,) (version 2)."""
@@ -157,10 +179,22 @@ class Oracle:
         """The node table decoded once per kind of atoms ("exp" or "named")."""
         from rwsymbolic.arithmetic._json import long_integers
 
+        if atoms not in ("exp", "named"):
+            raise ValueError(f"atoms={atoms!r} must be 'exp' or 'named'")
         if atoms not in self._decoded:
             with long_integers():
-                self._decoded[atoms] = decode_nodes(self.header["nodes"], atoms)
+                try:
+                    self._decoded[atoms] = decode_nodes(self.header["nodes"], atoms)
+                except ValueError as err:
+                    raise OracleFormatError(f"{self.path}: nodes: {err}") from None
         return self._decoded[atoms]
+
+    def _parse(self, node: object, where: str) -> object:
+        """A version-1 exact value (strings), or OracleFormatError naming where it is."""
+        try:
+            return _parse(node, self._v1_names)
+        except (sp.SympifyError, TypeError, ValueError, SyntaxError, ZeroDivisionError) as err:
+            raise OracleFormatError(f"{self.path}: {where}.exact is not an exact value ({err})") from None
 
     @cached_property
     def _v1_names(self) -> dict[str, object]:
@@ -199,9 +233,16 @@ def _parse(node: object, names: dict) -> object:
 def load_oracle(path: str | os.PathLike, exact: bool = False, verify: bool = False) -> Oracle:
     """Open an oracle written by ``rw derive --json`` or ``write_oracle`` (version 3, or 2, or 1).
 
-    The header is validated against the schema of its version. By default ``steps[t]`` holds float64
-    arrays (refused, with the reason, when the values are symbolic); ``exact=True`` gives the exact
-    SymPy values instead. ``verify`` also checks the per-input file's SHA-256 against the header.
+    The header is validated against the schema of its version and every per-step value's node indices
+    against the node table. By default ``steps[t]`` holds float64 arrays (refused, with the reason,
+    when the values are symbolic); ``exact=True`` gives the exact SymPy values instead. ``verify`` also
+    checks the per-input file's SHA-256 against the header.
+
+    A damaged file raises ``OracleFormatError`` (a ``ValueError``), one line naming the file and what is
+    wrong: a header that is cut or not JSON, a field missing or of the wrong type, a value of another
+    shape than the model declares, a node index past the node table, a missing, cut or altered
+    ``.inputs.npz`` or a member of the wrong shape or dtype. Damage found only when a value is read
+    (a node of the table, a per-input member) raises it then.
 
     Examples
     --------
@@ -220,14 +261,39 @@ def load_oracle(path: str | os.PathLike, exact: bool = False, verify: bool = Fal
     path = Path(path)
     header = read_header(path)
     # The node table is checked while it is decoded; validating it entry by entry here would cost
-    # more than reading it.
-    body = {**header, "nodes": []} if header["version"] >= 2 else header
+    # more than reading it. The references into it are checked here (a few per value).
+    body = {**header, "nodes": []} if isinstance(header.get("nodes"), list) else header
     try:
         jsonschema.validate(body, load_schema(SCHEMA_NAMES[header["version"]]))
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ValueError(f"{path}: not a valid oracle header at {where}: {err.message[:200]}") from None
+        raise OracleFormatError(
+            f"{path}: not a valid oracle header at {where}: {err.message[:200]}"
+        ) from None
+    if header["version"] >= 2:
+        _check_references(header, path)
     return Oracle(path, header, exact, verify)
+
+
+def _check_references(header: dict, path: Path) -> None:
+    """Every per-step value's node indices: the shape the model declares, inside the node table (a cut
+    table fails here, not when a value is first read)."""
+    size, shapes = len(header["nodes"]), value_shapes(header, path)
+    for t, entry in enumerate(header["steps"]):
+        for name, value in entry.items():
+            if name in ("t", "verdict"):
+                continue
+            where = f"{path}: steps[{t}].{name}.exact"
+            try:
+                ids = np.asarray(value["exact"], dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                raise OracleFormatError(f"{where}: not an array of node indices") from None
+            if name in shapes and ids.shape != shapes[name]:
+                raise OracleFormatError(f"{where}: shape {ids.shape}, the model declares {shapes[name]}")
+            if ids.size and ids.max() >= size:
+                raise OracleFormatError(
+                    f"{where} refers to node {ids.max()}, the node table has 0..{size - 1}"
+                )
 
 
 def read_oracle(path: str | os.PathLike) -> dict:
