@@ -86,16 +86,20 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
 _EXACT: dict[tuple, Trajectory] = {}
 
 
-def exact_trajectory(config: CheckConfig, steps: int) -> Trajectory:
-    """``rwsymbolic.derive`` for the config (memoised: hypothesis replays configs while shrinking)."""
+def exact_trajectory(config: CheckConfig, steps: int, memo: bool = True) -> Trajectory:
+    """``rwsymbolic.derive`` for the config (memoised: hypothesis replays configs while shrinking; ``memo``
+    False for a caller that reads each trajectory once and should not keep it, ``rw check --emit``)."""
     key = (task_key(config), steps, config.eta, config.eps, config.mu, config.loss)
-    if key not in _EXACT:
+    if key in _EXACT:
+        return _EXACT[key]
+    traj = derive(
+        config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=exact_loss(config.loss)
+    )
+    if memo:
         if len(_EXACT) > 256:
             _EXACT.clear()
-        _EXACT[key] = derive(
-            config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=exact_loss(config.loss)
-        )
-    return _EXACT[key]
+        _EXACT[key] = traj
+    return traj
 
 
 def task_key(config: CheckConfig) -> tuple:
@@ -177,9 +181,12 @@ class Mismatch(AssertionError):
 
 def near_tie_steps(traj: Trajectory, dtype: str) -> frozenset[int]:
     """Steps whose accuracy is not compared: some exact gap max f - f_k is positive but within twice the
-    dtype's tie tolerance (the float tie rule may then differ from the exact one)."""
+    dtype's tie tolerance (the float tie rule may then differ from the exact one).
+
+    Read on the engine's groups (``StepState.evaluated.f``, one row per group of inputs with one f up to a
+    rotation of its entries, which moves no gap), not once per input of the population."""
     near = near_tie(dtype)
-    return frozenset(s.t for s in traj.states if near(s.atom_form("f")))
+    return frozenset(s.t for s in traj.states if near(s.evaluated.f))
 
 
 def near_tie(dtype: str) -> Callable[[list], bool]:

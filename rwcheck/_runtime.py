@@ -58,7 +58,7 @@ import importlib.util
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -767,7 +767,7 @@ class Difference:
 
 def first_difference(
     readouts: Readouts,
-    expected: list[dict[str, np.ndarray]],
+    expected: Sequence[Mapping[str, np.ndarray]],
     rtol: float,
     skip_accuracy: frozenset[int] = frozenset(),
     quantities: tuple[str, ...] = QUANTITIES,

@@ -139,10 +139,71 @@ def is_zero(expr: sp.Expr) -> bool | None:
 
 
 def _proved_zero_with_atoms(expr: sp.Expr) -> bool:
-    """``proved_zero`` with named atoms as independent symbols, then (small cases) with them expanded."""
+    """``proved_zero`` with named atoms as independent symbols, then with atoms of equal exponents made one
+    (``unify_atoms``), then (small cases) with them expanded."""
     if proved_zero(expr):
         return True
-    return has_atoms(expr) and sp.count_ops(expr) <= _MAX_SIMPLIFY_OPS and proved_zero(expand_atoms(expr))
+    if not has_atoms(expr):
+        return False
+    unified = unify_atoms(expr)
+    if unified is not expr and proved_zero(unified):
+        return True
+    return sp.count_ops(expr) <= _MAX_SIMPLIFY_OPS and proved_zero(expand_atoms(expr))
+
+
+#: Levels of nested atoms ``unify_atoms`` looks through (an exponent's atoms, their exponents' atoms, ...).
+_MAX_UNIFY_DEPTH = 4
+#: (atom, atom) -> whether their exponents were proved equal.
+_EQUAL_EXPONENTS: dict[tuple[sp.Dummy, sp.Dummy], bool] = {}
+
+
+def unify_atoms(expr: sp.Expr, depth: int = 0) -> sp.Expr:
+    """``expr`` with every named atom replaced by one representative of the atoms whose exponents are proved
+    equal: exp(a) = exp(b) when a - b is proved zero (by the same algebra, atoms unified one level down).
+
+    The engine names each syntactically distinct exponent once, so two atoms may stand for the same number
+    (a tie in f between entries built along different paths). Replacing an atom by an equal one is a
+    substitution of equal values, so a zero image proves a zero original. Only pairs whose exponents'
+    enclosures overlap are tried; ``expr`` itself is returned when nothing is unified.
+
+    >>> from rwsymbolic.arithmetic._atoms import exp_atom
+    >>> e = exp_atom(sp.Rational(1, 3))
+    >>> a, b = exp_atom(e * (e + 1)), exp_atom(e**2 + e)  # one exponent, built along two paths
+    >>> a == b, unify_atoms(a - b)
+    (False, 0)
+    """
+    named = sorted((a for a in sp.sympify(expr).atoms(sp.Dummy) if definition(a) is not None), key=str)
+    if len(named) < 2 or depth >= _MAX_UNIFY_DEPTH:
+        return expr
+    spans = {}
+    for atom in named:
+        try:
+            spans[atom] = enclose(definition(atom), 64)
+        except Unsupported:
+            spans[atom] = None
+    representative: dict[sp.Basic, sp.Basic] = {}
+    for i, a in enumerate(named):
+        if a in representative or spans[a] is None:
+            continue
+        for b in named[i + 1 :]:
+            span_a, span_b = spans[a], spans[b]
+            if b in representative or span_b is None or span_a.b < span_b.a or span_b.b < span_a.a:
+                continue
+            if _equal_exponents(a, b, depth):
+                representative[b] = a
+    return expr.xreplace(representative) if representative else expr
+
+
+def _equal_exponents(a: sp.Dummy, b: sp.Dummy, depth: int) -> bool:
+    key = (a, b)
+    if key not in _EQUAL_EXPONENTS:
+        first, second = definition(a), definition(b)
+        equal = False
+        if first is not None and second is not None:
+            difference = unify_atoms(first - second, depth + 1)
+            equal = sp.cancel(sp.together(_atoms_to_symbols(difference))) == 0
+        _EQUAL_EXPONENTS[key] = equal
+    return _EQUAL_EXPONENTS[key]
 
 
 def sign(expr: sp.Expr) -> int | None:
