@@ -69,7 +69,7 @@ class Refused:
         self.text, self.problem, self.allowed = text, problem, allowed
 
 
-_FINITE = "a finite number, e.g. 0.1 or 1/3"
+_FINITE = "a finite number (the field's own range applies)"
 _SHORT = f"numbers of at most {MAX_DIGITS} digits with a decimal exponent within ±{MAX_DIGITS}"
 
 
@@ -210,7 +210,7 @@ def read_data_file(path: str | os.PathLike, label: str) -> object:
     >>> _ = p.write_text("- {a: .inf}\\n")
     >>> read_data_file(p, "--configs")
     Traceback (most recent call last):
-    ValueError: ...c.yaml: [0].a: .inf is not a finite number; allowed: a finite number, e.g. 0.1 or 1/3
+    ValueError: ...c.yaml: [0].a: .inf is not a finite number; allowed: a finite number (the field's own range applies)
     """
     p = Path(path)
     if not p.is_file():
