@@ -32,9 +32,11 @@ from rwio import schema_deprecations as _schema_deprecations
 
 if _typing.TYPE_CHECKING:
     from rwcheck._check import (
+        CheckEstimate,
         PropertyResult,
         Report,
         check,
+        estimate_check,
         tolerance_rule,
         write_report,
     )
@@ -70,7 +72,15 @@ if _typing.TYPE_CHECKING:
 
 #: The public names by the module that defines them: each imported from there on first use.
 _NAMES = {
-    "_check": ("PropertyResult", "Report", "check", "tolerance_rule", "write_report"),
+    "_check": (
+        "CheckEstimate",
+        "PropertyResult",
+        "Report",
+        "check",
+        "estimate_check",
+        "tolerance_rule",
+        "write_report",
+    ),
     "_compare": (
         "Divergence",
         "Mismatch",
@@ -100,6 +110,7 @@ _HOME = {name: module for module, names in _NAMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_SPECS",
+    "CheckEstimate",
     "POSITION_ASSUMPTIONS",
     "PROTOCOLS",
     "Floats",
@@ -125,6 +136,7 @@ __all__ = [
     "assert_matches_exact",
     "check",
     "emit_fixtures",
+    "estimate_check",
     "estimate_fixtures",
     "exact_trajectory",
     "first_value_step_closed_form",

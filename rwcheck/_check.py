@@ -6,13 +6,14 @@ import gc
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from rwcheck._compare import MARGIN, Mismatch, unit_roundoff
+from rwcheck._compare import MARGIN, Mismatch, trajectory_key, unit_roundoff
+from rwcheck._config import CheckConfig
 from rwcheck._isolation import isolated_search
 from rwcheck._models import (
     ONE_LAYER_ONLY,
@@ -24,7 +25,8 @@ from rwcheck._models import (
 from rwcheck._properties import PROPERTIES, TRAJECTORY, CheckOptions, ImplementationCrash, Property
 from rwcheck._protocol import LABELS, Factory, ImplementationError, Readouts, probe
 from rwio import load_schema, write_json_atomic
-from rwmodels import get_model
+from rwmodels import DEFAULT_MODEL, get_model
+from rwsymbolic import START_ESTIMATE, job_estimate, model_job_estimate
 
 STATUSES = ("pass", "fail", "not checked")
 
@@ -159,6 +161,114 @@ def hypothesis_test(
 
     test.__name__ = test.__qualname__ = f"check_{prop.id}"
     return test
+
+
+@dataclass(frozen=True)
+class CheckEstimate:
+    """What a check costs before any work: ``seconds``, peak ``memory``, and the exact reference trajectories
+    behind them (``trajectories`` distinct configurations, the ``costliest`` described with its seconds)."""
+
+    seconds: float
+    memory: int
+    trajectories: int
+    costliest: str
+    costliest_seconds: float
+    #: The configurations drawn ahead: every example's, or the first ``_DRAWN`` standing for them all.
+    drawn: int
+
+    def describe(self) -> str:
+        """'~12 s, ~310 MiB of memory (10 exact trajectories; the costliest ~3.1 s: CircleWalk(...), ...)'."""
+        from rwio import format_bytes
+
+        count = f"{self.trajectories}" if self.drawn >= self.trajectories else f"~{self.trajectories}"
+        return (
+            f"~{self.seconds:.3g} s, ~{format_bytes(self.memory)} of memory ({count} exact trajectories; the "
+            f"costliest ~{self.costliest_seconds:.3g} s: {self.costliest})"
+        )
+
+
+#: The check's own costs besides the exact trajectories, measured on the 2-core machine with the reference
+#: implementations at --steps 0 (where the exact work is nil): seconds and bytes of the process (interpreter,
+#: SymPy, hypothesis), with torch loaded (by the implementation's module) and without, and seconds of one
+#: example of one property (drawing, running the implementation, comparing).
+_PROCESS, _PER_EXAMPLE = {True: (2.5, 300e6), False: (1.0, 100e6)}, 0.02
+#: At most this many configurations are drawn ahead (a few milliseconds each); beyond, the estimate scales.
+_DRAWN = 100
+#: The exact trajectories kept at once (the memo of ``rwcheck._compare`` and ``rwcheck._models`` clears beyond).
+_KEPT = 257
+
+
+def drawn_configs(options: CheckOptions) -> list[CheckConfig]:
+    """The configurations the trajectory property's search draws for ``options``, in order, without running
+    anything: the same derandomised search (its seed is the search's, its draws the property's), with a body
+    that only records what it drew. A search that finds a failure shrinks it on further, smaller
+    configurations, which this does not see."""
+    drawn: list[CheckConfig] = []
+
+    def record(factory: Factory, data: st.DataObject, opts: CheckOptions) -> list[str]:
+        drawn.append(data.draw(opts.configs(), label="config"))
+        return []
+
+    prop = next(p for p in PROPERTIES if p.id == "trajectory")
+    with isolated_search():
+        hypothesis_test(replace(prop, body=record), _no_factory, options, quiet=True)()
+    return drawn
+
+
+def _no_factory(config: CheckConfig) -> None:
+    raise AssertionError("drawn_configs runs no implementation")
+
+
+def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
+    """Seconds, memory kept and memory in passing of the exact reference of one configuration, without the
+    interpreter's start: the paper's model through ``rwsymbolic.derive`` and its oracle with per-input values
+    (``rwsymbolic.job_estimate``; the writer's memory passes), any other model through the generic engine with
+    its read-outs (``rwsymbolic.model_job_estimate``; all of it kept for the search's replays)."""
+    base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
+    if config.model != DEFAULT_MODEL:
+        est = model_job_estimate(config.task, config.model_spec, steps, config.init, readouts=True)
+        return est.seconds - base.seconds, est.memory - base.memory, 0
+    est = job_estimate(config.task, steps, json=True, per_input=True)
+    kept = job_estimate(config.task, steps, json=False).memory
+    return est.seconds - base.seconds, kept - base.memory, est.memory - kept
+
+
+def estimate_check(options: CheckOptions) -> CheckEstimate:
+    """What ``check`` costs for ``options``, before any work (``rw check`` refuses on it).
+
+    The exact reference trajectories are the cost that grows: one per distinct configuration the trajectory
+    property draws (``drawn_configs``, the search's own draws; with more than ``_DRAWN`` examples the first
+    ``_DRAWN`` stand for all), each estimated from every size of it (K, N, the population, M, the model and its
+    H and d, the steps: ``reference_cost``) and kept in memory for the search's replays. Besides them the
+    process (with torch when a module the process imported, the implementation's, loaded it) and every
+    example of every property (``_PER_EXAMPLE``). The implementation's own time is not known before it runs
+    (the reference implementations take milliseconds an example); a failure's shrinking replays further,
+    smaller configurations.
+
+    >>> est = estimate_check(CheckOptions(steps=2, examples=3))
+    >>> est.trajectories, 1 < est.seconds < 60
+    (3, True)
+    """
+    drawn = drawn_configs(replace(options, examples=min(options.examples, _DRAWN)))
+    costs: dict[tuple, tuple[tuple[float, int, int], CheckConfig]] = {}
+    for config in drawn:
+        key = trajectory_key(config, options.steps)
+        if key not in costs:
+            costs[key] = (reference_cost(config, options.steps), config)
+    scale = options.examples / len(drawn)  # 1 unless only the first _DRAWN were drawn
+    seconds = {key: cost[0] for key, (cost, _) in costs.items()}
+    kept = sum(cost[1] for cost, _ in costs.values()) * min(scale, _KEPT / len(drawn))
+    passing = max((cost[2] for cost, _ in costs.values()), default=0)
+    costliest = max(seconds, key=lambda key: seconds[key])
+    start, process = _PROCESS["torch" in sys.modules]
+    return CheckEstimate(
+        seconds=start + _PER_EXAMPLE * options.examples * len(PROPERTIES) + sum(seconds.values()) * scale,
+        memory=int(process + kept + passing),
+        trajectories=round(len(costs) * scale),
+        costliest=costs[costliest][1].describe(),
+        costliest_seconds=seconds[costliest],
+        drawn=len(drawn),
+    )
 
 
 def check(

@@ -23,9 +23,9 @@ import numpy as np
 
 from rwcheck._compare import exact_trajectory, near_tie_steps, tolerance
 from rwcheck._config import DTYPES, CheckConfig
-from rwio import read_data_file, write_bytes_atomic, write_json_atomic
+from rwio import check_memory, read_data_file, write_bytes_atomic, write_json_atomic
 from rwnumeric import DEFAULT_TIE_RTOL
-from rwsymbolic import job_estimate, write_oracle
+from rwsymbolic import START_ESTIMATE, JobEstimate, job_estimate, write_oracle
 from rwtasks import LOSSES, CircleWalk, FiniteTask, make_task
 
 #: The manifest's format id and version (version 1 was ``rwtoolkit-fixtures``, the same layout).
@@ -61,8 +61,17 @@ class FixtureSpec:
         return make_task(self.family, self.params)
 
     def check_config(self, dtype: str = "float64") -> CheckConfig:
+        """The configuration, its M×N positional embeddings built; refused first (``rwio.MemoryEstimateError``,
+        one line) when building them cannot fit in the memory available."""
+        task = self.task()
+        M = task.N + 1 if self.M is None else self.M  # CheckConfig.build's default
+        check_memory(
+            positions_memory(self.embedding, M, task.N),
+            f"M={M}: building the positional embeddings ({self.embedding}, M×N = {M}×{task.N})",
+            "use a smaller M",
+        )
         return CheckConfig.build(
-            self.task(), self.mu, self.eta, self.eps, self.embedding, self.M, self.seed, self.loss, dtype
+            task, self.mu, self.eta, self.eps, self.embedding, self.M, self.seed, self.loss, dtype
         )
 
 
@@ -172,14 +181,58 @@ def fixture_id(index: int, spec: FixtureSpec) -> str:
     return "-".join([f"{index:02d}", spec.family, *parts])
 
 
-def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> tuple[float, int]:
-    """Seconds and peak memory (bytes) of writing the fixtures of ``specs`` (``rwsymbolic.job_estimate``)."""
-    seconds, memory = 0.0, 0
+#: The positional embeddings of a fixture (M×N float64, ``rwnumeric.positional_embeddings``), per entry:
+#: seconds to build them by kind (a QR for "random", sines for "sine") and to save them as .npy, and the peak
+#: memory while they are built and saved, in units of the array's 8·M·N bytes (measured on the 2-core
+#: machine, M = 10^6 and 10^7, N = 4: 1.0e-7, 1.75e-7 and 4e-8 s; 2.5 and 5 arrays).
+_P_SECONDS = {"sine": 1.0e-7, "random": 1.75e-7, "onehot": 1e-8}
+_P_SAVE_SECONDS = 4e-8
+_P_ARRAYS = {"sine": 2.5, "random": 5.0, "onehot": 3.0}
+#: Bytes of the files every folder gets (the copied runtime, test and reader) and of a manifest entry.
+_COPIED_BYTES, _MANIFEST_ENTRY_BYTES = 80_000, 2_000
+
+
+def positions_memory(kind: str, M: int, N: int) -> int:
+    """Peak bytes of building and saving M×N positional embeddings of ``kind`` (``_P_ARRAYS`` arrays of 8·M·N).
+
+    >>> positions_memory("random", 10**6, 4) / 2**20
+    152.587890625
+    """
+    return int(_P_ARRAYS.get(kind, _P_ARRAYS["random"]) * 8 * M * N)
+
+
+def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> JobEstimate:
+    """What writing the fixtures of ``specs`` at t = 0..``steps`` costs, before any work: seconds, peak memory
+    and bytes written (``header_bytes``: the oracles' headers, manifest and copied files; ``per_input_bytes``:
+    the per-input columns and the positional embeddings).
+
+    Every size of a configuration counts: the exact job of its task (``rwsymbolic.job_estimate`` with per-input
+    values: K, N, the population, the steps; the near-tie test of each dtype, on the groups' f, is a few
+    percent of it), and its M×N positional embeddings (built, saved and written). One configuration is in
+    memory at a time (its trajectory is not kept once written). Nothing is built here but the tasks (their
+    constructors refuse sizes they cannot enumerate).
+
+    >>> est = estimate_fixtures(DEFAULT_SPECS, 2)
+    >>> est.seconds < 60, est.memory < 2**30, est.file_bytes < 2**20
+    (True, True, True)
+    >>> huge = FixtureSpec("circle", {"K": 3, "N": 4, "p": "1/2"}, "1", "1", "1/10", M=10**12)
+    >>> estimate_fixtures([huge], 0).memory > 10**13
+    True
+    """
+    seconds, memory = START_ESTIMATE.seconds, START_ESTIMATE.memory
+    header, columns = _COPIED_BYTES, 0
     for spec in specs:
-        est = job_estimate(spec.task(), steps, per_input=True)
-        seconds += est.seconds
-        memory = max(memory, est.memory)
-    return seconds, memory
+        task = spec.task()
+        est = job_estimate(task, steps, per_input=True)
+        N = task.N
+        M = N + 1 if spec.M is None else spec.M  # CheckConfig.build's default
+        entries = M * N
+        seconds += est.seconds - START_ESTIMATE.seconds
+        seconds += (_P_SECONDS.get(spec.embedding, _P_SECONDS["random"]) + _P_SAVE_SECONDS) * entries
+        memory = max(memory, est.memory + positions_memory(spec.embedding, M, N))
+        header += est.header_bytes + _MANIFEST_ENTRY_BYTES
+        columns += est.per_input_bytes + 8 * entries + 128
+    return JobEstimate(seconds, memory, header, columns)
 
 
 def _copy(relative: str) -> str:
@@ -234,7 +287,7 @@ def emit_fixtures(
         if progress is not None:
             progress(ident)
         config = spec.check_config()
-        traj = exact_trajectory(config, steps)
+        traj = exact_trajectory(config, steps, memo=False)  # written once: not kept
         header = write_oracle(traj, folder / "oracles" / f"{ident}.json", per_input=True)
         for path in (header, header.with_name(f"{ident}.inputs.npz")):
             files[f"oracles/{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-seconds",
         default="600",
         dest="max_seconds",
-        help="with --emit: refuse up front when the estimated time exceeds this many seconds (default 600)",
+        help="refuse up front when the estimated time of the check (its exact reference trajectories), or "
+        "with --emit of writing the fixtures, exceeds this many seconds (default 600)",
     )
 
 
@@ -67,7 +68,7 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     import shlex
 
     from rwcli._task_args import parse_int
-    from rwio import check_memory, check_output_dir, format_bytes
+    from rwio import check_disk, check_memory, check_output_dir, format_bytes
 
     if args.json:
         raise ValueError("--json writes a check report; with --emit nothing is checked: leave it out")
@@ -78,16 +79,18 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     specs = read_specs(args.configs) if args.configs else list(DEFAULT_SPECS)
     if args.target is not None:
         load_factory(args.target)  # a target that does not import is refused before the work
-    seconds, memory = estimate_fixtures(specs, steps)
-    what = f"--emit: {len(specs)} configurations at --steps {steps} (estimated at ~{seconds:.3g} s)"
-    alternative = "use fewer or smaller configurations or fewer --steps"
-    if seconds > limit:
+    est = estimate_fixtures(specs, steps)
+    summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory, ~{format_bytes(est.file_bytes)} of files"
+    configs = f"{len(specs)} configuration{'s' * (len(specs) != 1)} at --steps {steps}"
+    what = f"--emit: {configs}"
+    alternative = "use fewer or smaller configurations (K, N, population, M) or fewer --steps"
+    if est.seconds > limit:
         raise ValueError(
-            f"{what[:-1]} and ~{format_bytes(memory)} of memory): above --max-seconds {limit}; "
-            f"{alternative}, or raise --max-seconds"
+            f"{what} is estimated at {summary}: above --max-seconds {limit}; {alternative}, or raise --max-seconds"
         )
-    check_memory(memory, what, alternative)
-    print(f"rw check --emit: {len(specs)} configurations, estimated ~{seconds:.3g} s")
+    check_memory(est.memory, f"{what} (estimated at {summary})", alternative)
+    check_disk(est.file_bytes, folder, f"{what} (estimated at {summary})", alternative)
+    print(f"rw check --emit: {configs}, estimated {summary}")
     command = "rw check " + " ".join(shlex.quote(a) for a in _argv())
     manifest = emit_fixtures(folder, specs, steps, implementation=args.target, command=command)
     print(f"wrote {manifest} and the oracles, the runtime and test_rwcheck_fixtures.py in {folder}")
@@ -97,6 +100,27 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
         f"pytest: {KIT_INSTALL} in the toolkit's checkout; in a CI without the toolkit: pip install numpy pytest"
     )
     return 0
+
+
+def _refuse_if_too_large(options, limit: int) -> None:
+    """Estimate the check (``rwcheck.estimate_check``) and refuse in one line what cannot fit: its time above
+    --max-seconds, its memory above what is available; else print the estimate (stderr)."""
+    from rwcheck import estimate_check
+    from rwio import check_memory
+
+    est = estimate_check(options)
+    model = "" if options.model == "one_layer" else f" --model {options.model}"
+    what = f"--steps {options.steps}{model} with --examples {options.examples}"
+    alternative = "use fewer --steps or --examples" + (
+        ", or --task finite (smaller populations)" if options.task != "finite" else ""
+    )
+    if est.seconds > limit:
+        raise ValueError(
+            f"{what} is estimated at {est.describe()}: above --max-seconds {limit}; {alternative}, or raise "
+            "--max-seconds"
+        )
+    check_memory(est.memory, f"{what} (estimated at {est.describe()})", alternative)
+    print(f"rw check: estimated {est.describe()}", file=sys.stderr)
 
 
 def _argv() -> list[str]:
@@ -155,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
         head_dim=head_dim,
         heads=heads,
     )
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
     factory = load_factory(args.target)
+    _refuse_if_too_large(options, limit)
     bar = tqdm(total=len(PROPERTIES), disable=not sys.stderr.isatty(), desc="rw check", unit="property")
 
     def progress(pid: str) -> None:  # called as each property starts

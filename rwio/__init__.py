@@ -3,7 +3,7 @@
 ``check_output_dir`` / ``check_output_file`` refuse an output path that could not be written
 (an existing file where a folder is needed and vice versa, a read-only or permission-denied folder)
 before a command starts its work; ``check_memory`` refuses a request whose estimated memory exceeds
-``available_memory()``. Each writer puts the content in a temporary file in the target's folder,
+``available_memory()``, ``check_disk`` one whose files exceed the free disk. Each writer puts the content in a temporary file in the target's folder,
 created with the user's umask, and then ``os.replace``s it onto the target (atomic on POSIX),
 creating the folder if needed; a failure raises ``WriteError`` and leaves no partial file.
 ``load_schema(name)`` is the one loader of the JSON Schemas the toolkit ships (``SCHEMAS``).
@@ -24,7 +24,7 @@ from rwio._atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from rwio._memory import MemoryEstimateError, available_memory, check_memory, format_bytes
+from rwio._memory import MemoryEstimateError, available_memory, check_disk, check_memory, format_bytes
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
 from rwio._schemas import SCHEMAS, deprecated_attributes, load_schema, schema_deprecations, schema_path
 
@@ -126,6 +126,7 @@ __all__ = [
     "WriteError",
     "available_memory",
     "check_config",
+    "check_disk",
     "check_memory",
     "check_output_dir",
     "check_output_file",

@@ -1,8 +1,10 @@
-"""Memory available to this process, and the one refusal used before allocating large arrays."""
+"""Memory available to this process and free disk, and the refusals used before allocating or writing much."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 
 class MemoryEstimateError(ValueError):
@@ -56,5 +58,25 @@ def check_memory(estimate: int, what: str, alternative: str, available: int | No
     if free is not None and estimate > free:
         raise MemoryEstimateError(
             f"{what} needs about {format_bytes(estimate)} of memory, more than the {format_bytes(free)} available: "
+            f"{alternative}"
+        )
+
+
+def check_disk(need: int, path: str | os.PathLike, what: str, alternative: str) -> None:
+    """Refuse ``what`` before writing when ``need`` bytes exceed the free disk where ``path`` (a file or
+    folder, possibly not created yet: its nearest existing ancestor) lives.
+
+    >>> import tempfile
+    >>> check_disk(10**20, tempfile.mkdtemp() + "/out", "rw check --emit", "use fewer configurations")
+    Traceback (most recent call last):
+    ValueError: rw check --emit writes about ... TiB, more than the ... free in ...: use fewer configurations
+    """
+    folder = Path(path).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise ValueError(
+            f"{what} writes about {format_bytes(need)}, more than the {format_bytes(free)} free in {folder}: "
             f"{alternative}"
         )

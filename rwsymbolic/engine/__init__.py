@@ -10,7 +10,14 @@ circle walks' transfer-matrix moments, ``_cost`` the estimate every job prints b
 ``_hessian`` the exact gradient and Hessian of any model at one point (dual numbers over the tape).
 """
 
-from rwsymbolic.engine._cost import PER_INPUT_LIMIT, JobEstimate, job_estimate, symbolic_probabilities
+from rwsymbolic.engine._cost import (
+    PER_INPUT_LIMIT,
+    START_ESTIMATE,
+    JobEstimate,
+    job_estimate,
+    model_job_estimate,
+    symbolic_probabilities,
+)
 from rwsymbolic.engine._derive import DELL, ELL, StepState, Trajectory, derive, derive_estimate, make_loss
 from rwsymbolic.engine._generic import (
     INITS,
@@ -41,6 +48,7 @@ __all__ = [
     "exact_hessian",
     "hessian_inertia",
     "PER_INPUT_LIMIT",
+    "START_ESTIMATE",
     "JobEstimate",
     "job_estimate",
     "symbolic_probabilities",
@@ -56,6 +64,7 @@ __all__ = [
     "derive_model",
     "initial_parameters",
     "model_estimate",
+    "model_job_estimate",
     "model_file_bytes",
     "positive_rational",
     "MAX_WORK",

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from rwmodels import Batch, Evaluation, Model, batch, descend, rational_positions
 from rwsymbolic.arithmetic._models import EXACT, exact_element
+from rwsymbolic.engine._cost import model_job_estimate
 from rwsymbolic.engine._derive import make_loss
 from rwsymbolic.engine._population import Loss
 from rwtasks import CircleWalk, FiniteTask, check_int, exact
@@ -32,15 +33,6 @@ from rwtasks import CircleWalk, FiniteTask, check_int, exact
 INITS = ("zero", "gaussian")
 #: Grid of a Gaussian start: entries are multiples of 2^-GRID_BITS.
 GRID_BITS = 20
-#: Seconds per exact multiply-add of the first steps, and the factor by which a step costs more than the one
-#: before from step ``GROWTH_FROM`` on: the rationals of the log-loss grow in length with every step, and
-#: exponentials of non-zero logits nest. Measured on a 2-core machine (key_query, K = 5, N = 6, zero init:
-#: 0.05, 0.06, 0.08, 0.15, 4.0 s for 0..4 steps; benchmarks/ has the command).
-SECONDS_PER_OP = 2e-7
-GROWTH_FROM, GROWTH = 3, 30.0
-#: From a non-zero start every logit is a new exponential atom: measured 0.9, 2.0, 3.4 s for 1..3 steps
-#: (key_query, K = 3, N = 4, 12672 multiply-adds a step), i.e. about 1e-4 s per multiply-add and step.
-SECONDS_PER_ATOM_OP = 1e-4
 #: Most steps from a non-zero start (nested exponentials grow with every step).
 MAX_EXP_STEPS = 3
 
@@ -119,20 +111,9 @@ def initial_parameters(
 def model_estimate(
     task: CircleWalk | FiniteTask, model: Model, steps: int, init: str, mu: object = 1
 ) -> float:
-    """Estimated seconds of ``derive_model`` (multiply-adds of one step times a measured cost per operation)."""
-    population = task.population()
-    n, K, N = population.size, population.K, population.N
-    D = K + 4 * -(-N // 4)
-    per_step = 3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) / D)
-    if init != "zero":
-        return SECONDS_PER_ATOM_OP * per_step * (steps + 1) * 1.2**steps
-    atoms = model.EXACT_ATOMS_FROM
-    if atoms is not None:  # from that step on every step is in the atom regime, nesting deeper each step
-        return sum(
-            SECONDS_PER_OP * per_step if t < atoms else SECONDS_PER_ATOM_OP * per_step * GROWTH ** (t - atoms)
-            for t in range(steps + 1)
-        )
-    return SECONDS_PER_OP * per_step * sum(GROWTH ** max(0, t - GROWTH_FROM) for t in range(steps + 1))
+    """Estimated seconds of ``derive_model`` (``rwsymbolic.engine._cost.model_job_estimate``: multiply-adds of one
+    pass times a measured rate per step)."""
+    return model_job_estimate(task, model, steps, init).seconds
 
 
 #: Characters per exact value in the oracle's node table at steps 0..2, doubling with every step after
