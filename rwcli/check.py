@@ -102,9 +102,10 @@ def _emit(args: argparse.Namespace, steps: int) -> int:
     return 0
 
 
-def _refuse_if_too_large(options, limit: int) -> None:
+def _refuse_if_too_large(options, limit: int) -> str:
     """Estimate the check (``rwcheck.estimate_check``) and refuse in one line what cannot fit: its time above
-    --max-seconds, its memory above what is available; else print the estimate (stderr)."""
+    --max-seconds, its memory above what is available; else the estimate's line (printed once the probe of the
+    implementation has passed, so that bad input stays one line)."""
     from rwcheck import estimate_check
     from rwio import check_memory
 
@@ -120,7 +121,7 @@ def _refuse_if_too_large(options, limit: int) -> None:
             "--max-seconds"
         )
     check_memory(est.memory, f"{what} (estimated at {est.describe()})", alternative)
-    print(f"rw check: estimated {est.describe()}", file=sys.stderr)
+    return f"rw check: estimated {est.describe()}"
 
 
 def _argv() -> list[str]:
@@ -181,11 +182,13 @@ def run(args: argparse.Namespace) -> int:
     )
     limit = parse_int(args.max_seconds, "max-seconds", 1)
     factory = load_factory(args.target)
-    _refuse_if_too_large(options, limit)
+    estimate = _refuse_if_too_large(options, limit)
     bar = tqdm(total=len(PROPERTIES), disable=not sys.stderr.isatty(), desc="rw check", unit="property")
 
     def progress(pid: str) -> None:  # called as each property starts
-        if pid != PROPERTIES[0].id:
+        if pid == PROPERTIES[0].id:  # the probe passed: the work starts
+            bar.write(estimate, file=sys.stderr)
+        else:
             bar.update(1)
         bar.set_postfix_str(pid)
 
