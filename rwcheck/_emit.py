@@ -16,6 +16,7 @@ import hashlib
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 from rwcheck._compare import exact_trajectory, near_tie_steps, tolerance
 from rwcheck._config import DTYPES, CheckConfig
 from rwio import check_memory, read_data_file, write_bytes_atomic, write_json_atomic
-from rwnumeric import DEFAULT_TIE_RTOL
+from rwnumeric import DEFAULT_TIE_RTOL, check_embedding
 from rwsymbolic import START_ESTIMATE, JobEstimate, job_estimate, write_oracle
 from rwtasks import LOSSES, CircleWalk, FiniteTask, make_task
 
@@ -40,7 +41,6 @@ _COPIES = (
 )
 #: The copied runtime reads oracles through the copied reader, not through the toolkit.
 _IMPORTS = {"from rwsymbolic.oracle import": "from rwcheck_columns import"}
-_CONFIG_KEYS = ("family", "params", "mu", "eta", "eps", "loss", "embedding", "M", "seed")
 
 
 @dataclass(frozen=True)
@@ -60,16 +60,23 @@ class FixtureSpec:
     def task(self) -> CircleWalk | FiniteTask:
         return make_task(self.family, self.params)
 
-    def check_config(self, dtype: str = "float64") -> CheckConfig:
-        """The configuration, its M×N positional embeddings built; refused first (``rwio.MemoryEstimateError``,
-        one line) when building them cannot fit in the memory available."""
-        task = self.task()
+    def check_positions(self, task: CircleWalk | FiniteTask) -> None:
+        """A one-line ValueError when this configuration's M×N positional embeddings cannot be built for
+        ``task`` (M against N for the embedding, ``rwnumeric.check_embedding``), or cannot fit in the memory
+        available (``rwio.MemoryEstimateError``); nothing is built."""
         M = task.N + 1 if self.M is None else self.M  # CheckConfig.build's default
+        check_embedding(self.embedding, M, task.N, float(Fraction(self.mu)))
         check_memory(
             positions_memory(self.embedding, M, task.N),
             f"M={M}: building the positional embeddings ({self.embedding}, M×N = {M}×{task.N})",
             "use a smaller M",
         )
+
+    def check_config(self, dtype: str = "float64") -> CheckConfig:
+        """The configuration, its M×N positional embeddings built; refused first (``check_positions``) when
+        they cannot be built or cannot fit in the memory available."""
+        task = self.task()
+        self.check_positions(task)
         return CheckConfig.build(
             task, self.mu, self.eta, self.eps, self.embedding, self.M, self.seed, self.loss, dtype
         )
@@ -136,7 +143,7 @@ def read_specs(path: str | Path) -> list[FixtureSpec]:
         where = at / i
         params = plain(entry["params"])
         try:
-            make_task(entry["family"], params, where=str(where / "params"))  # type: ignore[arg-type]
+            task = make_task(entry["family"], params, where=str(where / "params"))  # type: ignore[arg-type]
         except ValueError as err:
             raise ConfigError(str(err)) from None
         spec = FixtureSpec(
@@ -151,10 +158,10 @@ def read_specs(path: str | Path) -> list[FixtureSpec]:
             seed=entry.get("seed", 0),
         )
         try:
-            config = spec.check_config()
+            spec.check_positions(task)
         except ValueError as err:
             raise where.error(str(err)) from None
-        if not all(v.is_number for v in (config.task.population().prob_values)):
+        if not all(v.is_number for v in task.population().prob_values):
             raise (where / "params").error(
                 "the task's probabilities must be numbers (no symbols) for float oracles; allowed: numbers"
             )

@@ -238,17 +238,13 @@ def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask
 
 def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alternatives: str) -> None:
     """One line when the estimated files of --json exceed --max-bytes or the free disk of their folder."""
-    import shutil
     from pathlib import Path
 
     from rwcli._task_args import parse_size
-    from rwio import format_bytes
+    from rwio import format_bytes, free_disk
 
     max_bytes = None if args.max_bytes is None else parse_size(args.max_bytes, "max-bytes")
-    folder = Path(args.json).resolve().parent
-    while not folder.exists():
-        folder = folder.parent
-    disk = shutil.disk_usage(folder).free
+    folder, disk = free_disk(Path(args.json).resolve().parent)
     cap = disk if max_bytes is None else min(max_bytes, disk)
     if file_bytes > cap:
         which = (

@@ -97,23 +97,6 @@ def _positive_number(text: str, name: str) -> float:
     return value
 
 
-def _check_disk(need: int, out: str, summary: str) -> None:
-    """One line when the files of the sweep (estimated at ``need`` bytes) exceed the free disk of --out."""
-    import shutil
-
-    from rwio import format_bytes
-
-    folder = Path(out).resolve()
-    while not folder.exists():
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
-    if need > free:
-        raise ValueError(
-            f"--out {out}: the sweep is estimated at {summary}: above the {format_bytes(free)} free in "
-            f"{folder}; free some space, use another --out, or leave metrics out of the spec"
-        )
-
-
 def _memory_limit(text: str) -> str | int:
     """``auto`` or a size such as 4GiB / 500MB, as bytes; a one-line ValueError otherwise."""
     if text == "auto":
@@ -146,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--workers sizes a LocalCluster; with --scheduler the cluster has its own workers")
     memory_limit = _memory_limit(args.memory_limit)
     max_hours = _positive_number(args.max_core_hours, "max-core-hours")
-    from rwio import check_memory, format_bytes
+    from rwio import check_disk, check_memory, format_bytes
     from rwsweep import estimate_sweep, finished_hashes, load_spec, run_sweep
 
     head_dim = _positive_int(args.head_dim, "head-dim")
@@ -160,7 +143,12 @@ def run(args: argparse.Namespace) -> int:
             f"the sweep is estimated at {estimate.describe()}: above --max-core-hours {args.max_core_hours}; use fewer "
             "or smaller runs (N, steps, M), or raise --max-core-hours"
         )
-    _check_disk(estimate.output_bytes, args.out, estimate.describe())
+    check_disk(
+        estimate.output_bytes,
+        args.out,
+        f"--out {args.out}: the sweep ({estimate.describe()})",
+        "free some space, use another --out, or leave metrics out of the spec",
+    )
     if args.scheduler is None:
         import os
 

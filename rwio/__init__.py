@@ -24,7 +24,14 @@ from rwio._atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from rwio._memory import MemoryEstimateError, available_memory, check_disk, check_memory, format_bytes
+from rwio._memory import (
+    MemoryEstimateError,
+    available_memory,
+    check_disk,
+    check_memory,
+    format_bytes,
+    free_disk,
+)
 from rwio._paths import OutputPathError, check_output_dir, check_output_file
 from rwio._schemas import SCHEMAS, deprecated_attributes, load_schema, schema_deprecations, schema_path
 
@@ -135,6 +142,7 @@ __all__ = [
     "exact_value",
     "format_bytes",
     "format_path",
+    "free_disk",
     "load_schema",
     "plain",
     "read_data_file",

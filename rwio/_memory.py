@@ -62,6 +62,21 @@ def check_memory(estimate: int, what: str, alternative: str, available: int | No
         )
 
 
+def free_disk(path: str | os.PathLike) -> tuple[Path, int]:
+    """The folder where ``path`` (a file or folder, possibly not created yet) would live (its nearest
+    existing ancestor) and the bytes free there.
+
+    >>> import tempfile
+    >>> folder, free = free_disk(tempfile.mkdtemp() + "/not/yet")
+    >>> folder.exists() and free > 0
+    True
+    """
+    folder = Path(path).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    return folder, shutil.disk_usage(folder).free
+
+
 def check_disk(need: int, path: str | os.PathLike, what: str, alternative: str) -> None:
     """Refuse ``what`` before writing when ``need`` bytes exceed the free disk where ``path`` (a file or
     folder, possibly not created yet: its nearest existing ancestor) lives.
@@ -71,10 +86,7 @@ def check_disk(need: int, path: str | os.PathLike, what: str, alternative: str) 
     Traceback (most recent call last):
     ValueError: rw check --emit writes about ... TiB, more than the ... free in ...: use fewer configurations
     """
-    folder = Path(path).resolve()
-    while not folder.exists():
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
+    folder, free = free_disk(path)
     if need > free:
         raise ValueError(
             f"{what} writes about {format_bytes(need)}, more than the {format_bytes(free)} free in {folder}: "

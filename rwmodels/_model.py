@@ -104,10 +104,6 @@ class Model(ABC):
     #: The configurations ``rw check --model`` draws unless told (``--task``): "circle" walks, or "finite"
     #: tasks for a model that does not move from zero when the next symbol is uniform.
     CHECK_TASK: ClassVar[str] = "circle"
-    #: The first step from zero whose exact evaluation carries nested exponential atoms, for the generic exact
-    #: engine's time estimate (``rwsymbolic.model_estimate``); None: the rule measured on the one-layer
-    #: models (rationals that lengthen, growth from step 3).
-    EXACT_ATOMS_FROM: ClassVar[int | None] = None
     #: Whether a permutation of the key positions (P's columns moved with them) is a symmetry of the model:
     #: true when the keys are attended as a set, false for a model that sees their order (two_layer's
     #: causal layer 1), which keeps only the task's symmetries that fix every position

@@ -54,11 +54,6 @@ class TiedEmbedding(Model):
     #: whose labels are not uniform (from a random start the exact read-out nests exponentials at once:
     #: 12 s for one step at K = N = 3).
     CHECK_TASK: ClassVar[str] = "finite"
-    #: From zero, on a source whose next symbol is not uniform, E and b move at t = 1, so the read-out's
-    #: logits are non-zero rationals there, and from t = 2 they carry t = 1's exponentials: nested atoms.
-    #: With 2 the estimate reads 28.6 s for 3 steps at N = 4 (18-27 s measured) and 557 s at N = 6 (149-181 s);
-    #: with 3 it read 0.9 s and 18 s (benchmarks/zoo_models.py). The untied model is over-estimated 8-16×.
-    EXACT_ATOMS_FROM: ClassVar[int | None] = 2
 
     def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
         M = D - K

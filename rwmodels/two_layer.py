@@ -45,9 +45,6 @@ class TwoLayer(Model):
         "A1": ("embed", "embed"),
         **{block: ("embed", "embed") for block in A2_BLOCKS},
     }
-    #: From t = 3 layer 1's scores are non-zero too: exponentials nest inside layer 2's (measured 2.6 s,
-    #: 9.7 s, 7.1 s for step 3 at S, N = (2, 4), (2, 5), (3, 4): 4e-5 to 7e-5 s per multiply-add).
-    EXACT_ATOMS_FROM: ClassVar[int | None] = 3
     #: Layer 1 is causal: position i attends to j ≤ i, so the order of the positions is seen.
     POSITION_SYMMETRIC: ClassVar[bool] = False
 

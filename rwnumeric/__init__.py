@@ -14,7 +14,13 @@ import typing as _typing
 from rwio import schema_deprecations as _schema_deprecations
 from rwio import write_json_atomic
 from rwnumeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
-from rwnumeric._embeddings import POS_KINDS, POS_RTOL, check_orthogonal_equal_norm, positional_embeddings
+from rwnumeric._embeddings import (
+    POS_KINDS,
+    POS_RTOL,
+    check_embedding,
+    check_orthogonal_equal_norm,
+    positional_embeddings,
+)
 from rwsymbolic.oracle import load_oracle  # the one reader of oracle files (float64 by default)
 
 if _typing.TYPE_CHECKING:
@@ -78,6 +84,7 @@ __all__ = [
     "ModelTrainResult",
     "TrainConfig",
     "TrainResult",
+    "check_embedding",
     "check_orthogonal_equal_norm",
     "exp_loss",
     "init_generator",

@@ -12,6 +12,31 @@ POS_RTOL = 1e-8
 POS_KINDS = ("sine", "onehot", "random")
 
 
+def check_embedding(kind: str | None, M: int, N: int, mu: float | None = None) -> None:
+    """A one-line ValueError when ``positional_embeddings(kind, M, N, mu)`` cannot be built (a size or a kind
+    out of range), without building it: what a configuration reader checks before any work. ``kind=None``
+    checks the sizes and μ alone (a user's own matrix).
+
+    >>> check_embedding("onehot", 4, 3)
+    Traceback (most recent call last):
+    ValueError: pos='onehot' needs M = N, got M=4, N=3
+    """
+    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
+        raise ValueError(f"M={M!r} must be a positive integer")
+    if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
+        raise ValueError(f"N={N!r} must be an integer >= 2")
+    if mu is not None and not (np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu={mu!r} must be a finite number > 0")
+    if kind == "sine" and M <= N:
+        raise ValueError(f"pos='sine' needs M > N (sin(π·i·m/M) vanishes at i = M), got M={M}, N={N}")
+    if kind == "onehot" and M != N:
+        raise ValueError(f"pos='onehot' needs M = N, got M={M}, N={N}")
+    if kind == "random" and M < N:
+        raise ValueError(f"pos='random' needs M >= N (N orthogonal columns in R^M), got M={M}, N={N}")
+    if kind is not None and kind not in POS_KINDS:
+        raise ValueError(f"pos={kind!r} is not one of {', '.join(POS_KINDS)} or an (M, N) matrix")
+
+
 def positional_embeddings(
     kind: str | np.ndarray, M: int, N: int, mu: float | None = None, seed: int = 0
 ) -> np.ndarray:
@@ -28,32 +53,19 @@ def positional_embeddings(
     >>> positional_embeddings("onehot", 3, 3, mu=4.0)[:, 0]
     array([2., 0., 0.])
     """
-    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
-        raise ValueError(f"M={M!r} must be a positive integer")
-    if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 2:
-        raise ValueError(f"N={N!r} must be an integer >= 2")
-    if mu is not None and not (np.isfinite(mu) and mu > 0):
-        raise ValueError(f"mu={mu!r} must be a finite number > 0")
+    check_embedding(kind if isinstance(kind, str) else None, M, N, mu)
     if isinstance(kind, str):
         if kind == "sine":
-            if M <= N:
-                raise ValueError(f"pos='sine' needs M > N (sin(π·i·m/M) vanishes at i = M), got M={M}, N={N}")
             i = np.arange(1, N + 1, dtype=np.float64)
             m = np.arange(1, M + 1, dtype=np.float64)
             P = np.sin(np.pi * np.outer(m, i) / M)  # (M, N)
             own = M / 2
         elif kind == "onehot":
-            if M != N:
-                raise ValueError(f"pos='onehot' needs M = N, got M={M}, N={N}")
             P, own = np.eye(N, dtype=np.float64), 1.0
-        elif kind == "random":
-            if M < N:
-                raise ValueError(f"pos='random' needs M >= N (N orthogonal columns in R^M), got M={M}, N={N}")
+        else:  # random
             gauss = np.random.default_rng(seed).standard_normal((M, N))
             Q, R = np.linalg.qr(gauss)  # (M, N) orthonormal columns
             P, own = Q * np.sign(np.diag(R))[None, :], 1.0  # sign fix makes Q unique given the draw
-        else:
-            raise ValueError(f"pos={kind!r} is not one of {', '.join(POS_KINDS)} or an (M, N) matrix")
         scale = 1.0 if mu is None else float(np.sqrt(mu / own))
         return P * scale
     P = np.array(kind, dtype=np.float64)

@@ -506,12 +506,10 @@ def _check_runs(runs: list[dict], data: dict, at: At) -> None:
                 f"M={M}, N={N}: the positional embeddings P (M×N) have {M * N} entries, above the limit "
                 f"of {MAX_POSITION_ENTRIES}; allowed: a smaller M"
             )
-    from rwnumeric import positional_embeddings
+    from rwnumeric import check_embedding
 
-    for pos, M, N, mu, seed in sorted(
-        {(r["pos"], r["M"], r["N"], r["mu"], r["pos_seed"]) for r in runs}, key=repr
-    ):
+    for pos, M, N, mu in sorted({(r["pos"], r["M"], r["N"], r["mu"]) for r in runs}, key=repr):
         try:
-            positional_embeddings(pos, M, N, mu, seed)
+            check_embedding(pos, M, N, mu)
         except ValueError as err:
             raise _given(data, "pos", at).error(f"{err} (M = null in the spec means M = N)") from None

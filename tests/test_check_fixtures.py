@@ -185,7 +185,10 @@ def test_a_configs_file_chooses_the_configurations(tmp_path):
         (["--emit", "out", "--steps", "5"], "steps must be an integer in 0..4"),
         (["--emit", "out", "--json", "r.json"], "with --emit nothing is checked"),
         (["--emit", "out", "--configs", "missing.yaml"], "missing.yaml is not a file"),
-        (["--emit", "out", "--configs", "bad.json"], "bad.json: [0].size: unknown key; allowed: family, params"),
+        (
+            ["--emit", "out", "--configs", "bad.json"],
+            "bad.json: [0].size: unknown key; allowed: family, params",
+        ),
         (["--emit", "out", "--configs", "badtask.json"], "badtask.json: [0].params.K: K=2 is out of range"),
         (["--emit", "out", "--max-seconds", "0"], "--max-seconds must be >= 1"),
         (["--configs", "bad.json"], "give --emit DIR too"),

@@ -481,5 +481,6 @@ def test_the_shipped_schemas_name_the_keys_the_readers_check():
     assert set(task["properties"]["explore"]["properties"]) == set(TASK_SPEC.fields["explore"].fields)
     assert set(task["properties"]["train"]["properties"]) == set(TASK_SPEC.fields["train"].fields)
     family, explicit = task["$defs"]["family_task"], task["$defs"]["explicit_task"]
-    assert set(family["properties"]) == set(_FAMILY_TASK.fields) and family["properties"]["family"]["enum"] == list(FAMILIES)
+    assert set(family["properties"]) == set(_FAMILY_TASK.fields)
+    assert family["properties"]["family"]["enum"] == list(FAMILIES)
     assert set(explicit["properties"]) == set(_EXPLICIT_TASK.fields)
