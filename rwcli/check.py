@@ -197,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
         bar.update(bar.total - bar.n)
     finally:
         bar.close()
+    written = write_report(report, args.json) if args.json else None  # validated before anything is printed
     print(report.render())
-    if args.json:
-        print(f"\nwrote {write_report(report, args.json)}")
+    if written is not None:
+        print(f"\nwrote {written}")
     return report.exit_code
