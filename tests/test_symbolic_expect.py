@@ -405,15 +405,17 @@ def test_derive_estimate_is_twice_as_large_from_two_steps_with_symbolic_probabil
 
 def test_derive_estimate_is_the_documented_cost_model():
     """rwsymbolic.engine._cost by hand: G = 2^(N-1) rooted walks (or the whole population), 0.5 s to start,
-    0.04 s per uniform step, 5e-5 s per input·term at t = 2, (1.2e-3 + 2.5e-3) s per input for the loss
-    and accuracy from t = 2, 3e-4·G²·(t - 2) s per pass from t = 3 and 0.3 of the last one."""
+    0.04 s per uniform step plus 3e-6 s (t = 0) and 6e-6 s (t = 1) per summed input, 5e-5 s per input·term
+    at t = 2, (1.2e-3 + 2.5e-3) s per input for the loss and accuracy from t = 2, 3e-4·G²·(t - 2) s per pass
+    from t = 3 and 0.3 of the last one."""
     walk = CircleWalk(5, 6, "3/10")
     G, terms, readouts = 32, 11, (1.2e-3 + 2.5e-3) * 32
+    t0, t1 = 0.04 + 3e-6 * G, 0.04 + 6e-6 * G
     t2 = 5e-5 * G * terms + readouts
     t3 = 3e-4 * G * G * 1 + readouts
     t4 = 3e-4 * G * G * 2 * 1.3 + readouts
-    assert derive_estimate(walk, 4) == pytest.approx(0.5 + 0.08 + t2 + t3 + t4, rel=1e-12)  # 2.06 s
-    assert derive_estimate(walk, 0) == pytest.approx(0.54, rel=1e-12)
+    assert derive_estimate(walk, 4) == pytest.approx(0.5 + t0 + t1 + t2 + t3 + t4, rel=1e-12)  # 2.06 s
+    assert derive_estimate(walk, 0) == pytest.approx(0.5 + t0, rel=1e-12)
     G = 160  # without rotation: the whole population
     assert derive_estimate(walk, 2, rotate=False) == pytest.approx(
         0.58 + 5e-5 * G * terms + (1.2e-3 + 2.5e-3) * G, rel=1e-12
