@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rwio import write_text_atomic
+from rwtoolkit.io import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "certify.md"
@@ -54,7 +54,7 @@ def _run(p: str, out: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one `rw certify` subprocess."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "rwcli.main", "certify", *COMMON, "--p", p, "--out", str(out)]
+    cmd = [sys.executable, "-m", "rwtoolkit.cli.main", "certify", *COMMON, "--p", p, "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start

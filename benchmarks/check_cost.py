@@ -4,7 +4,7 @@ Run by hand (`.venv/bin/python benchmarks/check_cost.py`; `--quick` for the smal
 runs as a user would run it (the installed ``rw`` in a subprocess, start-up and printing included); its peak
 memory is the child's maximum resident set (``getrusage``), its output the bytes of the folder it wrote. The
 estimate is the one the command prints before any work: ``rw check`` prints it on stderr
-(``rwcheck.estimate_check``); for ``--emit`` it is ``rwcheck.estimate_fixtures`` of the same configurations,
+(``rwtoolkit.analyses.check.estimate_check``); for ``--emit`` it is ``rwtoolkit.analyses.check.estimate_fixtures`` of the same configurations,
 computed here.
 
 Table 1, ``rw check --emit DIR --configs FILE --steps T``: one configuration per row, varying what the
@@ -88,7 +88,7 @@ def _ratio(est: float, measured: float) -> tuple[str, bool]:
 
 
 def table_emit(quick: bool, folder: Path) -> bool:
-    from rwcheck import DEFAULT_SPECS, FixtureSpec, estimate_fixtures
+    from rwtoolkit.analyses.check import DEFAULT_SPECS, FixtureSpec, estimate_fixtures
 
     print(
         "| configuration | steps | seconds est / meas | memory est / meas | files est / meas | ratios | within 3x |"

@@ -1,7 +1,7 @@
 """``rw check`` on the same implementation in three frameworks: PyTorch, NumPy and JAX.
 
 Run by hand (`.venv/bin/python benchmarks/check_frameworks.py`, or `make bench`). Each row is one fresh
-process running `rwcheck.check` on one factory of examples/ with the same options (the same
+process running `rwtoolkit.analyses.check.check` on one factory of examples/ with the same options (the same
 derandomised configurations), so "process" includes starting Python and importing the toolkit and
 the framework; "first check" is the first call to ``check`` after the imports, and for JAX includes
 compiling each jitted function once per (padded) shape; "again" is a second ``check`` in the same
@@ -55,7 +55,7 @@ def _run(
     """(seconds for the process, for the first ``check`` after the imports, for a second one in the same
     process, JAX's tracing, lowering and XLA compile in both (0 without JAX), "protocol exit-code")."""
     code = (
-        "import sys, time; from rwcheck import CheckOptions, check, load_factory\n"
+        "import sys, time; from rwtoolkit.analyses.check import CheckOptions, check, load_factory\n"
         f"factory = load_factory({str(ROOT / 'examples' / target)!r})\n"
         "compile_s = [0.0]\n"
         "if 'jax' in sys.modules:\n"

@@ -14,10 +14,10 @@ import time
 import numpy as np
 import torch
 
-from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
-from rwnumeric._losses import SampleLoss
-from rwnumeric._model import FastModel, ReferenceModel, initial_parameters
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwtoolkit.engines.numeric._losses import SampleLoss
+from rwtoolkit.engines.numeric._model import FastModel, ReferenceModel, initial_parameters
+from rwtoolkit.tasks import CircleWalk
 
 K, N, M, WALKS = 6, 97, 1000, 1000
 

@@ -9,7 +9,7 @@ Table 1, K = 5, N = 6, p = 3/10, μ = 7/2, 4 steps, in interleaved rounds (media
 Targets (issue 22): the header under 50 MB and the job under 2 GB of memory without per-input values,
 the per-input file within 4x of that header, the whole ``--json`` job within 3x of the run without it.
 
-Table 2: ``rwsymbolic.job_estimate`` against the measured seconds, peak memory and bytes written, over
+Table 2: ``rwtoolkit.engines.exact.job_estimate`` against the measured seconds, peak memory and bytes written, over
 circle walks of several sizes and step counts; the target is every ratio within [1/3, 3].
 """
 
@@ -133,8 +133,8 @@ def table_issue_case(rounds: int, folder: Path) -> bool:
 
 def table_estimates(folder: Path) -> bool:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from rwsymbolic import job_estimate
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.exact import job_estimate
+    from rwtoolkit.tasks import CircleWalk
 
     print(
         "\n| K | N | steps | inputs | seconds est / meas | memory est / meas | bytes est / meas | within 3x |"

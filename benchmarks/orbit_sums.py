@@ -4,9 +4,9 @@ Run by hand (`.venv/bin/python benchmarks/orbit_sums.py`, or `make bench`). The 
 circle walks K = 4, p = 1/2, N odd, whose symmetry group grows fast with N (docs/theory.md#orbit-sums).
 Prints the machine's load average, then one Markdown table per engine, best of ``--repeats``:
 
-* exact engine: ``rwsymbolic.derive`` for ``--derive-steps`` steps, the final loss and accuracy, summed
+* exact engine: ``rwtoolkit.engines.exact.derive`` for ``--derive-steps`` steps, the final loss and accuracy, summed
   over every input (``rotate=False``) and over the orbits (``orbits=True``, the symmetry search included);
-* stability: ``rwstability.linearise`` for ``--stability-steps`` steps on the manifold Fix(G), plain and
+* stability: ``rwtoolkit.analyses.stability.linearise`` for ``--stability-steps`` steps on the manifold Fix(G), plain and
   orbit-summed (the orbit decomposition included).
 
 Plain sums stop where their estimate passes ``--plain-seconds``; the orbit sums go on to N = 19, 10⁶ inputs.
@@ -19,9 +19,9 @@ import os
 import time
 from functools import partial
 
-from rwstability import active_coordinates, linearise, orbit_sums
-from rwsymbolic import derive
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.stability import active_coordinates, linearise, orbit_sums
+from rwtoolkit.engines.exact import derive
+from rwtoolkit.tasks import CircleWalk
 
 #: Seconds per (input · step) of the plain exact engine and per (input · step · coordinate) of the plain
 #: linearisation on this machine, to skip plain runs that would exceed --plain-seconds.

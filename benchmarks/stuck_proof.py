@@ -3,8 +3,8 @@
 Run by hand (`.venv/bin/python benchmarks/stuck_proof.py`, or `make bench`). For each case of the stuck
 certificates (docs/theory.md#invariant-manifolds) and one learning case, prints a Markdown table: the
 population size (inputs of non-zero probability), the parameter count of the paper's model at P = √μ·I_N,
-the group order, the seconds of `rwtasks.task_symmetries`, of `rwsymbolic.fixed_subspace`, of one
-`rwsymbolic.induction_step` on Fix(G), and of the whole `rwsymbolic.stuck_proof` (both routes and the
+the group order, the seconds of `rwtoolkit.tasks.task_symmetries`, of `rwtoolkit.engines.exact.fixed_subspace`, of one
+`rwtoolkit.engines.exact.induction_step` on Fix(G), and of the whole `rwtoolkit.engines.exact.stuck_proof` (both routes and the
 ball-arithmetic trajectory), best of ``--repeats``, with the verdict. The machine's load average comes
 first: the numbers are this machine's, at that load.
 """
@@ -15,9 +15,9 @@ import argparse
 import os
 import time
 
-from rwmodels import get_model
-from rwsymbolic import fixed_subspace, induction_step, stuck_proof
-from rwtasks import CircleWalk, first_of_two_task, permutation_task, task_symmetries
+from rwtoolkit.engines.exact import fixed_subspace, induction_step, stuck_proof
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import CircleWalk, first_of_two_task, permutation_task, task_symmetries
 
 CASES = [
     ("Theorem 4.1, K=3 N=4 p=1", CircleWalk(3, 4, 1)),

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from rwnumeric import ModelConfig, TrainConfig, train, train_batched
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train, train_batched
+from rwtoolkit.tasks import CircleWalk
 
 K, N, M, STEPS, RUNS = 6, 13, 20, 200, 1000
 PS = [f"{i}/11" for i in range(1, 11)]
@@ -68,7 +68,7 @@ def _batched_seconds(pack: int, record_every: int) -> float:
 
 
 def _full_sweep_seconds() -> float:
-    from rwsweep import load_spec, run_sweep
+    from rwtoolkit.analyses.sweep import load_spec, run_sweep
 
     spec = load_spec(
         {

@@ -1,16 +1,16 @@
-"""Exact GD steps (rwsymbolic.derive) at the benchmark sizes below, with the no-symmetry baseline.
+"""Exact GD steps (rwtoolkit.engines.exact.derive) at the benchmark sizes below, with the no-symmetry baseline.
 
 Run by hand (`.venv/bin/python benchmarks/symbolic_derive.py [--skip-baseline] [--step3-N 8] [--arithmetic-only]`);
 prints two Markdown tables of wall-clock seconds. The first: "rotation" uses the circle's rotation
 symmetry (walks rooted at node 0) plus grouping by sufficient statistics; "full population" is the
 same grouped engine over all K·2^(N-1) walks (the enumeration baseline). V(1) for N = 64 is out of
-reach of any enumeration (2^63 walks) and is the closed form's job (rwsymbolic.engine._moments), not
+reach of any enumeration (2^63 walks) and is the closed form's job (rwtoolkit.engines.exact.engine._moments), not
 derive's. The second: the same exact steps with python-flint's rationals (the default) against the
 pure SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``), each timed in a fresh process, and their ratio;
-the symbolic-p row has polynomials in p for probabilities and V(1) (``rwsymbolic.engine._polynomial_pass``); step 3
+the symbolic-p row has polynomials in p for probabilities and V(1) (``rwtoolkit.engines.exact.engine._polynomial_pass``); step 3
 is θ(3) in the engine's atom form (exponentials of step 2 as named atoms), at K = 6, N = 12 by
 default (the SymPy side then takes several minutes). The two paths return equal values written as
-different trees from step 3 on (``rwsymbolic.engine._atom_pass``; compared in tests/test_symbolic_flint.py).
+different trees from step 3 on (``rwtoolkit.engines.exact.engine._atom_pass``; compared in tests/test_symbolic_flint.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 
-from rwsymbolic import derive
-from rwtasks import CircleWalk
+from rwtoolkit.engines.exact import derive
+from rwtoolkit.tasks import CircleWalk
 
 
 def _v2_w2(task: CircleWalk, mu: str, rotate: bool) -> float:

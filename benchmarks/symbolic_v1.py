@@ -1,7 +1,7 @@
 """Benchmark: V(1) of Lemma C.1 with symbolic p by transfer matrices, against population enumeration.
 
 V(1) = -η ℓ'(0) E[e_y (X·1/N)ᵀ] = (η/(εNK)) Σ_{m=1}^{N-1} (Πᵀ)^m for the log-loss. The structured path
-(rwsymbolic.label_token_sum) costs O(N·K) polynomial operations; enumeration sums over K·2^(N-1) walks.
+(rwtoolkit.engines.exact.label_token_sum) costs O(N·K) polynomial operations; enumeration sums over K·2^(N-1) walks.
 Target: K = 8, N = 64 with symbolic p in under 10 s. Run by hand:
 
     .venv/bin/python benchmarks/symbolic_v1.py
@@ -14,9 +14,9 @@ import time
 
 import sympy as sp
 
-from rwsymbolic import label_token_sum, signal_matrix, signal_report, vanishing_set
-from rwsymbolic.engine._moments import _displacement_laws, _offset_sums
-from rwtasks import CircleWalk, symbol
+from rwtoolkit.engines.exact import label_token_sum, signal_matrix, signal_report, vanishing_set
+from rwtoolkit.engines.exact.engine._moments import _displacement_laws, _offset_sums
+from rwtoolkit.tasks import CircleWalk, symbol
 
 
 def _clear_caches() -> None:
@@ -68,7 +68,7 @@ def main() -> None:
 
     print("\nenumeration baseline (K·2^(N-1) walks), symbolic p, and the structured path at the same size:")
     rows = []
-    for n in (12, 15, 18):  # N = 18 is the largest population rwtasks builds for K = 8 (2^20 walks)
+    for n in (12, 15, 18):  # N = 18 is the largest population rwtoolkit.tasks builds for K = 8 (2^20 walks)
         t_enum, total = enumerated_label_token_sum(K, n)
         t_struct, V1n = structured_v1(K, n)
         same = (V1n * symbol("eps") * n / symbol("eta") - total).applyfunc(sp.expand) == sp.zeros(K, K)
@@ -85,7 +85,7 @@ def main() -> None:
         f"enumeration extrapolated to N={N} (time ∝ walks): {extrapolated:.3g} s ≈ "
         f"{extrapolated / 3.15e7:.3g} years, and {K * 2 ** (N - 1):.3g} walks "
         f"(~{K * 2 ** (N - 1) * N * 8 / 2**60:.3g} EiB of tokens), far above "
-        "rwtasks.MAX_EXACT_WALKS = 2^20"
+        "rwtoolkit.tasks.MAX_EXACT_WALKS = 2^20"
     )
     assert math.isfinite(extrapolated)
 

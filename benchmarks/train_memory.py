@@ -1,4 +1,4 @@
-"""How close `rwnumeric.memory_estimate` (the basis of `rw train`'s up-front memory refusal) is to the
+"""How close `rwtoolkit.engines.numeric.memory_estimate` (the basis of `rw train`'s up-front memory refusal) is to the
 memory a run really takes.
 
 Run by hand (`make bench` or `.venv/bin/python benchmarks/train_memory.py`). Each configuration trains in a
@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-from rwio import format_bytes
+from rwtoolkit.io import format_bytes
 
 CONFIGS = [  # (label, K, N, M, train_size, steps)
     ("paper Fig 4 scale", 6, 97, 1000, 1000, 5),
@@ -25,9 +25,9 @@ CONFIGS = [  # (label, K, N, M, train_size, steps)
 _CHILD = """
 import json, resource, sys
 import torch
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwnumeric._config import memory_estimate
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.engines.numeric._config import memory_estimate
+from rwtoolkit.tasks import CircleWalk
 K, N, M, n, steps = json.loads(sys.argv[1])
 task, model = CircleWalk(K, N, "1/2"), ModelConfig(K=K, N=N, M=M)
 cfg = TrainConfig(steps=steps, train_size=n, test_size=n, threads=1)

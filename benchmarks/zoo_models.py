@@ -1,10 +1,10 @@
 """The exact engine's and the ball engine's cost for every registered model on in-context Markov chains.
 
 Run by hand (`.venv/bin/python benchmarks/zoo_models.py`, or `make bench`). Each row is one fresh process
-(so the peak memory is that run's): ``rwsymbolic.derive_model`` from zero for ``--steps`` steps, or
-``rwcertify.ball_model_trajectory`` for ``--ball-steps`` steps, on ``icl_markov_task(S, N, 1)``; the
+(so the peak memory is that run's): ``rwtoolkit.engines.exact.derive_model`` from zero for ``--steps`` steps, or
+``rwtoolkit.engines.balls.ball_model_trajectory`` for ``--ball-steps`` steps, on ``icl_markov_task(S, N, 1)``; the
 embedding models (``tied_embedding``, ``untied_embedding``) on ``binary_markov_task(7/10, 3/5, N)``, since
-from zero they do not move when the next symbol is uniform, and also ``rwsymbolic.exact_hessian`` at the
+from zero they do not move when the next symbol is uniform, and also ``rwtoolkit.engines.exact.exact_hessian`` at the
 zoo's unigram point (engine ``hessian``, no estimate: one reverse pass per parameter). Prints the
 machine's load average, then a Markdown table: model, S, N, inputs, engine, steps, seconds, peak resident
 memory, and the engine's own estimate beside the measurement (``model_estimate`` / ``ball_estimate``).
@@ -20,27 +20,27 @@ import sys
 
 CODE = """
 import json, resource, sys, time
-from rwmodels import get_model
-from rwtasks import icl_markov_task
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import icl_markov_task
 name, S, N, engine, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 model = get_model(name)
 if name.endswith("_embedding"):  # on a binary source: from zero they do not move when the labels are uniform
-    from rwtasks import binary_markov_task
+    from rwtoolkit.tasks import binary_markov_task
     task = binary_markov_task("7/10", "3/5", N)
 else:
     task = icl_markov_task(S, N, 1)
 if engine == "hessian":  # the exact gradient and Hessian at the zoo's unigram point
-    from rwsymbolic import exact_hessian
-    from rwzoo._claims import unigram_point
+    from rwtoolkit.engines.exact import exact_hessian
+    from rwtoolkit.analyses.zoo._claims import unigram_point
     point, P, _ = unigram_point(task, model)
     estimate = None
     start = time.perf_counter(); exact_hessian(model, task, point, P); seconds = time.perf_counter() - start
 elif engine == "exact":
-    from rwsymbolic import derive_model, model_estimate
+    from rwtoolkit.engines.exact import derive_model, model_estimate
     estimate = model_estimate(task, model, steps, "zero", 1)
     start = time.perf_counter(); derive_model(task, model, steps); seconds = time.perf_counter() - start
 else:
-    from rwcertify import ball_estimate, ball_model_trajectory
+    from rwtoolkit.engines.balls import ball_estimate, ball_model_trajectory
     estimate = ball_estimate(task, model, steps)
     start = time.perf_counter(); _, bits = ball_model_trajectory(task, model, steps, keep=lambda t: False)
     seconds = time.perf_counter() - start

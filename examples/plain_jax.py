@@ -1,6 +1,6 @@
 """The one-layer softmax transformer in JAX: pure functions, ``jax.grad`` of the user's own loss, a jitted step.
 
-Nothing from this toolkit except the config ``rw check`` passes in and the ``rwcheck.Functional`` wrapper.
+Nothing from this toolkit except the config ``rw check`` passes in and the ``rwtoolkit.analyses.check.Functional`` wrapper.
 x64 is switched on at import (JAX computes in float32 otherwise, and ``rw check`` refuses that in float64).
 One function is jitted, at module level with the bug switches static: ``advance`` gives S, f and the loss
 at θ and the next θ in one call. It runs on arrays padded to bucketed shapes (``Padding``): JAX compiles
@@ -36,7 +36,7 @@ import jax  # noqa: E402 - after XLA_FLAGS
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rwcheck import Functional  # noqa: E402
+from rwtoolkit.analyses.check import Functional  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

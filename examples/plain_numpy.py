@@ -1,7 +1,7 @@
 """The one-layer softmax transformer in plain NumPy, gradients written by hand, as a user without autograd would.
 
 Nothing from this toolkit except the config ``rw check`` passes in. The implementation is handed over as an
-``rwcheck.Functional``: the parameters, the forward pass, the attention, the user's own loss and the user's
+``rwtoolkit.analyses.check.Functional``: the parameters, the forward pass, the attention, the user's own loss and the user's
 own gradient (the kit takes θ ← θ − η·grad).
 
     rw check examples/plain_numpy.py:model
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rwcheck import Functional
+from rwtoolkit.analyses.check import Functional
 
 
 def _softmax(logits: np.ndarray, keys_only: bool) -> np.ndarray:

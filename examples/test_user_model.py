@@ -9,7 +9,7 @@ configuration and replayed from hypothesis' example database on the next run.
 
 from plain_torch import model, training
 
-from rwcheck import ConformanceTests
+from rwtoolkit.analyses.check import ConformanceTests
 
 
 class TestPlainModule(ConformanceTests):

@@ -1,5 +1,5 @@
 """Shared test setup: hypothesis profiles chosen by HYPOTHESIS_PROFILE, a seeded RNG, tolerance helpers,
-example counts scaled by the profile, and a float64 rwnumeric run (the strategies live in rwcheck.strategies).
+example counts scaled by the profile, and a float64 rwtoolkit.engines.numeric run (the strategies live in rwtoolkit.analyses.check.strategies).
 
 Profiles: ``dev`` (default; quick, random), ``ci`` (derandomized, no deadline, modest example
 counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from rwcheck import CheckConfig
-from rwnumeric import ModelConfig, TrainConfig, TrainResult, train
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check import CheckConfig
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, TrainResult, train
+from rwtoolkit.tasks import CircleWalk
 
 settings.register_profile(
     "ci",
@@ -43,7 +43,7 @@ def scaled(n_ci: int) -> int:
 def numeric_run(
     task: object, model: ModelConfig, steps: int, eta: object, eps: Fraction, loss: str, **kwargs: object
 ) -> TrainResult:
-    """rwnumeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
+    """rwtoolkit.engines.numeric population GD in float64 for ``steps`` updates (``eta`` a Fraction or a schedule)."""
     # threads=1: these tensors are tiny, and a second torch thread only waits on a shared machine
     kwargs = {"threads": 1, **kwargs}
     cfg = TrainConfig(
@@ -91,7 +91,7 @@ def assert_rel(actual: object, expected: object, rtol: float, what: str = "") ->
 
 
 def transition_by_hand(K: int, p: float) -> np.ndarray:
-    """Π from docs/theory.md#task, written out independently of rwtasks: row i = current state (0-based)."""
+    """Π from docs/theory.md#task, written out independently of rwtoolkit.tasks: row i = current state (0-based)."""
     Pi = np.zeros((K, K))
     for i in range(K):
         Pi[i, (i + 1) % K] += p
@@ -126,7 +126,7 @@ def forward_by_hand(
 
 
 def rwnumeric_training(config: CheckConfig, fast: bool = True):
-    """rwnumeric as an implementation for ``rwcheck`` (protocol (b)), through its public API only.
+    """rwtoolkit.engines.numeric as an implementation for ``rwtoolkit.analyses.check`` (protocol (b)), through its public API only.
 
     State t comes from ``train(steps=t)`` on the config's population and P: ``TrainResult.final["V"]``,
     ``TrainResult.W()``, ``history[t]`` (train_loss, test_accuracy) and the trained model's ``evaluate``

@@ -1,4 +1,4 @@
-"""The task catalogue (rwtasks): exact populations, hand-checked walks and groups, family validation."""
+"""The task catalogue (rwtoolkit.tasks): exact populations, hand-checked walks and groups, family validation."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwio import load_schema
-from rwtasks import (
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import (
     FAMILIES,
     CircleWalk,
     cayley_walk,
@@ -213,7 +213,7 @@ def test_walks_refuse_too_many_paths_naming_the_count():
 
 def test_group_tables_are_groups():
     """Associativity, identity and inverses of the multiplication tables behind the Cayley walks."""
-    from rwtasks._graph import GROUPS
+    from rwtoolkit.tasks._graph import GROUPS
 
     for name, n in (("cyclic", 5), ("dihedral", 4), ("symmetric", 3)):
         G = GROUPS[name][0](n)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwtasks import make_task
+from rwtoolkit.tasks import make_task
 
 HUGE = 10**10
 UNIFORM = [["1/2", "1/2"], ["1/2", "1/2"]]

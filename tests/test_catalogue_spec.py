@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 import sympy as sp
 
-from rwio import load_schema
-from rwtasks import SpecError, load_task_spec, parse_task_spec
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import SpecError, load_task_spec, parse_task_spec
 
 EXPLICIT = {
     "vocab": ["a", "b", "c"],

@@ -1,4 +1,4 @@
-"""The certified engine (rwcertify) against independent engines, its typed outcomes, and ``rw certify``."""
+"""The certified engine (rwtoolkit.engines.balls) against independent engines, its typed outcomes, and ``rw certify``."""
 
 from __future__ import annotations
 
@@ -13,13 +13,21 @@ import pytest
 import sympy as sp
 from flint import arb, arb_mat
 
-from rwcertify import Outcome, WalkSet, certify, certify_json, compare_float, precision, run_trajectory
-from rwcertify._gram import check_gram
-from rwcli.main import main
-from rwio import load_schema
-from rwtasks import CircleWalk
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.balls import (
+    Outcome,
+    WalkSet,
+    certify,
+    certify_json,
+    compare_float,
+    precision,
+    run_trajectory,
+)
+from rwtoolkit.engines.balls._gram import check_gram
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk
 
-#: Small configurations that rwsymbolic.derive follows exactly in well under a second per step.
+#: Small configurations that rwtoolkit.engines.exact.derive follows exactly in well under a second per step.
 SMALL = [(3, 4, "1/3"), (4, 3, "1/2"), (3, 4, "1"), (4, 5, "0")]
 
 
@@ -38,7 +46,7 @@ def _contains(ball: arb, exact: sp.Expr) -> bool:
 
 @pytest.mark.parametrize("K,N,p", SMALL, ids=lambda v: str(v))
 def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
-    from rwsymbolic import derive
+    from rwtoolkit.engines.exact import derive
 
     task = CircleWalk(K, N, p)
     ws = _population(task)
@@ -55,8 +63,8 @@ def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
 
 
 def test_decided_accuracy_equals_the_exact_accuracy():
-    from rwcertify._certify import accuracy_bounds
-    from rwsymbolic import derive
+    from rwtoolkit.engines.balls._certify import accuracy_bounds
+    from rwtoolkit.engines.exact import derive
 
     task = CircleWalk(3, 4, "1/3")
     ws = _population(task)
@@ -80,7 +88,7 @@ def test_enclosures_contain_float64_rwnumeric_where_float64_is_accurate(populati
 
 
 def test_float_comparison_flags_a_float_value_outside_its_ball():
-    from rwcertify._compare import _excess
+    from rwtoolkit.engines.balls._compare import _excess
 
     assert _excess(1.0 + 1e-6, {"mid": 1.0, "rad": 1e-12}) == pytest.approx(1e-6 - 1e-12, rel=1e-6)
     assert _excess(1.0 + 1e-13, {"mid": 1.0, "rad": 1e-12}) == 0.0
@@ -205,7 +213,7 @@ def test_rw_certify_runs_as_a_console_command_with_the_float_comparison(tmp_path
     cmd = [
         sys.executable,
         "-m",
-        "rwcli.main",
+        "rwtoolkit.cli.main",
         "certify",
         "--K",
         "3",

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from flint import arb, arb_mat
 
-from rwcertify import Outcome, ball_json, certify
-from rwcli.main import main
-from rwio import load_schema
-from rwtasks import CircleWalk
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.balls import Outcome, ball_json, certify
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk
 
 #: A 3-cycle population task; at 16 bits its balls stop the trajectory at step 5 (z + ε no longer > 0).
 TASK = ["certify", "--K", "3", "--N", "4", "--p", "1/2", "--M", "8", "--population"]
@@ -89,7 +89,7 @@ def test_a_stopped_run_with_no_recorded_step_compares_nothing_and_exits_like_an_
 
 
 def test_non_finite_balls_export_as_unbounded_and_the_schema_accepts_only_that_form():
-    from rwcertify._balls import UNBOUNDED, interval_text
+    from rwtoolkit.engines.balls._balls import UNBOUNDED, interval_text
 
     for x in (arb("nan"), arb("0 +/- inf"), arb(10) ** 400, arb(2) ** 2**70):
         assert ball_json(x) == UNBOUNDED, x
@@ -103,7 +103,7 @@ def test_non_finite_balls_export_as_unbounded_and_the_schema_accepts_only_that_f
 
 
 def test_an_unbounded_ball_in_a_step_is_exported_and_printed_without_nan_or_inf():
-    from rwcertify import certify_json, certify_markdown
+    from rwtoolkit.engines.balls import certify_json, certify_markdown
 
     cert = certify(CircleWalk(3, 4, "1/2"), M=8, steps=2, population=True, prec=64, max_prec=64)
     rec = cert.trajectory.records[-1]
@@ -145,7 +145,7 @@ def test_the_report_prints_each_enclosure_as_an_interval_with_both_ends(tmp_path
 
 
 def test_printed_intervals_are_rounded_outward_and_show_both_ends():
-    from rwcertify._balls import interval_text
+    from rwtoolkit.engines.balls._balls import interval_text
 
     assert interval_text({"mid": 0.0, "rad": 1.02}) == "[-1.03, 1.03]"  # flint prints this ball "[+/- 1.02]"
     assert interval_text({"mid": 0.5, "rad": 0.0}) == "[0.5, 0.5]"
@@ -161,7 +161,7 @@ def test_printed_intervals_are_rounded_outward_and_show_both_ends():
 
 
 def test_messages_print_intervals_not_flint_balls():
-    from rwcertify._gram import check_gram
+    from rwtoolkit.engines.balls._gram import check_gram
 
     with pytest.raises(ValueError, match=r"entry \(1, 2\) ∈ \[1, 1\] does not contain 0") as err:
         check_gram(arb_mat([[2, 1], [1, 2]]), Fraction(2))

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rwsymbolic.arithmetic._decide as decide
-from rwcheck import (
+import rwtoolkit.engines.exact.arithmetic._decide as decide
+from rwtoolkit.analyses.check import (
     CheckConfig,
     CheckOptions,
     Mismatch,
@@ -31,15 +31,15 @@ from rwcheck import (
     estimate_fixtures,
     load_factory,
 )
-from rwcheck._check import drawn_configs
-from rwcheck._compare import trajectory_key
-from rwcheck._emit import FixtureSpec
-from rwcheck._models import compare_model, expected_model_steps
-from rwcheck._runtime import run_model
-from rwcli.main import main
-from rwmodels import Evaluation
-from rwsymbolic import EXACT, job_estimate
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check._check import drawn_configs
+from rwtoolkit.analyses.check._compare import trajectory_key
+from rwtoolkit.analyses.check._emit import FixtureSpec
+from rwtoolkit.analyses.check._models import compare_model, expected_model_steps
+from rwtoolkit.analyses.check._runtime import run_model
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.exact import EXACT, job_estimate
+from rwtoolkit.models import Evaluation
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNED = ROOT / "examples" / "learned_positions_torch.py"
@@ -65,7 +65,7 @@ def test_an_exact_tie_in_f_at_three_steps_is_decided_without_expanding_the_atoms
     predicted = EXACT.predict(f)
     assert predicted is not None
     floats = run_model(load_factory(f"{LEARNED}:model"), config, 3, config.shapes)
-    from rwcheck._runtime import predict
+    from rwtoolkit.analyses.check._runtime import predict
 
     assert predicted.tolist() == predict(floats.values["f"][3], config.tie_rtol).tolist()
 
@@ -104,7 +104,7 @@ def test_a_first_divergence_stops_the_exact_accuracies_of_later_steps(monkeypatc
 
 
 def test_the_configurations_the_estimate_reads_are_the_ones_the_search_draws(monkeypatch) -> None:
-    import rwcheck._models as models
+    import rwtoolkit.analyses.check._models as models
 
     options = CheckOptions(steps=1, examples=4, model="key_query")
     seen = []

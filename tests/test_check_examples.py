@@ -15,13 +15,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory, write_report
-from rwcheck._properties import TRAJECTORY
-from rwio import load_schema
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory, write_report
+from rwtoolkit.analyses.check._properties import TRAJECTORY
+from rwtoolkit.io import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-RW = [sys.executable, "-c", "import sys; from rwcli.main import main; sys.exit(main())"]
+RW = [sys.executable, "-c", "import sys; from rwtoolkit.cli.main import main; sys.exit(main())"]
 OPTIONS = CheckOptions(steps=2, examples=3)
 
 sys.path.insert(0, str(EXAMPLES))
@@ -68,7 +68,7 @@ def test_rw_check_console_fails_with_exit_1_naming_the_quantity_without_pytest(t
     out = tmp_path / "report.json"
     code = (
         "import sys; sys.modules['pytest'] = None\n"  # any `import pytest` now raises ImportError
-        "from rwcli.main import main\n"
+        "from rwtoolkit.cli.main import main\n"
         f"sys.exit(main(['check', 'examples/bugs.py:transposed_V', '--steps', '1', '--examples', '1', '--json', {str(out)!r}]))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -93,7 +93,7 @@ def test_same_implementation_same_report_bytes(tmp_path) -> None:
 
 
 def _pytest(args: list[str], cwd: Path, path: Path | None = None) -> subprocess.CompletedProcess:
-    """Plain ``pytest -q`` on ``args`` in a subprocess (the rwcheck plugin loads through its entry point),
+    """Plain ``pytest -q`` on ``args`` in a subprocess (the rwtoolkit.analyses.check plugin loads through its entry point),
     with ``path`` put first on PYTHONPATH so the test file can import the user's module."""
     env = dict(os.environ)
     if path is not None:
@@ -122,7 +122,7 @@ def test_a_user_test_class_with_a_bug_fails_under_pytest(tmp_path) -> None:
     test_file = tmp_path / "test_buggy.py"
     test_file.write_text(
         "from bugs import transposed_V\n"
-        "from rwcheck import ConformanceTests\n\n\n"
+        "from rwtoolkit.analyses.check import ConformanceTests\n\n\n"
         "class TestBuggy(ConformanceTests):\n"
         "    factory = staticmethod(transposed_V)\n"
         "    steps = 1\n"
@@ -144,8 +144,8 @@ def test_readme_example_passes(tmp_path) -> None:
 def test_plain_implementation_matches_the_exact_trajectory_at_step_4() -> None:
     # The largest case the exact engine must reach in seconds: K=5, N=6, p=3/10, t = 0..4. A trajectory
     # this long goes through the named-exponential (atom) form of the exact values.
-    from rwcheck import CheckConfig, assert_matches_exact
-    from rwtasks import CircleWalk
+    from rwtoolkit.analyses.check import CheckConfig, assert_matches_exact
+    from rwtoolkit.tasks import CircleWalk
 
     factory = load_factory(f"{EXAMPLES}/plain_torch.py:model")
     cfg = CheckConfig.build(CircleWalk(5, 6, "3/10"), mu=1, eta=1, eps="1/10")

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
-from rwcheck import DEFAULT_SPECS, emit_fixtures, read_specs
-from rwcheck._runtime import LABELS, predict, torch_losses
-from rwcli.main import main
-from rwnumeric import LOSS_FUNCTIONS
-from rwnumeric import predict as torch_predict
+from rwtoolkit.analyses.check import DEFAULT_SPECS, emit_fixtures, read_specs
+from rwtoolkit.analyses.check._runtime import LABELS, predict, torch_losses
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import LOSS_FUNCTIONS
+from rwtoolkit.engines.numeric import predict as torch_predict
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -28,11 +28,10 @@ sys.path.insert(0, str(EXAMPLES))
 from bugs import FIRST_WRONG  # noqa: E402
 
 #: Runs pytest with the toolkit, SymPy, python-flint and mpmath made unimportable: what a user's CI
-#: without them sees (the installed rwcheck pytest plugin is not loaded either).
+#: without them sees (the installed rwtoolkit.analyses.check pytest plugin is not loaded either).
 BLOCKED_PYTEST = """
 import importlib.abc, sys
-BLOCK = {"sympy", "flint", "mpmath", "rwsymbolic", "rwcheck", "rwnumeric", "rwtasks", "rwio", "rwcli",
-         "rwcertify", "rwstability", "rwsweep", "rwexplore", "rwrepro", "rwzoo", "proofs"}
+BLOCK = {"sympy", "flint", "mpmath", "rwtoolkit"}
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] in BLOCK:
@@ -78,7 +77,10 @@ def test_the_folder_holds_oracles_runtime_test_and_a_manifest_of_digests(fixture
     for entry in manifest["configs"]:
         assert entry["rtol"]["float32"] > entry["rtol"]["float64"] > 0 and entry["steps"] == 2
     runtime = (fixtures / "rwcheck_runtime.py").read_text()
-    assert "from rwcheck_columns import" in runtime and "rwsymbolic" not in runtime.split('"""', 2)[2]
+    assert (
+        "from rwcheck_columns import" in runtime
+        and "rwtoolkit.engines.exact" not in runtime.split('"""', 2)[2]
+    )
 
 
 def test_emitting_again_gives_the_same_bytes(fixtures, tmp_path):
@@ -232,7 +234,7 @@ def test_emit_refuses_what_cannot_fit_before_any_work(tmp_path, monkeypatch, cap
 
 
 def test_the_runtime_reads_the_first_manifest_id_and_refuses_an_unknown_one(fixtures, tmp_path):
-    from rwcheck._runtime import load_manifest
+    from rwtoolkit.analyses.check._runtime import load_manifest
 
     manifest = json.loads((fixtures / "manifest.json").read_text())
     (tmp_path / "manifest.json").write_text(

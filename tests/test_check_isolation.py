@@ -1,7 +1,7 @@
 """``rw check`` draws the same configurations whatever the user's process has imported.
 
 Hypothesis (6.13x and later) mixes constants from the source of local modules into its draws; the kit's
-search turns that off (rwcheck/_isolation.py). The oracle is the kit's own first run: importing a module
+search turns that off (rwtoolkit/analyses/check/_isolation.py). The oracle is the kit's own first run: importing a module
 full of in-range integer and float literals must not change the configurations drawn next. Without the
 isolation it does (seen on hypothesis 6.170 when this test was written), so the test
 fails if a hypothesis release moves the hooks it swaps.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hypothesis.internal.conjecture import providers
 
-from rwcheck import CheckOptions, check, load_factory
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plain_torch.py"
 

@@ -1,4 +1,4 @@
-"""The public conformance kit ``rwcheck``: protocol errors, not-checked read-outs, the closed forms it uses,
+"""The public conformance kit ``rwtoolkit.analyses.check``: protocol errors, not-checked read-outs, the closed forms it uses,
 its tolerance, its report and the ``rw check`` usage errors (exit 2, one line, before any work)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwcheck import (
+from rwtoolkit.analyses.check import (
     CheckConfig,
     CheckOptions,
     ImplementationError,
@@ -27,17 +27,17 @@ from rwcheck import (
     run,
     tolerance,
 )
-from rwcheck._compare import MARGIN, expected_steps, scaled_error
-from rwcheck.strategies import check_configs
-from rwcli.main import main
-from rwio import load_schema
-from rwtasks import CircleWalk, FiniteTask
+from rwtoolkit.analyses.check._compare import MARGIN, expected_steps, scaled_error
+from rwtoolkit.analyses.check.strategies import check_configs
+from rwtoolkit.cli.main import main
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 from plain_torch import OneLayerTransformer, model, training  # noqa: E402
 
-RW = [sys.executable, "-c", "import sys; from rwcli.main import main; sys.exit(main())"]
+RW = [sys.executable, "-c", "import sys; from rwtoolkit.cli.main import main; sys.exit(main())"]
 SMALL = CheckConfig.build(CircleWalk(3, 3, "3/10"), mu=2, eta="3/2", eps="1/10", embedding="sine", M=5)
 
 
@@ -243,7 +243,7 @@ def test_rw_check_bad_usage_through_the_console_command() -> None:
 
 
 def test_rwcheck_does_not_import_pytest() -> None:
-    code = "import sys, rwcheck, rwcheck.strategies, rwcli.check; assert 'pytest' not in sys.modules"
+    code = "import sys, rwtoolkit.analyses.check, rwtoolkit.analyses.check.strategies, rwtoolkit.cli.check; assert 'pytest' not in sys.modules"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 

@@ -1,8 +1,8 @@
 """``rw check --model key_query``: the reference implementation passes, wrong variants fail at their first wrong
 quantity, and unsupported option combinations are refused in one line with exit code 2 before any work.
 
-The oracle is the generic exact engine (``rwmodels.descend`` in ``rwsymbolic.arithmetic._models.EXACT`` on the task's
-population, P = ``rwmodels.rational_positions(N, μ)``), independent of examples/key_query_torch.py.
+The oracle is the generic exact engine (``rwtoolkit.models.descend`` in ``rwtoolkit.engines.exact.arithmetic._models.EXACT`` on the task's
+population, P = ``rwtoolkit.models.rational_positions(N, μ)``), independent of examples/key_query_torch.py.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rwcheck import CheckConfig, CheckOptions, check, load_factory
-from rwcheck._models import expected_model_steps
-from rwcli.main import main
-from rwio import load_schema
-from rwmodels import rational_positions
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check import CheckConfig, CheckOptions, check, load_factory
+from rwtoolkit.analyses.check._models import expected_model_steps
+from rwtoolkit.cli.main import main
+from rwtoolkit.io import load_schema
+from rwtoolkit.models import rational_positions
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "key_query_torch.py"

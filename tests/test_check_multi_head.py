@@ -1,7 +1,7 @@
 """``rw check --model multi_head``: an independent plain implementation passes, planted bugs fail at their quantity.
 
 examples/multi_head_torch.py (stacked V (H, K, K), W (H, K+M, K+M), H = 2) against the generic exact engine
-(``rwmodels.descend`` of ``multi_head`` on the population, P = ``rwmodels.rational_positions(N, μ)``).
+(``rwtoolkit.models.descend`` of ``multi_head`` on the population, P = ``rwtoolkit.models.rational_positions(N, μ)``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "multi_head_torch.py"
@@ -38,7 +38,7 @@ def test_each_planted_bug_fails_at_its_first_wrong_quantity(variant) -> None:
 def test_three_heads_pass_through_rw_check_and_the_report_names_them(tmp_path) -> None:
     import json
 
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     out = tmp_path / "report.json"
     args = [

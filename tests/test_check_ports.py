@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from rwcheck import (
+from rwtoolkit.analyses.check import (
     CheckConfig,
     CheckOptions,
     Functional,
@@ -27,8 +27,8 @@ from rwcheck import (
     check_positions,
     load_factory,
 )
-from rwcheck._properties import TRAJECTORY
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check._properties import TRAJECTORY
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -218,7 +218,7 @@ def test_the_factory_is_told_T_and_the_floats() -> None:
 def test_rw_check_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path) -> None:
     import subprocess
 
-    code = "import sys; from rwcli.main import main; sys.exit(main())"
+    code = "import sys; from rwtoolkit.cli.main import main; sys.exit(main())"
     target = f"{EXAMPLES}/plain_numpy.py:model"
     proc = subprocess.run(  # the default steps and examples: hypothesis caches constants once it draws enough
         [sys.executable, "-c", code, "check", target],
@@ -234,12 +234,12 @@ def test_rw_check_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path)
 @pytest.mark.parametrize("framework", PORTS)
 def test_a_numpy_or_jax_check_never_loads_torch(framework) -> None:
     """rw check of a NumPy or JAX implementation imports torch nowhere (about 1.5 s and 50 MiB of a
-    process): the kit, rwnumeric's configurations and embeddings, and the CLI load it only where it is used."""
+    process): the kit, rwtoolkit.engines.numeric's configurations and embeddings, and the CLI load it only where it is used."""
     import subprocess
 
     target = f"{EXAMPLES}/plain_{_port(framework)}.py:model"
     code = (
-        "import sys; from rwcli.main import main\n"
+        "import sys; from rwtoolkit.cli.main import main\n"
         f"code = main(['check', {target!r}, '--steps', '1', '--examples', '2'])\n"
         "print('torch loaded:', 'torch' in sys.modules); sys.exit(code)\n"
     )

@@ -1,9 +1,9 @@
-"""Every report ``rw check`` can produce validates against ``rwcheck/report.schema.json``.
+"""Every report ``rw check`` can produce validates against ``rwtoolkit/schemas/report.schema.json``.
 
 One check per protocol (a module, a training loop, a NumPy and a JAX ``Functional``, a ``Supervised``
 module), and the fields a report holds beyond a passing one-layer check: failures (a divergence, a NaN,
 a crash of the user's code, a failed assumption on the user's own P), rows not checked, another model
-of ``rwmodels``. The schema's enumerations are the toolkit's own lists, so a new protocol, loss or
+of ``rwtoolkit.models``. The schema's enumerations are the toolkit's own lists, so a new protocol, loss or
 dtype cannot be left out of it again.
 """
 
@@ -17,12 +17,20 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rwcheck import PROTOCOLS, CheckOptions, Functional, Supervised, check, load_factory, write_report
-from rwcheck._config import DTYPES
-from rwcheck.strategies import TASK_KINDS
-from rwcli.main import main
-from rwio import load_schema
-from rwtasks import LOSSES
+from rwtoolkit.analyses.check import (
+    PROTOCOLS,
+    CheckOptions,
+    Functional,
+    Supervised,
+    check,
+    load_factory,
+    write_report,
+)
+from rwtoolkit.analyses.check._config import DTYPES
+from rwtoolkit.analyses.check.strategies import TASK_KINDS
+from rwtoolkit.cli.main import main
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import LOSSES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwcli.main import main
+from rwtoolkit.cli.main import main
 
 
 @pytest.mark.parametrize(

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from rwcli.main import COMMANDS as MAIN_COMMANDS
-from rwcli.main import main
+from rwtoolkit.cli.main import COMMANDS as MAIN_COMMANDS
+from rwtoolkit.cli.main import main
 
 HEAVY = ("torch", "sympy", "matplotlib")
 
-# Runs rwcli.main.main(argv) and prints, as the last stdout line, the exit code and the heavy modules loaded.
+# Runs rwtoolkit.cli.main.main(argv) and prints, as the last stdout line, the exit code and the heavy modules loaded.
 _HARNESS = """
 import json, sys
-from rwcli.main import main
+from rwtoolkit.cli.main import main
 try:
     code = main(json.loads(sys.argv[1]))
 except SystemExit as exc:
@@ -227,8 +227,8 @@ def test_help_and_argument_errors_load_neither_torch_nor_sympy(argv):
 
 
 def test_reproduce_help_lists_every_target():
-    from rwcli.reproduce import FIG_HELP
-    from rwrepro import TARGETS
+    from rwtoolkit.analyses.repro import TARGETS
+    from rwtoolkit.cli.reproduce import FIG_HELP
 
     named = {"fig2", "fig4", "fig13", "sensitivity", "all"}
     assert named <= set(TARGETS) and all(t in named or t[:3] == "fig" for t in TARGETS)
@@ -242,7 +242,7 @@ def test_a_write_that_fails_after_the_check_leaves_no_file_and_prints_one_line(t
     def full_disk(src, dst):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("rwio._atomic.os.replace", full_disk)
+    monkeypatch.setattr("rwtoolkit.io._atomic.os.replace", full_disk)
     assert main(["signal", "--K", "3", "--N", "3", "--p", "1/2", "--json", str(target)]) == 1
     err = capsys.readouterr().err
     assert err == f"rw signal: error: cannot write {target}: No space left on device\n"
@@ -275,16 +275,16 @@ def test_a_negative_log_loss_is_explained_where_it_is_printed(tmp_path, capsys):
 
 
 def test_train_refuses_before_allocating_when_the_estimate_exceeds_available_memory(monkeypatch):
-    from rwio import MemoryEstimateError
-    from rwnumeric import ModelConfig, TrainConfig, memory_estimate, train
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, memory_estimate, train
+    from rwtoolkit.io import MemoryEstimateError
+    from rwtoolkit.tasks import CircleWalk
 
     task, model, cfg = CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1)
     need = sum(memory_estimate(task, model, cfg).values())
-    monkeypatch.setattr("rwio._memory.available_memory", lambda: need - 1)
+    monkeypatch.setattr("rwtoolkit.io._memory.available_memory", lambda: need - 1)
     with pytest.raises(MemoryEstimateError, match="training K=3, N=4, M=5 .* needs about"):
         train(task, model, cfg, progress=False)
-    monkeypatch.setattr("rwio._memory.available_memory", lambda: need)
+    monkeypatch.setattr("rwtoolkit.io._memory.available_memory", lambda: need)
     assert len(train(task, model, cfg, progress=False).history) == 2
 
 
@@ -292,8 +292,8 @@ def test_reproduce_refuses_up_front_when_its_parallel_runs_cannot_fit(monkeypatc
     def no_run(*args, **kwargs):
         raise AssertionError("reproduce started although its memory estimate was refused")
 
-    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
-    monkeypatch.setattr("rwrepro.reproduce", no_run)
+    monkeypatch.setattr("rwtoolkit.io._memory.available_memory", lambda: 2**20)
+    monkeypatch.setattr("rwtoolkit.analyses.repro.reproduce", no_run)
     assert main(["reproduce", "fig4", "--quick", "--jobs", "1", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "rw reproduce with 1 worker process(es) needs about" in err and "use fewer workers" in err, err
@@ -301,8 +301,8 @@ def test_reproduce_refuses_up_front_when_its_parallel_runs_cannot_fit(monkeypatc
 
 
 def test_memory_estimate_grows_with_each_size_it_counts():
-    from rwnumeric import ModelConfig, TrainConfig, memory_estimate
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, memory_estimate
+    from rwtoolkit.tasks import CircleWalk
 
     def total(N=10, M=20, n=100, **cfg):
         return sum(
@@ -328,8 +328,8 @@ def test_explore_train_refuses_up_front_when_its_largest_run_cannot_fit(monkeypa
 
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC))
-    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
-    monkeypatch.setattr("rwexplore.explore", no_run)
+    monkeypatch.setattr("rwtoolkit.io._memory.available_memory", lambda: 2**20)
+    monkeypatch.setattr("rwtoolkit.analyses.explore.explore", no_run)
     assert main(["explore", str(spec), "--train", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert (

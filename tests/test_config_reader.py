@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from rwcheck import read_specs
-from rwcli.main import main
-from rwio import ConfigError, Exact, Record, Text, check_config, exact_value, plain, read_data_file
-from rwsweep import load_spec
-from rwtasks import load_task_spec
+from rwtoolkit.analyses.check import read_specs
+from rwtoolkit.analyses.sweep import load_spec
+from rwtoolkit.cli.main import main
+from rwtoolkit.io import ConfigError, Exact, Record, Text, check_config, exact_value, plain, read_data_file
+from rwtoolkit.tasks import load_task_spec
 
 # ------------------------------------------------------------------------------------------------
 # Numbers exactly as written
@@ -325,7 +325,7 @@ LOADERS = {"task": load_task_spec, "explicit": load_task_spec, "sweep": load_spe
 
 
 def _where(path: tuple) -> str:
-    from rwio import format_path
+    from rwtoolkit.io import format_path
 
     return format_path(path)
 
@@ -466,11 +466,11 @@ def test_a_bad_field_through_the_cli_is_exit_2_and_one_line(tmp_path, capsys, fm
 
 
 def test_the_shipped_schemas_name_the_keys_the_readers_check():
-    from rwio import load_schema
-    from rwsweep import FIELDS
-    from rwsweep._spec import SPEC
-    from rwtasks import FAMILIES
-    from rwtasks._spec import _EXPLICIT_TASK, _FAMILY_TASK, TASK_SPEC
+    from rwtoolkit.analyses.sweep import FIELDS
+    from rwtoolkit.analyses.sweep._spec import SPEC
+    from rwtoolkit.io import load_schema
+    from rwtoolkit.tasks import FAMILIES
+    from rwtoolkit.tasks._spec import _EXPLICIT_TASK, _FAMILY_TASK, TASK_SPEC
 
     sweep = load_schema("sweep")
     assert list(sweep["properties"]) == list(SPEC.fields) and sweep["required"] == list(SPEC.required)

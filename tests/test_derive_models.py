@@ -1,10 +1,10 @@
-"""rw derive --model: another model of the registry through the generic exact engine (rwsymbolic.derive_model)."""
+"""rw derive --model: another model of the registry through the generic exact engine (rwtoolkit.engines.exact.derive_model)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rwcli.main import main
+from rwtoolkit.cli.main import main
 
 
 def test_key_query_from_zero_is_stuck_exactly(capsys):

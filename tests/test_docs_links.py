@@ -96,7 +96,7 @@ def test_readme_links_into_docs_exist():
 def test_cli_reference_lists_every_command_and_option():
     hooks = _tool("docs_hooks")
     page = hooks.cli_markdown()
-    from rwcli.main import COMMANDS
+    from rwtoolkit.cli.main import COMMANDS
 
     parser = hooks.cli_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -152,7 +152,7 @@ def test_gallery_renders_the_report_or_says_how_to_make_it(tmp_path):
             {"figure": "fig4", "claim": "c|1", "paper": "p", "ours": "o", "agrees": True, "criterion": "k"},
             {"figure": "fig5", "claim": "c2", "paper": "p", "ours": "o", "agrees": False, "criterion": "k"},
         ],
-        "options_reproducing_paper": {  # the form rwrepro's build_report writes
+        "options_reproducing_paper": {  # the form rwtoolkit.analyses.repro's build_report writes
             "fig4": [{"choices": "mu1_f32", "differs_from_main": "μ=1, float32"}],
             "fig5": [],
         },

@@ -59,7 +59,7 @@ def test_tutorial_runs_as_written(page, tmp_path, monkeypatch):
     ]
     for argv in commands:
         proc = subprocess.run(
-            [sys.executable, "-m", "rwcli.main", *argv[1:]],
+            [sys.executable, "-m", "rwtoolkit.cli.main", *argv[1:]],
             check=False,
             cwd=tmp_path,
             capture_output=True,

@@ -13,10 +13,10 @@ import json
 import pytest
 import sympy as sp
 
-import rwexplore
-from rwcli.main import main
-from rwexplore import explore, write_report
-from rwtasks import CircleWalk, parse_task_spec, qa_task2, symbol
+import rwtoolkit.analyses.explore
+from rwtoolkit.analyses.explore import explore, write_report
+from rwtoolkit.cli.main import main
+from rwtoolkit.tasks import CircleWalk, parse_task_spec, qa_task2, symbol
 
 
 def _explore(task: dict, steps: int = 2, sweep: dict | None = None, stability: bool = False):
@@ -235,21 +235,21 @@ def test_rw_explore_bad_spec_names_the_field(tmp_path, capsys):
 
 
 def test_cli_module_is_registered():
-    from rwcli.main import COMMANDS
+    from rwtoolkit.cli.main import COMMANDS
 
-    assert ("explore", "rwcli.explore") in [(name, module) for name, module, _ in COMMANDS]
-    importlib.import_module("rwcli.explore")
+    assert ("explore", "rwtoolkit.cli.explore") in [(name, module) for name, module, _ in COMMANDS]
+    importlib.import_module("rwtoolkit.cli.explore")
 
 
 def test_irrational_zeros_are_listed_as_not_checked_and_a_generic_value_is_used():
     """A vanishing set {1/2, √2/2}: the rational zero is checked, the irrational one is reported as
     skipped, and the generic value is the first of 1/2, 1/3, ... off the set, i.e. 1/3."""
-    from rwexplore._explore import _evaluation_values
-    from rwsymbolic import VanishingSet
+    from rwtoolkit.analyses.explore._explore import _evaluation_values
+    from rwtoolkit.engines.exact import VanishingSet
 
     p = symbol("p")
     gcd = sp.expand((2 * p - 1) * (2 * p**2 - 1))
-    summary = rwexplore.SignalSummary(
+    summary = rwtoolkit.analyses.explore.SignalSummary(
         sp.Matrix([[gcd]]), False, p, VanishingSet(p, False, (sp.Rational(1, 2), sp.sqrt(2) / 2), gcd)
     )
     values, skipped = _evaluation_values(summary)
@@ -272,7 +272,7 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
         )
     )
     done = subprocess.run(
-        [sys.executable, "-m", "rwcli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
+        [sys.executable, "-m", "rwtoolkit.cli.main", "explore", str(spec), "--out", str(tmp_path / "o")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -283,7 +283,7 @@ def test_rw_explore_runs_as_a_subprocess(tmp_path):
         [
             sys.executable,
             "-m",
-            "rwcli.main",
+            "rwtoolkit.cli.main",
             "explore",
             str(tmp_path / "nope.json"),
             "--out",
@@ -333,15 +333,15 @@ def test_stuck_verdict_contradicted_by_training_is_flagged_in_report_json_and_pl
     report = written["REPORT.md"].read_text()
     assert "**stuck** (contradicted by training, see below)" in report
     assert 'Warning: the verdict "stuck" is contradicted by training' in report
-    from rwexplore._report import CONTRADICTION_GID, _plot
+    from rwtoolkit.analyses.explore._report import CONTRADICTION_GID, _plot
 
     fig = _plot(check, "fair walk", tmp_path / "again.png")  # the plot's title carries the red flag
     assert fig.axes[0].title.get_gid() == CONTRADICTION_GID and "CONTRADICTED" in fig.axes[0].get_title()
 
 
 def test_stuck_verdict_kept_by_training_is_not_flagged():
-    from rwexplore import Manifold, OneStep, TrainRun
-    from rwexplore._explore import PointCheck
+    from rwtoolkit.analyses.explore import Manifold, OneStep, TrainRun
+    from rwtoolkit.analyses.explore._explore import PointCheck
 
     def check(accuracies):
         run = TrainRun("zero", "zero", None, accuracies, [0.0] * len(accuracies), [0.0] * len(accuracies))
@@ -362,7 +362,7 @@ def test_stuck_verdict_kept_by_training_is_not_flagged():
 
 
 def test_accuracy_plot_title_names_each_parameter_once():
-    from rwexplore._report import plot_title
+    from rwtoolkit.analyses.explore._report import plot_title
 
     title = plot_title("sweep", CircleWalk(4, 5, "1/2"), {"N": 5, "p": "p"}, {"p": sp.Rational(1, 2)})
     assert title == "sweep: task circle, K=4, N=5, p=1/2"
@@ -378,9 +378,9 @@ def test_accuracy_plot_title_names_each_parameter_once():
     ids=["qa2", "permutation"],  # K = 4, p = 1/2: test_stuck_verdict_contradicted_by_training_...
 )
 def test_stuck_points_get_the_stability_verdict_of_rw_stability(task, kind):
-    """A stuck point's verdict is refined by rwstability's linearisation at the spec's training settings
+    """A stuck point's verdict is refined by rwtoolkit.analyses.stability's linearisation at the spec's training settings
     (η = 0.1, ε = 0.1, μ = M/2 = 32, 40 steps here), the same numbers rw stability computes."""
-    from rwstability import linearise, stability_summary
+    from rwtoolkit.analyses.stability import linearise, stability_summary
 
     spec = parse_task_spec({"task": task, "explore": {"steps": 1}, "train": {"steps": 40}})
     check = explore(spec).points[0].checks[0]

@@ -1,9 +1,9 @@
-"""The paper's model's fast paths equal its one definition (rwmodels.OneLayer, full V and W) on the same inputs.
+"""The paper's model's fast paths equal its one definition (rwtoolkit.models.OneLayer, full V and W) on the same inputs.
 
-Each engine below keeps a hand-tuned form of the paper's model: the reduced torch model of ``rwnumeric.train``
+Each engine below keeps a hand-tuned form of the paper's model: the reduced torch model of ``rwtoolkit.engines.numeric.train``
 (``FastModel``: V, w_tok, q), the batched engine (``train_batched``), and the certified ball engine of
-``rwcertify`` (symmetry-preserving reduced coordinates). Each is run on a task's whole population and
-compared, step by step, with ``rwmodels.descend`` of the full-parameter model: the float engines in float64
+``rwtoolkit.engines.balls`` (symmetry-preserving reduced coordinates). Each is run on a task's whole population and
+compared, step by step, with ``rwtoolkit.models.descend`` of the full-parameter model: the float engines in float64
 at ``RTOL`` relative (measured ≤ 6.1e-16 over these runs), the ball engine by enclosure (every generic
 float64 value lies in the certified ball widened by the same ``RTOL``).
 The positions are ``rational_positions(N, 2)``: entries 0 and ±1, so P and PᵀP = 2I are exact in float64
@@ -18,10 +18,17 @@ import numpy as np
 import pytest
 import torch
 
-from rwcertify import WalkSet, run_trajectory
-from rwmodels import batch, descend, get_model, rational_positions
-from rwnumeric import ModelConfig, TensorLoss, TorchArithmetic, TrainConfig, train, train_batched
-from rwtasks import CircleWalk, first_of_two_task
+from rwtoolkit.engines.balls import WalkSet, run_trajectory
+from rwtoolkit.engines.numeric import (
+    ModelConfig,
+    TensorLoss,
+    TorchArithmetic,
+    TrainConfig,
+    train,
+    train_batched,
+)
+from rwtoolkit.models import batch, descend, get_model, rational_positions
+from rwtoolkit.tasks import CircleWalk, first_of_two_task
 
 RTOL = 1e-13  # measured max relative difference 6.1e-16 over the float runs below: margin ~160
 MU = 2

@@ -1,21 +1,21 @@
-"""The remaining hand-written steps of the paper's model equal its one definition (rwmodels.OneLayer).
+"""The remaining hand-written steps of the paper's model equal its one definition (rwtoolkit.models.OneLayer).
 
-The model of record (issue 23): the paper's model f = V X S(X̃ᵀ W x̃_N) is defined once, in ``rwmodels``, and
+The model of record (issue 23): the paper's model f = V X S(X̃ᵀ W x̃_N) is defined once, in ``rwtoolkit.models``, and
 every engine's fast path is a specialisation of it, tested equal to that definition on the same inputs
 (tests/test_fast_paths.py does the reduced torch model, the batched engine and the ball engine). Here the
 three other places that compute its gradient-descent step:
 
-  1. ``rwnumeric``'s ``ReferenceModel`` (full V and W, explicit X̃, torch autograd, chunked backward): its
-     read-outs S, f, the loss and its V(t), W(t) equal ``rwmodels.descend`` in float64 (numpy ``FLOAT64``)
+  1. ``rwtoolkit.engines.numeric``'s ``ReferenceModel`` (full V and W, explicit X̃, torch autograd, chunked backward): its
+     read-outs S, f, the loss and its V(t), W(t) equal ``rwtoolkit.models.descend`` in float64 (numpy ``FLOAT64``)
      step by step, for a circle walk and a finite task, log and squared loss, from zero and from a Gaussian
      full-rank start; and the same through the public ``train(fast=False)``.
-  2. ``rwstability``'s reduced GD map G(θ) = θ − η D ∇L(θ), θ = (V, w_tok, c), D = diag(1, μ, 1)
+  2. ``rwtoolkit.analyses.stability``'s reduced GD map G(θ) = θ − η D ∇L(θ), θ = (V, w_tok, c), D = diag(1, μ, 1)
      (``torch_loss`` and ``Coordinates.metric``; ``linearise`` runs it from zero): equal to the full model's
      step read in reduced coordinates (``reduced_coordinates``, exact for W = w x̃_Nᵀ/μ, the form GD keeps),
      from zero init and from a perturbed state off the symmetric manifold; its exact loss ``symbolic_loss``
      gives the same map exactly on the rational steps.
-  3. The certificates' independent exact step (``proofs._exact_gd.gd_step``, Lemma B.1 gradients in SymPy):
-     equal to ``rwsymbolic.derive_model`` (``rwmodels.OneLayer`` run in the exact arithmetic), exactly where both
+  3. The certificates' independent exact step (``rwtoolkit.analyses.proofs._exact_gd.gd_step``, Lemma B.1 gradients in SymPy):
+     equal to ``rwtoolkit.engines.exact.derive_model`` (``rwtoolkit.models.OneLayer`` run in the exact arithmetic), exactly where both
      are rational, else to float64 at ``RTOL``.
 
 Positions are ``rational_positions(N, μ)`` (entries 0, ±1, PᵀP = μI exactly) for every engine, so every side
@@ -30,17 +30,17 @@ import sympy as sp
 import torch
 from torch.func import grad
 
-from proofs._exact_gd import gd_step
-from rwmodels import FLOAT64, OneLayer, batch, descend, rational_positions, reduced_coordinates
-from rwnumeric import ModelConfig, TrainConfig, init_generator, train
-from rwnumeric._losses import SampleLoss
-from rwnumeric._model import ReferenceModel
-from rwstability import active_coordinates, linearise, symbolic_loss, torch_loss
-from rwsymbolic import EXACT, derive_model, make_loss, nearest_double, to_sympy
-from rwtasks import CircleWalk, first_of_two_task
+from rwtoolkit.analyses.proofs._exact_gd import gd_step
+from rwtoolkit.analyses.stability import active_coordinates, linearise, symbolic_loss, torch_loss
+from rwtoolkit.engines.exact import EXACT, derive_model, make_loss, nearest_double, to_sympy
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, init_generator, train
+from rwtoolkit.engines.numeric._losses import SampleLoss
+from rwtoolkit.engines.numeric._model import ReferenceModel
+from rwtoolkit.models import FLOAT64, OneLayer, batch, descend, rational_positions, reduced_coordinates
+from rwtoolkit.tasks import CircleWalk, first_of_two_task
 
 # Measured max relative difference over the runs below: 4.2e-16 (ReferenceModel and train(fast=False) against
-# numpy float64), 2.9e-16 (rwstability's torch reduced map and linearise), 0 (the non-rational exact values of
+# numpy float64), 2.9e-16 (rwtoolkit.analyses.stability's torch reduced map and linearise), 0 (the non-rational exact values of
 # both sides, each rounded to the nearest double); margin ~240 for a few hundred roundings.
 RTOL = 1e-13
 MU = 2
@@ -52,7 +52,7 @@ FINITE = first_of_two_task(3, "1/3")
 
 
 class _NumpyLoss:
-    """ℓ, ℓ' on numpy arrays, as ``rwmodels.ElementLoss``: -log(z + ε) or (1 - z)²."""
+    """ℓ, ℓ' on numpy arrays, as ``rwtoolkit.models.ElementLoss``: -log(z + ε) or (1 - z)²."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -88,7 +88,7 @@ def _start(init, K, D, seed=0):
     return 0.3 * rng.standard_normal((K, K)), 0.3 * rng.standard_normal((D, D))  # W full rank
 
 
-# --- 1. rwnumeric's ReferenceModel -------------------------------------------------------------------
+# --- 1. rwtoolkit.engines.numeric's ReferenceModel -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("init", ["zero", "gaussian"])
@@ -153,7 +153,7 @@ def test_reference_training_path_equals_the_full_model():
     _close(result.W(), states[-1].params["W"], f"W({STEPS})")
 
 
-# --- 2. rwstability's reduced GD map -----------------------------------------------------------------
+# --- 2. rwtoolkit.analyses.stability's reduced GD map -----------------------------------------------------------------
 
 
 def _theta(coords, V, W, P, mu):
@@ -168,7 +168,7 @@ def _theta(coords, V, W, P, mu):
 def test_stability_linearisation_trajectory_is_the_full_model(task, eta):
     """The base trajectory θ*(t) of ``linearise`` (reduced map from zero, projected on the manifold) is GD's.
 
-    At p = 1 rwstability descends on the K deterministic walks, the full model on all K·2^(N-1) (the rest of
+    At p = 1 rwtoolkit.analyses.stability descends on the K deterministic walks, the full model on all K·2^(N-1) (the rest of
     weight 0): the same population loss.
     """
     lin = linearise(task, STEPS, eta=eta, mu=float(MU), eps=EPS)

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from rwcheck import CheckConfig, ConformanceTests
-from rwcli.check import KIT_INSTALL
-from rwcli.main import COMMANDS, main
-from rwmodels import get_model, model_names
-from rwtasks import FAMILIES
+from rwtoolkit.analyses.check import CheckConfig, ConformanceTests
+from rwtoolkit.cli.check import KIT_INSTALL
+from rwtoolkit.cli.main import COMMANDS, main
+from rwtoolkit.models import get_model, model_names
+from rwtoolkit.tasks import FAMILIES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -56,8 +56,12 @@ def _imports(path: Path) -> set[str]:
 def test_the_kit_extra_holds_what_the_fixtures_and_the_plugin_need_beyond_the_runtime():
     """The files that run under the user's pytest (the plugin, the emitted test file and its conftest) import
     third-party modules; those not in the runtime set are exactly the kit extra."""
-    hosted = ("rwcheck/pytest_plugin.py", "rwcheck/_fixture_test.py", "rwcheck/_fixture_conftest.py")
-    local = {"rwcheck", "rwcheck_runtime", "rwcheck_columns", "__future__"}
+    hosted = (
+        "rwtoolkit/analyses/check/pytest_plugin.py",
+        "rwtoolkit/analyses/check/_fixture_test.py",
+        "rwtoolkit/analyses/check/_fixture_conftest.py",
+    )
+    local = {"rwtoolkit", "rwcheck_runtime", "rwcheck_columns", "__future__"}
     imported = set().union(*(_imports(ROOT / path) for path in hosted)) - local - set(sys.stdlib_module_names)
     runtime = {_name(r) for r in EXTRAS["dependencies"]}
     kit = {_name(r) for r in EXTRAS["optional-dependencies"]["kit"]}
@@ -109,7 +113,7 @@ def _section(title: str) -> str:
 
 
 def test_the_check_synopsis_names_exactly_the_options_of_rw_check():
-    from rwcli.check import add_arguments
+    from rwtoolkit.cli.check import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -241,7 +245,7 @@ def test_getting_started_examples_run_as_written(command, tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     for argv in _command_sections()[command]:
         if argv[0] == "rw":
-            run = [sys.executable, "-m", "rwcli.main", *argv[1:]]
+            run = [sys.executable, "-m", "rwtoolkit.cli.main", *argv[1:]]
         else:
             run = [sys.executable, "-m", "pytest", *argv[1:], "-q", "-p", "no:cacheprovider"]
         proc = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, check=False)

@@ -8,7 +8,7 @@ import itertools
 import pytest
 import sympy as sp
 
-from rwtasks import (
+from rwtoolkit.tasks import (
     adjacency_walk,
     graph_walk,
     lazy_circle_walk,

@@ -6,20 +6,53 @@ those under ``if TYPE_CHECKING:`` (a cycle held together by annotations is still
 nodes; a package's ``__init__`` is the package's node. Two more rules keep the layers' faces honest:
 
 * no private name (``_x``) is imported from another module: what two modules share has a public name;
-* no module imports a private module (a path part ``_x``) of another top-level package: packages talk
-  through each other's ``__init__`` (``from rwsymbolic import make_loss``), or a public subpackage.
+* no module imports a private module (a path part ``_x``) of another component (``rwtoolkit.io``,
+  ``rwtoolkit.engines.exact``, ``rwtoolkit.analyses.check``, ...): components talk through each other's
+  ``__init__`` (``from rwtoolkit.engines.exact import make_loss``), or a public subpackage;
+* no import runs up the layers (issue 40): io (1), tasks and models (2), engines (3), analyses (4), cli (5);
+  a module imports only from its own layer or the layers below.
 """
 
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
-    "packages"
-]
+#: Every package under the one import root, found as setuptools finds them (folders with an __init__.py).
+PACKAGES = sorted(
+    ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rwtoolkit").rglob("__init__.py")
+)
+
+
+#: The layers of the one import root, bottom up (docs/guide/architecture.md).
+LAYERS = {
+    "rwtoolkit.io": 1,
+    "rwtoolkit.tasks": 2,
+    "rwtoolkit.models": 2,
+    "rwtoolkit.engines": 3,
+    "rwtoolkit.analyses": 4,
+    "rwtoolkit.cli": 5,
+}
+
+
+def component(module: str) -> str:
+    """The unit packages talk to each other through: ``rwtoolkit.io``, ``rwtoolkit.engines.exact``, ...
+
+    >>> component("rwtoolkit.engines.exact.engine._cost"), component("rwtoolkit.io._read"), component("pkg._a")
+    ('rwtoolkit.engines.exact', 'rwtoolkit.io', 'pkg')
+    """
+    parts = module.split(".")
+    if parts[0] != "rwtoolkit":
+        return parts[0]
+    return ".".join(parts[: 3 if len(parts) > 2 and parts[1] in ("engines", "analyses") else 2])
+
+
+def layer(module: str) -> int:
+    """The layer of a module (0 for the root package ``rwtoolkit`` itself)."""
+    return max(
+        (n for prefix, n in LAYERS.items() if module == prefix or module.startswith(prefix + ".")), default=0
+    )
 
 
 def _modules() -> dict[str, Path]:
@@ -79,7 +112,9 @@ def private_reaches(sources: dict[str, str], packages: set[str]) -> list[str]:
     for module, target, name in _imports(sources, packages):
         if name is not None and _private(name):
             found.append(f"{module} imports the private name {name} from {target}")
-        if target.split(".")[0] != module.split(".")[0] and any(_private(p) for p in target.split(".")[1:]):
+        if component(target) != component(module) and any(
+            _private(p) for p in target[len(component(target)) :].split(".")
+        ):
             found.append(f"{module} imports {target}, a private module of another package")
     return sorted(set(found))
 
@@ -133,6 +168,17 @@ def test_no_import_cycle_among_the_installed_packages():
     sources = {m: p.read_text(encoding="utf-8") for m, p in _modules().items()}
     assert len(sources) > 100
     assert cycles(import_graph(sources, set(PACKAGES))) == []
+
+
+def test_no_import_runs_up_the_layers():
+    sources = {m: p.read_text(encoding="utf-8") for m, p in _modules().items()}
+    upward = sorted(
+        f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})"
+        for module, targets in import_graph(sources, set(PACKAGES)).items()
+        for target in targets
+        if layer(target) > layer(module)
+    )
+    assert upward == []
 
 
 def test_a_planted_cycle_is_found_also_through_a_function_level_import():

@@ -4,7 +4,7 @@ Oracles, each independent of the code under test:
 * Lemma D.3's manifold, built here from the paper's statement (V = α1·1, W12 = α2·1 p_Nᵀ,
   W22 = (α3 Σ_{i<N} p_i − α4 p_N) p_Nᵀ), is invariant exactly in Theorem 4.1's cases (the paper's proof);
 * a refutation's witness is re-derived with torch autograd on a forward pass written out here;
-* a proved subspace holds the exact trajectory (rwmodels.descend in the exact arithmetic, the log-loss), and
+* a proved subspace holds the exact trajectory (rwtoolkit.models.descend in the exact arithmetic, the log-loss), and
   its points' scores are re-evaluated at rational points;
 * the symmetry's fixed subspace is compared with a float Reynolds average over every group element, the
   action written here with einsum.
@@ -20,8 +20,7 @@ import sympy as sp
 import torch
 from flint import fmpq
 
-from rwmodels import batch, descend, get_model
-from rwsymbolic import (
+from rwtoolkit.engines.exact import (
     EXACT,
     Subspace,
     fixed_subspace,
@@ -30,8 +29,9 @@ from rwsymbolic import (
     stuck_proof,
     trajectory_subspace,
 )
-from rwsymbolic.arithmetic._decide import is_zero
-from rwtasks import CircleWalk, first_of_two_task, permutation_task, qa_task2, task_symmetries
+from rwtoolkit.engines.exact.arithmetic._decide import is_zero
+from rwtoolkit.models import batch, descend, get_model
+from rwtoolkit.tasks import CircleWalk, first_of_two_task, permutation_task, qa_task2, task_symmetries
 
 
 def _flat_size(shapes):
@@ -256,7 +256,7 @@ def test_stuck_proof_refuses_a_job_beyond_its_estimate_before_any_work():
 def test_the_reduced_engine_rwsymbolic_derive_stays_in_the_proved_subspace(task):
     """derive (V, w_tok, c; its own gradient) at μ = 1: its states lie in the image of Fix(G) under
     θ ↦ (V, w_tok = W[:K, D-1], c_j = W[K+j, D-1]), the reduced coordinates at P = I_N (docs/theory.md#reduction)."""
-    from rwsymbolic import derive
+    from rwtoolkit.engines.exact import derive
 
     model = get_model("one_layer")
     fixed = fixed_subspace(model, task, task_symmetries(task))

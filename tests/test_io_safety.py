@@ -1,4 +1,4 @@
-"""rwio: files get the user's umask and stay atomic; output paths are checked without creating anything;
+"""rwtoolkit.io: files get the user's umask and stay atomic; output paths are checked without creating anything;
 the memory check refuses with the estimate; a failed write leaves neither a partial file nor a temp file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from rwio import (
+from rwtoolkit.io import (
     MemoryEstimateError,
     OutputPathError,
     WriteError,
@@ -79,7 +79,7 @@ def test_a_failed_write_raises_one_line_and_leaves_the_old_file(failing, tmp_pat
     def fail(*args):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(f"rwio._atomic.{failing}", fail)
+    monkeypatch.setattr(f"rwtoolkit.io._atomic.{failing}", fail)
     with pytest.raises(WriteError) as info:
         write_json_atomic({"a": 1}, target)
     assert str(info.value) == f"cannot write {target}: No space left on device"

@@ -1,4 +1,4 @@
-"""Learned positional embeddings (rwmodels.learned_positions): the order of motion from zero, the stuck
+"""Learned positional embeddings (rwtoolkit.models.learned_positions): the order of motion from zero, the stuck
 proof with the positions' symmetry, the dynamics depending on P itself, and ``rw check --model
 learned_positions`` on an independent plain implementation (examples/learned_positions_torch.py:
 P + ΔP built by hand, torch autograd) with two planted bugs caught at ΔP.
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory
-from rwmodels import get_model
-from rwnumeric import positional_embeddings, train_model
-from rwsymbolic import derive_model, stuck_proof
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
+from rwtoolkit.engines.exact import derive_model, stuck_proof
+from rwtoolkit.engines.numeric import positional_embeddings, train_model
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "learned_positions_torch.py"

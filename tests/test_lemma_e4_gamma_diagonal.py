@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import transition_by_hand
 
-from proofs import run_one
+from rwtoolkit.analyses.proofs import run_one
 
 
 @pytest.mark.parametrize("K", [3, 4, 5, 6, 9])
@@ -32,5 +32,5 @@ def test_gamma_diagonal_only_ties_at_p_one():
 
 
 def test_certificate_agrees():
-    cert = run_one("proofs.lemma_e4_gamma_diagonal", quick=True)
+    cert = run_one("rwtoolkit.analyses.proofs.lemma_e4_gamma_diagonal", quick=True)
     assert cert.verdict == "holds", cert.witness

@@ -1,4 +1,4 @@
-"""Linear attention (rwmodels.linear_attention): its gradient against a hand derivation, zero as a fixed point,
+"""Linear attention (rwtoolkit.models.linear_attention): its gradient against a hand derivation, zero as a fixed point,
 and ``rw check --model linear_attention`` on an independent plain implementation (examples/linear_attention_torch.py).
 
 The hand derivation: f_y = Σ_j (V x_j)_y s_j with s_j = x̃_jᵀ W x̃_N / N, so for L = Σ_n π_n ℓ(f_{y_n}),
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwcheck import CheckConfig, CheckOptions, check, load_factory
-from rwmodels import get_model, rational_positions
-from rwsymbolic import derive_model, initial_parameters
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check import CheckConfig, CheckOptions, check, load_factory
+from rwtoolkit.engines.exact import derive_model, initial_parameters
+from rwtoolkit.models import get_model, rational_positions
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "linear_attention_torch.py"

@@ -1,4 +1,4 @@
-"""One table of built-in losses (rwtasks.LOSSES): both engines implement every name, with the same ℓ and ℓ'."""
+"""One table of built-in losses (rwtoolkit.tasks.LOSSES): both engines implement every name, with the same ℓ and ℓ'."""
 
 import math
 
@@ -6,10 +6,10 @@ import pytest
 import sympy as sp
 import torch
 
-from rwnumeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
-from rwnumeric._losses import SampleLoss as NumericLoss
-from rwsymbolic.engine._derive import make_loss
-from rwtasks import LOSSES
+from rwtoolkit.engines.exact.engine._derive import make_loss
+from rwtoolkit.engines.numeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
+from rwtoolkit.engines.numeric._losses import SampleLoss as NumericLoss
+from rwtoolkit.tasks import LOSSES
 
 # ℓ(z), ℓ'(z) at z = 1/3, ε = 1/10, written by hand from each formula.
 HAND = {
@@ -64,6 +64,6 @@ def test_cli_loss_choices_are_the_table(command, extra):
     import importlib
 
     parser = argparse.ArgumentParser()
-    importlib.import_module(f"rwcli.{command}").add_arguments(parser)
+    importlib.import_module(f"rwtoolkit.cli.{command}").add_arguments(parser)
     (action,) = [a for a in parser._actions if a.dest == "loss"]
     assert tuple(action.choices) == (*LOSSES, *extra)

@@ -1,4 +1,4 @@
-"""Markov-chain tasks (rwtasks._markov): exact laws checked against independent derivations.
+"""Markov-chain tasks (rwtoolkit.tasks._markov): exact laws checked against independent derivations.
 
 * the binary (p, q) source started stationary has the stationary marginal (q, p)/(p + q) at every position;
 * the in-context chains' Pólya-urn weights equal the prior expectation computed by SymPy integration over
@@ -14,7 +14,7 @@ import itertools
 import pytest
 import sympy as sp
 
-from rwtasks import binary_markov_task, icl_markov_task, make_task, markov_task, symbol
+from rwtoolkit.tasks import binary_markov_task, icl_markov_task, make_task, markov_task, symbol
 
 
 def _law(task):

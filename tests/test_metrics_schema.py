@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from conftest import SMALL_TRAIN_ARGS as SMALL
 
-from rwcli.main import main
-from rwio import load_schema
-from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, train
-from rwtasks import CircleWalk, qa_task1
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import HISTORY_KEYS, ModelConfig, TrainConfig, train
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk, qa_task1
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""The models of record (rwmodels): the tape's gradients, the reduced engine as an exact specialisation of the
+"""The models of record (rwtoolkit.models): the tape's gradients, the reduced engine as an exact specialisation of the
 paper's full-parameter model, and the separate key-query model's zero initialisation.
 
 Oracles, each independent of the code under test:
   * torch autograd of the same forward pass (float64; agreement to 1e-12 relative: a few hundred roundings);
   * Lemma B.1's gradient written out by hand below (float64, same tolerance);
-  * the reduced exact engine of rwsymbolic (``group_pass``, ``derive``), compared *exactly*: at states whose
+  * the reduced exact engine of rwtoolkit.engines.exact (``group_pass``, ``derive``), compared *exactly*: at states whose
     scores are integers every exponential is a power of e, so both sides are rational functions of e, computed
     here in the field Q(e) (python-flint polynomials; e is transcendental, so equal there means equal);
   * the factorisation ∇_{W_K} L = W_Q Gᵀ, ∇_{W_Q} L = W_K G with G = ∂L/∂W of the merged model (chain rule).
@@ -24,7 +24,12 @@ from flint import fmpq, fmpq_poly
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwmodels import (
+from rwtoolkit.engines.exact import EXACT, to_sympy
+from rwtoolkit.engines.exact.engine._derive import derive, make_loss
+from rwtoolkit.engines.exact.engine._groups import group_pass
+from rwtoolkit.engines.exact.engine._population import population_inputs
+from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+from rwtoolkit.models import (
     FLOAT64,
     MODELS,
     Model,
@@ -38,12 +43,7 @@ from rwmodels import (
     rational_positions,
     reduced_coordinates,
 )
-from rwnumeric import TensorLoss, TorchArithmetic
-from rwsymbolic import EXACT, to_sympy
-from rwsymbolic.engine._derive import derive, make_loss
-from rwsymbolic.engine._groups import group_pass
-from rwsymbolic.engine._population import population_inputs
-from rwtasks import CircleWalk, first_of_two_task, qa_task1
+from rwtoolkit.tasks import CircleWalk, first_of_two_task, qa_task1
 
 RTOL = 1e-12  # float64 gradients of ~100-term sums: measured agreement ~1e-15, margin 1000
 
@@ -117,7 +117,7 @@ QE_ARITH = ObjectArithmetic("Q(e)", QE.const, exp=QE.exp, sign=lambda x: None)
 
 def to_qe(expr: sp.Expr) -> QE:
     """A SymPy value of the reduced engine (named atoms expanded) as an element of Q(e)."""
-    from rwsymbolic.arithmetic._atoms import expand_atoms
+    from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms
 
     expr = expand_atoms(expr)
 
@@ -216,7 +216,7 @@ def test_every_model_names_the_axes_of_every_parameter():
 
 def test_the_help_lists_models_without_importing_numpy():
     code = (
-        "import sys, rwmodels; rwmodels.model_help(); rwmodels.model_names(); "
+        "import sys, rwtoolkit.models; rwtoolkit.models.model_help(); rwtoolkit.models.model_names(); "
         "assert 'numpy' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rw'))"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0

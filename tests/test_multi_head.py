@@ -1,4 +1,4 @@
-"""The H-head model (rwmodels.multi_head): the sum of H paper's models, and its identical heads stay identical.
+"""The H-head model (rwtoolkit.models.multi_head): the sum of H paper's models, and its identical heads stay identical.
 
 Oracles: the forward pass and the gradient of Σ_h one_layer(V_h, W_h), written with the paper's model's own
 definition (a separate module) and torch autograd; H = 1 is the paper's model exactly.
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from rwmodels import Tape, evaluate, get_model, rational_positions
-from rwnumeric import TensorLoss, TorchArithmetic
-from rwsymbolic import Subspace, identical_heads, induction_step, stuck_proof
-from rwtasks import CircleWalk, first_of_two_task
+from rwtoolkit.engines.exact import Subspace, identical_heads, induction_step, stuck_proof
+from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+from rwtoolkit.models import Tape, evaluate, get_model, rational_positions
+from rwtoolkit.tasks import CircleWalk, first_of_two_task
 from tests.test_models import _float_batch
 
 
@@ -85,7 +85,7 @@ def test_one_head_with_separate_key_and_query_is_key_query_exactly():
     The two forward passes order their products differently, so once exponential atoms enter (numbered per
     run) the expressions differ in form: compared as floats to 1e-14 (the values agree to float64 rounding).
     """
-    from rwsymbolic import EXACT, derive_model
+    from rwtoolkit.engines.exact import EXACT, derive_model
 
     task = CircleWalk(3, 3, "1/2")
     a = derive_model(task, get_model("multi_head", H=1, d=1), 2, init="gaussian", seed=1)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import SMALL_TRAIN_ARGS as SMALL
 
-from rwcli.main import main
-from rwnumeric import HISTORY_KEYS, ModelConfig, TrainConfig, train, write_json_atomic
-from rwtasks import CircleWalk
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import HISTORY_KEYS, ModelConfig, TrainConfig, train, write_json_atomic
+from rwtoolkit.tasks import CircleWalk
 
 
 def test_train_command_writes_the_documented_metrics_file(tmp_path):

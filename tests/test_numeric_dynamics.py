@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import assert_close
 
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.tasks import CircleWalk
 
 TRAJECTORY_KEYS = ("train_loss", "test_accuracy", "parent_attention", "attention_profile", "kl")
 

@@ -21,13 +21,21 @@ import sympy as sp
 import torch
 from conftest import assert_close, forward_by_hand, transition_by_hand
 
-import rwnumeric._model
-from rwnumeric import ModelConfig, TrainConfig, exp_loss, init_generator, log_loss, squared_loss, train
-from rwnumeric._losses import LOSS_DERIVATIVES, SampleLoss
-from rwnumeric._metrics import EvalSet, accuracy, kl_divergence
-from rwnumeric._model import FastModel, ReferenceModel
-from rwnumeric._train import _data
-from rwtasks import CircleWalk, FiniteTask
+import rwtoolkit.engines.numeric._model
+from rwtoolkit.engines.numeric import (
+    ModelConfig,
+    TrainConfig,
+    exp_loss,
+    init_generator,
+    log_loss,
+    squared_loss,
+    train,
+)
+from rwtoolkit.engines.numeric._losses import LOSS_DERIVATIVES, SampleLoss
+from rwtoolkit.engines.numeric._metrics import EvalSet, accuracy, kl_divergence
+from rwtoolkit.engines.numeric._model import FastModel, ReferenceModel
+from rwtoolkit.engines.numeric._train import _data
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 
 def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(monkeypatch):
@@ -36,7 +44,7 @@ def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(m
     cfg = TrainConfig(steps=3, eps=0.1, population=True, fast=False)
     one = train(task, model, cfg, progress=False)
     # 5 walks per chunk: (K+M)·N·8 bytes = 256 bytes per walk, so 1280 bytes hold 5 of the 24 walks
-    monkeypatch.setattr(rwnumeric._model, "REFERENCE_CHUNK_BYTES", 5 * 8 * 4 * 8)
+    monkeypatch.setattr(rwtoolkit.engines.numeric._model, "REFERENCE_CHUNK_BYTES", 5 * 8 * 4 * 8)
     several = train(task, model, cfg, progress=False)
     assert several.model.chunk == 5 and one.model.chunk >= 24
     fast = train(task, model, TrainConfig(steps=3, eps=0.1, population=True), progress=False)

@@ -1,4 +1,4 @@
-"""Every documented error path of rwnumeric and `rw train` raises a clear ValueError (or exits 2)."""
+"""Every documented error path of rwtoolkit.engines.numeric and `rw train` raises a clear ValueError (or exits 2)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 import torch
 from conftest import forward_by_hand
 
-from rwcli.main import main
-from rwio import MemoryEstimateError
-from rwnumeric import ModelConfig, TrainConfig, positional_embeddings, train
-from rwnumeric._train import _check_finite
-from rwtasks import CircleWalk, qa_task2
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, positional_embeddings, train
+from rwtoolkit.engines.numeric._train import _check_finite
+from rwtoolkit.io import MemoryEstimateError
+from rwtoolkit.tasks import CircleWalk, qa_task2
 
 TASK = CircleWalk(3, 4, "1/2")
 
@@ -32,7 +32,7 @@ BAD_TRAIN = [
         "circle",
         _model(),
         _cfg(),
-        r"task='circle' must be a rwtasks CircleWalk or FiniteTask",
+        r"task='circle' must be a rwtoolkit.tasks CircleWalk or FiniteTask",
     ),
     ("model-not-a-config", TASK, {"K": 3}, _cfg(), r"model=\{'K': 3\} must be a ModelConfig"),
     ("cfg-not-a-config", TASK, _model(), None, r"cfg=None must be a TrainConfig"),
@@ -188,7 +188,7 @@ def test_log_loss_outside_its_domain_names_the_step_and_the_sample_count(monkeyp
     bad = int(np.sum(out))
     assert 0 < bad < 64 and out[0] and max(out[s : s + 10].sum() for s in range(0, 64, 10)) < bad
     if path == "reference-chunks":  # (K+M)·N·8 = 440 bytes per walk
-        monkeypatch.setattr("rwnumeric._model.REFERENCE_CHUNK_BYTES", 10 * 440)
+        monkeypatch.setattr("rwtoolkit.engines.numeric._model.REFERENCE_CHUNK_BYTES", 10 * 440)
     with pytest.raises(
         ValueError, match=rf"undefined at step 0: z\+eps <= 0 for {bad} of 64 training samples \("
     ):
@@ -219,7 +219,7 @@ def test_cuda_request_without_cuda_is_refused(monkeypatch):
 
 def test_a_memory_refusal_names_the_largest_part_and_its_alternative(monkeypatch):
     """M = 10⁶ makes P (and its Gram and torch copies, 144 MB) the largest part, above the fixed 64 MiB overhead."""
-    monkeypatch.setattr("rwio._memory.available_memory", lambda: 2**20)
+    monkeypatch.setattr("rwtoolkit.io._memory.available_memory", lambda: 2**20)
     with pytest.raises(
         MemoryEstimateError,
         match=r"^training K=3, N=4, M=1000000 \(largest part: embeddings\) needs about .* available: "
@@ -229,7 +229,7 @@ def test_a_memory_refusal_names_the_largest_part_and_its_alternative(monkeypatch
 
 
 def test_a_non_finite_metric_stops_the_run_naming_the_metric_and_the_step(monkeypatch):
-    monkeypatch.setattr("rwnumeric._train.kl_divergence", lambda *args: math.nan)
+    monkeypatch.setattr("rwtoolkit.engines.numeric._train.kl_divergence", lambda *args: math.nan)
     with pytest.raises(ValueError, match=r"^metric 'kl' is not finite at step 0: the run diverged"):
         train(TASK, _model(), _cfg(), progress=False)
 

@@ -7,8 +7,8 @@ from conftest import assert_close
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwtasks import CircleWalk, FiniteTask
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 # 1e-12 is the agreement the README promises between the two paths. Both paths differ only in summation order (float64
 # rounding ~1e-16 relative per operation); over 3 steps of O(1) quantities that stays ~1e-14.
@@ -88,7 +88,7 @@ def test_reconstructed_W_reproduces_the_attention_logits():
         task, model, TrainConfig(steps=3, population=True, init="gaussian", sigma=0.03), progress=False
     )
     W = result.W()
-    from rwnumeric import positional_embeddings
+    from rwtoolkit.engines.numeric import positional_embeddings
 
     P = positional_embeddings("sine", M, N)
     pop = task.population()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import assert_close, transition_by_hand
 
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.tasks import CircleWalk
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 import torch
 from conftest import assert_close, assert_rel, transition_by_hand
 
-from rwnumeric import ModelConfig, TrainConfig, predict, train
-from rwnumeric._metrics import (
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, predict, train
+from rwtoolkit.engines.numeric._metrics import (
     EvalSet,
     circulant_projection,
     circulant_residual,
@@ -19,7 +19,7 @@ from rwnumeric._metrics import (
     ones_residual,
     ones_residuals,
 )
-from rwtasks import CircleWalk, FiniteTask
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 
 def test_tie_rule_picks_the_smallest_label_among_near_maxima():

@@ -1,5 +1,5 @@
 """``record_params`` (``rw train --record-params``) keeps V and w = W x̃_N at every recorded step, and those
-are the exact GD iterates of ``rwsymbolic.derive``; without it metrics.json is unchanged (no "params").
+are the exact GD iterates of ``rwtoolkit.engines.exact.derive``; without it metrics.json is unchanged (no "params").
 
 Tolerance 1e-12 relative to max(1, largest exact entry), as in test_properties_numeric_vs_symbolic
 (float64 rounding over two GD steps of a 3-node task stays below 1e-14; a wrong step moves V by > 1e-3).
@@ -14,10 +14,10 @@ import pytest
 import sympy as sp
 from conftest import assert_rel
 
-from rwcli.main import main
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwsymbolic import derive
-from rwtasks import CircleWalk
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.exact import derive
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.tasks import CircleWalk
 
 RTOL = 1e-12
 

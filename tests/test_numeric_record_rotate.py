@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from conftest import assert_close
 
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.tasks import CircleWalk
 
 TASK, MODEL = CircleWalk(5, 5, "3/10"), ModelConfig(K=5, N=5, M=7, mu=3.0)
 

@@ -26,11 +26,11 @@ from conftest import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rwcheck import DEFAULT_SPECS, emit_fixtures
-from rwsymbolic import OracleFormatError, derive, load_oracle, write_oracle
-from rwsymbolic.oracle import PerInput, read_header, step_doubles
-from rwsymbolic.oracle._columns import sha256_of
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.check import DEFAULT_SPECS, emit_fixtures
+from rwtoolkit.engines.exact import OracleFormatError, derive, load_oracle, write_oracle
+from rwtoolkit.engines.exact.oracle import PerInput, read_header, step_doubles
+from rwtoolkit.io.oracle_format import sha256_of
+from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -317,7 +317,7 @@ def test_a_node_index_outside_the_table_is_refused_with_the_range(written) -> No
 # ------------------------------------------------------------------------------------------------
 BLOCKED_PYTEST = """
 import importlib.abc, sys
-BLOCK = {"sympy", "flint", "mpmath", "rwsymbolic", "rwcheck", "rwnumeric", "rwtasks", "rwio", "rwcli"}
+BLOCK = {"sympy", "flint", "mpmath", "rwtoolkit"}
 class Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] in BLOCK:

@@ -15,10 +15,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwcli.main import main
-from rwio import load_schema
-from rwmodels import get_model
-from rwsymbolic import (
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.exact import (
     EXACT,
     derive,
     derive_model,
@@ -28,7 +26,9 @@ from rwsymbolic import (
     to_sympy,
     write_oracle,
 )
-from rwtasks import CircleWalk, first_of_two_task
+from rwtoolkit.io import load_schema
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import CircleWalk, first_of_two_task
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"
 

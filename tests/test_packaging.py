@@ -10,7 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-PACKAGES = CONFIG["tool"]["setuptools"]["packages"]
 #: Imported under another name than the distribution's, or pulled in by a declared dependency.
 IMPORT_TO_DIST = {
     "mpmath": "sympy",  # a dependency of sympy, imported for its precision control
@@ -23,9 +22,9 @@ IMPORTED_ELSEWHERE: set[str] = set()
 #: Modules that only a host program loads, which brings the import with it: the pytest plugin runs
 #: inside pytest, so pytest is not a runtime dependency of the toolkit.
 HOSTED = {
-    Path("rwcheck/pytest_plugin.py"): {"pytest"},
+    Path("rwtoolkit/analyses/check/pytest_plugin.py"): {"pytest"},
     # The frozen fixtures' test file: copied out by rw check --emit, run by pytest beside its runtime copy.
-    Path("rwcheck/_fixture_test.py"): {"pytest", "rwcheck_runtime"},
+    Path("rwtoolkit/analyses/check/_fixture_test.py"): {"pytest", "rwcheck_runtime"},
 }
 
 
@@ -35,16 +34,15 @@ def _name(requirement: str) -> str:
 
 def _third_party_imports() -> set[str]:
     found = set()
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            names: set[str] = set()
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Import):
-                    names |= {a.name.split(".")[0] for a in node.names}
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names.add(node.module.split(".")[0])
-            found |= names - HOSTED.get(path.relative_to(ROOT), set())
-    return {m for m in found if m not in sys.stdlib_module_names and m not in PACKAGES and m != "__future__"}
+    for path in (ROOT / "rwtoolkit").rglob("*.py"):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+        found |= names - HOSTED.get(path.relative_to(ROOT), set())
+    return {m for m in found if m not in sys.stdlib_module_names and m not in ("rwtoolkit", "__future__")}
 
 
 def test_runtime_dependencies_are_exactly_what_the_packages_import():
@@ -73,6 +71,16 @@ def test_test_notebook_and_docs_packages_are_extras_only():
     )
     assert {"nbclient", "nbformat", "ipykernel"} <= {_name(r) for r in extras["notebooks"]}
     assert {"pytest", "ruff", "mypy", "build", "mutmut"} <= _extra("test")
+
+
+def test_the_distribution_installs_one_import_root_with_every_package_under_it():
+    """setuptools' automatic discovery ([tool.setuptools.packages.find]) finds every folder of rwtoolkit/ with
+    an __init__.py, and nothing beside it (issue 40: one import root)."""
+    from setuptools import find_packages
+
+    found = find_packages(where=str(ROOT), **CONFIG["tool"]["setuptools"]["packages"]["find"])
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rwtoolkit").rglob("__init__.py")}
+    assert set(found) == on_disk and {name.split(".")[0] for name in found} == {"rwtoolkit"}
 
 
 def test_every_package_data_entry_names_an_existing_file():

@@ -11,7 +11,17 @@ import sys
 from pathlib import Path
 
 #: What a pytest session must not pay for when it never uses the kit.
-HEAVY = ("sympy", "flint", "torch", "jax", "dask", "matplotlib", "pandas", "hypothesis", "rwsymbolic")
+HEAVY = (
+    "sympy",
+    "flint",
+    "torch",
+    "jax",
+    "dask",
+    "matplotlib",
+    "pandas",
+    "hypothesis",
+    "rwtoolkit.engines.exact",
+)
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -23,12 +33,12 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_loading_the_pytest_plugin_imports_no_heavy_library() -> None:
-    assert _loaded_after("import rwcheck.pytest_plugin") == []
+    assert _loaded_after("import rwtoolkit.analyses.check.pytest_plugin") == []
 
 
 def test_importing_rwcheck_imports_no_heavy_library_until_a_name_is_used() -> None:
-    assert _loaded_after("import rwcheck") == []
-    assert "sympy" in _loaded_after("import rwcheck\nrwcheck.check")
+    assert _loaded_after("import rwtoolkit.analyses.check") == []
+    assert "sympy" in _loaded_after("import rwtoolkit.analyses.check\nrwtoolkit.analyses.check.check")
 
 
 def _pytest(tmp_path: Path, test: str, *options: str) -> subprocess.CompletedProcess:
@@ -42,7 +52,7 @@ def test_a_pytest_session_that_never_uses_the_kit_loads_none_of_it(tmp_path) -> 
     test = (
         "import sys\n\n\n"
         "def test_nothing_heavy_is_loaded():\n"
-        '    assert "rwcheck.pytest_plugin" in sys.modules  # the plugin is loaded\n'
+        '    assert "rwtoolkit.analyses.check.pytest_plugin" in sys.modules  # the plugin is loaded\n'
         f"    assert [m for m in {HEAVY!r} if m in sys.modules] == []\n"
     )
     proc = _pytest(tmp_path, test)
@@ -51,7 +61,7 @@ def test_a_pytest_session_that_never_uses_the_kit_loads_none_of_it(tmp_path) -> 
 
 def test_the_plugins_options_reach_a_conformance_test_class(tmp_path) -> None:
     test = (
-        "from rwcheck import ConformanceTests\n\n\n"
+        "from rwtoolkit.analyses.check import ConformanceTests\n\n\n"
         "class Mine(ConformanceTests):\n"
         "    factory = None\n\n\n"
         "def test_options():\n"

@@ -1,4 +1,4 @@
-"""The certificates of ``proofs/``: each passes in quick mode, and each kind can fail with a witness."""
+"""The certificates of ``rwtoolkit/analyses/proofs/``: each passes in quick mode, and each kind can fail with a witness."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pytest
 import sympy as sp
 from conftest import assert_close, transition_by_hand
 
-import proofs
-from proofs import Certificate
-from proofs._walks import P, nonnegative_on, power_entry
+import rwtoolkit.analyses.proofs
+from rwtoolkit.analyses.proofs import Certificate
+from rwtoolkit.analyses.proofs._walks import P, nonnegative_on, power_entry
 
 EVIDENCE_IDS = {"C.5", "C.7", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
 
 
-@pytest.mark.parametrize("module_name", proofs.MODULES, ids=lambda m: m.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("module_name", rwtoolkit.analyses.proofs.MODULES, ids=lambda m: m.rsplit(".", 1)[-1])
 def test_every_certificate_passes_in_quick_mode(module_name: str) -> None:
-    cert = proofs.run_one(module_name, quick=True)
+    cert = rwtoolkit.analyses.proofs.run_one(module_name, quick=True)
     assert cert.verdict in ("holds", "corrected"), cert.witness
     assert cert.passed and cert.seconds >= 0
     assert (cert.method == "numeric evidence") == (cert.id in EVIDENCE_IDS)
@@ -27,14 +27,14 @@ def test_every_certificate_passes_in_quick_mode(module_name: str) -> None:
 
 
 def test_statement_ids_are_unique_and_in_math_md_order() -> None:
-    ids = list(proofs.certificate_ids())
-    assert len(ids) == len(proofs.MODULES) == 26
+    ids = list(rwtoolkit.analyses.proofs.certificate_ids())
+    assert len(ids) == len(rwtoolkit.analyses.proofs.MODULES) == 26
     assert ids[:4] == ["B.1", "W11=W21=0", "Gram", "C.1"]
 
 
 def test_gradient_check_fails_for_a_wrong_w_formula() -> None:
-    import proofs.lemma_b1_gradients as b1
-    from proofs.lemma_b1_gradients import check
+    import rwtoolkit.analyses.proofs.lemma_b1_gradients as b1
+    from rwtoolkit.analyses.proofs.lemma_b1_gradients import check
 
     # drop the −SSᵀ term of Lemma B.1's W-gradient: the symbolic comparison must catch it
     K, M, N = 2, 2, 3
@@ -51,7 +51,7 @@ def test_gradient_check_fails_for_a_wrong_w_formula() -> None:
 
 
 def test_invariant_manifold_step_fails_off_the_failure_case() -> None:
-    from proofs.lemma_d3_invariant_manifold import check
+    from rwtoolkit.analyses.proofs.lemma_d3_invariant_manifold import check
 
     assert check(3, 1, 1) is None
     witness = check(3, 1, sp.Rational(1, 2))  # p = 1/2: V leaves the all-ones direction
@@ -73,7 +73,7 @@ def test_walk_power_closed_form_matches_matrix_power_by_hand() -> None:
 
 
 def test_signal_vanishes_at_k4_half_odd_n_contrary_to_the_naive_pattern() -> None:
-    from proofs.signal_vanishing_set import computed
+    from rwtoolkit.analyses.proofs.signal_vanishing_set import computed
 
     # the naive rule "C = 0 iff p ∈ {0,1} and K | N−1" misses p = 1/2 for K = 4, N odd
     assert computed(4, 3) == {sp.Rational(1, 2)}
@@ -85,7 +85,7 @@ def test_signal_vanishes_at_k4_half_odd_n_contrary_to_the_naive_pattern() -> Non
 
 
 def test_orthogonal_embeddings_of_unequal_norms_change_the_attention() -> None:
-    from proofs.gram_dependence import SQRT_MU, cayley_orthogonal, differences, trajectory
+    from rwtoolkit.analyses.proofs.gram_dependence import SQRT_MU, cayley_orthogonal, differences, trajectory
 
     Q = cayley_orthogonal(4)
     assert Q.T * Q == sp.eye(4)
@@ -96,7 +96,12 @@ def test_orthogonal_embeddings_of_unequal_norms_change_the_attention() -> None:
 
 
 def test_hankel_reading_of_c2_is_false() -> None:
-    from proofs.lemma_c2_circulant import circulant_rule, first_value_step, hankel_rule, violations
+    from rwtoolkit.analyses.proofs.lemma_c2_circulant import (
+        circulant_rule,
+        first_value_step,
+        hankel_rule,
+        violations,
+    )
 
     V = first_value_step(3, 3, sp.Rational(1, 2))
     assert violations(V, circulant_rule) == []
@@ -104,9 +109,9 @@ def test_hankel_reading_of_c2_is_false() -> None:
 
 
 def test_direction_certificates_report_the_printed_statement_as_corrected() -> None:
-    from proofs._theorem31 import closed_plateau
+    from rwtoolkit.analyses.proofs._theorem31 import closed_plateau
 
-    cert = importlib.import_module("proofs.theorem_3_1_v_direction").certify(quick=True)
+    cert = importlib.import_module("rwtoolkit.analyses.proofs.theorem_3_1_v_direction").certify(quick=True)
     assert cert.verdict == "corrected"
     failing = cert.witness["printed statement fails (error vs Π^T stalls)"]
     assert failing["p"] == "7/10"
@@ -116,24 +121,24 @@ def test_direction_certificates_report_the_printed_statement_as_corrected() -> N
 
 
 def test_a_crashing_certificate_is_an_error_not_a_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("proofs.lemma_d1_balanced_visits")
+    module = importlib.import_module("rwtoolkit.analyses.proofs.lemma_d1_balanced_visits")
 
     def boom(quick: bool = False) -> Certificate:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(module, "certify", boom)
-    cert = proofs.run_one("proofs.lemma_d1_balanced_visits", quick=True)
+    cert = rwtoolkit.analyses.proofs.run_one("rwtoolkit.analyses.proofs.lemma_d1_balanced_visits", quick=True)
     assert cert.verdict == "error" and not cert.passed and "boom" in cert.witness["error"]
 
 
 def test_unknown_only_id_is_refused() -> None:
     with pytest.raises(ValueError, match="not a statement id"):
-        proofs.run(quick=True, only=["Z.9"])
+        rwtoolkit.analyses.proofs.run(quick=True, only=["Z.9"])
 
 
 def test_report_files_are_written_atomically(tmp_path) -> None:
-    certs = proofs.run(quick=True, only=["E.1", "D.1"])
-    md, js = proofs.write_report(certs, tmp_path, quick=True)
+    certs = rwtoolkit.analyses.proofs.run(quick=True, only=["E.1", "D.1"])
+    md, js = rwtoolkit.analyses.proofs.write_report(certs, tmp_path, quick=True)
     data = json.loads(js.read_text())
     assert [c["id"] for c in data["certificates"]] == ["D.1", "E.1"]
     assert "| E.1 |" in md.read_text() and "| D.1 |" in md.read_text()
@@ -148,7 +153,7 @@ def test_certificate_json_turns_non_finite_floats_into_strings() -> None:
 
 
 def test_relative_remainder_is_the_sine_of_the_angle() -> None:
-    from proofs.lemma_c7_value_decomposition import relative_remainder
+    from rwtoolkit.analyses.proofs.lemma_c7_value_decomposition import relative_remainder
 
     theta = 0.3
     a, b = np.array([1.0, 0.0]), np.array([np.cos(theta), np.sin(theta)])

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from rwcli.main import main
+from rwtoolkit.cli.main import main
 
 
 def test_rw_proofs_only_writes_table_and_json(tmp_path, capsys) -> None:
@@ -35,7 +35,17 @@ def test_rw_proofs_out_must_be_a_folder(tmp_path, capsys) -> None:
 
 def test_rw_proofs_as_subprocess(tmp_path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "rwcli.main", "proofs", "--quick", "--only", "D.1", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "rwtoolkit.cli.main",
+            "proofs",
+            "--quick",
+            "--only",
+            "D.1",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

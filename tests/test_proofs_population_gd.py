@@ -1,11 +1,11 @@
-"""The rotation-reduced, recorded rwnumeric runs the evidence certificates read, against independent references."""
+"""The rotation-reduced, recorded rwtoolkit.engines.numeric runs the evidence certificates read, against independent references."""
 
 from __future__ import annotations
 
 import numpy as np
 from conftest import assert_close
 
-from proofs._theorem31 import run_gd
+from rwtoolkit.analyses.proofs._theorem31 import run_gd
 
 
 def _state(t: int, net) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -14,9 +14,9 @@ def _state(t: int, net) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_rotation_reduced_run_matches_exact_symbolic_trajectory() -> None:
-    from rwnumeric import ModelConfig, TrainConfig, train
-    from rwsymbolic import derive
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.exact import derive
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+    from rwtoolkit.tasks import CircleWalk
 
     task = CircleWalk(5, 4, "7/10")
     # the oracle sums over the whole population (rotate=False), so it does not rely on the symmetry argument
@@ -40,8 +40,8 @@ def test_rotation_reduced_run_matches_exact_symbolic_trajectory() -> None:
 
 
 def test_rotation_reduced_recorded_run_equals_the_unreduced_run() -> None:
-    from rwnumeric import ModelConfig, TrainConfig, train
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+    from rwtoolkit.tasks import CircleWalk
 
     task, model = CircleWalk(5, 6, "7/10"), ModelConfig(K=5, N=6, M=7, pos="sine")
     full = train(task, model, TrainConfig(steps=20, population=True), progress=False)

@@ -23,7 +23,15 @@ from conftest import assert_rel, numeric_run, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from rwcheck.strategies import LOSSES, circle_configs, embeddings, epsilons, etas, finite_tasks, mus
+from rwtoolkit.analyses.check.strategies import (
+    LOSSES,
+    circle_configs,
+    embeddings,
+    epsilons,
+    etas,
+    finite_tasks,
+    mus,
+)
 
 RTOL = 1e-12
 STEPS = 3

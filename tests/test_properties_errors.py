@@ -15,7 +15,7 @@ from conftest import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwcheck.strategies import INVALID_KINDS, InvalidCase, invalid_inputs
+from rwtoolkit.analyses.check.strategies import INVALID_KINDS, InvalidCase, invalid_inputs
 
 
 @pytest.mark.parametrize("kind", INVALID_KINDS)

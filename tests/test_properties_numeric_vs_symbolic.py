@@ -1,12 +1,12 @@
-"""Property: rwnumeric's population GD is the exact trajectory of rwsymbolic.derive (steps 0-2), by the public check.
+"""Property: rwtoolkit.engines.numeric's population GD is the exact trajectory of rwtoolkit.engines.exact.derive (steps 0-2), by the public check.
 
 For random circle walks and random finite tasks, random η ∈ (0, 2], ε ∈ (0, 1], μ ∈ (0, 10], a
 random embedding kind (sine / onehot / random orthogonal, all with ‖p_i‖² = μ) and each built-in loss,
-``rwcheck.assert_matches_exact`` runs rwnumeric (float64, fast path and autograd reference path,
+``rwtoolkit.analyses.check.assert_matches_exact`` runs rwtoolkit.engines.numeric (float64, fast path and autograd reference path,
 through ``conftest.rwnumeric_training``) and compares V, W x̃_N, the attention S and the output f of
 every input, the loss and the population accuracy with the exact derivation at t = 0, 1, 2.
 
-Tolerance RTOL = 1e-12 (tighter than the kit's default ``rwcheck.tolerance``, which is meant for any
+Tolerance RTOL = 1e-12 (tighter than the kit's default ``rwtoolkit.analyses.check.tolerance``, which is meant for any
 implementation), relative to max(1, largest exact entry) of each compared array. Why it holds:
 float64 rounds at 1.1e-16 per operation; a step is a few hundred operations on quantities whose size
 the scale factor absorbs, and exp() of a logit l carries a relative error of about 1e-16·|l|, with
@@ -16,7 +16,7 @@ suffices: every fault of interest (a wrong softmax support, ε misplaced, a wron
 moves some compared value by 1e-3 or more (examples/bugs.py, tests/test_check_examples.py).
 
 Accuracy: compared exactly, except at a step with an exact near-tie in f (a gap between 0 and twice
-the tie tolerance), where the float tie rule may legitimately differ (rwcheck notes these steps).
+the tie tolerance), where the float tie rule may legitimately differ (rwtoolkit.analyses.check notes these steps).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from conftest import numeric_run, rwnumeric_training, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from rwcheck import CheckConfig, Mismatch, assert_matches_exact
-from rwcheck.strategies import LOSSES, check_configs
-from rwnumeric import ModelConfig
-from rwtasks import CircleWalk, FiniteTask
+from rwtoolkit.analyses.check import CheckConfig, Mismatch, assert_matches_exact
+from rwtoolkit.analyses.check.strategies import LOSSES, check_configs
+from rwtoolkit.engines.numeric import ModelConfig
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 RTOL = 1e-12
 STEPS = 2
@@ -65,7 +65,7 @@ def test_reference_path_equals_exact_trajectory(data) -> None:
 
 
 def test_a_wrong_learning_rate_is_caught_at_the_first_value_step() -> None:
-    """The check can fail: rwnumeric run with η/2 diverges from the exact trajectory at V(1)."""
+    """The check can fail: rwtoolkit.engines.numeric run with η/2 diverges from the exact trajectory at V(1)."""
     config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
     halved = CheckConfig(config.task, config.mu, config.eta / 2, config.eps, config.P, config.embedding)
     with pytest.raises(Mismatch) as caught:

@@ -1,8 +1,8 @@
 """Property: the exact oracle round-trips (write, validate against the schema, load, compare).
 
 For random small configurations (circle walks and finite tasks; η, ε, μ rational or symbolic; the
-log, squared, exp, a user and the abstract loss; 0-2 steps) ``rwsymbolic.write_oracle`` writes a
-header that validates against ``rwsymbolic/oracle/oracle.schema.json`` and per-input columns;
+log, squared, exp, a user and the abstract loss; 0-2 steps) ``rwtoolkit.engines.exact.write_oracle`` writes a
+header that validates against ``rwtoolkit/schemas/oracle.schema.json`` and per-input columns;
 ``load_oracle(path, exact=True)`` gives back every exact value of the trajectory (V, w_tok, c, loss,
 accuracy, mean attention/logits/f per step, the engine's own objects from the node table; logits, S,
 f per input where the file has their exact form, always for rationals); a second write gives the
@@ -26,7 +26,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from sympy.core.function import AppliedUndef
 
-from rwcheck.strategies import (
+from rwtoolkit.analyses.check.strategies import (
     circle_configs,
     custom_losses,
     epsilons,
@@ -36,11 +36,11 @@ from rwcheck.strategies import (
     losses,
     mus,
 )
-from rwio import load_schema
-from rwnumeric import load_oracle
-from rwsymbolic import derive, is_proportional_to_ones, per_input_path, write_oracle
-from rwsymbolic.arithmetic._atoms import free_symbols as user_symbols
-from rwsymbolic.arithmetic._atoms import has_undefined
+from rwtoolkit.engines.exact import derive, is_proportional_to_ones, per_input_path, write_oracle
+from rwtoolkit.engines.exact.arithmetic._atoms import free_symbols as user_symbols
+from rwtoolkit.engines.exact.arithmetic._atoms import has_undefined
+from rwtoolkit.engines.numeric import load_oracle
+from rwtoolkit.io import load_schema
 
 TASKS = {
     "circle": circle_configs(K=(3, 5), N=(2, 4)),
@@ -52,7 +52,7 @@ POINTS = (sp.Rational(3, 10), sp.Rational(7, 5), sp.Rational(-13, 17))
 
 
 def same(a: sp.Expr, b: sp.Expr) -> bool:
-    """Exact equality: structurally identical, or equal by rwsymbolic's exact decision (algebra, not rounding).
+    """Exact equality: structurally identical, or equal by rwtoolkit.engines.exact's exact decision (algebra, not rounding).
 
     A Piecewise in symbols (the accuracy when η, ε or μ is symbolic) has no canonical form and SymPy
     re-normalises its relations on parsing; those are compared exactly at three rational points for
@@ -64,7 +64,7 @@ def same(a: sp.Expr, b: sp.Expr) -> bool:
     if a.has(sp.Piecewise) or b.has(sp.Piecewise):
         unknowns = a.free_symbols | b.free_symbols | a.atoms(AppliedUndef) | b.atoms(AppliedUndef)
         return all(sp.simplify((a - b).xreplace({u: v for u in unknowns})) == 0 for v in POINTS)
-    check = is_proportional_to_ones(sp.Matrix([[a, b]]))  # rwsymbolic's exact decision of a == b
+    check = is_proportional_to_ones(sp.Matrix([[a, b]]))  # rwtoolkit.engines.exact's exact decision of a == b
     return check.holds
 
 

@@ -4,7 +4,7 @@
   built so that x̄ is independent of y (each label sees permutations of the same base sequences), and
   circle walks with p ∈ {0, 1}, N = rK + 1.
 - C ≠ 0 ⇒ V(1) is not of the form c·E[e_y]E[x̄]ᵀ: random finite tasks and circle walks whose signal
-  (``rwsymbolic.signal_matrix``) is nonzero. (V(1) = -ηℓ'(0)(N-1)/N·E[e_y x̄ᵀ]; summing its rows
+  (``rwtoolkit.engines.exact.signal_matrix``) is nonzero. (V(1) = -ηℓ'(0)(N-1)/N·E[e_y x̄ᵀ]; summing its rows
   shows c·E[e_y]E[x̄]ᵀ would force C = 0, provided ℓ'(0) ≠ 0, true for every loss drawn here.)
 E[e_y] and E[x̄] are computed in the test from the task's arguments, independently of the packages.
 """
@@ -17,7 +17,7 @@ from conftest import scaled
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
-from rwcheck.strategies import (
+from rwtoolkit.analyses.check.strategies import (
     balanced_circle_configs,
     circle_configs,
     custom_losses,
@@ -29,7 +29,7 @@ from rwcheck.strategies import (
     mus,
     zero_signal_finite_tasks,
 )
-from rwsymbolic import derive, signal_matrix
+from rwtoolkit.engines.exact import derive, signal_matrix
 
 
 def label_and_token_means(task) -> tuple[sp.Matrix, sp.Matrix]:

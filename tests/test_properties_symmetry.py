@@ -30,7 +30,7 @@ from conftest import numeric_run, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from rwcheck.strategies import (
+from rwtoolkit.analyses.check.strategies import (
     LOSSES,
     any_losses,
     balanced_circle_configs,
@@ -42,7 +42,7 @@ from rwcheck.strategies import (
     mus,
     schedules,
 )
-from rwsymbolic import derive, has_equal_attention, is_circulant, is_proportional_to_ones
+from rwtoolkit.engines.exact import derive, has_equal_attention, is_circulant, is_proportional_to_ones
 
 TOL = 1e-13
 T_MAX = 20

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 
-PACKAGES = [
-    "rwio",
-    "rwtasks",
-    "rwnumeric",
-    "rwsymbolic",
-    "rwrepro",
-    "rwexplore",
-    "proofs",
-    "rwcertify",
-    "rwstability",
-    "rwcheck",
-    "rwsweep",
-    "rwzoo",
-]
+ROOT = Path(__file__).resolve().parent.parent
+#: Every package of the import root but the CLI (whose public surface is the ``rw`` command).
+PACKAGES = sorted(
+    name
+    for name in (
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rwtoolkit").rglob("__init__.py")
+    )
+    if not name.startswith("rwtoolkit.cli")
+)
 
 
 @pytest.mark.parametrize("name", PACKAGES)

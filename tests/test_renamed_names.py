@@ -14,11 +14,11 @@ import jsonschema
 import pytest
 from conftest import SMALL_TRAIN_ARGS as SMALL
 
-from rwcli.main import main
-from rwio import load_schema
-from rwnumeric import ModelConfig, TrainConfig, train
-from rwsweep import load_spec
-from rwtasks import CircleWalk, majority_task, symbol
+from rwtoolkit.analyses.sweep import load_spec
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk, majority_task, symbol
 
 
 def test_model_config_takes_mu_and_its_old_name_pos_norm_with_a_warning():
@@ -75,11 +75,19 @@ def test_a_sweep_spec_field_pos_norm_is_read_as_mu_with_a_warning():
 
 
 OLD_NAMES = [
-    ("rwcertify", "Trajectory", "rwcertify.BallTrajectory"),
-    ("rwexplore", "task_symbols", r"task.symbols \(rwtasks.Task\)"),
-    ("rwexplore", "substitute", r"task.substitute\(values\) \(rwtasks.Task\)"),
-    ("rwcheck.strategies", "symbolic_loss", "rwcheck.strategies.exact_loss"),
-    ("rwcheck.strategies", "symbolic_any_loss", "rwcheck.strategies.exact_loss"),
+    ("rwtoolkit.engines.balls", "Trajectory", "rwtoolkit.engines.balls.BallTrajectory"),
+    ("rwtoolkit.analyses.explore", "task_symbols", r"task.symbols \(rwtoolkit.tasks.Task\)"),
+    ("rwtoolkit.analyses.explore", "substitute", r"task.substitute\(values\) \(rwtoolkit.tasks.Task\)"),
+    (
+        "rwtoolkit.analyses.check.strategies",
+        "symbolic_loss",
+        "rwtoolkit.analyses.check.strategies.exact_loss",
+    ),
+    (
+        "rwtoolkit.analyses.check.strategies",
+        "symbolic_any_loss",
+        "rwtoolkit.analyses.check.strategies.exact_loss",
+    ),
 ]
 
 
@@ -90,17 +98,17 @@ def test_an_old_name_warns_and_names_its_replacement(module, old, replacement):
 
 
 def test_the_old_names_give_what_the_new_ones_give():
-    import rwcertify
-    import rwexplore
-    from rwcheck import strategies
+    import rwtoolkit.analyses.explore
+    import rwtoolkit.engines.balls
+    from rwtoolkit.analyses.check import strategies
 
     task = majority_task(3, "q")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        assert rwcertify.Trajectory is rwcertify.BallTrajectory
-        assert rwexplore.task_symbols(task) == list(task.symbols) == [symbol("q")]
+        assert rwtoolkit.engines.balls.Trajectory is rwtoolkit.engines.balls.BallTrajectory
+        assert rwtoolkit.analyses.explore.task_symbols(task) == list(task.symbols) == [symbol("q")]
         assert (
-            rwexplore.substitute(task, {symbol("q"): 1}).prob_values
+            rwtoolkit.analyses.explore.substitute(task, {symbol("q"): 1}).prob_values
             == task.substitute({symbol("q"): 1}).prob_values
         )
         assert strategies.symbolic_loss("log") == strategies.exact_loss("log") == "log"

@@ -7,12 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from rwcli.main import main
-from rwrepro import accuracy_tolerance, break_steps, expand_targets, first_step_staying, support_matches
-from rwrepro._claims import failure_claims, fig6_claims, qa_claims, success_claims
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.repro import (
+    accuracy_tolerance,
+    break_steps,
+    expand_targets,
+    first_step_staying,
+    support_matches,
+)
+from rwtoolkit.analyses.repro._claims import failure_claims, fig6_claims, qa_claims, success_claims
+from rwtoolkit.cli.main import main
+from rwtoolkit.tasks import CircleWalk
 
-# The report's thresholds, pinned by value here (never imported from rwrepro): moving one in the code
+# The report's thresholds, pinned by value here (never imported from rwtoolkit.analyses.repro): moving one in the code
 # must fail a test below. "Attention on the parent ≈ 1" means at least 0.9; "V ∝ all-ones" means a
 # relative residual at most 0.1; "equal attention" means a spread at most 1e-3; "≈ 400 iterations"
 # means within a factor 2, [200, 800].
@@ -23,7 +29,7 @@ FIG6_WINDOW = (200, 800)
 
 
 def _outcome(K: int, N: int, p: str, n_test: int = 1000, **series) -> dict:
-    """A run outcome as rwrepro._runner.run_one writes it, with the given metric series."""
+    """A run outcome as rwtoolkit.analyses.repro._runner.run_one writes it, with the given metric series."""
     T = len(next(iter(series.values())))
     full = {
         k: series.get(k, [0.0] * T)

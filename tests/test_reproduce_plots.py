@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from rwrepro._plots import (
+from rwtoolkit.analyses.repro._plots import (
     DISAGREE_GID,
     LOG_FLOOR,
     QUICK_NOTE,

@@ -1,7 +1,7 @@
 """The sensitivity study's predicted break steps, against an independent float64 recomputation.
 
-The oracle rebuilds the prediction from its definition without ``rwstability``'s torch code: the training
-sample drawn with ``rwtasks`` and merged by hand, the manifold written down from the p = 1 symmetry (each
+The oracle rebuilds the prediction from its definition without ``rwtoolkit.analyses.stability``'s torch code: the training
+sample drawn with ``rwtoolkit.tasks`` and merged by hand, the manifold written down from the p = 1 symmetry (each
 row of V constant, equal token logits, c_1 = … = c_{N-1}), the GD map and its Jacobian from the SymPy loss
 differentiated symbolically, and the rounding covariance propagated in the full coordinates.
 """
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwrepro._claims import V_COLUMN_MAX
-from rwrepro._experiments import MU_OPTIONS, Choices, RunSpec
-from rwrepro._report import _sensitivity_table
-from rwrepro._sensitivity import predicted_breaks, rounding_note, sample_task
-from rwstability import active_coordinates, symbolic_loss
-from rwtasks import CircleWalk, FiniteTask
+from rwtoolkit.analyses.repro._claims import V_COLUMN_MAX
+from rwtoolkit.analyses.repro._experiments import MU_OPTIONS, Choices, RunSpec
+from rwtoolkit.analyses.repro._report import _sensitivity_table
+from rwtoolkit.analyses.repro._sensitivity import predicted_breaks, rounding_note, sample_task
+from rwtoolkit.analyses.stability import active_coordinates, symbolic_loss
+from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 RUN = RunSpec(name="p=1", task="circle", K=3, N=4, p="1", M=1000, steps=200, train_size=10, test_size=10)
 GRID = tuple(
@@ -34,7 +34,7 @@ UNIT = {"float32": 2.0**-24, "float64": 2.0**-53}
 
 
 def _oracle_sample() -> FiniteTask:
-    """The training walks ``rwnumeric.train`` draws (its first spawned seed), duplicates merged by count."""
+    """The training walks ``rwtoolkit.engines.numeric.train`` draws (its first spawned seed), duplicates merged by count."""
     train_seq = np.random.SeedSequence(RUN.seed).spawn(3)[0]
     tokens, labels = CircleWalk(RUN.K, RUN.N, 1).sample(
         RUN.train_size, generator=np.random.default_rng(train_seq)

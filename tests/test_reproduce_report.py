@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rwrepro._report import build_report
+from rwtoolkit.analyses.repro._report import build_report
 
 
 def _row(figure: str, claim: str, agrees: bool) -> dict:

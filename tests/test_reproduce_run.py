@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwcli.main import main
-from rwrepro import FIGURE_NAMES, REPORT_KEYS
-from rwrepro._claims import SPREAD_MAX, V_COLUMN_MAX
+from rwtoolkit.analyses.repro import FIGURE_NAMES, REPORT_KEYS
+from rwtoolkit.analyses.repro._claims import SPREAD_MAX, V_COLUMN_MAX
+from rwtoolkit.cli.main import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -109,8 +109,8 @@ def test_same_command_gives_identical_files(quick_all, tmp_path):
 
 def _drawn(quick_all: Path, name: str, record: dict | None = None) -> dict:
     """The Figures of ``name`` redrawn from its saved record (or from ``record``), without training."""
-    from rwrepro._experiments import figure_specs
-    from rwrepro._figures import draw_figure
+    from rwtoolkit.analyses.repro._experiments import figure_specs
+    from rwtoolkit.analyses.repro._figures import draw_figure
 
     return draw_figure(figure_specs(quick=True)[name], record or _json(quick_all / name / f"{name}.json"))
 
@@ -119,7 +119,7 @@ def _drawn(quick_all: Path, name: str, record: dict | None = None) -> dict:
 def test_every_figure_keeps_legends_outside_the_data_and_says_it_is_quick(quick_all):
     from test_reproduce_plots import legend_outside_axes
 
-    from rwrepro._plots import QUICK_NOTE
+    from rwtoolkit.analyses.repro._plots import QUICK_NOTE
 
     for name in FIGURE_NAMES:
         for png, fig in _drawn(quick_all, name).items():
@@ -166,7 +166,7 @@ def test_fig11_rows_share_one_colour_scale(quick_all):
 
 @pytest.mark.slow
 def test_disagreement_mark_follows_the_report_verdicts(quick_all):
-    from rwrepro._plots import DISAGREE_GID
+    from rwtoolkit.analyses.repro._plots import DISAGREE_GID
 
     def marked(figs: dict) -> list[str]:
         return [

@@ -1,7 +1,7 @@
-"""rwstability: the exact normal Jacobian, the float one, verdicts, escape and ``rw stability``.
+"""rwtoolkit.analyses.stability: the exact normal Jacobian, the float one, verdicts, escape and ``rw stability``.
 
-Oracles: the exact GD map of ``rwsymbolic`` (its gradient formulas, not the Hessian of rwstability's loss),
-differentiated by SymPy or by difference quotients; the full-W training run of ``rwnumeric``.
+Oracles: the exact GD map of ``rwtoolkit.engines.exact`` (its gradient formulas, not the Hessian of rwtoolkit.analyses.stability's loss),
+differentiated by SymPy or by difference quotients; the full-W training run of ``rwtoolkit.engines.numeric``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwio import load_schema
-from rwstability import (
+from rwtoolkit.analyses.stability import (
     Coordinates,
     active_coordinates,
     exact_jacobians,
@@ -24,12 +23,13 @@ from rwstability import (
     predict_escape,
     verdict,
 )
-from rwsymbolic import derive, is_lemma_d3_form
-from rwsymbolic.arithmetic._atoms import expand_atoms
-from rwsymbolic.engine._derive import make_loss
-from rwsymbolic.engine._groups import group_pass
-from rwsymbolic.engine._population import population_inputs
-from rwtasks import CircleWalk, FiniteTask, make_task, qa_task2
+from rwtoolkit.engines.exact import derive, is_lemma_d3_form
+from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms
+from rwtoolkit.engines.exact.engine._derive import make_loss
+from rwtoolkit.engines.exact.engine._groups import group_pass
+from rwtoolkit.engines.exact.engine._population import population_inputs
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk, FiniteTask, make_task, qa_task2
 from tests.conftest import assert_rel
 
 ETA, MU, EPS = sp.Integer(1), sp.Integer(1), sp.Rational(1, 10)
@@ -38,11 +38,11 @@ ETA, MU, EPS = sp.Integer(1), sp.Integer(1), sp.Rational(1, 10)
 def exact_gd_map(
     task: CircleWalk | FiniteTask, theta: list[sp.Expr], coords: Coordinates | None = None
 ) -> sp.Matrix:
-    """One step of rwsymbolic's exact population GD from an arbitrary θ (no rotation symmetry assumed).
+    """One step of rwtoolkit.engines.exact's exact population GD from an arbitrary θ (no rotation symmetry assumed).
 
     θ is in ``coords``' layout (default all of V, w_tok, c); the engine sees the full K×K V and K
     entries of w_tok, zero outside θ's entries. The engine names each exponential it creates
-    (``rwsymbolic.arithmetic._atoms``); the map is returned with those names expanded back into exp(·), so that
+    (``rwtoolkit.engines.exact.arithmetic._atoms``); the map is returned with those names expanded back into exp(·), so that
     SymPy differentiates through them.
     """
     K, N = task.K, task.N
@@ -97,7 +97,7 @@ def test_exact_jacobian_matches_central_difference_quotients_at_rational_h(jac_k
 
 @pytest.mark.parametrize("K, N, p", [(3, 4, 1), (3, 7, 0), (4, 9, 1), (5, 6, 0)])
 def test_deterministic_walks_are_the_circle_population(K, N, p):
-    from rwstability._reduced import deterministic_walks
+    from rwtoolkit.analyses.stability._reduced import deterministic_walks
 
     full, short = CircleWalk(K, N, p).population(), deterministic_walks(CircleWalk(K, N, p)).population()
     rows = sorted(zip(full.tokens.tolist(), full.labels.tolist(), map(str, full.exact_probs()), strict=True))
@@ -200,7 +200,7 @@ def test_ideal_gram_float_run_stays_exactly_on_manifold():
 def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
     import jsonschema
 
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     args = [
         "stability",
@@ -271,7 +271,7 @@ def test_rw_stability_writes_valid_deterministic_json(tmp_path, capsys):
     ],
 )
 def test_rw_stability_bad_input_is_one_line_exit_2(extra, message, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     assert main(["stability"] + extra) == 2
     err = capsys.readouterr().err.strip()
@@ -289,7 +289,7 @@ STUCK_CASES = {
 
 
 def test_k4_half_manifold_is_lemma_d3_form_as_the_structure_predicate_decides():
-    """The found classes are Lemma D.3's four, and rwsymbolic's own predicate proves that form at t <= 3."""
+    """The found classes are Lemma D.3's four, and rwtoolkit.engines.exact's own predicate proves that form at t <= 3."""
     task = CircleWalk(4, 5, "1/2")
     assert find_manifold(task).partition() == Coordinates(4, 5).partition()
     for state in derive(task, 3, eta=1, eps=EPS, mu=1).states:
@@ -392,7 +392,7 @@ def test_escape_selects_a_position_whose_token_fixes_the_label():
 def test_rw_stability_reads_a_spec_file_and_refuses_a_sweep(tmp_path, capsys):
     import jsonschema
 
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"task": {"family": "permutation", "params": {"m": 3}}}))

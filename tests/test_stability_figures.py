@@ -14,9 +14,9 @@ import math
 import pytest
 from matplotlib.transforms import BlendedGenericTransform
 
-from rwstability import escape_summary, plot_report, stability_report
-from rwstability._figure import NAN_GID, NEG_INF_GID, NEVER_GID, POS_INF_GID
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.stability import escape_summary, plot_report, stability_report
+from rwtoolkit.analyses.stability._figure import NAN_GID, NEG_INF_GID, NEVER_GID, POS_INF_GID
+from rwtoolkit.tasks import CircleWalk
 
 PNG = b"\x89PNG\r\n\x1a\n"
 INF, NAN = math.inf, math.nan
@@ -184,7 +184,7 @@ def test_png_is_drawn_when_escape_is_never_observed():
 def test_png_is_drawn_when_sigma_phi_exceeds_the_float_range(tmp_path, capsys):
     """The issue's command: at μ = 500 the normal growth passes 10^280 within 200 steps, where matplotlib's
     log axis overflowed."""
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     png = tmp_path / "x.png"
     args = ["stability", "--K", "3", "--N", "4", "--p", "1", "--mu", "500", "--predict-only"]
@@ -194,10 +194,10 @@ def test_png_is_drawn_when_sigma_phi_exceeds_the_float_range(tmp_path, capsys):
 
 
 def test_full_grid_without_outputs_prints_the_escape_summary(capsys, monkeypatch):
-    import rwstability._report
-    from rwcli.main import main
+    import rwtoolkit.analyses.stability._report
+    from rwtoolkit.cli.main import main
 
-    monkeypatch.setattr(rwstability._report, "SAY_ESTIMATE_ABOVE", 0.0)
+    monkeypatch.setattr(rwtoolkit.analyses.stability._report, "SAY_ESTIMATE_ABOVE", 0.0)
     assert main(["stability", "--K", "3", "--N", "4", "--p", "1", "--grid", "full", "--steps", "2"]) == 0
     captured = capsys.readouterr()
     out = captured.out.splitlines()
@@ -248,7 +248,7 @@ def test_escape_summary_of_a_prediction_only_report_has_no_measured_column():
     ids=["two_layer", "paper-model"],
 )
 def test_full_grid_beyond_the_time_budget_is_refused_before_work(extra, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     assert main(["stability", *extra]) == 2
     captured = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""``rw stability --model``: the generic stuck-manifold report of a registered model (rwstability._generic).
+"""``rw stability --model``: the generic stuck-manifold report of a registered model (rwtoolkit.analyses.stability._generic).
 
 Oracles, each independent of the code under test:
   * central finite differences of the GD map θ ↦ θ − η∇L(θ) (the tape gradient, no jacrev): step h = 1e-5,
@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from rwio import load_schema
-from rwmodels import evaluate, get_model, rational_positions
-from rwnumeric import TensorLoss, TorchArithmetic
-from rwstability import off_manifold_jacobian
-from rwstability._generic import _population
-from rwtasks import CircleWalk
+from rwtoolkit.analyses.stability import off_manifold_jacobian
+from rwtoolkit.analyses.stability._generic import _population
+from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+from rwtoolkit.io import load_schema
+from rwtoolkit.models import evaluate, get_model, rational_positions
+from rwtoolkit.tasks import CircleWalk
 
 ARGS = ["stability", "--model", "key_query", "--K", "3", "--N", "4", "--p", "3/10", "--steps", "6"]
 FD_STEP, FD_ATOL = 1e-5, 1e-7
@@ -37,7 +37,7 @@ def _setup(task: CircleWalk, d: int = 2):
 def test_rw_stability_key_query_report(tmp_path, capsys):
     import jsonschema
 
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     args = ARGS + ["--sigmas", "1e-6", "--seeds", "1"]
     assert main(args + ["--json", str(tmp_path / "a.json")]) == 0
@@ -58,7 +58,7 @@ def test_rw_stability_key_query_report(tmp_path, capsys):
     # The oracle: radius of A_t = 1 + η σ_max(G_t), G_t the merged model's W-gradient on the trajectory.
     task = CircleWalk(3, 4, "3/10")
     model, ar, loss, data, D = _setup(task)
-    from rwmodels import descend
+    from rwtoolkit.models import descend
 
     states = descend(model, ar, model.zeros(ar, 3, D), data, loss, 1.0, 6)
     merged = get_model("one_layer")
@@ -132,7 +132,7 @@ def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
     ],
 )
 def test_rw_stability_model_bad_input_is_one_line_exit_2(extra, message, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     assert main(["stability"] + extra) == 2
     err = capsys.readouterr().err.strip()
@@ -140,7 +140,7 @@ def test_rw_stability_model_bad_input_is_one_line_exit_2(extra, message, capsys)
 
 
 def test_rw_stability_model_png_draws_the_generic_report(tmp_path, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     png, js = tmp_path / "kq.png", tmp_path / "kq.json"
     argv = ["stability", "--model", "key_query", "--K", "3", "--N", "4", "--p", "1", "--steps", "30"]
@@ -151,16 +151,16 @@ def test_rw_stability_model_png_draws_the_generic_report(tmp_path, capsys):
 
 
 # --- the symmetric manifold (--manifold symmetry): Fix(G) of the task's group, for models that move every
-# parameter from zero. Oracles: the group's permutations themselves (Fix(G) is what they fix), rwsymbolic's
-# fixed_subspace for the dimension (the same rwtasks.orbit_labels, which tests/test_stability_orbits.py checks
+# parameter from zero. Oracles: the group's permutations themselves (Fix(G) is what they fix), rwtoolkit.engines.exact's
+# fixed_subspace for the dimension (the same rwtoolkit.tasks.orbit_labels, which tests/test_stability_orbits.py checks
 # against a plain union-find; this pins the Helmert construction to it), and central finite differences of
 # the GD map for the off-manifold block (same FD_STEP / FD_ATOL reasoning as above).
 
 
 def _symmetric(name: str, task: CircleWalk):
-    from rwmodels import acting_group, coordinate_permutation
-    from rwstability._manifold import symmetric_manifold
-    from rwtasks import task_symmetries
+    from rwtoolkit.analyses.stability._manifold import symmetric_manifold
+    from rwtoolkit.models import acting_group, coordinate_permutation
+    from rwtoolkit.tasks import task_symmetries
 
     model = get_model(name)
     manifold = symmetric_manifold(model, task)
@@ -171,8 +171,8 @@ def _symmetric(name: str, task: CircleWalk):
 
 @pytest.mark.parametrize("name", ["two_layer", "learned_positions", "one_layer", "multi_head"])
 def test_symmetric_manifold_is_the_fixed_subspace_with_an_orthonormal_complement(name):
-    from rwsymbolic import fixed_subspace
-    from rwtasks import task_symmetries
+    from rwtoolkit.engines.exact import fixed_subspace
+    from rwtoolkit.tasks import task_symmetries
 
     task = CircleWalk(3, 4, 1)
     model, m, perms = _symmetric(name, task)
@@ -188,9 +188,9 @@ def test_symmetric_manifold_is_the_fixed_subspace_with_an_orthonormal_complement
 def test_two_layer_keeps_only_the_symmetries_that_fix_the_positions():
     """Layer 1 is causal: a symmetry that moves the key positions is not one of the model. On the full
     group's fixed subspace the GD Jacobian leaks off it; on the acting group's it does not."""
-    from rwmodels import coordinate_permutation, descend
-    from rwstability._manifold import Manifold
-    from rwtasks import task_symmetries
+    from rwtoolkit.analyses.stability._manifold import Manifold
+    from rwtoolkit.models import coordinate_permutation, descend
+    from rwtoolkit.tasks import task_symmetries
 
     task = CircleWalk(3, 4, 1)
     model, m, _ = _symmetric("two_layer", task)
@@ -203,7 +203,7 @@ def test_two_layer_keeps_only_the_symmetries_that_fix_the_positions():
     fixed = [i for i in range(m.on.shape[0]) if all(p[i] == i for p in perms)]
     assert full.order == 18 and len(fixed) < m.on.shape[0]
     # a point fixed by the full group: its on-part averaged over the full orbits; J maps it off Fix(full)
-    from rwtasks import orbit_labels
+    from rwtoolkit.tasks import orbit_labels
 
     label = orbit_labels(perms, m.on.shape[0])
     x = torch.cat([state[k].reshape(-1) for k in state])
@@ -223,7 +223,7 @@ def test_two_layer_keeps_only_the_symmetries_that_fix_the_positions():
 
 
 def test_symmetric_off_block_is_the_finite_difference_jacobian():
-    from rwmodels import descend
+    from rwtoolkit.models import descend
 
     task = CircleWalk(3, 4, "1/2")
     model, m, _ = _symmetric("two_layer", task)
@@ -247,7 +247,7 @@ def test_symmetric_off_block_is_the_finite_difference_jacobian():
 def test_rw_stability_learned_positions_symmetric_manifold_is_stuck_and_bounds_the_escape(tmp_path, capsys):
     import jsonschema
 
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     argv = ["stability", "--model", "learned_positions", "--K", "3", "--N", "4", "--p", "1", "--steps", "20"]
     argv += ["--sigmas", "1e-8", "--seeds", "2"]
@@ -270,7 +270,7 @@ def test_rw_stability_learned_positions_symmetric_manifold_is_stuck_and_bounds_t
 
 
 def test_rw_stability_two_layer_learns_on_its_symmetric_manifold(capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     argv = ["stability", "--model", "two_layer", "--K", "3", "--N", "4", "--p", "1", "--steps", "5"]
     assert main(argv + ["--sigmas", "1e-6", "--seeds", "1"]) == 0
@@ -295,7 +295,7 @@ def test_rw_stability_two_layer_learns_on_its_symmetric_manifold(capsys):
     ids=["zero-none", "unknown", "paper-model"],
 )
 def test_rw_stability_manifold_bad_input_is_one_line_exit_2(extra, message, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     assert main(["stability", "--K", "3", "--N", "4", "--p", "1", "--steps", "3"] + extra) == 2
     err = capsys.readouterr().err.strip()

@@ -1,4 +1,4 @@
-"""Orbit sums (rwtasks.orbit_sum, rwstability.orbit_sums) equal the plain population sums on Fix(G).
+"""Orbit sums (rwtoolkit.tasks.orbit_sum, rwtoolkit.analyses.stability.orbit_sums) equal the plain population sums on Fix(G).
 
 Oracles: the orbits are checked against the orbits of the listed group elements (``TaskGroup.elements``
 acting through ``Symmetry.act``, not the generators' label propagation); the gradient and Hessian against
@@ -16,8 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwio import load_schema
-from rwstability import (
+from rwtoolkit.analyses.stability import (
     active_coordinates,
     check_report_args,
     find_manifold,
@@ -27,7 +26,17 @@ from rwstability import (
     stability_report,
     torch_loss,
 )
-from rwtasks import CircleWalk, FiniteTask, Symmetry, TaskGroup, make_task, orbit_labels, orbit_sum, qa_task2
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import (
+    CircleWalk,
+    FiniteTask,
+    Symmetry,
+    TaskGroup,
+    make_task,
+    orbit_labels,
+    orbit_sum,
+    qa_task2,
+)
 
 TOL = 1e-12
 

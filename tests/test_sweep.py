@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rwcli.main import main
-from rwsweep import finished_hashes, load_spec, plan_packs, plot_sweep, run_sweep
+from rwtoolkit.analyses.sweep import finished_hashes, load_spec, plan_packs, plot_sweep, run_sweep
+from rwtoolkit.cli.main import main
 
 #: 18 runs in 9 packs of at most 2, long enough (120 steps) that a pack is still running when one ends.
 SPEC = {
@@ -115,11 +115,11 @@ def test_an_interrupted_sweep_resumed_computes_exactly_the_missing_packs_and_the
 def test_zero_init_cells_at_chance_are_exactly_the_exact_vanishing_set(client, tmp_path):
     """Done-when check: exact population, ideal Gram, zero init, 5 steps, (N, p) for K = 3 and 4.
 
-    5 steps is below the float64 rounding escape that ``rwstability.predict_escape`` predicts for the
+    5 steps is below the float64 rounding escape that ``rwtoolkit.analyses.stability.predict_escape`` predicts for the
     stuck cells, so any cell at chance is there by the exact dynamics, not by a rounding accident.
     """
-    from rwstability import linearise, predict_escape
-    from rwtasks import CircleWalk
+    from rwtoolkit.analyses.stability import linearise, predict_escape
+    from rwtoolkit.tasks import CircleWalk
 
     steps = 5
     for K, N in ((3, 4), (3, 7), (4, 5)):
@@ -233,7 +233,7 @@ def test_local_workers_keep_glibc_malloc_defaults_and_one_thread():
     import dask
     import dask.distributed  # noqa: F401  (loads distributed's configuration defaults)
 
-    from rwsweep._driver import _worker_environ
+    from rwtoolkit.analyses.sweep._driver import _worker_environ
 
     assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
     environ = _worker_environ()

@@ -1,4 +1,4 @@
-"""``rwnumeric.train_batched`` computes, per run, what ``rwnumeric.train`` computes, to float rounding.
+"""``rwtoolkit.engines.numeric.train_batched`` computes, per run, what ``rwtoolkit.engines.numeric.train`` computes, to float rounding.
 
 Tolerance: 100 machine epsilons of the dtype, times max(1, |value|). The two paths evaluate the same
 formulas in different orders (the batched one factors the softmax as E_j U_{s_j} / Z and writes the
@@ -13,8 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rwnumeric import BATCHED_HISTORY_KEYS, ModelConfig, TrainConfig, batch_key, train, train_batched
-from rwtasks import CircleWalk
+from rwtoolkit.engines.numeric import (
+    BATCHED_HISTORY_KEYS,
+    ModelConfig,
+    TrainConfig,
+    batch_key,
+    train,
+    train_batched,
+)
+from rwtoolkit.tasks import CircleWalk
 
 K, N, STEPS = 3, 6, 30
 
@@ -109,7 +116,7 @@ def test_forest_sums_equal_the_per_input_sums(p):
     (position, token, root) totals. Float64 sums of at most 2^(N-2) terms in another order: 1e-13."""
     import torch
 
-    from rwnumeric._batched import _down, _forest, _up
+    from rwtoolkit.engines.numeric._batched import _down, _forest, _up
 
     K_, N_, B = 4, 6, 3
     pop = CircleWalk(K_, N_, p).population()
@@ -145,7 +152,7 @@ def test_dense_row_sums_equal_index_add():
     absolute on sums of at most 4 standard normal terms."""
     import torch
 
-    from rwnumeric._batched import _add_rows_dense
+    from rwtoolkit.engines.numeric._batched import _add_rows_dense
 
     gen = torch.Generator().manual_seed(1)
     index = torch.tensor([3, 0, 3, 1, 3, 0])

@@ -1,4 +1,4 @@
-"""``rw sweep --model NAME``: the spec's model field, and key_query runs trained by rwnumeric.train_model."""
+"""``rw sweep --model NAME``: the spec's model field, and key_query runs trained by rwtoolkit.engines.numeric.train_model."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-from rwcli.main import main
-from rwsweep import SpecError, load_spec, pack_memory, run_sweep
+from rwtoolkit.analyses.sweep import SpecError, load_spec, pack_memory, run_sweep
+from rwtoolkit.cli.main import main
 
 SPEC = {
     "task": "circle",

@@ -1,7 +1,7 @@
 """Every registered model sweeps, or its spec is refused in one line before any cluster starts; the sweep's
 estimate reads every size of its runs (K, N, the population, M, steps, the model's H and d).
 
-The parametrisation is over ``rwmodels.MODELS``: a model registered later is covered without a new test.
+The parametrisation is over ``rwtoolkit.models.MODELS``: a model registered later is covered without a new test.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-import rwmodels
-from rwsweep import SpecError, estimate_sweep, load_spec, run_sweep
+import rwtoolkit.models
+from rwtoolkit.analyses.sweep import SpecError, estimate_sweep, load_spec, run_sweep
 
 TINY = {
     "task": "circle",
@@ -35,10 +35,10 @@ def client():
 
 def _has_value_matrix(name: str) -> bool:
     """Whether the model has one K×K value matrix V (read from its declared shapes, K = 3, M = 4, N = 3)."""
-    return rwmodels.get_model(name).shapes(3, 7, 3).get("V") == (3, 3)
+    return rwtoolkit.models.get_model(name).shapes(3, 7, 3).get("V") == (3, 3)
 
 
-@pytest.mark.parametrize("name", list(rwmodels.MODELS))
+@pytest.mark.parametrize("name", list(rwtoolkit.models.MODELS))
 def test_every_registered_model_sweeps_or_is_refused_in_one_line_at_load(name, client, tmp_path):
     try:
         spec = load_spec({**TINY, "model": name})
@@ -52,13 +52,13 @@ def test_every_registered_model_sweeps_or_is_refused_in_one_line_at_load(name, c
     for row in rows:
         assert row["diverged_step"] is None and 0 <= row["final_accuracy"] <= row["opt"] + 1e-12
         assert math.isfinite(row["final_loss"]) and math.isfinite(row["parent_attention"])
-        if name != rwmodels.DEFAULT_MODEL:
+        if name != rwtoolkit.models.DEFAULT_MODEL:
             assert row["model"] == name
         # the summaries of V are there exactly for the models that have one K×K V
         assert (row["v_direction_error"] is not None) == _has_value_matrix(name)
 
 
-@pytest.mark.parametrize("name", [n for n in rwmodels.MODELS if not _has_value_matrix(n)])
+@pytest.mark.parametrize("name", [n for n in rwtoolkit.models.MODELS if not _has_value_matrix(n)])
 def test_a_field_that_only_v_summaries_read_is_refused_for_a_model_without_v(name):
     with pytest.raises(SpecError) as info:
         load_spec({**TINY, "model": name, "fixed": {**TINY["fixed"], "escape_threshold": 0.01}})
@@ -115,7 +115,7 @@ def test_metrics_and_runs_add_to_the_estimated_output():
 
 
 def test_rw_sweep_refuses_a_sweep_above_max_core_hours_before_the_cluster_starts(tmp_path, capsys):
-    from rwcli.main import main
+    from rwtoolkit.cli.main import main
 
     path = tmp_path / "spec.yaml"
     path.write_text("task: circle\nfixed: {K: 3, N: 16, steps: 100000}\ngrid: {seed: {range: [0, 999]}}\n")

@@ -1,4 +1,4 @@
-"""rwsymbolic.derive: closed forms, the reduction against an explicit P, rotation against enumeration."""
+"""rwtoolkit.engines.exact.derive: closed forms, the reduction against an explicit P, rotation against enumeration."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import rwsymbolic.engine._groups
-from rwsymbolic import (
+import rwtoolkit.engines.exact.engine._groups
+from rwtoolkit.engines.exact import (
     derive,
     explicit_weights,
     has_equal_attention,
@@ -20,10 +20,10 @@ from rwsymbolic import (
     is_rank_one,
     w_token_columns_zero,
 )
-from rwsymbolic.arithmetic._decide import is_zero
-from rwsymbolic.engine._groups import _correct_fraction, _unique_rows, argmax_set
-from rwsymbolic.engine._population import population_inputs, rooted_walks
-from rwtasks import CircleWalk, qa_task1, qa_task2, symbol
+from rwtoolkit.engines.exact.arithmetic._decide import is_zero
+from rwtoolkit.engines.exact.engine._groups import _correct_fraction, _unique_rows, argmax_set
+from rwtoolkit.engines.exact.engine._population import population_inputs, rooted_walks
+from rwtoolkit.tasks import CircleWalk, qa_task1, qa_task2, symbol
 
 
 def _all_zero(exprs) -> bool:
@@ -32,7 +32,7 @@ def _all_zero(exprs) -> bool:
 
 @pytest.mark.parametrize(("K", "N"), [(3, 4), (4, 5), (5, 3)])
 def test_first_value_step_matches_closed_form_in_symbolic_p(K, N):
-    # Lemma C.1 for the log-loss: V(1) = (η/(εNK)) Σ_{i=1}^{N-1} (Πᵀ)^{N-i}, Π from rwtasks by matrix powers.
+    # Lemma C.1 for the log-loss: V(1) = (η/(εNK)) Σ_{i=1}^{N-1} (Πᵀ)^{N-i}, Π from rwtoolkit.tasks by matrix powers.
     eta, eps = symbol("eta"), symbol("eps")
     task = CircleWalk(K, N, "p")
     PiT = task.transition_matrix().T
@@ -206,7 +206,7 @@ def test_refuses_too_large_configurations_with_an_estimate():
 
 
 def test_log_loss_refuses_arguments_below_minus_eps():
-    from rwsymbolic.engine._derive import make_loss
+    from rwtoolkit.engines.exact.engine._derive import make_loss
 
     with pytest.raises(ValueError, match="undefined at z = -1"):
         make_loss("log", sp.Rational(1, 10)).value(sp.Integer(-1))
@@ -300,7 +300,7 @@ def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_man
     assert (whole.size, whole.population_size) == (64, 64)
     message = (
         "CircleWalk(K=3, N=24): exact expectations enumerate 2^(N-1) = 8.39e+06 rooted walks, above the "
-        "limit 4194304; use N <= 23 or rwnumeric for sampled training"
+        "limit 4194304; use N <= 23 or rwtoolkit.engines.numeric for sampled training"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         rooted_walks(CircleWalk(3, 24, "1/2"))  # 2^23 = 8388608 rooted walks
@@ -308,11 +308,11 @@ def test_summed_inputs_say_whether_they_are_rotation_averaged_and_refuse_too_man
 
 def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
     """2^(N-1) rooted walks equal to the limit are enumerated; one more step is refused (limit lowered to 16)."""
-    monkeypatch.setattr(rwsymbolic.engine._population, "MAX_INPUTS", 16)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._population, "MAX_INPUTS", 16)
     assert rooted_walks(CircleWalk(3, 5, "1/2")).size == 16  # 2^4 = 16 walks: at the limit
     message = (
         "CircleWalk(K=3, N=6): exact expectations enumerate 2^(N-1) = 32 rooted walks, above the limit 16; "
-        "use N <= 5 or rwnumeric for sampled training"
+        "use N <= 5 or rwtoolkit.engines.numeric for sampled training"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         rooted_walks(CircleWalk(3, 6, "1/2"))
@@ -321,12 +321,12 @@ def test_the_rooted_walk_limit_accepts_exactly_its_value(monkeypatch):
 def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradients(monkeypatch):
     """K = 3, N = 3 from zero init: 4 distinct (label, token multiset) rooted inputs, N-1+K = 5, ×3 for gradients."""
     # rooted walks 012, 010, 021, 020: labels 2, 0, 1, 0 with token multisets {0,1}, {0,1}, {0,2}, {0,2}
-    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 60)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._groups, "MAX_WORK", 60)
     assert len(derive(CircleWalk(3, 3, "1/2"), 1).states) == 2  # 4 × 5 × 3 = 60 terms: at the limit
-    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 59)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._groups, "MAX_WORK", 59)
     message = (
         "this step needs about 60 exact group-position terms (4 distinct inputs x (N-1+K) = 5), above the "
-        "limit 59: use fewer steps, smaller K or N, or rwnumeric"
+        "limit 59: use fewer steps, smaller K or N, or rwtoolkit.engines.numeric"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         derive(CircleWalk(3, 3, "1/2"), 1)
@@ -334,11 +334,11 @@ def test_the_group_work_limit_counts_three_terms_per_group_position_with_gradien
 
 def test_the_group_work_limit_counts_one_term_per_group_position_without_gradients(monkeypatch):
     """The last state's pass needs no gradients: 4 groups × 5 = 20 terms (groups as above)."""
-    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 20)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._groups, "MAX_WORK", 20)
     assert derive(CircleWalk(3, 3, "1/2"), 0).states[0].accuracy == sp.Rational(
         1, 3
     )  # all scores tie: label 0
-    monkeypatch.setattr(rwsymbolic.engine._groups, "MAX_WORK", 19)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._groups, "MAX_WORK", 19)
     with pytest.raises(
         ValueError, match=r"^this step needs about 20 exact group-position terms \(4 distinct"
     ):

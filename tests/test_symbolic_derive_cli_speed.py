@@ -15,9 +15,8 @@ import sys
 import jsonschema
 import sympy as sp
 
-from rwcli.main import main
-from rwio import load_schema
-from rwsymbolic import (
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.exact import (
     derive,
     derive_estimate,
     load_oracle,
@@ -26,8 +25,9 @@ from rwsymbolic import (
     structure_verdicts,
     write_oracle,
 )
-from rwsymbolic.arithmetic._atoms import expand_atoms, has_atoms
-from rwtasks import CircleWalk
+from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms, has_atoms
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk
 
 
 def test_theorem_41_any_loss_gives_proved_verdicts_at_every_step():
@@ -118,7 +118,7 @@ def test_console_command_reaches_step_4():
     argv = [
         sys.executable,
         "-m",
-        "rwcli.main",
+        "rwtoolkit.cli.main",
         "derive",
         "--K",
         "3",
@@ -139,8 +139,8 @@ def test_console_command_reaches_step_4():
 def test_verdict_text_clips_long_witnesses_and_the_json_keeps_them_whole():
     """Symbolic p at t = 2: a witness difference of thousands of characters is cut to its first 400 on the
     terminal, with its length; verdict_json (what --json writes) keeps all of it."""
-    from rwcli.derive import render_verdicts
-    from rwsymbolic import verdict_json
+    from rwtoolkit.cli.derive import render_verdicts
+    from rwtoolkit.engines.exact import verdict_json
 
     traj = derive(CircleWalk(3, 4, "p"), steps=2)
     longest = max((str(e["witness"]) for e in verdict_json(traj.states[2]).values() if e["witness"]), key=len)

@@ -1,4 +1,4 @@
-"""rwsymbolic.engine._groups against plain per-input sums: exact_sum on both arithmetics, the group pass off zero init.
+"""rwtoolkit.engines.exact.engine._groups against plain per-input sums: exact_sum on both arithmetics, the group pass off zero init.
 
 The oracles are independent of the engine: ``fractions.Fraction`` sums, and a per-input evaluation of the
 reduced model written out here (logits x_jᵀ w_tok + μ c_j, softmax, f = V X S, z = e_yᵀ f), its loss
@@ -18,16 +18,16 @@ import mpmath
 import pytest
 import sympy as sp
 
-import rwsymbolic.engine._derive
-import rwsymbolic.engine._groups
-from rwsymbolic import derive, derive_estimate
-from rwsymbolic.arithmetic._atoms import definition, exp_atom
-from rwsymbolic.arithmetic._rational import ARITHMETIC_ENV, exact_sum
-from rwsymbolic.engine._derive import make_loss
-from rwsymbolic.engine._groups import group_pass
-from rwsymbolic.engine._population import Loss, population_inputs, rooted_walks
-from rwsymbolic.engine._uniform import uniform_pass
-from rwtasks import CircleWalk, lazy_circle_walk, qa_task1, symbol
+import rwtoolkit.engines.exact.engine._derive
+import rwtoolkit.engines.exact.engine._groups
+from rwtoolkit.engines.exact import derive, derive_estimate
+from rwtoolkit.engines.exact.arithmetic._atoms import definition, exp_atom
+from rwtoolkit.engines.exact.arithmetic._rational import ARITHMETIC_ENV, exact_sum
+from rwtoolkit.engines.exact.engine._derive import make_loss
+from rwtoolkit.engines.exact.engine._groups import group_pass
+from rwtoolkit.engines.exact.engine._population import Loss, population_inputs, rooted_walks
+from rwtoolkit.engines.exact.engine._uniform import uniform_pass
+from rwtoolkit.tasks import CircleWalk, lazy_circle_walk, qa_task1, symbol
 
 
 @pytest.mark.parametrize("arithmetic", ["sympy", "flint"])
@@ -56,7 +56,7 @@ _DIGITS, _TOL = 60, mpmath.mpf("1e-40")
 
 
 def _log_loss(eps: sp.Expr) -> Loss:
-    """ℓ(z) = -log(z + ε) and ℓ'(z) = -1/(z + ε), written out here (not rwsymbolic's make_loss)."""
+    """ℓ(z) = -log(z + ε) and ℓ'(z) = -1/(z + ε), written out here (not rwtoolkit.engines.exact's make_loss)."""
     return Loss("log", lambda z: -sp.log(z + eps), lambda z: -1 / (z + eps))
 
 
@@ -404,7 +404,7 @@ def test_derive_estimate_is_twice_as_large_from_two_steps_with_symbolic_probabil
 
 
 def test_derive_estimate_is_the_documented_cost_model():
-    """rwsymbolic.engine._cost by hand: G = 2^(N-1) rooted walks (or the whole population), 0.5 s to start,
+    """rwtoolkit.engines.exact.engine._cost by hand: G = 2^(N-1) rooted walks (or the whole population), 0.5 s to start,
     0.04 s per uniform step plus 3e-6 s (t = 0) and 6e-6 s (t = 1) per summed input, 5e-5 s per input·term
     at t = 2, (1.2e-3 + 2.5e-3) s per input for the loss and accuracy from t = 2, 3e-4·G²·(t - 2) s per pass
     from t = 3 and 0.3 of the last one."""
@@ -480,7 +480,7 @@ def test_derive_estimate_enumerates_no_walks_below_the_limit(monkeypatch):
         calls.append(task.N)
         return rooted_walks(task)
 
-    monkeypatch.setattr(rwsymbolic.engine._derive, "rooted_walks", spy)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._derive, "rooted_walks", spy)
     for N in (3, 22, 23):  # 2^22 rooted walks at N = 23: at the limit, not enumerated
         derive_estimate(CircleWalk(3, N, "1/2"), 1)
     derive_estimate(CircleWalk(3, 5, "1/2"), 1, rotate=False)
@@ -503,7 +503,7 @@ def test_a_uniform_state_with_equal_nonzero_c_takes_the_fmpq_pass_with_the_sympy
     V, _, _ = _state(3, 4, rotation=False)
     state = (V, [sp.Integer(0)] * 3, [sp.Rational(1, 2)] * 4)
     inputs = population_inputs(task.population())
-    monkeypatch.setattr(rwsymbolic.engine._groups, "uniform_pass", spy)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._groups, "uniform_pass", spy)
     monkeypatch.setenv(ARITHMETIC_ENV, "sympy")
     reference = group_pass(inputs, *state, mu, _log_loss(eps), True)
     monkeypatch.setenv(ARITHMETIC_ENV, "flint")
@@ -540,13 +540,13 @@ def test_the_term_by_term_step_is_taken_only_by_the_flint_arithmetic_on_exponent
     SymPy arithmetic, the reference the flint path is compared with, never calls it.
     """
     calls: list[int] = []
-    descend = rwsymbolic.engine._derive.descend
+    descend = rwtoolkit.engines.exact.engine._derive.descend
 
     def spy(x, rate, g):
         calls.append(1)
         return descend(x, rate, g)
 
-    monkeypatch.setattr(rwsymbolic.engine._derive, "descend", spy)
+    monkeypatch.setattr(rwtoolkit.engines.exact.engine._derive, "descend", spy)
     for arithmetic, expected in [("sympy", 0), ("flint", 15)]:
         calls.clear()
         monkeypatch.setenv(ARITHMETIC_ENV, arithmetic)

@@ -1,10 +1,10 @@
-"""rwsymbolic's python-flint arithmetic (rwsymbolic.engine._uniform) against the pure SymPy path and closed forms.
+"""rwtoolkit.engines.exact's python-flint arithmetic (rwtoolkit.engines.exact.engine._uniform) against the pure SymPy path and closed forms.
 
 The SymPy path (``RWSYMBOLIC_ARITHMETIC=sympy``) is the independent reference: it builds every value
 with SymPy's own Rational and expression arithmetic, so equal objects on both paths mean the fmpq
 arithmetic reproduced SymPy's exact values (rationals have one reduced form: ``==`` is identity of value).
 From t = 2 on the values are rational functions of named exponential atoms, written as different trees
-by the two paths; they are compared through ``rwsymbolic.engine._atom_pass.fraction_form`` (reduced fractions
+by the two paths; they are compared through ``rwtoolkit.engines.exact.engine._atom_pass.fraction_form`` (reduced fractions
 over the atoms: equal forms are equal values) and, independently of FLINT, by SymPy's evaluation with
 the atoms at rational points.
 """
@@ -19,18 +19,24 @@ import pytest
 import sympy as sp
 from flint import fmpq
 
-from rwsymbolic import derive
-from rwsymbolic.arithmetic import _rational
-from rwsymbolic.arithmetic._atoms import definition, expand_atoms, has_atoms
-from rwsymbolic.arithmetic._fractions import fraction_form
-from rwsymbolic.arithmetic._rational import ARITHMETIC_ENV, descend, exact_sum, tree_sum, use_flint
-from rwsymbolic.engine._atom_pass import atom_pass
-from rwsymbolic.engine._derive import make_loss
-from rwsymbolic.engine._groups import _unique_rows, group_pass
-from rwsymbolic.engine._polynomial_pass import polynomial_pass
-from rwsymbolic.engine._population import population_inputs
-from rwsymbolic.engine._uniform import rational_derivative, uniform_pass
-from rwtasks import CircleWalk, lazy_circle_walk, majority_task, qa_task1
+from rwtoolkit.engines.exact import derive
+from rwtoolkit.engines.exact.arithmetic import _rational
+from rwtoolkit.engines.exact.arithmetic._atoms import definition, expand_atoms, has_atoms
+from rwtoolkit.engines.exact.arithmetic._fractions import fraction_form
+from rwtoolkit.engines.exact.arithmetic._rational import (
+    ARITHMETIC_ENV,
+    descend,
+    exact_sum,
+    tree_sum,
+    use_flint,
+)
+from rwtoolkit.engines.exact.engine._atom_pass import atom_pass
+from rwtoolkit.engines.exact.engine._derive import make_loss
+from rwtoolkit.engines.exact.engine._groups import _unique_rows, group_pass
+from rwtoolkit.engines.exact.engine._polynomial_pass import polynomial_pass
+from rwtoolkit.engines.exact.engine._population import population_inputs
+from rwtoolkit.engines.exact.engine._uniform import rational_derivative, uniform_pass
+from rwtoolkit.tasks import CircleWalk, lazy_circle_walk, majority_task, qa_task1
 
 _VALUES = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
 _PER_INPUT = ("logits", "S", "f", "z")
@@ -65,7 +71,7 @@ def _count_fast_passes(monkeypatch, name="uniform_pass") -> list[bool]:
             taken.append(out is not None)
             return out
 
-        monkeypatch.setattr(f"rwsymbolic.engine._groups.{key}", spy)
+        monkeypatch.setattr(f"rwtoolkit.engines.exact.engine._groups.{key}", spy)
     return taken
 
 

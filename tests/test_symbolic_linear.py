@@ -1,11 +1,11 @@
-"""Transfer-matrix first moments of circle walks (rwsymbolic.engine._moments) against enumeration."""
+"""Transfer-matrix first moments of circle walks (rwtoolkit.engines.exact.engine._moments) against enumeration."""
 
 from __future__ import annotations
 
 import pytest
 import sympy as sp
 
-from rwsymbolic import (
+from rwtoolkit.engines.exact import (
     MAX_STRUCTURED_N,
     MAX_SYMBOLIC_N,
     circle_first_moments,
@@ -13,7 +13,7 @@ from rwsymbolic import (
     label_token_sum,
     transition_power,
 )
-from rwtasks import CircleWalk, symbol
+from rwtoolkit.tasks import CircleWalk, symbol
 
 p = symbol("p")
 

@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwcli.main import main
-from rwio import load_schema
-from rwnumeric import load_oracle as numeric_load_oracle
-from rwsymbolic import (
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.exact import (
     derive,
     job_estimate,
     load_oracle,
     per_input_path,
     write_oracle,
 )
-from rwsymbolic.arithmetic._decide import is_zero
-from rwsymbolic.oracle._nodes import NodeTable, decode_nodes
-from rwtasks import CircleWalk, symbol
+from rwtoolkit.engines.exact.arithmetic._decide import is_zero
+from rwtoolkit.engines.exact.oracle._nodes import NodeTable, decode_nodes
+from rwtoolkit.engines.numeric import load_oracle as numeric_load_oracle
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import CircleWalk, symbol
 
 DATA = Path(__file__).parent / "data"
 STEP_KEYS = ("V", "w_tok", "c", "loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
@@ -245,10 +245,10 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, m
 
 def test_a_job_beyond_the_available_memory_is_refused_before_work(tmp_path, capsys, monkeypatch):
     """The estimate is checked against the memory available: exit 2, one line with the estimate, no file."""
-    import rwio._memory
+    import rwtoolkit.io._memory
 
-    monkeypatch.setattr(rwio._memory, "available_memory", lambda: 50 * 2**20)
-    monkeypatch.setattr("rwio.available_memory", lambda: 50 * 2**20)
+    monkeypatch.setattr(rwtoolkit.io._memory, "available_memory", lambda: 50 * 2**20)
+    monkeypatch.setattr("rwtoolkit.io.available_memory", lambda: 50 * 2**20)
     out = tmp_path / "o.json"
     argv = ["derive", "--K", "3", "--N", "4", "--p", "1/2", "--steps", "2", "--json", str(out)]
     assert main(argv) == 2
@@ -305,7 +305,7 @@ def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
         "2",
     ]
     proc = subprocess.run(
-        [sys.executable, "-m", "rwcli.main", *argv, "--json", str(out)],
+        [sys.executable, "-m", "rwtoolkit.cli.main", *argv, "--json", str(out)],
         capture_output=True,
         text=True,
         check=True,
@@ -320,8 +320,8 @@ def test_cli_writes_a_valid_oracle_in_a_subprocess(tmp_path):
 def test_decimal_value_of_atom_form_values_equals_sympy_evalf_of_the_expanded_value() -> None:
     # Independent evaluation: SymPy's evalf on the plain (expanded) expression, at step 3 where the
     # exact values hold nested exponentials.
-    from rwsymbolic import decimal_value
-    from rwsymbolic.arithmetic._atoms import expand_atoms, has_atoms
+    from rwtoolkit.engines.exact import decimal_value
+    from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms, has_atoms
 
     state = derive(CircleWalk(3, 4, "3/10"), 3, eta=1, eps="1/10", mu=1).states[3]
     values = list(state.atom_form("V")) + list(state.atom_form("c"))

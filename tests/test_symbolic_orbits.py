@@ -1,4 +1,4 @@
-"""``rwsymbolic.derive(orbits=True)``: sums over orbit representatives, group-averaged, equal the plain sums.
+"""``rwtoolkit.engines.exact.derive(orbits=True)``: sums over orbit representatives, group-averaged, equal the plain sums.
 
 Oracle: ``derive(rotate=False)``, which sums over every input of the population with no symmetry used.
 At t <= 1 the states are rational and compared exactly; later states carry exponentials and are compared
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from rwsymbolic import derive
-from rwtasks import CircleWalk, make_task, qa_task2
+from rwtoolkit.engines.exact import derive
+from rwtoolkit.tasks import CircleWalk, make_task, qa_task2
 
 DIGITS, TOL = 60, sp.Float("1e-45", 60)
 

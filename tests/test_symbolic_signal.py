@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwio import load_schema
-from rwsymbolic import signal_matrix, signal_offsets, signal_report, vanishing_set
-from rwsymbolic.analysis._signal import (
+from rwtoolkit.engines.exact import signal_matrix, signal_offsets, signal_report, vanishing_set
+from rwtoolkit.engines.exact.analysis._signal import (
     VanishingSet,
     _labelled_lines,
     _roots_in_unit_interval,
     signal_json,
     write_signal_json,
 )
-from rwtasks import QA_VOCAB, CircleWalk, FiniteTask, qa_task1, qa_task2, symbol
+from rwtoolkit.io import load_schema
+from rwtoolkit.tasks import QA_VOCAB, CircleWalk, FiniteTask, qa_task1, qa_task2, symbol
 
 p = symbol("p")
 

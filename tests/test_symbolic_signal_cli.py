@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 import sympy as sp
 
-from rwcli.main import main
-from rwio import load_schema, schema_path
-from rwtasks import QA_VOCAB, symbol
+from rwtoolkit.cli.main import main
+from rwtoolkit.io import load_schema, schema_path
+from rwtoolkit.tasks import QA_VOCAB, symbol
 
 
 def _validate(path) -> dict:
@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 def test_console_command_exits_2_as_a_subprocess():
     done = subprocess.run(
-        [sys.executable, "-m", "rwcli.main", "signal", "--K", "2", "--N", "3"],
+        [sys.executable, "-m", "rwtoolkit.cli.main", "signal", "--K", "2", "--N", "3"],
         capture_output=True,
         text=True,
         check=False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from rwsymbolic import vanishing_set
+from rwtoolkit.engines.exact import vanishing_set
 
 
 def predicted_vanishing_points(K: int, N: int) -> tuple[sp.Rational, ...]:

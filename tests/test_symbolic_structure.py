@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from rwsymbolic import (
+from rwtoolkit.engines.exact import (
     Check,
     derive,
     has_equal_attention,
@@ -14,8 +14,8 @@ from rwsymbolic import (
     is_rank_one,
     w_token_columns_zero,
 )
-from rwsymbolic.arithmetic._decide import is_zero, sign
-from rwtasks import CircleWalk, symbol
+from rwtoolkit.engines.exact.arithmetic._decide import is_zero, sign
+from rwtoolkit.tasks import CircleWalk, symbol
 
 
 def test_circulant_witness_names_the_differing_entries_and_their_difference():

@@ -1,4 +1,4 @@
-"""Every primitive of ``rwmodels.Tape`` has the vector-Jacobian product of its forward (issue 23).
+"""Every primitive of ``rwtoolkit.models.Tape`` has the vector-Jacobian product of its forward (issue 23).
 
 A model's gradient comes only from these VJPs, so each is checked on its own against torch autograd of the
 same operation (float64: the two differ by rounding only, measured 6.7e-16 at most, relative to
@@ -16,7 +16,7 @@ import pytest
 import torch
 from flint import fmpq
 
-from rwmodels import FLOAT64, ObjectArithmetic, Tape
+from rwtoolkit.models import FLOAT64, ObjectArithmetic, Tape
 
 RTOL = 1e-12
 

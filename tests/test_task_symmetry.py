@@ -1,4 +1,4 @@
-"""rwtasks.task_symmetries: the symmetry group of a task's law, against a brute-force oracle and groups
+"""rwtoolkit.tasks.task_symmetries: the symmetry group of a task's law, against a brute-force oracle and groups
 derived by hand.
 
 A symmetry (τ, λ, π) maps an input (s_0..s_{N-2}, y) to s'_{π(j)} = τ(s_j), y' = λ(y) and must keep
@@ -20,7 +20,7 @@ import pytest
 import sympy as sp
 from sympy.combinatorics import Permutation
 
-from rwtasks import (
+from rwtoolkit.tasks import (
     CircleWalk,
     FiniteTask,
     Symmetry,
@@ -460,7 +460,7 @@ def test_qa_task2_group_by_hand():
 
 class BareTask:
     """Only what the protocol section of the brief names: K, N, vocab and population() with tokens,
-    labels and exact_probs() (zeros included), not an rwtasks.Population."""
+    labels and exact_probs() (zeros included), not an rwtoolkit.tasks.Population."""
 
     def __init__(self, task):
         self.K, self.N, self.vocab = task.K, task.N, task.vocab

@@ -1,4 +1,4 @@
-"""Task definitions (rwtasks): exact populations, sampling, Π, Bayes predictor, QA tasks, validation."""
+"""Task definitions (rwtoolkit.tasks): exact populations, sampling, Π, Bayes predictor, QA tasks, validation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwtasks import (
+from rwtoolkit.tasks import (
     MAX_EXACT_WALKS,
     QA_VOCAB,
     CircleWalk,

@@ -1,4 +1,4 @@
-"""The tied / untied embedding models (rwmodels.tied_embedding), the exact Hessian (rwsymbolic.exact_hessian)
+"""The tied / untied embedding models (rwtoolkit.models.tied_embedding), the exact Hessian (rwtoolkit.engines.exact.exact_hessian)
 and ``rw check`` on an independent plain implementation (examples/tied_embedding_torch.py).
 
 Oracles, each derived independently of the code under test:
@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rwcheck import CheckOptions, check, load_factory
-from rwmodels import get_model, rational_positions
-from rwsymbolic import exact_hessian, hessian_inertia
-from rwtasks import binary_markov_task
-from rwzoo._claims import unigram_point
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
+from rwtoolkit.analyses.zoo._claims import unigram_point
+from rwtoolkit.engines.exact import exact_hessian, hessian_inertia
+from rwtoolkit.models import get_model, rational_positions
+from rwtoolkit.tasks import binary_markov_task
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tied_embedding_torch.py"

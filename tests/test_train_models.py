@@ -1,4 +1,4 @@
-"""``rw train --model NAME``: another registered model trains in torch with its tape gradient (rwnumeric.train_model)."""
+"""``rw train --model NAME``: another registered model trains in torch with its tape gradient (rwtoolkit.engines.numeric.train_model)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from rwcli.main import main
-from rwmodels import get_model, rational_positions
-from rwnumeric import ModelConfig, TrainConfig, train, train_model
-from rwtasks import CircleWalk
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train, train_model
+from rwtoolkit.models import get_model, rational_positions
+from rwtoolkit.tasks import CircleWalk
 
 #: V of the float64 torch trajectory against the exact engine's, relative to max |V| (at least 1):
 #: measured 2.3e-16 (CircleWalk(3, 4, 1/3) and (4, 5, 3/10), 3 steps); the bound is that times about 40.
@@ -48,7 +48,7 @@ def test_key_query_from_a_gaussian_init_moves_w_k_w_q_and_the_attention():
 
 @pytest.mark.parametrize("task", [CircleWalk(3, 4, "1/3"), CircleWalk(4, 5, "3/10")], ids=repr)
 def test_key_query_torch_trajectory_agrees_with_the_exact_engine(task):
-    from rwsymbolic import derive_model
+    from rwtoolkit.engines.exact import derive_model
 
     model = get_model("key_query")
     exact = derive_model(task, model, 3)  # eta 1, eps 1/10, mu 1, log-loss, zero init
@@ -122,7 +122,7 @@ def test_sampled_training_and_head_dim_of_one_layer_are_refused(tmp_path, capsys
 
 
 def test_one_layer_output_is_that_of_train(tmp_path):
-    """rw train (and --model one_layer) still runs rwnumeric.train: the same metrics.json bytes."""
+    """rw train (and --model one_layer) still runs rwtoolkit.engines.numeric.train: the same metrics.json bytes."""
     base = ["train", "--K", "3", "--N", "4", "--M", "5", "--population", "--steps", "3"]
     assert main([*base, "--out", str(tmp_path / "a")]) == 0
     assert main([*base, "--model", "one_layer", "--out", str(tmp_path / "b")]) == 0

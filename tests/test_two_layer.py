@@ -1,4 +1,4 @@
-"""The two-layer attention-only model (rwmodels.two_layer): its zero-start order of motion, and
+"""The two-layer attention-only model (rwtoolkit.models.two_layer): its zero-start order of motion, and
 ``rw check --model two_layer`` on an independent plain implementation (examples/two_layer_torch.py: a
 masked softmax, one concatenated A2, torch autograd), with two planted bugs caught at their quantity.
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwcheck import CheckOptions, check, load_factory
-from rwmodels import get_model
-from rwsymbolic import derive_model
-from rwtasks import icl_markov_task
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
+from rwtoolkit.engines.exact import derive_model
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import icl_markov_task
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "two_layer_torch.py"
@@ -59,8 +59,8 @@ def test_stuck_proof_of_two_layer_is_undecided_by_induction_and_decided_by_the_b
     """Layer 2's logits contain layer 1's exponentials: the induction step says so (undecided, never a
     pass) instead of raising, and the certified ball check finds the escape. Only the symmetries fixing
     every position act (the causal layer sees their order): order 3 of the task's 18."""
-    from rwsymbolic import stuck_proof
-    from rwtasks import CircleWalk
+    from rwtoolkit.engines.exact import stuck_proof
+    from rwtoolkit.tasks import CircleWalk
 
     report = stuck_proof(CircleWalk(3, 4, 1), "two_layer")
     assert report["symmetry"]["outcome"] == "undecided"

@@ -2,7 +2,7 @@
 of registered models against the exact engine, and bad input.
 
 The verdicts are pinned by value: a change to a model, a task or a claim's criterion that flips one fails
-here. The ball engine is checked against ``rwsymbolic.derive_model`` (exact rationals and SymPy atoms) at
+here. The ball engine is checked against ``rwtoolkit.engines.exact.derive_model`` (exact rationals and SymPy atoms) at
 the early steps of the two-layer model: every exact value lies in its ball.
 """
 
@@ -17,15 +17,15 @@ import pytest
 import sympy as sp
 from flint import arb, fmpq
 
-from rwcertify import ball_estimate, ball_model_trajectory
-from rwcli.main import main
-from rwio import load_schema
-from rwmodels import get_model, model_names
-from rwsymbolic import derive_model
-from rwsymbolic.arithmetic._atoms import expand_atoms
-from rwtasks import FAMILIES, icl_markov_task
-from rwzoo import CLAIMS, catalogue, report_json, run_claims
-from rwzoo._claims import icl_predictors, r_squared
+from rwtoolkit.analyses.zoo import CLAIMS, catalogue, report_json, run_claims
+from rwtoolkit.analyses.zoo._claims import icl_predictors, r_squared
+from rwtoolkit.cli.main import main
+from rwtoolkit.engines.balls import ball_estimate, ball_model_trajectory
+from rwtoolkit.engines.exact import derive_model
+from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms
+from rwtoolkit.io import load_schema
+from rwtoolkit.models import get_model, model_names
+from rwtoolkit.tasks import FAMILIES, icl_markov_task
 
 QUICK_VERDICTS = {
     "key_query_stuck": "proved",

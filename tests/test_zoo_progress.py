@@ -12,9 +12,9 @@ import time
 import pytest
 from matplotlib.figure import Figure
 
-from rwcli.main import main
-from rwzoo import CLAIMS, Claim, Outcome, run_claims
-from rwzoo._figures import FIGURES
+from rwtoolkit.analyses.zoo import CLAIMS, Claim, Outcome, run_claims
+from rwtoolkit.analyses.zoo._figures import FIGURES
+from rwtoolkit.cli.main import main
 
 SETUP_SECONDS, FIGURE_SECONDS = 0.4, 0.3
 

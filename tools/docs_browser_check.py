@@ -38,7 +38,7 @@ MAIN_PAGES = (
     "reproduction/",
     "certificates/",
     "cli/",
-    "api/rwsymbolic/",
+    "api/rwtoolkit.engines.exact/",
     "notebooks/a_symmetry_argument/",
     "benchmarks/",
 )

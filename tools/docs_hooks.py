@@ -1,9 +1,9 @@
 """MkDocs hooks: pages generated at build time, so that the site never holds copies made by hand.
 
-- ``cli.md``: the CLI reference, built from the argparse parsers of ``rwcli`` (``rwcli.main.COMMANDS``;
+- ``cli.md``: the CLI reference, built from the argparse parsers of ``rwtoolkit.cli`` (``rwtoolkit.cli.main.COMMANDS``;
   each module's ``add_arguments``).
-- ``api/index.md`` and ``api/<package>.md``: one API page per package listed in pyproject.toml's
-  ``[tool.setuptools] packages`` (except ``rwcli``, whose public surface is the CLI), with one
+- ``api/index.md`` and ``api/<package>.md``: one API page per package of the import root ``rwtoolkit``, in
+  the order of its layers (except ``rwtoolkit.cli``, whose public surface is the CLI), with one
   mkdocstrings directive per name in the package's ``__all__``. A name that cannot be collected fails
   the strict build.
 - ``reproduction.md``: the text between the ``figure-gallery`` markers is replaced by the claim table,
@@ -24,16 +24,29 @@ import argparse
 import importlib
 import json
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-#: Packages whose public surface is not a Python API.
-#: rwsymbolic.oracle: its public names are rwsymbolic's (documented on that page, once).
-NOT_API = ("rwcli", "rwsymbolic.oracle")
+#: Packages whose public surface is not a Python API: the root and the two grouping folders hold no names;
+#: rwtoolkit.engines.exact.oracle: its public names are rwtoolkit.engines.exact's (documented on that page, once).
+NOT_API = (
+    "rwtoolkit",
+    "rwtoolkit.engines",
+    "rwtoolkit.analyses",
+    "rwtoolkit.cli",
+    "rwtoolkit.engines.exact.oracle",
+)
+#: The layers of the import root, bottom up: the order of the API pages (docs/guide/architecture.md).
+LAYER_ORDER = (
+    "rwtoolkit.io",
+    "rwtoolkit.tasks",
+    "rwtoolkit.models",
+    "rwtoolkit.engines",
+    "rwtoolkit.analyses",
+)
 BENCH_MARKERS = ("<!-- benchmark-results -->", "<!-- /benchmark-results -->")
 BENCH_RESULTS = ROOT / "benchmarks" / "results"
 GALLERY_MARKERS = ("<!-- figure-gallery -->", "<!-- /figure-gallery -->")
@@ -99,10 +112,14 @@ def gallery_markdown(out: Path) -> str:
 
 
 def api_packages() -> list[str]:
-    """The packages of pyproject.toml that have a Python API page, in the order pyproject lists them."""
-    with open(ROOT / "pyproject.toml", "rb") as fh:
-        packages = tomllib.load(fh)["tool"]["setuptools"]["packages"]
-    return [name for name in packages if name not in NOT_API]
+    """The packages of ``rwtoolkit`` that have a Python API page, layer by layer (``LAYER_ORDER``)."""
+    packages = [".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rwtoolkit").rglob("__init__.py")]
+
+    def rank(name: str) -> tuple[int, str]:
+        layer = next((i for i, prefix in enumerate(LAYER_ORDER) if name.startswith(prefix)), len(LAYER_ORDER))
+        return layer, name
+
+    return sorted((name for name in packages if name not in NOT_API), key=rank)
 
 
 def _first_line(doc: str | None) -> str:
@@ -134,8 +151,8 @@ def api_pages() -> dict[str, str]:
         [
             "# API reference",
             "",
-            "Rendered from the docstrings (numpy style) of every name in each package's `__all__`; the",
-            "package list is read from `pyproject.toml`. The `rw` command is documented in the",
+            "Rendered from the docstrings (numpy style) of every name in each package's `__all__`, layer by",
+            "layer of the import root `rwtoolkit`. The `rw` command is documented in the",
             "[CLI reference](../cli.md).",
             "",
             "| package | public names | what it holds |",
@@ -148,10 +165,12 @@ def api_pages() -> dict[str, str]:
 
 
 def cli_parser() -> argparse.ArgumentParser:
-    """The ``rw`` parser with every subcommand, built from ``rwcli.main.COMMANDS`` as ``rw`` builds it."""
-    from rwcli.main import COMMANDS
+    """The ``rw`` parser with every subcommand, built from ``rwtoolkit.cli.main.COMMANDS`` as ``rw`` builds it."""
+    from rwtoolkit.cli.main import COMMANDS
 
-    parser = argparse.ArgumentParser(prog="rw", description=importlib.import_module("rwcli.main").__doc__)
+    parser = argparse.ArgumentParser(
+        prog="rw", description=importlib.import_module("rwtoolkit.cli.main").__doc__
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module_name, help_text in COMMANDS:
         module = importlib.import_module(module_name)
@@ -270,8 +289,8 @@ def benchmarks_markdown(results_dir: Path = BENCH_RESULTS) -> str:
 
 def on_config(config):
     """Expand the nav entry ``API reference: api/index.md`` into one entry per package, and let
-    mkdocstrings load every package first (re-exports across packages, e.g. ``rwio`` names in
-    ``rwnumeric``, resolve only when their target package is loaded)."""
+    mkdocstrings load every package first (re-exports across packages, e.g. ``rwtoolkit.io`` names in
+    ``rwtoolkit.engines.numeric``, resolve only when their target package is loaded)."""
     options = config["plugins"]["mkdocstrings"].config["handlers"]["python"].setdefault("options", {})
     options["preload_modules"] = sorted(set(options.get("preload_modules", [])) | set(api_packages()))
     pages = [{"Overview": "api/index.md"}] + [{name: f"api/{name}.md"} for name in api_packages()]

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             [str(py), "-m", "pip", "install", "--quiet", "numpy", "pytest", f"torch=={torch_version}"],
             "pip install numpy pytest torch",
         )
-        for module in ("rwcheck", "rwsymbolic", "flint"):
+        for module in ("rwtoolkit.analyses.check", "rwtoolkit.engines.exact", "flint"):
             done = run([str(py), "-c", f"import {module}"], f"import {module}", check=False)
             if "ModuleNotFoundError" not in done.stderr:
                 raise SystemExit(

@@ -3,8 +3,8 @@
 # pyproject.toml), then the score per file with the equivalent mutants of docs/testing.md set aside.
 # Run by hand, not in CI (about an hour on 2 cores):
 #     make mutate                                     # every core file
-#     tools/mutate.sh 'rwnumeric.*'                   # one package first (mutant names are glob patterns)
-#     MUTMUT_JOBS=1 tools/mutate.sh 'rwnumeric._losses.*'
+#     tools/mutate.sh 'rwtoolkit.engines.numeric.*'                   # one package first (mutant names are glob patterns)
+#     MUTMUT_JOBS=1 tools/mutate.sh 'rwtoolkit.engines.numeric._losses.*'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rwio import write_json_atomic  # noqa: E402 - after the sys.path line above, so a clone without an install runs it
+from rwtoolkit.io import write_json_atomic  # noqa: E402 - after the sys.path line above, so a clone without an install runs it
 
 
 def machine() -> dict:

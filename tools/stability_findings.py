@@ -1,9 +1,9 @@
-"""Generate docs/stability-findings.md: ``rwstability`` on every stuck case the toolkit knows.
+"""Generate docs/stability-findings.md: ``rwtoolkit.analyses.stability`` on every stuck case the toolkit knows.
 
     .venv/bin/python tools/stability_findings.py [--out out/stability] [--seeds 3] [--steps 100]
 
 For each case and μ ∈ {1, √1000, 500} (one-hot scale, √M and the sine scale M/2 at the paper's M = 1000)
-it runs ``rwstability.stability_report`` (σ from 1e-2 to 1e-12, float32 and float64, ``--seeds`` seeds),
+it runs ``rwtoolkit.analyses.stability.stability_report`` (σ from 1e-2 to 1e-12, float32 and float64, ``--seeds`` seeds),
 keeps the JSON reports in ``--out`` and writes the Markdown page the documentation shows. Every number
 on that page is read from these reports; the page says which command made it.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rwio import write_json_atomic, write_text_atomic  # noqa: E402 - after the sys.path line above
-from rwstability import GRIDS, stability_report  # noqa: E402
-from rwtasks import CircleWalk, make_task, qa_task2  # noqa: E402
+from rwtoolkit.analyses.stability import GRIDS, stability_report  # noqa: E402
+from rwtoolkit.io import write_json_atomic, write_text_atomic  # noqa: E402 - after the sys.path line above
+from rwtoolkit.tasks import CircleWalk, make_task, qa_task2  # noqa: E402
 
 CASES = {
     "circle K=3, N=4, p=1 (Theorem 4.1)": lambda: CircleWalk(3, 4, 1),

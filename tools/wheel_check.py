@@ -34,17 +34,17 @@ NOT_RUNTIME = (
     "mkdocs",
 )
 #: The public testing package: imported when the wheel ships it.
-TESTING_PACKAGE = "rwcheck"
+TESTING_PACKAGE = "rwtoolkit.analyses.check"
 
 SMOKE = """
-import json, rwnumeric, rwsymbolic, rwtasks
-assert rwnumeric.load_metrics_schema()["type"] == "object"
-from rwio import SCHEMAS, load_schema
+import json, rwtoolkit.engines.numeric, rwtoolkit.engines.exact, rwtoolkit.tasks
+assert rwtoolkit.engines.numeric.load_metrics_schema()["type"] == "object"
+from rwtoolkit.io import SCHEMAS, load_schema
 assert all(load_schema(name)["type"] == "object" for name in SCHEMAS)
 print("schemas load from the installed packages")
 """
 ORACLE = """
-from rwsymbolic import load_oracle
+from rwtoolkit.engines.exact import load_oracle
 oracle = load_oracle("o.json")
 assert oracle.value("S", 2).shape == (12, 3) and oracle.error("V", 2).max() < 1e-15
 print("the oracle reads back from the installed packages")
@@ -79,17 +79,18 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"wheel check: expected one rwtoolkit wheel in {dist}, found {len(wheels)}")
         wheel = wheels[0]
         names = zipfile.ZipFile(wheel).namelist()
+        roots = sorted({name.split("/")[0] for name in names if ".dist-info/" not in name})
+        if roots != ["rwtoolkit"]:
+            raise SystemExit(f"wheel check: {wheel.name} installs {roots}, not the one import root rwtoolkit")
+        schemas = [
+            f"rwtoolkit/schemas/{p.name}" for p in sorted((ROOT / "rwtoolkit" / "schemas").glob("*.json"))
+        ]
         for data in (
-            "rwnumeric/metrics.schema.json",
-            "rwsymbolic/analysis/signal.schema.json",
-            "rwsymbolic/oracle/oracle.schema.json",
-            "rwsymbolic/oracle/oracle-v1.schema.json",
-            "rwsymbolic/oracle/oracle-v2.schema.json",
-            "rwcheck/_runtime.py",
-            "rwcheck/_fixture_test.py",
-            "rwtasks/task_spec.schema.json",
-            "rwstability/stability_generic.schema.json",
-            "rwmodels/key_query.py",
+            *schemas,
+            "rwtoolkit/io/oracle_format.py",
+            "rwtoolkit/analyses/check/_runtime.py",
+            "rwtoolkit/analyses/check/_fixture_test.py",
+            "rwtoolkit/models/key_query.py",
         ):
             if data not in names:
                 raise SystemExit(f"wheel check: {wheel.name} lacks the package data file {data}")
@@ -143,14 +144,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("manifest.json", "rwcheck_runtime.py", "rwcheck_columns.py", "test_rwcheck_fixtures.py"):
             if not (work / "fx" / name).is_file():
                 raise SystemExit(f"wheel check: rw check --emit wrote no {name}")
-        # The kit extra (what rw check --emit tells the user to install): pytest, the rwcheck plugin
+        # The kit extra (what rw check --emit tells the user to install): pytest, the rwtoolkit.analyses.check plugin
         # registered through it, and the fixtures just emitted passing under it.
         run(
             [str(py), "-m", "pip", "install", "--quiet", f"{wheel}[kit]"], tmp, "pip install of the kit extra"
         )
         usage = run([str(py), "-m", "pytest", "--help"], work, "pytest --help with the kit extra")
         if "--rwcheck-steps" not in usage:
-            raise SystemExit("wheel check: with the kit extra, pytest does not load the rwcheck plugin")
+            raise SystemExit(
+                "wheel check: with the kit extra, pytest does not load the rwtoolkit.analyses.check plugin"
+            )
         shutil.copy(ROOT / "examples" / "plain_torch.py", work / "plain_torch.py")
         run(
             [

@@ -1,0 +1,473 @@
+"""Run every property on one implementation and collect a conformance report (what ``rw check`` prints)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+
+from rwtoolkit.analyses.check._compare import MARGIN, Mismatch, trajectory_key, unit_roundoff
+from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._isolation import isolated_search
+from rwtoolkit.analyses.check._models import (
+    ONE_LAYER_ONLY,
+    VALUE_MATRIX_ONLY,
+    ZERO_START_ONLY,
+    parameter_names,
+    trajectory_statements,
+)
+from rwtoolkit.analyses.check._properties import (
+    PROPERTIES,
+    TRAJECTORY,
+    CheckOptions,
+    ImplementationCrash,
+    Property,
+)
+from rwtoolkit.analyses.check._protocol import LABELS, Factory, ImplementationError, Readouts, probe
+from rwtoolkit.engines.exact import START_ESTIMATE, job_estimate, model_job_estimate
+from rwtoolkit.io import load_schema, write_json_atomic
+from rwtoolkit.models import DEFAULT_MODEL, get_model
+
+STATUSES = ("pass", "fail", "not checked")
+
+
+@dataclass
+class PropertyResult:
+    """One row of the report: a property's id, statement, status and, for a failure, where it diverged."""
+
+    id: str
+    statement: str
+    status: str
+    reason: str = ""
+    failure: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "statement": self.statement,
+            "status": self.status,
+            "reason": self.reason,
+            "failure": self.failure,
+            "notes": sorted(set(self.notes)),
+        }
+
+
+@dataclass
+class Report:
+    """The conformance report of one implementation; ``exit_code`` 0 when nothing failed, 1 otherwise."""
+
+    implementation: str
+    protocol: str
+    options: CheckOptions
+    results: list[PropertyResult]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.status == "fail" for r in self.results) else 0
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def to_json(self) -> dict:
+        o = self.options
+        options: dict = {
+            "steps": o.steps,
+            "examples": o.examples,
+            "dtype": o.dtype,
+            "task": o.task,
+            "losses": list(o.losses),
+        }
+        if o.generic:  # the paper's model writes the report it always wrote
+            options["model"] = get_model(o.model, d=o.head_dim, H=o.heads).describe()
+        return {
+            "implementation": self.implementation,
+            "protocol": self.protocol,
+            "options": options,
+            "tolerance": tolerance_rule(o.dtype),
+            "properties": [r.to_json() for r in self.results],
+            "counts": self.counts(),
+            "exit_code": self.exit_code,
+        }
+
+    def render(self) -> str:
+        o = self.options
+        lines = [
+            f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
+            f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}" + _model_text(o),
+            f"tolerance: {tolerance_rule(o.dtype)}",
+            "",
+        ]
+        width = max(len(s) for s in STATUSES)
+        for r in self.results:
+            lines.append(f"{r.status.upper():<{width}}  {r.id}: {r.statement}")
+            if r.reason:
+                lines.append(f"{'':<{width}}    {r.reason}")
+            if r.failure is not None:
+                lines.append(f"{'':<{width}}    minimal configuration: {r.failure['config_text']}")
+                lines.append(f"{'':<{width}}    first divergence: {r.failure['text']}")
+            for note in sorted(set(r.notes)):
+                lines.append(f"{'':<{width}}    note: {note}")
+        c = self.counts()
+        lines += ["", f"{c['pass']} pass, {c['fail']} fail, {c['not checked']} not checked"]
+        return "\n".join(lines)
+
+
+def _model_text(options: CheckOptions) -> str:
+    """ ", model key_query d=2 (P = rational_positions(N, μ))" for a model other than the paper's, else ""."""
+    if not options.generic:
+        return ""
+    described = get_model(options.model, d=options.head_dim, H=options.heads).describe()
+    words = [str(described.pop("name"))] + [f"{k}={v}" for k, v in described.items()]
+    return f", model {' '.join(words)} (exact: rwtoolkit.models.descend, P = rational_positions(N, μ))"
+
+
+def tolerance_rule(dtype: str) -> str:
+    """The tolerance rule printed in every report, with the dtype's unit roundoff."""
+    unit = unit_roundoff(dtype)
+    return (
+        f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
+        "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
+        "|l| ≤ 1 + μ²ηT; the bugs this suite targets move some value by 1e-3 or more. Accuracies are "
+        "compared exactly (1e-12 for float sums), except at steps with an exact near-tie in f."
+    )
+
+
+def hypothesis_test(
+    prop: Property, factory: Factory, options: CheckOptions, quiet: bool, sink: list[str] | None = None
+) -> Callable[[], None]:
+    """The property as a hypothesis test (``st.data()`` drawn inside): calling it runs the search.
+
+    ``quiet``: derandomized, no example database, nothing printed (the CLI); otherwise hypothesis'
+    active profile decides and a failure prints the falsifying example (pytest).
+    """
+    # No explain phase: it reruns the minimal example many times only to annotate hypothesis' printout,
+    # and the Mismatch message already names the step, the quantity and both values.
+    kwargs: dict = {
+        "max_examples": options.examples,
+        "deadline": None,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+        "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    }
+    if quiet:
+        kwargs.update(derandomize=True, database=None, verbosity=Verbosity.quiet, print_blob=False)
+
+    @settings(**kwargs)
+    @given(data=st.data())
+    def test(data: st.DataObject) -> None:
+        notes = prop.body(factory, data, options)
+        if sink is not None:
+            sink.extend(notes)
+
+    test.__name__ = test.__qualname__ = f"check_{prop.id}"
+    return test
+
+
+@dataclass(frozen=True)
+class CheckEstimate:
+    """What a check costs before any work: ``seconds``, peak ``memory``, and the exact reference trajectories
+    behind them (``trajectories`` distinct configurations, the ``costliest`` described with its seconds)."""
+
+    seconds: float
+    memory: int
+    trajectories: int
+    costliest: str
+    costliest_seconds: float
+    #: The configurations drawn ahead: every example's, or the first ``_DRAWN`` standing for them all.
+    drawn: int
+
+    def describe(self) -> str:
+        """'~12 s, ~310 MiB of memory (10 exact trajectories; the costliest ~3.1 s: CircleWalk(...), ...)'."""
+        from rwtoolkit.io import format_bytes
+
+        count = f"{self.trajectories}" if self.drawn >= self.trajectories else f"~{self.trajectories}"
+        return (
+            f"~{self.seconds:.3g} s, ~{format_bytes(self.memory)} of memory ({count} exact trajectories; the "
+            f"costliest ~{self.costliest_seconds:.3g} s: {self.costliest})"
+        )
+
+
+#: The check's own costs besides the exact trajectories, measured on the 2-core machine with the reference
+#: implementations at --steps 0 (where the exact work is nil): seconds and bytes of the process (interpreter,
+#: SymPy, hypothesis), with torch loaded (by the implementation's module) and without, and seconds of one
+#: example of one property (drawing, running the implementation, comparing).
+_PROCESS, _PER_EXAMPLE = {True: (2.5, 300e6), False: (1.0, 100e6)}, 0.02
+#: At most this many configurations are drawn ahead (a few milliseconds each); beyond, the estimate scales.
+_DRAWN = 100
+#: The exact trajectories kept at once (the memo of ``rwtoolkit.analyses.check._compare`` and ``rwtoolkit.analyses.check._models`` clears beyond).
+_KEPT = 257
+
+
+def drawn_configs(options: CheckOptions) -> list[CheckConfig]:
+    """The configurations the trajectory property's search draws for ``options``, in order, without running
+    anything: the same derandomised search (its seed is the search's, its draws the property's), with a body
+    that only records what it drew. A search that finds a failure shrinks it on further, smaller
+    configurations, which this does not see."""
+    drawn: list[CheckConfig] = []
+
+    def record(factory: Factory, data: st.DataObject, opts: CheckOptions) -> list[str]:
+        drawn.append(data.draw(opts.configs(), label="config"))
+        return []
+
+    prop = next(p for p in PROPERTIES if p.id == "trajectory")
+    with isolated_search():
+        hypothesis_test(replace(prop, body=record), _no_factory, options, quiet=True)()
+    return drawn
+
+
+def _no_factory(config: CheckConfig) -> None:
+    raise AssertionError("drawn_configs runs no implementation")
+
+
+def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
+    """Seconds, memory kept and memory in passing of the exact reference of one configuration, without the
+    interpreter's start: the paper's model through ``rwtoolkit.engines.exact.derive`` and its oracle with per-input values
+    (``rwtoolkit.engines.exact.job_estimate``; the writer's memory passes), any other model through the generic engine with
+    its read-outs (``rwtoolkit.engines.exact.model_job_estimate``; all of it kept for the search's replays)."""
+    base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
+    if config.model != DEFAULT_MODEL:
+        est = model_job_estimate(config.task, config.model_spec, steps, config.init, readouts=True)
+        return est.seconds - base.seconds, est.memory - base.memory, 0
+    est = job_estimate(config.task, steps, json=True, per_input=True)
+    kept = job_estimate(config.task, steps, json=False).memory
+    return est.seconds - base.seconds, kept - base.memory, est.memory - kept
+
+
+def estimate_check(options: CheckOptions) -> CheckEstimate:
+    """What ``check`` costs for ``options``, before any work (``rw check`` refuses on it).
+
+    The exact reference trajectories are the cost that grows: one per distinct configuration the trajectory
+    property draws (``drawn_configs``, the search's own draws; with more than ``_DRAWN`` examples the first
+    ``_DRAWN`` stand for all), each estimated from every size of it (K, N, the population, M, the model and its
+    H and d, the steps: ``reference_cost``) and kept in memory for the search's replays. Besides them the
+    process (with torch when a module the process imported, the implementation's, loaded it) and every
+    example of every property (``_PER_EXAMPLE``). The implementation's own time is not known before it runs
+    (the reference implementations take milliseconds an example); a failure's shrinking replays further,
+    smaller configurations.
+
+    >>> est = estimate_check(CheckOptions(steps=2, examples=3))
+    >>> est.trajectories, 1 < est.seconds < 60
+    (3, True)
+    """
+    drawn = drawn_configs(replace(options, examples=min(options.examples, _DRAWN)))
+    costs: dict[tuple, tuple[tuple[float, int, int], CheckConfig]] = {}
+    for config in drawn:
+        key = trajectory_key(config, options.steps)
+        if key not in costs:
+            costs[key] = (reference_cost(config, options.steps), config)
+    scale = options.examples / len(drawn)  # 1 unless only the first _DRAWN were drawn
+    seconds = {key: cost[0] for key, (cost, _) in costs.items()}
+    kept = sum(cost[1] for cost, _ in costs.values()) * min(scale, _KEPT / len(drawn))
+    passing = max((cost[2] for cost, _ in costs.values()), default=0)
+    costliest = max(seconds, key=lambda key: seconds[key])
+    start, process = _PROCESS["torch" in sys.modules]
+    return CheckEstimate(
+        seconds=start + _PER_EXAMPLE * options.examples * len(PROPERTIES) + sum(seconds.values()) * scale,
+        memory=int(process + kept + passing),
+        trajectories=round(len(costs) * scale),
+        costliest=costs[costliest][1].describe(),
+        costliest_seconds=seconds[costliest],
+        drawn=len(drawn),
+    )
+
+
+def check(
+    factory: Factory,
+    options: CheckOptions | None = None,
+    name: str = "implementation",
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Check ``factory``'s implementation against every property; the report says pass / fail / not checked.
+
+    Raises ``ImplementationError`` (one line) when the implementation does not follow the protocol.
+
+    Examples
+    --------
+    >>> import torch
+    >>> def frozen(config):  # never trains
+    ...     while True:
+    ...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
+    >>> report = check(frozen, CheckOptions(steps=1, examples=2))
+    >>> [(r.id, r.status) for r in report.results][:2], report.exit_code
+    ([('V', 'fail'), ('W_xN', 'not checked')], 1)
+    """
+    options = CheckOptions() if options is None else options
+    # What the process holds before the check (the frameworks, the user's modules) is not the check's
+    # garbage: frozen, collections skip it. Hypothesis forces one full collection per process when it
+    # first seeds its PRNG, about 0.1 s with torch loaded and 0.2 s with JAX too; frozen, a few ms.
+    # A process that froze objects itself is left as it is (unfreezing would release its objects too).
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    try:
+        readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
+        with _one_torch_thread():
+            return _check(factory, options, name, progress, readouts)
+    finally:
+        if freeze:
+            gc.unfreeze()
+
+
+@contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """torch on one thread while the check runs (the tensors are tiny: more threads only wait on each
+    other), when the implementation uses torch: after the probe, which has run it once, torch is loaded
+    if it ever will be. A NumPy or JAX implementation never loads it (nor does the kit for it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check(
+    factory: Factory,
+    options: CheckOptions,
+    name: str,
+    progress: Callable[[str], None] | None,
+    readouts: Readouts,
+) -> Report:
+    rows = (
+        trajectory_statements(options.model, options.head_dim, TRAJECTORY) if options.generic else TRAJECTORY
+    )
+    results: list[PropertyResult] = []
+    for prop in PROPERTIES:
+        if progress is not None:
+            progress(prop.id)
+        if prop.id == "trajectory":
+            results += _trajectory_rows(prop, factory, options, readouts, rows)
+            continue
+        reason = _not_checked(prop, options, readouts)
+        if reason is not None:
+            results.append(PropertyResult(prop.id, prop.statement, "not checked", reason))
+            continue
+        notes: list[str] = []
+        error = _search(prop, factory, options, notes)
+        result = _row(prop.id, prop.statement, error, notes)
+        if prop.id == "theorem_4_1_symmetry":
+            result.notes += [
+                f"{LABELS[q]} part not checked: {readouts.missing_reason(q)}"
+                for q in ("S", "accuracy")
+                if not readouts.provided(q)
+            ]
+        results.append(result)
+    return Report(name, readouts.protocol, options, results)
+
+
+def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> str | None:
+    """Why ``prop`` is not checked for these options and this implementation, or None when it is."""
+    if options.generic and prop.id in ONE_LAYER_ONLY:
+        return f"a statement about the paper's model (one_layer), not --model {options.model}"
+    if options.generic and prop.id in ZERO_START_ONLY and options.model_spec.CHECK_INIT != "zero":
+        return (
+            f"a statement about the zero start; --model {options.model} is checked from config.start "
+            f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)"
+        )
+    if (
+        options.generic
+        and prop.id in VALUE_MATRIX_ONLY
+        and "V" not in parameter_names(options.model, options.head_dim)
+    ):
+        return f"a statement about the value matrix V of f = V X S; --model {options.model} has none"
+    if prop.id == "P_only_through_mu" and readouts.P is not None:
+        return "the implementation keeps its own P, so the config's two embeddings never reach it"
+    if options.steps < prop.min_steps:
+        return f"needs --steps >= {prop.min_steps}"
+    return None
+
+
+def _search(
+    prop: Property, factory: Factory, options: CheckOptions, notes: list[str]
+) -> BaseException | None:
+    """Run the hypothesis search; the minimal failing example's exception, or None when it passed."""
+    try:
+        with isolated_search():
+            hypothesis_test(prop, factory, options, quiet=True, sink=notes)()
+    except ImplementationError:
+        raise
+    except (Mismatch, ImplementationCrash) as err:
+        return err
+    return None
+
+
+def _failure(error: BaseException) -> tuple[dict, str]:
+    if isinstance(error, Mismatch):
+        d = error.divergence
+        return {**d.to_json(), "text": d.describe()}, d.quantity
+    if not isinstance(error, ImplementationCrash):
+        raise TypeError(
+            f"a property failed with {type(error).__name__}, neither a Mismatch nor an ImplementationCrash"
+        )
+    return {
+        "step": None,
+        "quantity": None,
+        "index": [],
+        "expected": None,
+        "got": None,
+        "error": None,
+        "rtol": None,
+        "config": error.config.to_json(),
+        "config_text": error.config.describe(),
+        "text": str(error),
+    }, ""
+
+
+def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]) -> PropertyResult:
+    if error is None:
+        return PropertyResult(pid, statement, "pass", notes=notes)
+    failure, _ = _failure(error)
+    return PropertyResult(pid, statement, "fail", failure=failure, notes=notes)
+
+
+def _trajectory_rows(
+    prop: Property, factory: Factory, options: CheckOptions, readouts, statements: dict[str, str]
+) -> list[PropertyResult]:
+    """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked."""
+    notes: list[str] = []
+    error = _search(prop, factory, options, notes)
+    failure, quantity = _failure(error) if error is not None else (None, "")
+    rows = []
+    marked = False  # a crash (no quantity) fails the first row the implementation provides
+    for q, statement in statements.items():
+        if q == quantity and failure is not None:  # P fails whether or not the probe reported one
+            rows.append(PropertyResult(q, statement, "fail", failure=failure))
+            marked = True
+        elif q == "P" and not readouts.provided(q):
+            continue  # a row only for an implementation that keeps its own P
+        elif not readouts.provided(q):
+            rows.append(PropertyResult(q, statement, "not checked", readouts.missing_reason(q)))
+        elif failure is None:
+            rows.append(PropertyResult(q, statement, "pass", notes=notes if q == "accuracy" else []))
+        elif not quantity and not marked:
+            rows.append(PropertyResult(q, statement, "fail", failure=failure))
+            marked = True
+        else:
+            rows.append(
+                PropertyResult(
+                    q,
+                    statement,
+                    "not checked",
+                    f"the trajectory diverged first at {failure['text'].split(':')[0]}",
+                )
+            )
+    return rows
+
+
+def write_report(report: Report, path: str | Path) -> Path:
+    """Validate the report against its schema and write it atomically (same report, same bytes)."""
+    import jsonschema
+
+    data = report.to_json()
+    jsonschema.validate(data, load_schema("report"))
+    return write_json_atomic(data, path)

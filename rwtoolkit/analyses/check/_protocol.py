@@ -1,0 +1,78 @@
+"""The model protocol and the probe that runs an implementation once before any work.
+
+The protocol itself (what a factory returns, how the kit runs it, the read-outs it collects) lives in
+``rwtoolkit.analyses.check._runtime``, which needs numpy alone and is what frozen fixtures carry: see its docstring.
+"""
+
+from __future__ import annotations
+
+from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._runtime import (
+    LABELS,
+    QUANTITIES,
+    Factory,
+    ImplementationError,
+    Readouts,
+    accuracy,
+    build,
+    finite_or_text,
+    first_non_finite,
+    run,
+    run_model,
+)
+from rwtoolkit.models import DEFAULT_MODEL
+
+__all__ = [
+    "LABELS",
+    "QUANTITIES",
+    "Factory",
+    "ImplementationError",
+    "Readouts",
+    "accuracy",
+    "build",
+    "finite_or_text",
+    "first_non_finite",
+    "probe",
+    "run",
+]
+
+
+def probe(
+    factory: Factory,
+    dtype: str = "float64",
+    model: str = DEFAULT_MODEL,
+    head_dim: int | None = None,
+    heads: int | None = None,
+) -> Readouts:
+    """Run the implementation on one small config for one step before any work starts.
+
+    ``model``, ``head_dim``: another model of ``rwtoolkit.models`` (``rw check --model``, ``rwtoolkit.analyses.check._models``); the
+    config is then ``CheckConfig.for_model`` of the same small one and the parameters go by the model's names.
+
+    Returns its read-outs (which say the protocol and what it provides); raises ``ImplementationError`` (one line) when the
+    factory fails, returns something else, has wrong shapes, or gives NaN/inf at t = 0.
+    """
+    from rwtoolkit.tasks import CircleWalk
+
+    config = CheckConfig.build(
+        CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype
+    )
+    generic = model != DEFAULT_MODEL
+    if generic:
+        config = config.for_model(model, head_dim, heads)
+    try:
+        readouts = run_model(factory, config, 1, config.shapes) if generic else run(factory, config, 1)
+    except ImplementationError:
+        raise
+    except Exception as err:  # the user's code failed: one line naming the exception
+        message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ImplementationError(
+            f"the implementation raised {type(err).__name__}: {message} (on {config.describe()})"
+        ) from None
+    checked = (*config.shapes, "S", "f") if generic else ("V", "W_xN", "S", "f")
+    bad = first_non_finite(readouts, checked, 0)
+    if bad is not None:
+        raise ImplementationError(
+            f"the implementation gives non-finite {LABELS.get(bad, bad)} at t=0 (NaN or inf) on {config.describe()}"
+        )
+    return readouts

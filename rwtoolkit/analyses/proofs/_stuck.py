@@ -1,0 +1,46 @@
+"""Shared by the stuck-for-every-t certificates: one case, both routes, the exact induction step.
+
+Each certificate runs ``rwtoolkit.engines.exact.stuck_proof`` (docs/theory.md#invariant-manifolds) on its tasks and
+models: the task's symmetry group and its fixed subspace, the trajectory's span, each decided by one exact
+induction step for every η, every loss and every μ, and the scores at every point of the proved subspace.
+It holds when every case is "stuck for all t (proved)"; a refuted or undecided case is its witness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.engines.exact import stuck_proof
+from rwtoolkit.tasks import Task
+
+
+def stuck_certificate(ident: str, statement: str, cases: Sequence[tuple[str, Task, str, str]]) -> Certificate:
+    """``cases``: (name, task, model, route), route "symmetry" or "average": what must explain the proof."""
+    details, failures = {}, []
+    for name, task, model, explained_by in cases:
+        report = stuck_proof(task, model)
+        route = "symmetry" if report["symmetry"]["stuck_for_all_t"] else "average"
+        details[name] = {
+            "model": model,
+            "verdict": report["verdict"],
+            "why": report["why"],
+            "group_order": report["group"]["order"],
+            "route": route,
+            "symmetry": report["symmetry"]["line"],
+            "trajectory": report["trajectory"].get("line", report["trajectory"]["outcome"]),
+            "comparison": report["comparison"],
+        }
+        if report["verdict"] != "stuck for all t (proved)" or route != explained_by:
+            failures.append({"case": name, **details[name]})
+    return Certificate(
+        id=ident,
+        statement=statement,
+        scope=f"{len(cases)} cases: "
+        + ", ".join(case[0] for case in cases)
+        + "; every η, every loss, every μ > 0",
+        method="symbolic proof",
+        verdict="fails" if failures else "holds",
+        witness=failures[0] if failures else None,
+        details=details,
+    )

@@ -1,0 +1,50 @@
+"""Identical heads stay identical: in the H-head model (rwtoolkit.models.multi_head), the set where every head is
+the same is invariant under gradient descent, for every η, every loss and every μ.
+
+A permutation of the heads maps the population loss to itself, so the gradient at a point with identical
+heads has identical heads too. The exact induction step (``rwtoolkit.engines.exact.induction_step`` on
+``rwtoolkit.engines.exact.identical_heads``) proves it for each case; from the zero initialisation (all heads zero) the
+heads are then identical for every t, and the H-head model is the one-head model with its V summed.
+"""
+
+from __future__ import annotations
+
+from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.engines.exact import identical_heads, induction_step
+from rwtoolkit.models import get_model
+from rwtoolkit.tasks import CircleWalk, Task, first_of_two_task
+
+ID = "heads"
+STATEMENT = "multi-head model: identical heads stay identical under GD, for every η, loss and μ (so for every t from zero)"
+
+
+def certify(quick: bool = False) -> Certificate:
+    tasks: list[tuple[str, Task]] = [
+        ("circle K=3 N=4 p=3/10", CircleWalk(3, 4, "3/10")),
+        ("first_of_two L=3", first_of_two_task(3)),
+    ]
+    if not quick:
+        tasks.append(("circle K=4 N=5 p=1/2", CircleWalk(4, 5, "1/2")))
+    heads = (2,) if quick else (2, 3)
+    details, failures = {}, []
+    for name, task in tasks:
+        for H in heads:
+            model = get_model("multi_head", H=H)
+            subspace = identical_heads(model, task)
+            if subspace is None:
+                raise ValueError(f"multi_head H={H} has no head axis")
+            result = induction_step(task, model, subspace)
+            details[f"{name}, H={H}"] = result.line()
+            if result.outcome != "proved":
+                failures.append(
+                    {"case": f"{name}, H={H}", "outcome": result.outcome, "reason": result.reason}
+                )
+    return Certificate(
+        id=ID,
+        statement=STATEMENT,
+        scope=f"{len(details)} cases: " + ", ".join(details) + "; every η, every loss, every μ > 0",
+        method="symbolic proof",
+        verdict="fails" if failures else "holds",
+        witness=failures[0] if failures else None,
+        details=details,
+    )

@@ -1,0 +1,112 @@
+"""Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape."""
+
+from rwtoolkit.analyses.stability._escape import (
+    DEFAULT_THRESHOLD,
+    Escape,
+    Selection,
+    StabilitySummary,
+    extrapolate_escape,
+    first_above,
+    measure_escape,
+    predict_escape,
+    selection,
+    selection_distribution,
+    stability_summary,
+    v_residual,
+)
+from rwtoolkit.analyses.stability._figure import escape_summary, plot_report
+from rwtoolkit.analyses.stability._generic import (
+    check_model_report_args,
+    model_stability_report,
+    off_manifold_jacobian,
+    rational_mu,
+)
+from rwtoolkit.analyses.stability._linear import (
+    ExactJacobian,
+    Linearisation,
+    Verdict,
+    exact_jacobians,
+    linearise,
+    unstable_directions,
+    verdict,
+)
+from rwtoolkit.analyses.stability._manifold import MANIFOLDS, Manifold, symmetric_manifold, zero_manifold
+from rwtoolkit.analyses.stability._orbits import SYMMETRY, OrbitSums, orbit_sums, reduced_images
+from rwtoolkit.analyses.stability._reduced import (
+    Coordinates,
+    active_coordinates,
+    find_manifold,
+    symbolic_loss,
+    torch_loss,
+)
+from rwtoolkit.analyses.stability._report import (
+    GRIDS,
+    MAX_DIM,
+    ORBITS_ABOVE,
+    SUMS,
+    check_estimate,
+    check_report_args,
+    check_stuck_task,
+    population_route,
+    report_estimate,
+    stability_report,
+    task_info,
+)
+from rwtoolkit.io import schema_deprecations as _schema_deprecations
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "MANIFOLDS",
+    "Manifold",
+    "symmetric_manifold",
+    "zero_manifold",
+    "ORBITS_ABOVE",
+    "SUMS",
+    "SYMMETRY",
+    "OrbitSums",
+    "check_estimate",
+    "orbit_sums",
+    "population_route",
+    "reduced_images",
+    "report_estimate",
+    "GRIDS",
+    "MAX_DIM",
+    "Coordinates",
+    "Escape",
+    "ExactJacobian",
+    "Linearisation",
+    "Selection",
+    "StabilitySummary",
+    "Verdict",
+    "active_coordinates",
+    "check_model_report_args",
+    "check_report_args",
+    "check_stuck_task",
+    "escape_summary",
+    "exact_jacobians",
+    "extrapolate_escape",
+    "find_manifold",
+    "first_above",
+    "linearise",
+    "measure_escape",
+    "model_stability_report",
+    "off_manifold_jacobian",
+    "plot_report",
+    "predict_escape",
+    "rational_mu",
+    "selection",
+    "selection_distribution",
+    "stability_report",
+    "stability_summary",
+    "symbolic_loss",
+    "task_info",
+    "torch_loss",
+    "unstable_directions",
+    "v_residual",
+    "verdict",
+]
+
+# Kept one release (docs/changelog.md): the schemas are rwtoolkit.io.load_schema("stability") and ("stability_generic").
+__getattr__ = _schema_deprecations(
+    "rwtoolkit.analyses.stability", {"schema": "stability", "generic_schema": "stability_generic"}
+)

@@ -1,0 +1,463 @@
+"""``rw stability --model NAME``: is a registered model's stuck manifold stable? Generic, from its definition.
+
+Statement. The report linearises the GD map F(θ) = θ − η∇L(θ) around an invariant linear manifold 𝓜
+(``rwtoolkit.analyses.stability._manifold``): the *zero* manifold {θ_off = 0}, θ_off the parameters full-batch GD from zero
+leaves exactly zero at every step of the run (key_query's W_K and W_Q: their gradients W_Q Gᵀ and W_K G
+vanish when both factors do), or the *symmetric* manifold Fix(G) of the task's symmetry group acting on
+the parameters (``--manifold symmetry``; ``auto`` takes it when every parameter moves: two_layer,
+learned_positions). With orthonormal bases ``on`` of 𝓜 and ``off`` of its complement, F's Jacobian J at a
+point θ*(t) of 𝓜 is block triangular and an off-manifold perturbation δ evolves to first order by
+δ(t+1) = A_t δ(t),
+
+    A_t = offᵀ J(θ*(t)) off = I − η offᵀ ∇²L(θ*(t)) off,
+
+along the float64 trajectory θ*(t) of ``rwtoolkit.models.descend`` from zero on the exact population (positions
+``rational_positions(N, μ)`` as floats on the zero manifold; √μ·I_N on the symmetric one, where the symmetry
+permutes the coordinates). J is ``torch.func.jacrev`` of the tape's gradient of the model's one forward
+pass; ``leak`` = ‖offᵀ J on‖₂ checks the block triangularity (0 exactly on the zero manifold, rounding on
+the symmetric one). Φ_T = A_{T−1}⋯A_0 bounds every perturbation: ‖δ(T)‖ ≤ σ_max(Φ_T)‖δ(0)‖. Verdict:
+``unstable`` if ln σ_max(Φ_T) > T·MARGIN, ``stable`` if < −T·MARGIN, else ``marginal``. MARGIN = 1e-9 per
+step: A_t is computed in float64 from population sums of at most a few 10⁵ terms, so a zero Hessian comes
+back with rounding ≲ 1e-12 (A_0 = I exactly when the Hessian vanishes at zero); growth below 1e-9 per step
+is rounding, not dynamics. The report also says whether the trajectory on 𝓜 is *stuck* (every input's
+scores f agree to STUCK_TOL = 1e-9 at every step) or learns on it: an invariant manifold need not be a
+stuck one (two_layer learns on its symmetric manifold).
+
+For ``key_query``, ∂²L/∂θ_off² at W_K = W_Q = 0 is [[0, G], [Gᵀ, 0]] per head row, G = ∂L/∂W of the merged
+model at (V*(t), W = 0): A_t's eigenvalues are 1 ± η σ_i(G_t), its spectral radius 1 + η σ_max(G_t), a saddle
+as soon as G_t ≠ 0 (tests/test_stability_models.py checks this against ``one_layer``'s gradient).
+
+Escape. Every parameter starts i.i.d. N(0, σ²) (numpy ``default_rng(seed)``, cast to the dtype) and GD runs
+with ``descend`` in that dtype. With r(t) = ‖offᵀθ(t)‖ / ‖offᵀθ(0)‖ (the Euclidean norm of the off-manifold
+part, on the zero manifold √(‖W_K‖²_F + ‖W_Q‖²_F): the norm σ_max(Φ_t) bounds), escape is the first t ≥ 1 with
+r(t) > 1/τ, τ = ``--threshold`` (default 1e-3: a thousandfold growth). The linear prediction is the first
+t ≥ 1 with σ_max(Φ_t) > 1/τ, the earliest step first-order dynamics allows (r(t) ≤ σ_max(Φ_t)).
+
+>>> from rwtoolkit.tasks import CircleWalk
+>>> r = model_stability_report(CircleWalk(3, 4, 1), "key_query", steps=3, sigmas=[1e-3], seeds=1)
+>>> r["model"], r["manifold"]["parameters"], r["verdict"]["kind"]
+({'name': 'key_query', 'd': 2}, ['W_K', 'W_Q'], 'unstable')
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from rwtoolkit.analyses.stability._escape import DEFAULT_THRESHOLD, finite_or_none, first_above
+from rwtoolkit.analyses.stability._manifold import (
+    MANIFOLDS,
+    SYMMETRY,
+    ZERO,
+    Manifold,
+    symmetric_manifold,
+    zero_manifold,
+)
+from rwtoolkit.analyses.stability._reduced import population_arrays
+from rwtoolkit.analyses.stability._report import MAX_SECONDS, check_run_options, duration_text
+from rwtoolkit.models import (
+    Batch,
+    ElementLoss,
+    Model,
+    batch,
+    descend,
+    evaluate,
+    get_model,
+    rational_positions,
+)
+from rwtoolkit.tasks import CircleWalk, FiniteTask
+
+#: Per-step log-growth below which the off-manifold block is rounding, not dynamics (module text).
+MARGIN = 1e-9
+#: Refusal limits: run length, parameters, and the estimated work in multiply-adds
+#: (measured: about 30 s per 1e11 on one CPU thread, qa1 at d = 2) and memory of one step's Jacobian.
+MAX_STEPS = 2000
+MAX_PARAMS = 2000
+MAX_WORK = 2e11
+#: Seconds per multiply-add (the measurement above), and the fixed cost of a step whatever the task's size:
+#: per linearised step (the trajectory's step, jacrev, two matrix norms) plus per parameter (one reverse
+#: pass each), and per step of a measured run plus per parameter. Measured on CircleWalk(3, 4, 1), 40 steps,
+#: one torch thread, on the 2-core machine: 12, 19, 22 and 101 ms per linearised step and 1.3, 1.6, 2.0 and
+#: 4.3 ms per run step for key_query (37 parameters), learned_positions (74), multi_head (116), two_layer (254).
+WORK_SECONDS = 3e-10
+STEP_SECONDS, PARAM_SECONDS, RUN_STEP_SECONDS, RUN_PARAM_SECONDS = 1e-2, 4e-4, 1e-3, 1.3e-5
+
+
+def rational_mu(mu: float) -> Fraction:
+    """The μ of ``rational_positions``: the decimal as written, or its nearest fraction of denominator ≤ 10⁴.
+
+    >>> rational_mu(2.5), rational_mu(31.622776601683793)
+    (Fraction(5, 2), Fraction(282676, 8939))
+    """
+    exact = Fraction(repr(float(mu)))
+    return exact if exact.denominator <= 10**4 else exact.limit_denominator(10**4)
+
+
+def _sizes(
+    model: Model, task: CircleWalk | FiniteTask, steps: int, runs: int
+) -> tuple[int, float, int, float]:
+    """(parameters, multiply-adds, bytes, seconds) of one μ of a report: jacrev costs one reverse pass per
+    parameter per step; the seconds add the fixed cost per step (constants: module text)."""
+    n = len(population_arrays(task)[1])
+    M = 4 * -(-task.N // 4)
+    D = task.K + M
+    params = sum(math.prod(s) for s in model.shapes(task.K, D, task.N).values())
+    forward = n * task.N * params  # each parameter entry meets each input column at most once
+    work = float(steps) * 3 * forward * (params + runs)
+    memory = 8 * 8 * params * n * task.N * max(D, task.K)  # jacrev's batched intermediates, 8 alive
+    fixed = STEP_SECONDS + PARAM_SECONDS * params + runs * (RUN_STEP_SECONDS + RUN_PARAM_SECONDS * params)
+    return params, work, memory, steps * fixed + WORK_SECONDS * work
+
+
+def check_model_report_args(
+    task: object,
+    model: Model,
+    steps: int,
+    sigmas: Sequence[float],
+    seeds: int,
+    threshold: float,
+    mus: Sequence[float] = (1.0,),
+    dtypes: Sequence[str] = ("float64",),
+    manifold: str = "auto",
+) -> CircleWalk | FiniteTask:
+    """One-line ValueErrors for every bad argument and for a report estimated too large, before any work.
+
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> check_model_report_args(CircleWalk(3, 4, "3/10"), get_model("key_query"), 4, [1e-3], 1, 1e-3).N
+    4
+    """
+    from rwtoolkit.io import check_memory, format_bytes
+
+    if not isinstance(task, (CircleWalk, FiniteTask)):
+        raise ValueError(f"task={task!r} is not a circle walk or a finite task")  # noqa: TRY004 - usage error
+    if task.symbols:
+        raise ValueError("p is a symbol (give --p): rw stability needs a number p")
+    n = len(population_arrays(task)[1])  # symbolic probabilities are refused here, in one line
+    check_run_options(steps, sigmas, seeds, threshold, mus, dtypes)
+    if manifold not in MANIFOLDS:
+        raise ValueError(f"--manifold={manifold!r} must be one of {', '.join(MANIFOLDS)}")
+    params, work, memory, seconds = _sizes(model, task, steps, len(sigmas) * seeds * len(dtypes))
+    hyper = ", ".join(f"{k}={v}" for k, v in model.hyperparameters.items())
+    where = f"--model {model.name}" + (f" ({hyper})" if hyper else "")
+    if params > MAX_PARAMS:
+        raise ValueError(
+            f"{where} has {params} parameters, above {MAX_PARAMS}: use a smaller K, N or --head-dim"
+        )
+    if work * len(mus) > MAX_WORK:
+        raise ValueError(
+            f"{where}: about {work * len(mus):.1e} multiply-adds ({params} parameters, {n} inputs, "
+            f"{steps} steps, {len(mus)} mu), above {MAX_WORK:.0e}: use fewer --steps, --sigmas, --seeds or a smaller task"
+        )
+    if seconds * len(mus) > MAX_SECONDS:
+        raise ValueError(
+            f"{where}: about {duration_text(seconds * len(mus))} ({params} parameters, {n} inputs, {steps} steps, "
+            f"{len(sigmas) * seeds * len(dtypes)} measured runs, {len(mus)} mu), above {MAX_SECONDS:.0f} s: "
+            "use fewer --steps, --sigmas, --seeds, --dtypes or --mus (--grid quick)"
+        )
+    check_memory(memory, f"{where} (one step's Jacobian, {format_bytes(memory)})", "use a smaller K or N")
+    if manifold == SYMMETRY:
+        symmetric_manifold(model, task)  # refuses a task whose group moves no parameter, before any work
+    return task
+
+
+def _flat(values: Mapping[str, Any], names: Sequence[str]) -> Any:
+    import torch
+
+    parts = [values[n].reshape(-1) for n in names]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
+
+
+def _unflat(x: Any, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
+    out, start = {}, 0
+    for name, shape in shapes.items():
+        size = math.prod(shape)
+        out[name] = x[start : start + size].reshape(shape)
+        start += size
+    return out
+
+
+def off_manifold_jacobian(
+    model: Model,
+    arithmetic: Any,
+    params: Mapping[str, Any],
+    data: Batch,
+    loss: ElementLoss,
+    eta: float,
+    off: Sequence[str] | Manifold,
+) -> tuple[Any, Any]:
+    """(A, B) at ``params``: A = offᵀ J off, B = offᵀ J on, J the Jacobian of F(θ) = θ − η∇L(θ).
+
+    θ is flattened in ``params`` order; ``off`` is a :class:`Manifold` or the names of a zero manifold's
+    parameters (then A = ∂F_off/∂θ_off and B = ∂F_off/∂θ_on). ∇L is the tape's gradient
+    (``rwtoolkit.models.evaluate``) on torch tensors, J its ``torch.func.jacrev``.
+    """
+    import torch
+    from torch.func import jacrev
+
+    shapes = {n: tuple(params[n].shape) for n in params}
+    manifold = off if isinstance(off, Manifold) else zero_manifold(shapes, off)
+
+    def step(x: Any) -> Any:
+        gradient = evaluate(model, arithmetic, _unflat(x, shapes), data, loss).gradient
+        assert gradient is not None
+        return x - eta * _flat(gradient, list(shapes))
+
+    J = jacrev(step)(_flat(params, list(shapes)))
+    Q, B = (torch.as_tensor(m, dtype=J.dtype) for m in (manifold.off, manifold.on))
+    return Q.T @ J @ Q, Q.T @ J @ B
+
+
+def _population(task: CircleWalk | FiniteTask, arithmetic: Any, P: np.ndarray) -> Batch:
+    tokens, labels, probs = population_arrays(task)
+    return batch(arithmetic, tokens, labels, [float(q) for q in probs], task.K, arithmetic.asarray(P))
+
+
+#: Largest difference of two inputs' scores f along the float64 trajectory on the manifold still called stuck
+#: (the trajectory at chance): population sums of a few 10⁵ float64 terms round at ≲ 1e-12.
+STUCK_TOL = 1e-9
+
+
+def _positions(task: CircleWalk | FiniteTask, mu_q: Fraction, kind: str) -> tuple[np.ndarray, str]:
+    """P of the run: ``rational_positions(N, μ)`` on the zero manifold, √μ·I_N on the symmetric one (where the
+    symmetry permutes the coordinates, ``rwtoolkit.models.coordinate_permutation``)."""
+    if kind == SYMMETRY:
+        return math.sqrt(mu_q) * np.eye(task.N), "sqrt(mu) I_N"
+    return np.asarray(rational_positions(task.N, mu_q), dtype=np.float64), "rational_positions(N, mu)"
+
+
+def _trajectory(
+    model: Model, task: CircleWalk | FiniteTask, P: np.ndarray, eps: float, eta: float, steps: int
+):
+    import torch
+
+    from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+
+    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
+    data = _population(task, ar, P)
+    states = descend(model, ar, model.zeros(ar, task.K, task.K + P.shape[0], task.N), data, loss, eta, steps)
+    if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
+        raise ValueError(f"the trajectory from zero diverged within {steps} steps (lower --eta)")
+    return ar, loss, data, states
+
+
+def _manifold_of(
+    model: Model, task: CircleWalk | FiniteTask, states: list[Any], kind: str
+) -> Manifold | None:
+    """The zero manifold of ``states`` (None when every parameter moves and ``kind`` is auto), or Fix(G)."""
+    if kind == SYMMETRY:
+        return symmetric_manifold(model, task)
+    off = [n for n in states[0].params if all(not bool(s.params[n].any()) for s in states)]
+    if off:
+        shapes = {n: tuple(v.shape) for n, v in states[0].params.items()}
+        return zero_manifold(shapes, off)
+    if kind == ZERO:
+        raise ValueError(
+            f"--manifold zero: GD from zero moves every parameter of --model {model.name}, so no parameter "
+            "stays exactly zero (--manifold symmetry linearises around the task's symmetric manifold)"
+        )
+    return None
+
+
+def _per_mu(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    eta: float,
+    mu: float,
+    eps: float,
+    sigmas: Sequence[float],
+    seeds: int,
+    threshold: float,
+    dtypes: Sequence[str],
+    kind: str = "auto",
+    tick: Callable[..., object] | None = None,
+) -> dict[str, Any]:
+    import torch
+
+    mu_q = rational_mu(mu)
+    P, positions = _positions(task, mu_q, kind)
+    ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
+    manifold = _manifold_of(model, task, states, kind)
+    if manifold is None:  # auto, and every parameter moves: the symmetric manifold, at its positions
+        try:
+            manifold = symmetric_manifold(model, task)
+        except ValueError:
+            raise ValueError(
+                f"--model {model.name}: GD from zero moves every parameter and the task's symmetry group "
+                "moves none, so there is no invariant manifold to linearise around (neither --manifold zero "
+                "nor --manifold symmetry)"
+            ) from None
+        P, positions = _positions(task, mu_q, SYMMETRY)
+        ar, loss, data, states = _trajectory(model, task, P, eps, eta, steps)
+    spread = max(float((s.f - s.f[0]).abs().max()) for s in states)  # every input has probability > 0
+    rows, log_phi, Phi = [], 0.0, None
+    for t, state in enumerate(states[:-1]):
+        A, B = off_manifold_jacobian(model, ar, state.params, data, loss, eta, manifold)
+        Phi = A if Phi is None else A @ Phi
+        s = float(torch.linalg.matrix_norm(Phi, ord=2))
+        if not (math.isfinite(s) and s > 0):
+            raise ValueError(f"the off-manifold product vanished or overflowed at step {t} (lower --eta)")
+        Phi, log_phi, previous = Phi / s, log_phi + math.log(s), log_phi
+        if tick is not None:
+            tick()
+        rows.append(
+            {
+                "t": t,
+                "radius": float(torch.linalg.eigvals(A).abs().max()),
+                "sigma_max": float(torch.linalg.matrix_norm(A, ord=2)),
+                "log_sigma_Phi": log_phi,
+                "growth": math.exp(log_phi - previous),
+                "leak": float(torch.linalg.matrix_norm(B, ord=2)) if B.numel() else 0.0,
+            }
+        )
+    tol = MARGIN * steps
+    kind_of = "unstable" if log_phi > tol else "stable" if log_phi < -tol else "marginal"
+    on_it = (
+        f"the trajectory on it is stuck: scores agree across inputs to {spread:.1e}"
+        if spread <= STUCK_TOL
+        else f"the trajectory on it learns: scores differ across inputs by up to {spread:.3g}"
+    )
+    line = (
+        f"{kind_of} {manifold.kind} manifold (off-manifold growth sigma_max(Phi_T) = "
+        f"10^{log_phi / math.log(10):.3f} over {steps} steps, ln {log_phi:+.3e}, marginal band ±{tol:.1e}; "
+        f"largest radius of A_t {max(r['radius'] for r in rows):.6f}; {on_it})"
+    )
+    predicted = first_above([0.0] + [r["log_sigma_Phi"] for r in rows], math.log(1 / threshold))
+    gaussian = []
+    for sigma in sigmas:
+        for dtype in dtypes:
+            runs = []
+            for k in range(seeds):
+                runs.append(_escape(task, model, P, eps, eta, steps, sigma, dtype, k, manifold, threshold))
+                if tick is not None:
+                    tick(steps)
+            gaussian.append({"sigma": sigma, "dtype": dtype, "predicted": predicted, **_columns(runs)})
+    return {
+        "mu": mu,
+        "mu_rational": str(mu_q),
+        "positions": positions,
+        "verdict": {"kind": kind_of, "log_growth": log_phi, "tolerance": tol, "line": line, "mu": mu},
+        "manifold": manifold.to_json(),
+        "max_leak": max(r["leak"] for r in rows),
+        "score_spread": spread,
+        "stuck": spread <= STUCK_TOL,
+        "off_parameters": manifold.parameters,
+        "off_dim": int(manifold.off.shape[1]),
+        "steps": rows,
+        "escape": {"quantity": "off_manifold_growth", "gaussian": gaussian},
+    }
+
+
+def _columns(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {key: [r[key] for r in runs] for key in ("measured", "final_growth", "final_attention_deviation")}
+
+
+def _escape(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    P: np.ndarray,
+    eps: float,
+    eta: float,
+    steps: int,
+    sigma: float,
+    dtype: str,
+    seed: int,
+    manifold: Manifold,
+    threshold: float,
+) -> dict[str, Any]:
+    """One Gaussian-init run: its escape step (None within the run), final r(T) and max |S − 1/N| at T."""
+    import torch
+
+    from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+
+    ar = TorchArithmetic(getattr(torch, dtype))
+    rng = np.random.default_rng(seed)
+    init = {
+        n: ar.asarray(sigma * rng.standard_normal(s))
+        for n, s in model.shapes(task.K, P.shape[0] + task.K, task.N).items()
+    }
+    states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
+    Q = torch.as_tensor(manifold.off, dtype=torch.float64)
+    norms = [
+        float(
+            torch.linalg.vector_norm(
+                Q.T @ _flat({n: v.double() for n, v in s.params.items()}, list(s.params))
+            )
+        )
+        for s in states
+    ]
+    r = [x / norms[0] for x in norms]
+    return {
+        "measured": first_above(r, 1 / threshold),
+        "final_growth": finite_or_none(r[-1]),
+        "final_attention_deviation": finite_or_none(float((states[-1].S.double() - 1 / task.N).abs().max())),
+    }
+
+
+def model_stability_report(
+    task: CircleWalk | FiniteTask,
+    model: Model | str = "key_query",
+    steps: int = 200,
+    eta: float = 1.0,
+    eps: float = 0.1,
+    sigmas: Sequence[float] = (1e-2, 1e-4, 1e-6, 1e-8),
+    seeds: int = 2,
+    threshold: float = DEFAULT_THRESHOLD,
+    mus: Sequence[float] = (1.0,),
+    dtypes: Sequence[str] = ("float64",),
+    manifold: str = "auto",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The off-manifold linearisation, verdict and escape table of ``model`` (schema ``stability_generic``).
+
+    One block of ``results`` per μ; the headline ``verdict`` is the first's (see the module text).
+    ``manifold``: ``zero``, ``symmetry`` or ``auto`` (zero when a parameter stays exactly zero, else symmetry).
+    ``progress``: a bar over the GD steps when stderr is a terminal, and the estimated time on stderr first
+    when it is 10 s or more.
+    """
+    from tqdm import tqdm
+
+    from rwtoolkit.analyses.stability._report import say_estimate, task_info
+
+    model = get_model(model) if isinstance(model, str) else model
+    mu_list = [float(m) for m in mus]
+    check_model_report_args(task, model, steps, sigmas, seeds, threshold, mu_list, dtypes, manifold)
+    runs = len(sigmas) * seeds * len(dtypes)
+    if progress:
+        say_estimate(_sizes(model, task, steps, runs)[3] * len(mu_list), len(mu_list), steps, runs)
+    bar = tqdm(
+        total=len(mu_list) * steps * (1 + runs),
+        desc="rw stability",
+        unit="step",
+        disable=not (progress and sys.stderr.isatty()),
+    )
+    results = [
+        _per_mu(task, model, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, manifold, bar.update)
+        for m in mu_list
+    ]
+    bar.close()
+    return {
+        "model": model.describe(),
+        "task": task_info(task),
+        "config": {
+            "steps": steps,
+            "eta": eta,
+            "mus": mu_list,
+            "eps": eps,
+            "sigmas": [float(s) for s in sigmas],
+            "dtypes": list(dtypes),
+            "seeds": seeds,
+            "threshold": threshold,
+            "margin_per_step": MARGIN,
+            "manifold": manifold,
+            "stuck_tolerance": STUCK_TOL,
+        },
+        "manifold": results[0]["manifold"],
+        "verdict": results[0]["verdict"],
+        "results": results,
+    }

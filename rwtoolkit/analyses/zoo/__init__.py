@@ -1,0 +1,32 @@
+"""The zoo: the field's other models and tasks, and their published claims checked exactly (``rw zoo``).
+
+``catalogue()`` lists every registered model (``rwtoolkit.models``) and task family (``rwtoolkit.tasks``) with the claims;
+``run_claims(ids, quick)`` checks claims (``CLAIMS``), each an exact proof or counterexample at small sizes;
+``write_report`` writes ZOO.md and zoo.json (docs/guide/zoo.md).
+
+>>> list(CLAIMS)[:2]
+['key_query_stuck', 'identical_heads']
+"""
+
+from rwtoolkit.analyses.zoo._claims import CLAIMS, VERDICTS, Claim, Outcome
+from rwtoolkit.analyses.zoo._report import (
+    catalogue,
+    render_catalogue,
+    report_json,
+    report_markdown,
+    run_claims,
+    write_report,
+)
+
+__all__ = [
+    "CLAIMS",
+    "VERDICTS",
+    "Claim",
+    "Outcome",
+    "catalogue",
+    "render_catalogue",
+    "report_json",
+    "report_markdown",
+    "run_claims",
+    "write_report",
+]

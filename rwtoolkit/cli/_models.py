@@ -1,0 +1,50 @@
+"""``--model`` and ``--head-dim`` of every command: one reading of the model registry (rwtoolkit.models.MODELS)."""
+
+from __future__ import annotations
+
+import argparse
+
+import rwtoolkit.models
+from rwtoolkit.cli._task_args import parse_int
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``--model NAME`` (the registered models, listed in --help) and ``--head-dim D``."""
+    parser.add_argument(
+        "--model",
+        default=rwtoolkit.models.DEFAULT_MODEL,
+        choices=rwtoolkit.models.model_names(),
+        help=f"the model (default {rwtoolkit.models.DEFAULT_MODEL}{'; ' + what if what else ''}): {rwtoolkit.models.model_help()}",
+    )
+    parser.add_argument(
+        "--head-dim",
+        default=None,
+        dest="head_dim",
+        metavar="D",
+        help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows, default 2; multi_head: "
+        "separate key and query of d rows per head, default merged W_h), integer >= 1",
+    )
+    parser.add_argument(
+        "--heads",
+        default=None,
+        metavar="H",
+        help="number of heads H of a model that has several (multi_head), integer >= 1 (default 2)",
+    )
+
+
+def model_from_args(args: argparse.Namespace) -> rwtoolkit.models.Model:
+    """The model of ``--model`` / ``--head-dim``; one line naming the option when they do not go together.
+
+    >>> model_from_args(argparse.Namespace(model="key_query", head_dim="3")).describe()
+    {'name': 'key_query', 'd': 3}
+    """
+    name = getattr(args, "model", rwtoolkit.models.DEFAULT_MODEL)
+    head_dim, heads = getattr(args, "head_dim", None), getattr(args, "heads", None)
+    takes = rwtoolkit.models.MODELS[name].HYPERPARAMETERS
+    if head_dim is not None and "d" not in takes:
+        raise ValueError(f"--head-dim is out of place: --model {name} has no head dimension (leave it out)")
+    if heads is not None and "H" not in takes:
+        raise ValueError(f"--heads is out of place: --model {name} has one head (leave it out)")
+    d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
+    H = None if heads is None else parse_int(heads, "heads", 1)
+    return rwtoolkit.models.get_model(name, d=d, H=H)

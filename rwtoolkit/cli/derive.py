@@ -1,0 +1,403 @@
+"""``rw derive``: the exact population GD trajectory from zero initialisation (rwtoolkit.engines.exact.derive)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from rwtoolkit.cli._models import add_model_arguments, model_from_args
+from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
+from rwtoolkit.io import check_output_file
+
+if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
+    from rwtoolkit.engines.exact import ModelTrajectory, Trajectory
+    from rwtoolkit.models import Model
+    from rwtoolkit.tasks import CircleWalk, FiniteTask
+
+#: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
+_SHOW_CHARS = 160
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``rw derive``; numbers are read as strings so that bad values give one-line errors."""
+    add_task_arguments(
+        parser,
+        "circle: clockwise probability in [0, 1] such as 7/10, or a symbol name (default: the symbol p)",
+    )
+    add_spec_argument(parser, "rw derive")
+    parser.add_argument(
+        "--eta", default="1", help="learning rate η > 0 (number, 7/10, or symbol name; default 1)"
+    )
+    parser.add_argument("--eps", default="1/10", help="ε > 0 of the log-loss -log(z+ε) (default 1/10)")
+    parser.add_argument(
+        "--mu",
+        default=None,
+        dest="mu",
+        help="μ = ‖p_i‖² > 0 of the positional embeddings (default: the symbol mu; a rational for a model "
+        "other than one_layer or a non-zero --init)",
+    )
+    parser.add_argument(
+        "--pos-norm", default=None, dest="pos_norm", help=argparse.SUPPRESS
+    )  # deprecated --mu
+    add_model_arguments(
+        parser, "another model, or any model from --init gaussian, runs the generic exact engine"
+    )
+    parser.add_argument(
+        "--init",
+        default="zero",
+        choices=("zero", "gaussian"),
+        help="zero (default), or gaussian: i.i.d. N(0, sigma^2) entries from --seed, rounded to multiples "
+        "of 2^-20 so that the start is exact (runs the generic engine, at most 3 steps)",
+    )
+    parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
+    parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
+    parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
+    parser.add_argument(
+        "--loss",
+        default="log",
+        choices=("log", "squared", "exp", "any"),  # rwtoolkit.tasks.LOSSES + "any"
+        help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its derivative dell)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write the exact oracle: the header FILE (rwtoolkit/schemas/oracle.schema.json) and, "
+        "with per-input values, FILE's stem + .inputs.npz beside it",
+    )
+    parser.add_argument(
+        "--verdict",
+        action="store_true",
+        help="print, per step, which structure predicates are proved / refuted (with witness) / "
+        "undecided instead of the values; with --json they are written too",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        default="600",
+        dest="max_seconds",
+        help="refuse up front when the estimated time of the whole job (derivation, read-outs, writing) "
+        "exceeds this many seconds (default 600)",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        default=None,
+        dest="max_bytes",
+        help="refuse up front when the estimated size of the files written by --json exceeds this "
+        "(e.g. 500M, 2GiB; default: the free space of the target's folder)",
+    )
+    parser.add_argument(
+        "--per-input",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        dest="per_input",
+        help="with --json: write (or not) the per-input logits, S, f (default: when the population has "
+        "at most 4096 inputs)",
+    )
+
+
+def _exact_in(json: str | None) -> str:
+    """Where the exact value of a shortened one is: the oracle file of ``--json`` when it is written.
+
+    >>> _exact_in("o.json"), _exact_in(None)
+    ('the exact value is in o.json', 'for the exact value add --json FILE')
+    """
+    return f"the exact value is in {json}" if json else "for the exact value add --json FILE"
+
+
+#: What ``_show`` prints for a symbolic value too long to show; the output then ends with ``_footnote``.
+_LONG = "<expression>"
+
+
+def _footnote(text: str, json: str | None) -> str:
+    """``text``, and when it holds a value too long to show, one line saying where its exact value is.
+
+    >>> _footnote("loss = <expression>", None).splitlines()[-1]
+    '<expression>: a symbolic value too long to show; for the exact value add --json FILE'
+    """
+    if _LONG not in text:
+        return text
+    return f"{text}\n\n{_LONG}: a symbolic value too long to show; {_exact_in(json)}"
+
+
+def _show(value: object) -> str:
+    """An exact value if short, else its float, or ``_LONG`` when it is symbolic."""
+    import sympy as sp
+
+    from rwtoolkit.engines.exact import exact_string, has_atoms, nearest_double
+
+    if isinstance(value, sp.MatrixBase):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    value = sp.sympify(value)
+    if has_atoms(value):  # nested exponentials: the exact text is long, its double is what a reader needs
+        number = nearest_double(value)
+        return f"≈{number:.17g}" if number is not None else _LONG
+    text = exact_string(value) if sp.count_ops(value, visual=False) < 60 else ""
+    if text and len(text) <= _SHOW_CHARS:
+        return text
+    number = nearest_double(value)  # None for symbolic values
+    if number is not None:
+        return f"≈{number:.17g}"
+    return _LONG
+
+
+def render(traj: Trajectory, json: str | None = None) -> str:
+    """Human-readable trajectory: V pretty-printed when short, the other quantities one line each (``json``:
+    the oracle file written, named where a value is too long to show)."""
+    import sympy as sp
+
+    lines = [
+        f"rw derive: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, "
+        f"population={traj.population_size} inputs"
+    ]
+    for s in traj.states:
+        lines.append(f"\nt = {s.t}")
+        value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
+        V = value("V")
+        V_text = _show(V)
+        if _LONG not in V_text and "≈" not in V_text:
+            lines.append("V =\n" + sp.pretty(s.V, use_unicode=True))
+        else:
+            lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
+        lines.append("w_tok = " + _show(list(value("w_tok"))))
+        lines.append("c = " + _show(list(value("c"))))
+        lines.append("loss = " + _show(value("loss")))
+        lines.append("accuracy = " + _show(value("accuracy")))
+        lines.append("mean attention = " + _show(value("mean_attention")))
+    return _footnote("\n".join(lines), json)
+
+
+#: Characters of a witness shown by ``--verdict`` on the terminal (the JSON keeps it whole): with
+#: symbolic p a difference of late steps runs to tens of thousands of characters.
+_WITNESS_CHARS = 400
+
+
+def _clip(text: str, json: str | None = None) -> str:
+    """``text`` if short, else its first ``_WITNESS_CHARS`` characters, how long it is and where it is whole.
+
+    >>> _clip("short")
+    'short'
+    >>> _clip("x" * 401, "o.json").endswith("xx … (401 characters; the exact value is in o.json)")
+    True
+    """
+    if len(text) <= _WITNESS_CHARS:
+        return text
+    return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; {_exact_in(json)})"
+
+
+def render_verdicts(traj: Trajectory, json: str | None = None) -> str:
+    """One line per step and structure predicate: proved, refuted (with the witness) or undecided (``json``:
+    the oracle file written, which keeps a long witness whole)."""
+    from rwtoolkit.engines.exact import verdict_json
+
+    lines = [
+        f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
+        f"loss={traj.loss.name}"
+    ]
+    for state in traj.states:
+        lines.append(f"\nt = {state.t}")
+        for name, entry in verdict_json(state).items():
+            witness = (
+                f" (witness {_clip(entry['witness'], json)})"
+                if entry["outcome"] != "proved" and entry["witness"]
+                else ""
+            )
+            lines.append(f"  {name}: {entry['outcome']}{witness}")
+    return "\n".join(lines)
+
+
+def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask, steps: int) -> str:
+    """The job's estimate (one line), after refusing in one line when it cannot fit: time, memory, files."""
+    from rwtoolkit.engines.exact import job_estimate, symbolic_probabilities
+    from rwtoolkit.io import check_memory, format_bytes
+
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    est = job_estimate(task, steps, json=bool(args.json), per_input=args.per_input)
+    files = f", {format_bytes(est.file_bytes)} of files" if args.json else ""
+    summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory{files}"
+    alternatives = (
+        "use fewer --steps, smaller K or N"
+        + (", --no-per-input" if args.json and est.per_input_bytes else "")
+        + (
+            ", a rational --p (symbolic p costs up to twice as much from two steps on)"
+            if symbolic_probabilities(task)
+            else ""
+        )
+        + ", or rw train --population for a floating-point trajectory"
+    )
+    if est.seconds > limit:
+        raise ValueError(
+            f"--steps {steps} on {task!r} is estimated at {summary}: above --max-seconds {limit}; "
+            f"{alternatives}, or raise --max-seconds"
+        )
+    check_memory(est.memory, f"--steps {steps} on {task!r} (estimated at {summary})", alternatives)
+    if args.json:
+        _refuse_files(args, est.file_bytes, summary, alternatives)
+    return summary
+
+
+def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alternatives: str) -> None:
+    """One line when the estimated files of --json exceed --max-bytes or the free disk of their folder."""
+    from pathlib import Path
+
+    from rwtoolkit.cli._task_args import parse_size
+    from rwtoolkit.io import format_bytes, free_disk
+
+    max_bytes = None if args.max_bytes is None else parse_size(args.max_bytes, "max-bytes")
+    folder, disk = free_disk(Path(args.json).resolve().parent)
+    cap = disk if max_bytes is None else min(max_bytes, disk)
+    if file_bytes > cap:
+        which = (
+            f"--max-bytes {format_bytes(max_bytes)}"
+            if max_bytes is not None and max_bytes <= disk
+            else (f"the {format_bytes(disk)} free in {folder}")
+        )
+        raise ValueError(
+            f"--json {args.json}: the files are estimated at {summary}: above {which}; {alternatives}"
+        )
+
+
+def _mu(args: argparse.Namespace) -> str:
+    """--mu, or the deprecated --pos-norm (with its message), or the symbol mu."""
+    from rwtoolkit.cli._task_args import renamed_flag
+
+    renamed_flag(args, "rw derive", "--mu", "--pos-norm")
+    return "mu" if args.mu is None else str(args.mu)
+
+
+def render_model(traj: ModelTrajectory, json: str | None = None) -> str:
+    """The generic engine's trajectory: each parameter by the model's name, then the read-outs (``json``: the
+    oracle file written, named where a value is too long to show)."""
+    from rwtoolkit.engines.exact import to_sympy
+
+    lines = [
+        f"rw derive: {traj.task!r}, model={traj.model.describe()}, init={traj.init}, eta={traj.eta}, "
+        f"eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, population={traj.population_size} inputs"
+    ]
+    for t, state in enumerate(traj.states):
+        lines.append(f"\nt = {t}")
+        for name, value in state.params.items():
+            rows = to_sympy(value).tolist()
+            lines.append(f"{name} = " + "\n    ".join(_show(row) for row in rows))
+        accuracy = traj.readout(t, "accuracy")
+        lines.append("loss = " + _show(to_sympy(state.loss)))
+        lines.append("accuracy = " + ("undecided" if accuracy is None else _show(to_sympy(accuracy))))
+        lines.append("mean attention = " + _show(list(to_sympy(traj.readout(t, "mean_attention")))))
+    return _footnote("\n".join(lines), json)
+
+
+def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
+    """The generic exact engine (rwtoolkit.engines.exact.derive_model): refuse what it cannot do, estimate, derive, print."""
+    import sys
+
+    from rwtoolkit.engines.exact import (
+        MAX_EXP_STEPS,
+        PER_INPUT_LIMIT,
+        derive_model,
+        model_estimate,
+        model_file_bytes,
+        per_input_path,
+        positive_rational,
+        write_oracle,
+    )
+    from rwtoolkit.io import check_memory, format_bytes
+
+    if args.verdict:
+        raise ValueError(
+            "--verdict applies to the paper's model from zero init (its structure predicates are statements "
+            "about the reduced coordinates); drop it"
+        )
+    if not args.json and args.per_input is not None:
+        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
+    if args.init != "zero" and steps > MAX_EXP_STEPS:
+        raise ValueError(f"--steps={steps} is out of range with --init {args.init}: at most {MAX_EXP_STEPS}")
+    if args.loss == "any":
+        raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
+    seed = parse_int(args.seed, "seed", 0)
+    task = task_or_spec(args, "rw derive")
+    mu = _mu(args)
+    if mu == "mu":
+        mu = "1"
+        print("rw derive: the generic engine needs a rational mu; using --mu 1", file=sys.stderr)
+    for value, name in ((args.eta, "eta"), (args.eps, "eps"), (mu, "mu")):
+        positive_rational(value, name)
+    if args.init != "zero":
+        positive_rational(args.sigma, "sigma")
+    limit = parse_int(args.max_seconds, "max-seconds", 1)
+    seconds = model_estimate(task, model, steps, args.init)
+    population = task.population().size
+    memory = 64 * population * task.population().N * 40 * (steps + 1) + 200 * 2**20
+    per_input = population <= PER_INPUT_LIMIT if args.per_input is None else args.per_input
+    header_bytes, column_bytes = model_file_bytes(task, model, steps, per_input) if args.json else (0, 0)
+    files = f", {format_bytes(header_bytes + column_bytes)} of files" if args.json else ""
+    summary = f"~{seconds:.3g} s, ~{memory / 2**20:.0f} MiB of memory{files}"
+    if seconds > limit:
+        raise ValueError(
+            f"--steps {steps} with --model {args.model} on {task!r} is estimated at {summary}: above "
+            f"--max-seconds {limit}; use fewer --steps, smaller K or N, or rw train --model for a float trajectory"
+        )
+    check_memory(
+        memory, f"--steps {steps} with --model {args.model} (estimated at {summary})", "use fewer --steps"
+    )
+    if args.json:
+        _refuse_files(
+            args,
+            header_bytes + column_bytes,
+            summary,
+            "use fewer --steps" + (", --no-per-input" if per_input else ""),
+        )
+    print(f"rw derive: estimated {summary}", file=sys.stderr)
+    traj = derive_model(
+        task,
+        model,
+        steps,
+        eta=args.eta,
+        eps=args.eps,
+        mu=mu,
+        loss=args.loss,
+        init=args.init,
+        sigma=args.sigma,
+        seed=seed,
+        progress=True,
+    )
+    print(render_model(traj, args.json))
+    if args.json:
+        path = write_oracle(traj, args.json, per_input=per_input, progress=True)
+        print(f"\nwrote {path}")
+        if per_input_path(path).exists():
+            print(f"wrote {per_input_path(path)}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the task, estimate the job (refusing what cannot fit), derive, print, write the oracle."""
+    import sys
+
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.max_bytes is not None:
+        from rwtoolkit.cli._task_args import parse_size
+
+        parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
+    model = model_from_args(args)
+    steps = parse_int(args.steps, "steps", 0)
+    if model.name != "one_layer" or args.init != "zero":
+        return _run_model(args, model, steps)
+    if not args.json and args.per_input is not None:
+        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
+    task = task_or_spec(args, "rw derive")
+    mu = _mu(args)
+    summary = _refuse_if_too_large(args, task, steps)
+    print(f"rw derive: estimated {summary}", file=sys.stderr)
+    from rwtoolkit.engines.exact import derive, long_integers, per_input_path, write_oracle
+
+    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=mu, loss=args.loss, progress=True)
+    with long_integers():  # exact rationals of late steps have thousands of digits
+        print(render_verdicts(traj, args.json) if args.verdict else render(traj, args.json))
+    if args.json:
+        path = write_oracle(traj, args.json, per_input=args.per_input, verdict=args.verdict, progress=True)
+        print(f"\nwrote {path}")
+        columns = per_input_path(path)
+        if columns.exists():
+            print(f"wrote {columns}")
+    return 0

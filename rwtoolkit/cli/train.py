@@ -1,0 +1,329 @@
+"""``rw train``: numeric gradient descent (rwtoolkit.engines.numeric.train) writing DIR/metrics.json atomically."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rwtoolkit.io import check_output_dir
+
+if TYPE_CHECKING:
+    from rwtoolkit.models import Model
+    from rwtoolkit.tasks import CircleWalk, FiniteTask
+
+TASKS = ("circle", "qa1", "qa2")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``rw train``, one per ModelConfig/TrainConfig field (defaults: the paper's Fig 4 setting, p = 1/2)."""
+    a = parser.add_argument
+    from rwtoolkit.cli._models import add_model_arguments
+
+    add_model_arguments(
+        parser,
+        "another model trains with its tape gradient on the exact population only (--population), with the "
+        "--pos/--M/--mu embeddings as P, --init/--sigma/--seed drawn in the order of its parameters; "
+        "its metrics.json holds the model, config and per-step loss, accuracy and mean attention",
+    )
+    a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
+    a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
+    a("--N", type=int, default=None, help="circle: walk length incl. the label, >= 2 (default 97; QA: 17/19)")
+    a("--p", default=None, help="circle: clockwise probability in [0, 1], e.g. 1/2 or 0.7 (default 1/2)")
+    a(
+        "--M",
+        type=int,
+        default=1000,
+        help="positional dimension, >= N (> N for sine; = N for onehot) (default 1000)",
+    )
+    a(
+        "--pos",
+        choices=("sine", "onehot", "random"),
+        default="sine",
+        help="positional embeddings (default sine)",
+    )
+    a("--mu", type=float, default=None, help="mu = ||p_i||^2 > 0 (default: M/2 sine, 1 onehot/random)")
+    a("--pos-norm", type=float, default=None, dest="pos_norm", help=argparse.SUPPRESS)  # deprecated --mu
+    a("--pos-seed", type=int, default=0, help="seed of the random embeddings (default 0)")
+    a(
+        "--gram",
+        choices=("ideal", "computed"),
+        default="ideal",
+        help="fast path: P^T P = mu*I exactly (ideal, default) or the float Gram matrix of P (computed)",
+    )
+    a("--init", choices=("zero", "gaussian"), default="zero", help="initialisation (default zero)")
+    a("--sigma", type=float, default=0.01, help="std of the Gaussian init, > 0 (default 0.01)")
+    a(
+        "--normalize-attention",
+        action="store_true",
+        help="unit-normalise each x~_i inside the softmax (Fig 6)",
+    )
+    a("--relu-width", type=int, default=None, help="use f = A ReLU(V X S) with hidden width m >= 1 (Fig 10)")
+    a("--loss", choices=("log", "squared", "exp"), default="log", help="loss of e_y^T f (default log)")
+    a("--eta", type=float, default=1.0, help="learning rate > 0 (default 1)")
+    a(
+        "--eps",
+        type=float,
+        default=0.1,
+        help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1); train_loss is negative once z+eps > 1",
+    )
+    a("--steps", type=int, default=50, help="GD steps >= 0 (default 50)")
+    a("--train-size", type=int, default=1000, help="sampled training inputs >= 1 (default 1000)")
+    a("--test-size", type=int, default=1000, help="sampled test inputs >= 1 (default 1000)")
+    a("--population", action="store_true", help="train and test on the exact population (small tasks only)")
+    a("--seed", type=int, default=0, help="seed of sampling and init, >= 0 (default 0)")
+    a("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
+    a("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
+    a(
+        "--tie-rtol",
+        type=float,
+        default=None,
+        help="accuracy tie tolerance (default 1e-9 float64, 1e-5 float32)",
+    )
+    a(
+        "--kl-norm",
+        choices=("softmax", "shift"),
+        default="softmax",
+        help="output normalisation of the kl metric",
+    )
+    a(
+        "--reference",
+        action="store_true",
+        help="train with autograd on the full W instead of the fast path (slow)",
+    )
+    a("--snapshots", default="", help="comma-separated steps at which to keep V, attention and X S")
+    a(
+        "--record-steps",
+        default=None,
+        help="comma-separated steps whose metrics go into history (default: every step), e.g. 0,100,2000",
+    )
+    a(
+        "--rotate",
+        action="store_true",
+        help="circle populations from zero init: exact rotation reduction (K times fewer training walks)",
+    )
+    a(
+        "--record-params",
+        action="store_true",
+        help='keep V, w = W x~_N (and A with --relu-width) at every recorded step in metrics.json under "params"',
+    )
+    a(
+        "--threads",
+        type=int,
+        default=1,
+        help=f"torch threads, 1..{os.cpu_count() or 1} (the cores here; default 1: the tensors are small and "
+        "extra threads mostly add overhead)",
+    )
+    a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
+
+
+def _snapshots(text: str, flag: str = "--snapshots") -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise ValueError(f"{flag}={text!r} must be comma-separated integers, e.g. 100,400") from None
+
+
+def _numeric_p(text: str) -> object:
+    """--p as an exact number in [0, 1]: training samples walks, so a symbol such as p is refused."""
+    from rwtoolkit.tasks import exact, is_numeric
+
+    try:
+        p = exact(text, "--p")
+    except ValueError:
+        p = None
+    if p is None or not is_numeric(p):
+        raise ValueError(f"--p={text!r} is not a number: rw train needs --p in [0, 1], e.g. 1/2, 0.7 or 1")
+    return p
+
+
+def _loss_note(loss: str, value: float) -> str:
+    """Why a log-loss value is negative: -log(z+eps) < 0 once z + eps > 1, which a confident output reaches."""
+    return " (negative because -log(z+eps) < 0 where z+eps > 1)" if loss == "log" and value < 0 else ""
+
+
+def _task(args: argparse.Namespace) -> CircleWalk | FiniteTask:
+    """The task of --task/--K/--N/--p (the exact population checked against its limit with --population)."""
+    from rwtoolkit.tasks import MAX_EXACT_WALKS, CircleWalk, qa_task1, qa_task2
+
+    if args.task == "circle":
+        K, N = 6 if args.K is None else args.K, 97 if args.N is None else args.N
+        task = CircleWalk(K, N, _numeric_p("1/2" if args.p is None else args.p))
+        if args.population and task.walk_count > MAX_EXACT_WALKS:
+            raise ValueError(
+                f"--population: the circle walk with K={task.K}, N={task.N} has {float(task.walk_count):.3g} walks, "
+                f"above the limit of {MAX_EXACT_WALKS} for the exact population; drop --population to train on "
+                "--train-size sampled walks"
+            )
+    else:
+        task = qa_task1() if args.task == "qa1" else qa_task2()
+        if args.p is not None:
+            raise ValueError(f"--p applies only to --task circle, not --task {args.task}")
+        for flag, given, fixed in (("--K", args.K, task.K), ("--N", args.N, task.N)):
+            if given is not None and given != fixed:
+                raise ValueError(
+                    f"{flag}={given} does not match --task {args.task}, whose {flag[2:]} is {fixed}"
+                )
+    return task
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the task and configs from the flags, train, write DIR/metrics.json.
+
+    The printed ``train_loss`` is the mean training loss at the last step; with the log-loss
+    -log(z + eps) it is negative once the predicted probabilities z of the labels plus eps exceed 1.
+    """
+    if not 1 <= args.threads <= (os.cpu_count() or 1):
+        raise ValueError(
+            f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
+        )
+    from rwtoolkit.cli._models import model_from_args
+    from rwtoolkit.cli._task_args import renamed_flag
+    from rwtoolkit.models import DEFAULT_MODEL
+
+    renamed_flag(args, "rw train", "--mu", "--pos-norm")
+    net = model_from_args(args)
+    if net.name != DEFAULT_MODEL:
+        _refuse_paper_only(args, net.name)
+    path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    from rwtoolkit.engines.numeric import (  # torch loads here, not for --help
+        ModelConfig,
+        TrainConfig,
+        train,
+        write_json_atomic,
+    )
+
+    task = _task(args)
+    if net.name != DEFAULT_MODEL:
+        return _run_model(args, net, task, path)
+    model = ModelConfig(
+        K=task.K,
+        N=task.N,
+        M=args.M,
+        pos=args.pos,
+        mu=args.mu,
+        pos_seed=args.pos_seed,
+        normalize_attention=args.normalize_attention,
+        relu_width=args.relu_width,
+        gram=args.gram,
+    )
+    cfg = TrainConfig(
+        steps=args.steps,
+        eta=args.eta,
+        eps=args.eps,
+        loss=args.loss,
+        init=args.init,
+        sigma=args.sigma,
+        seed=args.seed,
+        population=args.population,
+        train_size=args.train_size,
+        test_size=args.test_size,
+        dtype=args.dtype,
+        device=args.device,
+        fast=not args.reference,
+        tie_rtol=args.tie_rtol,
+        snapshots=_snapshots(args.snapshots),
+        kl_norm=args.kl_norm,
+        threads=args.threads,
+        record_steps=None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps"),
+        rotate=args.rotate,
+        record_params=args.record_params,
+    )
+    result = train(task, model, cfg, progress=True)
+    write_json_atomic(result.to_json(), path)
+    last = result.history[-1]
+    loss = last["train_loss"]
+    print(
+        f"wrote {path}: step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
+        f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
+    )
+    return 0
+
+
+#: Options of the paper's model only (its fast paths and head): (flag, is it given?) for another --model.
+_PAPER_ONLY = (
+    ("--relu-width", lambda a: a.relu_width is not None),
+    ("--normalize-attention", lambda a: a.normalize_attention),
+    ("--gram computed", lambda a: a.gram != "ideal"),
+    ("--reference", lambda a: a.reference),
+    ("--rotate", lambda a: a.rotate),
+    ("--snapshots", lambda a: a.snapshots != ""),
+    ("--record-params", lambda a: a.record_params),
+    ("--kl-norm", lambda a: a.kl_norm != "softmax"),
+    ("--tie-rtol", lambda a: a.tie_rtol is not None),
+)
+
+
+def _refuse_paper_only(args: argparse.Namespace, name: str) -> None:
+    """One line before any work for an option that only ``one_layer`` (the paper's model) supports."""
+    for flag, given in _PAPER_ONLY:
+        if given(args):
+            raise ValueError(
+                f"{flag} applies only to --model one_layer (the paper's model); drop it for --model {name}"
+            )
+    if not args.population:
+        raise ValueError(
+            f"--model {name} trains on the exact population only (sampled walks are one_layer's): add --population"
+        )
+
+
+def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTask, path: Path) -> int:
+    """Another registered model: full-batch GD in torch with its tape gradient (rwtoolkit.engines.numeric.train_model)."""
+    import torch
+
+    from rwtoolkit.engines.numeric import (
+        model_memory_estimate,
+        positional_embeddings,
+        train_model,
+        write_json_atomic,
+    )
+    from rwtoolkit.io import check_memory, format_bytes
+
+    record = None if args.record_steps is None else set(_snapshots(args.record_steps, "--record-steps"))
+    P = positional_embeddings(args.pos, args.M, task.N, args.mu, args.pos_seed)
+    memory = model_memory_estimate(task, net, args.M, args.steps, args.dtype)
+    check_memory(
+        memory,
+        f"rw train --model {net.name} on K={task.K}, N={task.N}, M={args.M} ({format_bytes(memory)})",
+        "use a smaller M, N or --head-dim",
+    )
+    previous = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        result = train_model(
+            task,
+            net,
+            P,
+            args.steps,
+            eta=args.eta,
+            eps=args.eps,
+            loss=args.loss,
+            init=args.init,
+            sigma=args.sigma,
+            seed=args.seed,
+            dtype=args.dtype,
+            device=args.device,
+            record_steps=record,
+            progress=True,
+            config={
+                "task": task.describe(),
+                "positions": {
+                    "pos": args.pos,
+                    "M": args.M,
+                    "mu": args.mu,
+                    "pos_seed": args.pos_seed,
+                },
+            },
+        )
+    finally:
+        torch.set_num_threads(previous)
+    write_json_atomic(result.to_json(), path)
+    last = result.history[-1]
+    loss = last["train_loss"]
+    print(
+        f"wrote {path}: model {net.name} {net.hyperparameters}, step {last['step']}, train_loss {loss:.6g}"
+        f"{_loss_note(args.loss, loss)}, test_accuracy {last['test_accuracy']:.4g}, "
+        f"parent_attention {last['parent_attention']:.4g}"
+    )
+    return 0

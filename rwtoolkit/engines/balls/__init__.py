@@ -1,0 +1,60 @@
+"""Certified ball arithmetic (python-flint ``arb``) for the exact training trajectory at the paper's scale.
+
+``certify(task, ...)`` encloses every quantity of full-batch GD from zero init on the exact model
+(sine embeddings enclosed entry by entry, Lemma E.5 checked against the enclosure) and returns typed
+statements: ``Outcome.VERIFIED`` / ``REFUTED`` / ``INCONCLUSIVE`` (never a pass).
+"""
+
+from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, Outcome, ball_json, precision
+from rwtoolkit.engines.balls._certify import Certification, Statement, certify, statements, walk_sets
+from rwtoolkit.engines.balls._compare import compare_float
+from rwtoolkit.engines.balls._engine import BallTrajectory, State, StepRecord, run_trajectory
+from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
+from rwtoolkit.engines.balls._gram import GramEnclosure, enclose_gram, sine_embeddings
+from rwtoolkit.engines.balls._models import (
+    BallLogLoss,
+    ball_arithmetic,
+    ball_batch,
+    ball_estimate,
+    ball_model_trajectory,
+    to_ball,
+)
+from rwtoolkit.engines.balls._walks import WalkSet
+from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
+
+__all__ = [
+    "MAX_PREC",
+    "MIN_PREC",
+    "BallLogLoss",
+    "ball_arithmetic",
+    "ball_batch",
+    "ball_estimate",
+    "ball_model_trajectory",
+    "to_ball",
+    "certify_json",
+    "certify_markdown",
+    "compare_float",
+    "tolerance_line",
+    "Certification",
+    "GramEnclosure",
+    "Outcome",
+    "State",
+    "Statement",
+    "StepRecord",
+    "BallTrajectory",
+    "WalkSet",
+    "ball_json",
+    "certify",
+    "enclose_gram",
+    "precision",
+    "run_trajectory",
+    "sine_embeddings",
+    "statements",
+    "walk_sets",
+]
+
+# Kept one release (docs/changelog.md): one Trajectory per package was one name for three things.
+__getattr__ = _deprecated_attributes(
+    "rwtoolkit.engines.balls",
+    {"Trajectory": ("rwtoolkit.engines.balls.BallTrajectory", lambda: BallTrajectory)},
+)

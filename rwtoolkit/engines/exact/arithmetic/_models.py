@@ -1,0 +1,80 @@
+"""The exact arithmetic of ``rwtoolkit.models``: SymPy elements in numpy object arrays, decisions by ``_decide.sign``.
+
+Every model of the registry runs exactly through it (``rwtoolkit.engines.exact.derive_model``): rationals stay rationals,
+exponentials stay exact as the engine's named atoms (``rwtoolkit.engines.exact.arithmetic._atoms.exp_atom``: exp(a) once per distinct a), and a comparison is decided by algebra or by a
+certified evaluation, never by a rounded value (docs/guide/exact.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from flint import fmpq
+from sympy.core.sympify import converter
+
+from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom
+from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
+from rwtoolkit.models import ObjectArithmetic
+
+# A rational element is a python-flint fmpq (tens of times faster than a SymPy Rational on the long
+# rationals of late steps); it meets SymPy expressions as the Rational it is.
+converter[fmpq] = lambda q: sp.Rational(int(q.p), int(q.q))
+
+
+def exact_element(value: Any) -> fmpq | sp.Expr:
+    """An element of the exact arithmetic: an fmpq for a rational, else the SymPy expression."""
+    if isinstance(value, (int, np.integer)):
+        return fmpq(int(value))
+    if isinstance(value, Fraction):
+        return fmpq(value.numerator, value.denominator)
+    expr = sp.sympify(value)
+    return fmpq(int(expr.p), int(expr.q)) if expr.is_Rational else expr
+
+
+def _exp(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
+    if isinstance(x, fmpq):
+        return fmpq(1) if x == 0 else exp_atom(sp.Rational(int(x.p), int(x.q)))
+    return exp_atom(x)
+
+
+def _sign(x: fmpq | sp.Expr) -> int | None:
+    if isinstance(x, fmpq):
+        return (x > 0) - (x < 0)
+    return sign(x)
+
+
+def _float(value: fmpq | sp.Expr) -> float:
+    if isinstance(value, fmpq):
+        return int(value.p) / int(value.q)
+    x = nearest_float(value)
+    if x is None:
+        raise ValueError(f"no float value for {value} (symbols left)")
+    return x
+
+
+def to_sympy(value: Any) -> Any:
+    """An element (or an array of them) as SymPy: rationals become ``sympy.Rational``."""
+    if isinstance(value, np.ndarray):
+        return np.vectorize(to_sympy, otypes=[object])(value) if value.size else value
+    return sp.sympify(value)
+
+
+#: The exact arithmetic: fmpq rationals, SymPy expressions where exponentials of non-zero logits enter.
+EXACT = ObjectArithmetic("exact", exact_element, exp=_exp, sign=_sign, to_float=_float)
+
+
+class ExactLoss:
+    """ℓ and ℓ' of a ``rwtoolkit.engines.exact`` loss, elementwise on object arrays of label scores."""
+
+    def __init__(self, value: Callable[[sp.Expr], sp.Expr], derivative: Callable[[sp.Expr], sp.Expr]) -> None:
+        self._value, self._derivative = value, derivative
+
+    def value(self, z: np.ndarray) -> np.ndarray:
+        return EXACT.apply(lambda v: exact_element(self._value(sp.sympify(v))), z)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        return EXACT.apply(lambda v: exact_element(self._derivative(sp.sympify(v))), z)

@@ -1,0 +1,228 @@
+"""Exact population gradient descent for any model of the registry (``rw derive --model``).
+
+The generic path: the model's one definition (``rwtoolkit.models``) evaluated and differentiated in the exact arithmetic
+(``rwtoolkit.engines.exact.arithmetic._models.EXACT``) on the task's whole population, positions P rational with PᵀP = μI
+(``rwtoolkit.models.rational_positions``). The paper's model from zero init has its fast path, the reduced engine
+``rwtoolkit.engines.exact.derive`` (tests/test_models.py shows it equal to this one); every other model, and any model from a
+non-zero start, runs here.
+
+Initialisations: ``zero`` (every parameter 0) or ``gaussian``: i.i.d. N(0, σ²) entries drawn by numpy's
+``default_rng(seed)`` parameter by parameter in the model's order, each rounded to the nearest multiple of 2^-20
+so that the start is an exact rational (the same seed gives the same rationals on every machine).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from tqdm import tqdm
+
+from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element
+from rwtoolkit.engines.exact.engine._cost import model_job_estimate
+from rwtoolkit.engines.exact.engine._derive import make_loss
+from rwtoolkit.engines.exact.engine._population import Loss
+from rwtoolkit.models import Batch, Evaluation, Model, batch, descend, rational_positions
+from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
+
+#: Initialisations of the generic path.
+INITS = ("zero", "gaussian")
+#: Grid of a Gaussian start: entries are multiples of 2^-GRID_BITS.
+GRID_BITS = 20
+#: Most steps from a non-zero start (nested exponentials grow with every step).
+MAX_EXP_STEPS = 3
+
+
+@dataclass
+class ModelTrajectory:
+    """θ(0..T) of exact GD for ``model`` on ``task``: one ``Evaluation`` per step (parameters and read-outs)."""
+
+    task: CircleWalk | FiniteTask
+    model: Model
+    eta: sp.Expr
+    eps: sp.Expr
+    mu: sp.Expr
+    loss: Loss
+    init: str
+    P: np.ndarray
+    batch: Batch
+    states: list[Evaluation] = field(default_factory=list)
+
+    @property
+    def K(self) -> int:
+        return self.batch.inputs.K
+
+    @property
+    def N(self) -> int:
+        return self.batch.inputs.N
+
+    @property
+    def population_size(self) -> int:
+        return self.batch.size
+
+    def readout(self, t: int, name: str) -> Any:
+        """loss, accuracy (None when a comparison is undecided), mean_attention (N) or mean_f (K) at step t."""
+        state = self.states[t]
+        if name == "loss":
+            return state.loss
+        if name == "accuracy":
+            return state.accuracy(self.batch, EXACT)
+        if name == "mean_attention":
+            return state.mean_attention(self.batch.weights, EXACT)
+        if name == "mean_f":
+            return EXACT.sum(state.f * self.batch.weights.reshape((-1, 1)), 0)
+        raise ValueError(f"no read-out {name!r}: use loss, accuracy, mean_attention, mean_f")
+
+
+def initial_parameters(
+    model: Model, K: int, D: int, init: str, sigma: object, seed: int, N: int | None = None
+) -> dict[str, np.ndarray]:
+    """The exact start of ``init`` (see the module text).
+
+    >>> from rwtoolkit.models import get_model
+    >>> start = initial_parameters(get_model("key_query", d=1), 2, 3, "gaussian", "1/10", 0)
+    >>> start["W_K"][0, 0]
+    -56169/1048576
+    """
+    if init not in INITS:
+        raise ValueError(f"--init={init!r} is not one of {', '.join(INITS)}")
+    if init == "zero":
+        return model.zeros(EXACT, K, D, N)
+    scale = Fraction(str(sigma))
+    if not scale > 0:
+        raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
+    rng = np.random.default_rng(seed)
+    grid = 2**GRID_BITS
+    out = {}
+    for name, shape in model.shapes(K, D, N).items():
+        draws = rng.standard_normal(shape)
+        out[name] = EXACT.asarray(
+            np.vectorize(lambda x: Fraction(round(float(x) * float(scale) * grid), grid), otypes=[object])(
+                draws
+            )
+        )
+    return out
+
+
+def model_estimate(
+    task: CircleWalk | FiniteTask, model: Model, steps: int, init: str, mu: object = 1
+) -> float:
+    """Estimated seconds of ``derive_model`` (``rwtoolkit.engines.exact.engine._cost.model_job_estimate``: multiply-adds of one
+    pass times a measured rate per step)."""
+    return model_job_estimate(task, model, steps, init).seconds
+
+
+#: Characters per exact value in the oracle's node table at steps 0..2, doubling with every step after
+#: (the rationals of the log-loss grow); measured 10-33 KB headers for key_query at K = 3, N = 4, 2-4 steps,
+#: which this bound exceeds by 1.5-3x.
+CHARS_PER_VALUE, CHARS_PER_INPUT_VALUE, HEADER_BASE = 80, 20, 4096
+
+
+def model_file_bytes(
+    task: CircleWalk | FiniteTask, model: Model, steps: int, per_input: bool
+) -> tuple[int, int]:
+    """Estimated bytes of the oracle ``write_oracle`` makes of ``derive_model``'s trajectory: (header, columns).
+
+    The header holds every parameter and read-out of every step once (``CHARS_PER_VALUE`` each, doubling
+    per step from t = 3) and the short per-input exact values; the columns are bounded by their
+    uncompressed size (16 bytes per double with its bound and node index, the population's tokens and labels).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> model_file_bytes(CircleWalk(3, 4, "3/10"), get_model("key_query", d=2), 4, True)
+    (63616, 28288)
+    """
+    population = task.population()
+    n, K, N = population.size, population.K, population.N
+    D = K + 4 * -(-N // 4)
+    values = sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) + 2 + N + K
+    per_input_values = n * (2 * N + K)
+    growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
+    header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
+    if per_input:
+        header += per_input_values * CHARS_PER_INPUT_VALUE * (steps + 1)
+    columns = (
+        (4 * n * N + 16 * n + 16 * per_input_values * (steps + 1) + 128 * (5 + 9 * (steps + 1)))
+        if per_input
+        else 0
+    )
+    return header, columns
+
+
+def positive_rational(value: object, name: str) -> sp.Rational:
+    """``value`` read by ``rwtoolkit.tasks.exact``; one line naming ``--name`` unless it is a rational > 0.
+
+    >>> positive_rational("7/2", "mu")
+    7/2
+    """
+    x = exact(value, name)
+    if not (x.is_Rational and x > 0):
+        raise ValueError(f"--{name}={value} is out of range: the generic engine needs a rational > 0")
+    return x
+
+
+def derive_model(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = 1,
+    loss: str = "log",
+    init: str = "zero",
+    sigma: object = "1/100",
+    seed: int = 0,
+    progress: bool = False,
+) -> ModelTrajectory:
+    """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
+
+    ``eta``, ``eps`` as for ``derive``; ``mu`` must be a positive rational (the positions are built from it).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> traj = derive_model(CircleWalk(3, 3, "1/2"), get_model("key_query", d=1), 2)
+    >>> traj.states[2].params["W_K"].tolist(), traj.readout(2, "mean_attention").tolist()
+    ([[0, 0, 0, 0, 0, 0, 0]], [1/3, 1/3, 1/3])
+    """
+    steps = check_int(steps, "steps", 0)
+    if init != "zero" and steps > MAX_EXP_STEPS:
+        raise ValueError(
+            f"--steps {steps} from --init {init}: the exact generic engine takes at most {MAX_EXP_STEPS} steps "
+            "from a non-zero start (nested exponentials); use fewer steps or rw train for a float trajectory"
+        )
+    eta_x, eps_x, mu_x = (positive_rational(v, n) for v, n in ((eta, "eta"), (eps, "eps"), (mu, "mu")))
+    lossfn = make_loss(loss, eps_x)
+    population = task.population()
+    K = population.K
+    P = EXACT.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
+    data = batch(EXACT, population.tokens, population.labels, population.exact_probs(), K, P)
+    start = initial_parameters(model, K, K + P.shape[0], init, sigma, seed, population.N)
+    bar = tqdm(total=steps + 1, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
+    states = descend(
+        model,
+        EXACT,
+        start,
+        data,
+        lossfn.elementwise(),
+        exact_element(eta_x),
+        steps,
+        lambda t: bar.update(1),
+    )
+    bar.close()
+    label = init if init == "zero" else f"gaussian(sigma={sigma}, seed={seed}, grid=2^-{GRID_BITS})"
+    return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states)
+
+
+__all__ = [
+    "INITS",
+    "ModelTrajectory",
+    "derive_model",
+    "initial_parameters",
+    "model_estimate",
+    "model_file_bytes",
+    "positive_rational",
+]

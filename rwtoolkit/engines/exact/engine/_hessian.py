@@ -1,0 +1,173 @@
+"""The exact gradient and Hessian of a registered model's population loss at one point (forward over reverse).
+
+Every entry is a dual number a + b·δ (δ² = 0) with exact SymPy parts. Evaluating the model's one definition
+(``rwtoolkit.models.evaluate``: the tape's reverse pass) at θ + δ·e_j gives ∇L(θ) in the real parts and the j-th
+column H e_j of the Hessian in the dual parts, because the tape's gradient is a composition of +, −, ×, ÷
+and exp, each of which a dual number differentiates exactly (exp(a + bδ) = eᵃ + eᵃ b δ). One reverse pass
+per parameter entry gives the whole Hessian; nothing is approximated. The point may hold exact logarithms
+(a bias log π_k, so that exp gives back the rational π_k): SymPy keeps them exact.
+
+The loss is the toolkit's ℓ(z) = −log(z + ε) on z = f_y, with ε ≥ 0 (ε = 0: the cross-entropy).
+
+>>> from rwtoolkit.models import get_model
+>>> from rwtoolkit.tasks import binary_markov_task
+>>> import numpy as np
+>>> model, task = get_model("one_layer"), binary_markov_task("1/2", "1/2", 2)
+>>> D = 2 + 2
+>>> point = {"V": np.full((2, 2), 1, dtype=object), "W": np.zeros((D, D), dtype=object)}
+>>> gradient, H = exact_hessian(model, task, point, np.eye(2, dtype=int))
+>>> H.shape, H == H.T
+((20, 20), True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from rwtoolkit.models import Model, ObjectArithmetic, batch, evaluate
+from rwtoolkit.tasks import Task
+
+
+class Dual:
+    """a + b·δ with δ² = 0; a and b exact SymPy numbers."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Any, b: Any = 0) -> None:
+        self.a, self.b = sp.sympify(a), sp.sympify(b)
+
+    @staticmethod
+    def _of(x: Any) -> Dual:
+        return x if isinstance(x, Dual) else Dual(x)
+
+    def __add__(self, other: Any) -> Dual:
+        o = Dual._of(other)
+        return Dual(self.a + o.a, self.b + o.b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Dual:
+        o = Dual._of(other)
+        return Dual(self.a - o.a, self.b - o.b)
+
+    def __rsub__(self, other: Any) -> Dual:
+        return Dual._of(other) - self
+
+    def __neg__(self) -> Dual:
+        return Dual(-self.a, -self.b)
+
+    def __mul__(self, other: Any) -> Dual:
+        o = Dual._of(other)
+        return Dual(self.a * o.a, self.a * o.b + self.b * o.a)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Dual:
+        o = Dual._of(other)
+        return Dual(self.a / o.a, (self.b * o.a - self.a * o.b) / o.a**2)
+
+    def __rtruediv__(self, other: Any) -> Dual:
+        return Dual._of(other) / self
+
+    def exp(self) -> Dual:
+        e = sp.exp(self.a)
+        return Dual(e, e * self.b)
+
+    def log(self) -> Dual:
+        return Dual(sp.log(self.a), self.b / self.a)
+
+
+def _sign(x: Dual) -> int | None:
+    value = sp.sign(x.a)
+    return int(value) if value.is_number else None
+
+
+DUAL = ObjectArithmetic("dual", Dual, exp=Dual.exp, sign=_sign, to_float=lambda x: float(x.a))
+
+
+class _Log:
+    """ℓ(z) = −log(z + ε) and ℓ'(z) = −1/(z + ε) on dual arrays."""
+
+    def __init__(self, eps: Any) -> None:
+        self.eps = sp.sympify(eps)
+
+    def value(self, z: np.ndarray) -> np.ndarray:
+        return DUAL.apply(lambda v: -(v + self.eps).log(), z)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        return DUAL.apply(lambda v: -1 / (v + self.eps), z)
+
+
+def exact_hessian(
+    model: Model, task: Task, point: Mapping[str, Any], P: Any, eps: Any = 0
+) -> tuple[sp.Matrix, sp.Matrix]:
+    """(∇L, H) at ``point`` (exact entries by parameter name, the model's shapes), positions ``P`` (M, N).
+
+    θ is flattened in the model's ``shapes`` order. Entries are SymPy numbers: rational where every
+    exponential the model meets has a rational value (exp(log ρ) = ρ), else exact expressions in those
+    exponentials. Raises ValueError for a point whose shapes are not the model's.
+    """
+    pop = task.population()
+    P = np.asarray(P, dtype=object)
+    shapes = model.shapes(pop.K, pop.K + P.shape[0], pop.N)
+    for name, shape in shapes.items():
+        if name not in point or tuple(np.shape(point[name])) != tuple(shape):
+            raise ValueError(f"the point's {name!r} must have shape {shape} (the model's parameters)")
+    data = batch(DUAL, pop.tokens, pop.labels, pop.exact_probs(), pop.K, DUAL.asarray(P))
+    flat = [sp.sympify(x) for name in shapes for x in np.asarray(point[name], dtype=object).ravel()]
+    n = len(flat)
+    loss = _Log(eps)
+    columns, gradient = [], None
+    for j in range(n):
+        params, start = {}, 0
+        for name, shape in shapes.items():
+            size = math.prod(shape)
+            entries = [Dual(flat[start + i], int(start + i == j)) for i in range(size)]
+            params[name] = np.array(entries, dtype=object).reshape(shape)
+            start += size
+        g = evaluate(model, DUAL, params, data, loss).gradient
+        assert g is not None
+        values = [x for name in shapes for x in np.asarray(g[name], dtype=object).ravel()]
+        if gradient is None:
+            gradient = [v.a for v in values]
+        columns.append([v.b for v in values])
+    assert gradient is not None
+    return sp.Matrix(gradient), sp.Matrix(columns).T
+
+
+def hessian_inertia(H: sp.Matrix) -> tuple[int, int, int]:
+    """(positive, zero, negative) eigenvalue counts of a symmetric rational matrix, exactly.
+
+    The characteristic polynomial (python-flint ``fmpq_mat.charpoly``) of a real symmetric matrix has only
+    real roots, so Descartes' rule of signs counts them exactly: the sign changes of its coefficients
+    are the positive roots, those of p(−x) the negative ones, and the lowest non-zero coefficient's
+    index is the multiplicity of 0.
+
+    >>> hessian_inertia(sp.Matrix([[2, 1, 0], [1, 2, 0], [0, 0, 0]])), hessian_inertia(sp.Matrix([[0, 1], [1, 0]]))
+    ((2, 1, 0), (1, 0, 1))
+    """
+    from flint import fmpq, fmpq_mat
+
+    if H.shape[0] != H.shape[1] or H != H.T:
+        raise ValueError(f"hessian_inertia: the matrix ({H.shape[0]}×{H.shape[1]}) is not symmetric")
+    if not all(x.is_Rational for x in H):
+        raise ValueError("hessian_inertia: an entry is not rational (the point's logarithms did not cancel)")
+    n = H.shape[0]
+    if n == 0:
+        return 0, 0, 0
+    A = fmpq_mat(n, n, [fmpq(int(x.p), int(x.q)) for x in H])
+    poly = A.charpoly()
+    coefficients = [poly[i] for i in range(poly.degree() + 1)]
+    zero = next(i for i, c in enumerate(coefficients) if c != 0)
+
+    def changes(cs: list[Any]) -> int:
+        signs = [c > 0 for c in cs if c != 0]
+        return sum(a != b for a, b in zip(signs, signs[1:], strict=False))
+
+    tail = coefficients[zero:]
+    return changes(tail), zero, changes([c * (-1) ** i for i, c in enumerate(tail)])

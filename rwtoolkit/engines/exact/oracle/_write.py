@@ -1,0 +1,518 @@
+"""Write an exact trajectory as an oracle: a JSON header (node table, per-step values) and per-input columns.
+
+Version 2 of ``rwtoolkit-derive-oracle`` (schema ``rwtoolkit/schemas/oracle.schema.json``):
+
+* the header names the model, its parameters and read-outs (docs/notation.md), the configuration,
+  and holds one node table (``rwtoolkit.engines.exact.oracle._nodes``) in which every exact value of every step
+  is written once; each value is ``{"exact": node indices, "float": doubles, "error": bounds}`` with
+  the certified bound |float - exact| <= error (``rwtoolkit.engines.exact.oracle._balls``);
+* the per-input read-outs (S, f and the logits of every input, in ``task.population()`` order) go to
+  the columnar file beside it (``rwtoolkit.io.oracle_format``), written step by step in chunks of
+  inputs: the doubles, their bounds, and the exact value's node where it is short (it adds at most
+  ``SHORT_CHARS`` characters to the table, e.g. every rational of a uniform-attention step).
+
+Memory stays at the engine's own plus one step's per-group values: the per-input rows are expanded
+from the engine's groups chunk by chunk, never held for the whole population.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from tqdm import tqdm
+
+from rwtoolkit.engines.exact.arithmetic._json import long_integers
+from rwtoolkit.engines.exact.arithmetic._models import to_sympy
+from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT
+from rwtoolkit.engines.exact.engine._derive import StepState, Trajectory
+from rwtoolkit.engines.exact.engine._generic import ModelTrajectory
+from rwtoolkit.engines.exact.oracle._balls import BallTable
+from rwtoolkit.engines.exact.oracle._nodes import NodeTable, nested_map
+from rwtoolkit.io import write_files_atomic
+from rwtoolkit.io.oracle_format import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
+from rwtoolkit.models import model_summary
+
+#: A per-input exact value is written when it adds at most this many characters to the node table.
+SHORT_CHARS = 512
+#: Inputs per chunk of the per-input columns.
+CHUNK_ROWS = 65536
+#: The per-step values of the model's state and read-outs, in the order written.
+PARAMETERS = ("V", "w_tok", "c")
+READOUTS = ("loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
+PER_INPUT = ("logits", "S", "f")
+
+MODEL_NAME = "one_layer"
+
+
+def model_header(K: int, N: int) -> dict:
+    """The header's model section: the paper's model, its reduced parameters and its read-outs."""
+    return {
+        "name": MODEL_NAME,
+        "definition": "f(X~) = V X S(X~^T W x~_N), S the softmax over the N positions; zero initialisation "
+        "(Section 3 of the paper)",
+        "coordinates": "reduced (Lemma B.1; docs/theory.md#reduction): W(t) = w(t) x~_N^T / mu with "
+        "w = [w_tok; sum_j c_j p_j]",
+        "parameters": {"V": [K, K], "w_tok": [K], "c": [N]},
+        "readouts": {"loss": [], "accuracy": [], "mean_attention": [N], "mean_logits": [N], "mean_f": [K]},
+        "per_input": {"logits": [N], "S": [N], "f": [K]},
+    }
+
+
+NOTATION = {
+    "V": "V(t), K x K, row = output token",
+    "w_tok": "token part of w(t) = W(t) x~_N (K entries); W(t) = w(t) x~_N^T / mu, W11 = W21 = 0",
+    "c": "positional part of w(t) in the basis p_1..p_N (N entries): w_pos = sum_j c_j p_j",
+    "logits": "x~_j^T W x~_N = x_j^T w_tok + mu c_j, j = 1..N, per input in task.population() order",
+    "S": "the attention over the N positions, per input",
+    "f": "f = V X S (K entries), per input",
+    "nodes": "exact values: node table, children first (rwtoolkit/engines/exact/oracle/_nodes.py); 'exact' holds indices",
+    "error": "certified bound: |float - exact value| <= error",
+    "abstract_loss": "loss 'any': ell(z) is the loss, dell(z) its derivative",
+}
+
+
+def _config(traj: Trajectory | ModelTrajectory, per_input: bool) -> dict:
+    """The header's configuration, the same keys for both kinds of trajectory."""
+    task = traj.task
+    return {
+        "task": getattr(task, "name", "finite"),
+        "K": traj.K,
+        "N": traj.N,
+        "p": task.describe().get("p"),
+        "eta": str(traj.eta),
+        "eps": str(traj.eps),
+        "mu": str(traj.mu),
+        "loss": traj.loss.name,
+        "steps": len(traj.states) - 1,
+        "population_size": traj.population_size,
+        "per_input": per_input,
+        "index_base": 0,
+        "init": "zero",
+    }
+
+
+def verdict_json(state: StepState, table: NodeTable | None = None) -> dict:
+    """{predicate: {"outcome": proved|refuted|undecided, "detail": str, "witness": str or null}}.
+
+    With a node table, an exact witness difference is written as its node index
+    (``"witness": {"name": index}``) instead of its text, and strings stay strings.
+    """
+    from rwtoolkit.engines.exact.analysis._structure import outcome, structure_verdicts
+    from rwtoolkit.engines.exact.arithmetic._json import exact_string
+
+    out: dict[str, dict] = {}
+    for name, check in structure_verdicts(state).items():
+        witness: object = None
+        if check.witness is not None:
+            if table is None:
+                witness = ", ".join(
+                    f"{k}: {exact_string(v) if isinstance(v, sp.Basic) else v}"
+                    for k, v in check.witness.items()
+                )
+            else:
+                witness = {
+                    k: (table.add(v) if isinstance(v, sp.Basic) else str(v)) for k, v in check.witness.items()
+                }
+        out[name] = {"outcome": outcome(check), "detail": check.detail, "witness": witness}
+    return out
+
+
+def _flat(value: object) -> list[int]:
+    if isinstance(value, list):
+        return [i for v in value for i in _flat(v)]
+    return [value]  # type: ignore[list-item]
+
+
+def value_entry(table: NodeTable, balls: BallTable, value: object) -> dict:
+    """{"exact": indices, "float": doubles or null, "error": bounds or null} of a scalar, list or Matrix."""
+    ids = table.add_nested(value)
+    flat = _flat(ids)
+    doubles = dict(zip(flat, balls.doubles(flat)))  # a node's double and bound, wherever it appears
+    if any(d is None for d in doubles.values()):
+        return {"exact": ids, "float": None, "error": None}
+    return {
+        "exact": ids,
+        "float": nested_map(ids, lambda i: doubles[i][0]),  # type: ignore[index]
+        "error": nested_map(ids, lambda i: doubles[i][1]),  # type: ignore[index]
+    }
+
+
+def _step_entry(state: StepState, table: NodeTable, balls: BallTable, verdict: bool) -> dict:
+    entry: dict[str, Any] = {"t": state.t}
+    for name in PARAMETERS + READOUTS:
+        value: Any = state.atom_form(name)
+        entry[name] = value_entry(table, balls, list(value) if name in ("w_tok", "c") else value)
+    if verdict:
+        entry["verdict"] = verdict_json(state, table)
+    return entry
+
+
+def bounds_float32(bounds: list[float]) -> np.ndarray:
+    """Error bounds as float32, each rounded up (an upper bound stays an upper bound).
+
+    >>> b = bounds_float32([1e-17, 0.0, 1e-300])
+    >>> bool(np.all(b.astype(np.float64) >= [1e-17, 0.0, 1e-300])), b.dtype.name
+    (True, 'float32')
+    """
+    wide = np.asarray(bounds, dtype=np.float64)
+    narrow = wide.astype(np.float32)
+    low = narrow.astype(np.float64) < wide
+    narrow[low] = np.nextafter(narrow[low], np.float32(np.inf))
+    return narrow
+
+
+class _GroupValues:
+    """One step's per-group values of one quantity: doubles, bounds and exact node indices by key."""
+
+    def __init__(self, values: list[sp.Expr], table: NodeTable, balls: BallTable) -> None:
+        base = len(table)
+        ids, sizes = [], []
+        for v in values:  # a scratch extension of the table: every value, to evaluate it
+            before = len(table)
+            ids.append(table.add(v))
+            sizes.append(sum(len(json.dumps(n, separators=(",", ":"))) for n in table.nodes[before:]))
+        doubles = balls.doubles(ids)
+        self.floats = all(d is not None for d in doubles)
+        self.value = np.array([d[0] if d else 0.0 for d in doubles], dtype=np.float64)
+        self.error = bounds_float32([d[1] if d else 0.0 for d in doubles])
+        short = [size <= SHORT_CHARS for size in sizes]  # a value already in the table adds 0
+        table.truncate(base)
+        balls.truncate(base)
+        # Keep the short values only (re-added in the same order: the same indices every time).
+        self.exact = np.array(
+            [table.add(v) if keep else -1 for v, keep in zip(values, short)], dtype=np.int32
+        )
+
+
+def _step_columns(state: StepState, traj: Trajectory, table: NodeTable, balls: BallTable) -> dict[str, Any]:
+    """The per-group tables of one step and the maps that expand them to inputs."""
+    ev = state.evaluated
+    inputs = traj.inputs
+    K = inputs.K
+    n_cls = int(ev.cls.max()) + 1 if ev.cls.size else 1
+    codes, S_vals, logit_vals = [], [], []
+    for g, S_of in enumerate(ev.S_of):
+        for (c, s), value in S_of.items():
+            codes.append((g * n_cls + c) * K + s)
+            S_vals.append(value)
+            logit_vals.append(ev.logit_of[g][(c, s)])
+    code_arr = np.asarray(codes, dtype=np.int64)
+    order = np.argsort(code_arr, kind="stable")
+    G = len(ev.f)
+    return {
+        "n_cls": n_cls,
+        "codes": code_arr[order],
+        "order": order,
+        "S": _GroupValues(S_vals, table, balls),
+        "S_query": _GroupValues(list(ev.S_query), table, balls),
+        "logits": _GroupValues(logit_vals, table, balls),
+        "logits_query": _GroupValues([ev.logit_query], table, balls),
+        "f": _GroupValues([v for f in ev.f for v in f], table, balls),
+        "groups": G,
+    }
+
+
+def _rows(traj: Trajectory, chunk: int) -> Iterable[tuple[int, np.ndarray]]:
+    """(rotation r, rooted input indices) chunks in ``task.population()`` order (input r·n + i)."""
+    inputs = traj.inputs
+    for r in range(inputs.K if inputs.rotation else 1):
+        for start in range(0, inputs.size, chunk):
+            yield r, np.arange(start, min(start + chunk, inputs.size))
+
+
+def _expand(
+    cols: dict[str, Any], ev: Any, traj: Trajectory, quantity: str, part: str, r: int, rows: np.ndarray
+) -> np.ndarray:
+    """Rows of the per-input ``quantity`` (S, logits, f) for rooted inputs ``rows`` rotated by r."""
+    inputs = traj.inputs
+    K, L = inputs.K, inputs.N - 1
+    g = ev.inverse[rows]
+    if quantity == "f":
+        table = getattr(cols["f"], part).reshape(cols["groups"], K)
+        return table[g[:, None], (np.arange(K)[None, :] - r) % K]
+    keys = (g[:, None] * cols["n_cls"] + ev.cls[None, :]) * K + inputs.tokens[rows]
+    where = cols["order"][np.searchsorted(cols["codes"], keys)]
+    body = getattr(cols[quantity], part)[where]
+    query = getattr(cols[quantity + "_query"], part)
+    last = query[g] if quantity == "S" else np.broadcast_to(query[0], g.shape)
+    out = np.empty((len(rows), L + 1), dtype=body.dtype)
+    out[:, :L] = body
+    out[:, L] = last
+    return out
+
+
+def _write_population(out: ColumnWriter, traj: Trajectory, table: NodeTable, balls: BallTable) -> bool:
+    inputs = traj.inputs
+    K, n, L = inputs.K, traj.population_size, inputs.N - 1
+    weights = _GroupValues(list(inputs.prob_values), table, balls)
+    with out.member("tokens", (n, L), "<i2") as put:
+        for r, rows in _rows(traj, CHUNK_ROWS):
+            put((inputs.tokens[rows] + r) % K if inputs.rotation else inputs.tokens[rows])
+    with out.member("labels", (n,), "<i2") as put:
+        for r, rows in _rows(traj, CHUNK_ROWS):
+            put((inputs.labels[rows] + r) % K if inputs.rotation else inputs.labels[rows])
+    parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
+    for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
+        with out.member(name, (n,), dtype) as put:
+            for _, rows in _rows(traj, CHUNK_ROWS):
+                put(getattr(weights, part)[inputs.prob_index[rows]])
+    return weights.floats
+
+
+def _write_columns(path: str, traj: Trajectory, table: NodeTable, balls: BallTable, bar: Any) -> dict:
+    """Stream the per-input file to ``path``; returns its description for the header."""
+    n, K, N = traj.population_size, traj.K, traj.N
+    shapes = {"logits": (n, N), "S": (n, N), "f": (n, K)}
+    floats = True
+    with ColumnWriter(path) as out:
+        floats &= _write_population(out, traj, table, balls)
+        for state in traj.states:
+            cols = _step_columns(state, traj, table, balls)
+            step_floats = all(cols[q].floats for q in ("S", "S_query", "logits", "logits_query", "f"))
+            floats &= step_floats
+            for quantity in PER_INPUT:
+                parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
+                for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
+                    name = f"{quantity}{suffix}/{state.t}"
+                    with out.member(name, shapes[quantity], dtype) as put:
+                        for r, rows in _rows(traj, CHUNK_ROWS):
+                            put(_expand(cols, state.evaluated, traj, quantity, part, r, rows))
+            bar.update(1)
+        members = list(out.members)
+    return {
+        "rows": n,
+        "order": "task.population()",
+        "steps": len(traj.states),
+        "floats": floats,
+        "members": members,
+    }
+
+
+def _dump(header: dict, nodes: list, handle: Any) -> None:
+    """The header as JSON, one node of the table per line (compact), the rest indented."""
+    text = json.dumps({**header, "nodes": "@NODES@"}, indent=1, allow_nan=False)
+    before, after = text.split('"@NODES@"')
+    handle.write(before)
+    handle.write("[\n")
+    for i, node in enumerate(nodes):
+        handle.write(json.dumps(node, separators=(",", ":")))
+        handle.write(",\n" if i + 1 < len(nodes) else "\n")
+    handle.write("]")
+    handle.write(after)
+    handle.write("\n")
+
+
+def write_oracle(
+    traj: Trajectory | ModelTrajectory,
+    path: str | os.PathLike,
+    per_input: bool | None = None,
+    verdict: bool = False,
+    progress: bool = False,
+) -> Path:
+    """Write the trajectory's oracle atomically: the header at ``path`` and, with per-input values, the
+    columns at ``per_input_path(path)``; returns the header's path.
+
+    ``per_input=None`` writes the per-input values when the population has at most
+    ``PER_INPUT_LIMIT`` inputs. With ``verdict`` every step also carries the structure predicates'
+    outcomes (the paper's model in reduced coordinates only). The same trajectory always gives the same
+    bytes. A ``ModelTrajectory`` (any model, ``derive_model``) is written by its parameters' own names.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> from rwtoolkit.engines.exact import derive, load_oracle
+    >>> traj = derive(CircleWalk(3, 3, "1/2"), 1, mu=1)
+    >>> path = write_oracle(traj, pathlib.Path(tempfile.mkdtemp()) / "o.json")
+    >>> load_oracle(path).value("V", 1)[0].tolist()
+    [0.5555555555555556, 0.8333333333333334, 0.8333333333333334]
+    """
+    path = Path(path)
+    if per_input is None:
+        per_input = traj.population_size <= PER_INPUT_LIMIT
+    if isinstance(traj, ModelTrajectory):
+        if verdict:
+            raise ValueError(
+                "verdict=True: the structure predicates are statements about the paper's model (derive)"
+            )
+        return _write_model_oracle(traj, path, per_input, progress)
+    return _write_pair(
+        path,
+        len(traj.states),
+        per_input,
+        progress,
+        {"model": model_header(traj.K, traj.N), "config": _config(traj, per_input), "notation": NOTATION},
+        lambda t, table, balls: _step_entry(traj.states[t], table, balls, verdict),
+        lambda tmp, table, balls, bar: _write_columns(tmp, traj, table, balls, bar),
+    )
+
+
+def _write_pair(
+    path: Path,
+    states: int,
+    per_input: bool,
+    progress: bool,
+    header: dict[str, Any],
+    step_entry: Callable[[int, NodeTable, BallTable], dict],
+    write_columns_body: Callable[[str, NodeTable, BallTable, Any], dict],
+) -> Path:
+    """The header (``header`` + format, version, steps, per-input description) and, with ``per_input``, the
+    columns, written together atomically from one node table: the writing both kinds of trajectory share."""
+    table = NodeTable()
+    balls = BallTable(table.nodes)
+    columns_path = per_input_path(path)
+    bar = tqdm(
+        total=states * (2 if per_input else 1),
+        desc="oracle",
+        unit="step",
+        disable=not (progress and sys.stderr.isatty()),
+    )
+    head: dict[str, Any] = {"format": FORMAT, "version": VERSION, **header}
+    info: dict[str, Any] = {}
+
+    def write_columns(tmp: str) -> None:
+        info.update(write_columns_body(tmp, table, balls, bar))
+        info["file"] = columns_path.name
+        info["bytes"] = os.path.getsize(tmp)
+        info["sha256"] = sha256_of(tmp)
+
+    def write_header(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            _dump({**head, "steps": steps, "per_input": info or None}, table.nodes, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    with long_integers():
+        steps = []
+        for t in range(states):
+            steps.append(step_entry(t, table, balls))
+            bar.update(1)
+        writers: dict[Path, Callable[[str], None]] = {}
+        if per_input:
+            writers[columns_path] = write_columns
+        writers[path] = write_header
+        write_files_atomic(writers)
+    bar.close()
+    if not per_input:
+        columns_path.unlink(missing_ok=True)  # a file of an earlier write would not match this header
+    return path
+
+
+# any model of the registry (derive_model): the full parameters by the model's names -------------------
+#: The read-outs of a generic trajectory, with their shapes in terms of (K, N).
+MODEL_READOUTS = {"loss": (), "accuracy": (), "mean_attention": ("N",), "mean_f": ("K",)}
+
+
+def generic_model_header(traj: ModelTrajectory) -> dict:
+    """The header's model section for any model: its name, summary, hyperparameters and parameter shapes."""
+    K, N, D = traj.K, traj.N, traj.K + int(traj.P.shape[0])
+    sizes = {"K": K, "N": N}
+    return {
+        "name": traj.model.name,
+        "definition": model_summary(traj.model.name),
+        "hyperparameters": dict(traj.model.hyperparameters),
+        "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D, N).items()},
+        "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
+        "per_input": {"logits": [N], "S": [N], "f": [K]},
+    }
+
+
+def _model_config(traj: ModelTrajectory, per_input: bool) -> dict:
+    """``_config`` with the model's start and its exact positions."""
+    return {
+        **_config(traj, per_input),
+        "init": traj.init,
+        "M": int(traj.P.shape[0]),
+        "positions": "rwtoolkit.models.rational_positions(N, mu): entries 0 and ±1, PᵀP = μI exactly",
+    }
+
+
+MODEL_NOTATION = {
+    "parameters": "the model's parameters by its own names (model.parameters; rwtoolkit.models, docs/guide/models.md)",
+    "accuracy": "P(smallest argmax of f = y); absent at a step where a comparison of f is undecided",
+    "logits": "the attention logits of the N positions, per input in task.population() order",
+    "S": "the attention over the N positions, per input",
+    "f": "the prediction (K entries), per input",
+    "nodes": NOTATION["nodes"],
+    "error": NOTATION["error"],
+}
+
+
+def _sympy_nested(value: object) -> object:
+
+    return to_sympy(value).tolist() if isinstance(value, np.ndarray) else to_sympy(value)
+
+
+def _model_step(traj: ModelTrajectory, t: int, table: NodeTable, balls: BallTable) -> dict:
+    state = traj.states[t]
+    entry: dict[str, Any] = {"t": t}
+    for name, value in state.params.items():
+        entry[name] = value_entry(table, balls, _sympy_nested(value))
+    for name in MODEL_READOUTS:
+        value = traj.readout(t, name)
+        if value is not None:  # an undecided accuracy is left out (MODEL_NOTATION)
+            entry[name] = value_entry(table, balls, _sympy_nested(value))
+    return entry
+
+
+def _write_model_columns(
+    path: str, traj: ModelTrajectory, table: NodeTable, balls: BallTable, bar: Any
+) -> dict:
+    population = traj.task.population()
+    n, K, N = traj.population_size, traj.K, traj.N
+    floats = True
+    with ColumnWriter(path) as out:
+        with out.member("tokens", (n, N - 1), "<i2") as put:
+            put(population.tokens)
+        with out.member("labels", (n,), "<i2") as put:
+            put(population.labels)
+        weights = _GroupValues(list(population.prob_values), table, balls)
+        floats &= weights.floats
+        parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
+        for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
+            with out.member(name, (n,), dtype) as put:
+                put(getattr(weights, part)[population.prob_index])
+        for t, state in enumerate(traj.states):
+            values = {
+                q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls)
+                for q in ("logits", "S", "f")
+            }
+            step_floats = all(v.floats for v in values.values())
+            floats &= step_floats
+            for quantity, shape in (("logits", (n, N)), ("S", (n, N)), ("f", (n, K))):
+                parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
+                for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
+                    with out.member(f"{quantity}{suffix}/{t}", shape, dtype) as put:
+                        put(getattr(values[quantity], part).reshape(shape))
+            bar.update(1)
+        members = list(out.members)
+    return {
+        "rows": n,
+        "order": "task.population()",
+        "steps": len(traj.states),
+        "floats": floats,
+        "members": members,
+    }
+
+
+def _write_model_oracle(traj: ModelTrajectory, path: Path, per_input: bool, progress: bool) -> Path:
+    return _write_pair(
+        path,
+        len(traj.states),
+        per_input,
+        progress,
+        {
+            "model": generic_model_header(traj),
+            "config": _model_config(traj, per_input),
+            "notation": MODEL_NOTATION,
+        },
+        lambda t, table, balls: _model_step(traj, t, table, balls),
+        lambda tmp, table, balls, bar: _write_model_columns(tmp, traj, table, balls, bar),
+    )

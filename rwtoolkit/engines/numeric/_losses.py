@@ -1,0 +1,103 @@
+"""Per-sample losses ℓ(z) of z = e_yᵀ f (docs/theory.md#model), with a domain check that never lets NaN through.
+
+The names and formulas are ``rwtoolkit.tasks.LOSSES`` (shared with ``rwtoolkit.engines.exact``); this module implements them on tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rwtoolkit.tasks import check_loss
+
+
+def log_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """The paper's loss -log(z + ε); defined only for z > -ε."""
+    return torch.log(z + eps).neg_()  # in place on the new tensor: one array fewer
+
+
+def squared_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """(1 - z)²: squared distance of the label score from 1 (ε unused)."""
+    return (1 - z) ** 2
+
+
+def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """exp(-z), the exponential loss (ε unused)."""
+    return torch.exp(-z)
+
+
+def log_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``log_loss``: -1/(z + ε)."""
+    return (z + eps).reciprocal_().neg()  # not neg_: reciprocal keeps its output for autograd (rw stability)
+
+
+def squared_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``squared_loss``: 2(z - 1)."""
+    return (z - 1).mul_(2)
+
+
+def exp_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+    """d/dz of ``exp_loss``: -exp(-z)."""
+    return torch.exp(-z).neg()  # not neg_: exp keeps its output for autograd
+
+
+#: One torch implementation per name of ``rwtoolkit.tasks.LOSSES``.
+LOSS_FUNCTIONS = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
+
+#: ℓ'(z) of each loss of ``LOSS_FUNCTIONS``, in closed form (the batched engine's gradient uses it).
+LOSS_DERIVATIVES = {
+    "log": log_loss_derivative,
+    "squared": squared_loss_derivative,
+    "exp": exp_loss_derivative,
+}
+
+
+class SampleLoss:
+    """ℓ applied per sample, checked: the log-loss domain z+ε > 0 first, then finiteness of ℓ(z)."""
+
+    def __init__(self, loss: str | Callable, eps: float) -> None:
+        check_loss(loss)
+        self.name = loss if isinstance(loss, str) else getattr(loss, "__name__", "callable")
+        self.is_log = loss == "log"
+        self.eps = float(eps)
+        self._fn = LOSS_FUNCTIONS[loss] if isinstance(loss, str) else (lambda z, eps: loss(z))
+
+    def __call__(self, z: torch.Tensor, step: int) -> torch.Tensor:
+        """ℓ(z) per sample (n,), or ValueError naming the step and how many samples are out of domain."""
+        if self.is_log:
+            bad = int((z + self.eps <= 0).sum())
+            if bad:
+                raise ValueError(
+                    f"log-loss -log(z+eps) is undefined at step {step}: z+eps <= 0 for {bad} of "
+                    f"{z.numel()} training samples (z = e_y^T f, eps={self.eps:g}); lower eta or raise eps"
+                )
+        values = self._fn(z, self.eps)
+        if not isinstance(values, torch.Tensor) or values.shape != z.shape:
+            raise ValueError(
+                f"loss {self.name!r} must map a tensor of shape {tuple(z.shape)} to one of the same shape"
+            )
+        bad = int((~torch.isfinite(values)).sum())
+        if bad:
+            raise ValueError(
+                f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples"
+            )
+        return values
+
+
+class TensorLoss:
+    """ℓ and ℓ' of a loss of ``LOSS_FUNCTIONS`` on tensors, as ``rwtoolkit.models.ElementLoss`` (the generic engines).
+
+    >>> TensorLoss("log", 0.5).derivative(torch.tensor([0.5])).tolist()
+    [-1.0]
+    """
+
+    def __init__(self, name: str, eps: float) -> None:
+        check_loss(name)
+        self.name, self.eps = name, float(eps)
+
+    def value(self, z: torch.Tensor) -> torch.Tensor:
+        return LOSS_FUNCTIONS[self.name](z, self.eps)
+
+    def derivative(self, z: torch.Tensor) -> torch.Tensor:
+        return LOSS_DERIVATIVES[self.name](z, self.eps)

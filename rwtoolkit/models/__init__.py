@@ -1,0 +1,104 @@
+"""The models of record: each model defined once, evaluated and differentiated by every engine.
+
+A model (:class:`Model`) declares its parameters and writes its forward pass with the primitives of a
+:class:`Tape`, against the arithmetic-neutral layer :class:`Arithmetic`; the exact (SymPy), ball (arb),
+numpy and torch engines each implement that layer, and the tape's reverse pass gives every model's gradient
+in every arithmetic. :data:`MODELS` is the registry ``--model`` reads (docs/guide/models.md).
+
+The registry's names (:data:`DEFAULT_MODEL`, :func:`model_names`, :func:`model_help`, :func:`model_summary`)
+load without numpy; every other name is imported on first use, so ``rw --help`` stays fast.
+
+>>> from fractions import Fraction
+>>> sorted(MODELS)
+['key_query', 'learned_positions', 'linear_attention', 'multi_head', 'one_layer', 'tied_embedding', 'two_layer', 'untied_embedding']
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
+from rwtoolkit.models._registry import (
+    DEFAULT_MODEL,
+    MODELS,
+    REGISTRY,
+    Registered,
+    get_model,
+    model_help,
+    model_names,
+    model_summary,
+)
+
+if _typing.TYPE_CHECKING:
+    from rwtoolkit.models._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
+    from rwtoolkit.models._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
+    from rwtoolkit.models._model import Inputs, Model, Readouts, embed
+    from rwtoolkit.models._positions import four_squares, rational_positions
+    from rwtoolkit.models._symmetry import acting_group, coordinate_permutation
+    from rwtoolkit.models._tape import Tape, Var
+    from rwtoolkit.models.key_query import KeyQuery
+    from rwtoolkit.models.one_layer import OneLayer, reduced_coordinates
+
+#: Where each name that needs numpy lives (imported by :func:`__getattr__` on first use).
+_LAZY = {
+    **dict.fromkeys(
+        ("FLOAT64", "Arithmetic", "Array", "FloatArithmetic", "ObjectArithmetic"), "rwtoolkit.models._arith"
+    ),
+    **dict.fromkeys(
+        ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate"), "rwtoolkit.models._descent"
+    ),
+    **dict.fromkeys(("Inputs", "Model", "Readouts", "embed"), "rwtoolkit.models._model"),
+    **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
+    **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
+    **dict.fromkeys(("acting_group", "coordinate_permutation"), "rwtoolkit.models._symmetry"),
+    "KeyQuery": "rwtoolkit.models.key_query",
+    **dict.fromkeys(("OneLayer", "reduced_coordinates"), "rwtoolkit.models.one_layer"),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rwtoolkit.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "FLOAT64",
+    "MODELS",
+    "REGISTRY",
+    "Arithmetic",
+    "Array",
+    "Batch",
+    "ElementLoss",
+    "Evaluation",
+    "FloatArithmetic",
+    "Inputs",
+    "KeyQuery",
+    "Model",
+    "ObjectArithmetic",
+    "OneLayer",
+    "Readouts",
+    "Registered",
+    "Tape",
+    "Var",
+    "acting_group",
+    "batch",
+    "coordinate_permutation",
+    "descend",
+    "embed",
+    "evaluate",
+    "four_squares",
+    "get_model",
+    "model_help",
+    "model_names",
+    "model_summary",
+    "rational_positions",
+    "reduced_coordinates",
+]

@@ -1,0 +1,171 @@
+"""The arithmetic-neutral layer: the few array operations a model's definition and its gradient use.
+
+A model is written once against :class:`Arithmetic` (docs/guide/models.md). Each engine supplies one:
+the exact engine SymPy elements in numpy object arrays (``rwtoolkit.engines.exact``), the certified engine python-flint
+``arb`` balls in object arrays (``rwtoolkit.engines.balls``), the float engines numpy float64 (:data:`FLOAT64`, here)
+and torch tensors (``rwtoolkit.engines.numeric``). Matrix products, indexing, reshapes and elementwise ``+ - * /`` are
+the arrays' own operators (numpy and torch agree on them); everything whose spelling differs, and the
+two operations whose meaning depends on the arithmetic (``exp``, and ``sign`` for exact decisions), is a
+method here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+#: An array of the arithmetic: a numpy array (object or float64) or a torch tensor.
+Array = Any
+
+
+class Arithmetic(Protocol):
+    """The operations a model definition may use beyond an array's own operators."""
+
+    name: str
+
+    def asarray(self, values: Any) -> Array:
+        """An array of this arithmetic from nested lists or a numpy array of exact rationals or floats."""
+        ...
+
+    def zeros(self, shape: Sequence[int]) -> Array: ...
+
+    def exp(self, a: Array) -> Array: ...
+
+    def softmax(self, a: Array) -> Array:
+        """Softmax over the last axis."""
+        ...
+
+    def sum(self, a: Array, axis: int | tuple[int, ...], keepdims: bool = False) -> Array: ...
+
+    def apply(self, fn: Callable[[Any], Any], a: Array) -> Array:
+        """``fn`` applied elementwise (for object arrays) or to the whole array (numeric arrays)."""
+        ...
+
+    def sign(self, x: Any) -> int | None:
+        """The sign of one element (-1, 0, 1), or None where this arithmetic cannot decide it."""
+        ...
+
+    def to_float(self, a: Array) -> np.ndarray:
+        """Nearest float64 values (for read-outs and comparisons across arithmetics)."""
+        ...
+
+    def predict(self, f: Array) -> np.ndarray | None:
+        """The smallest index among the maximal entries of each row (docs/notation.md), or None if undecided."""
+        ...
+
+
+class ObjectArithmetic:
+    """Elements of any Python number type in numpy object arrays (exact rationals, SymPy, arb balls).
+
+    ``convert`` makes an element from a rational or int, ``exp`` and ``sign`` act on one element.
+
+    >>> from fractions import Fraction
+    >>> ar = ObjectArithmetic("fractions", Fraction, exp=None, sign=lambda x: (x > 0) - (x < 0))
+    >>> (ar.asarray([[1, 2]]) @ ar.asarray([[3], [4]])).tolist()
+    [[Fraction(11, 1)]]
+    """
+
+    def __init__(
+        self,
+        name: str,
+        convert: Callable[[Any], Any],
+        exp: Callable[[Any], Any] | None,
+        sign: Callable[[Any], int | None],
+        to_float: Callable[[Any], float] = float,
+    ) -> None:
+        self.name = name
+        self._convert, self._exp, self._sign, self._float = convert, exp, sign, to_float
+
+    def asarray(self, values: Any) -> np.ndarray:
+        raw = np.asarray(values, dtype=object)
+        out = np.empty(raw.shape, dtype=object)
+        for index, value in np.ndenumerate(raw):
+            out[index] = self._convert(value)
+        return out
+
+    def zeros(self, shape: Sequence[int]) -> np.ndarray:
+        zero = self._convert(0)
+        out = np.empty(tuple(shape), dtype=object)
+        out.fill(zero)
+        return out
+
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        if self._exp is None:
+            raise ValueError(f"the {self.name} arithmetic has no exponential")
+        return self.apply(self._exp, a)
+
+    def softmax(self, a: np.ndarray) -> np.ndarray:
+        e = self.exp(a)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> np.ndarray:
+        return np.sum(a, axis=axis, keepdims=keepdims)
+
+    def apply(self, fn: Callable[[Any], Any], a: np.ndarray) -> np.ndarray:
+        out = np.empty(np.shape(a), dtype=object)
+        for index, value in np.ndenumerate(np.asarray(a, dtype=object)):
+            out[index] = fn(value)
+        return out
+
+    def sign(self, x: Any) -> int | None:
+        return self._sign(x)
+
+    def to_float(self, a: np.ndarray) -> np.ndarray:
+        return np.vectorize(self._float, otypes=[np.float64])(np.asarray(a, dtype=object))
+
+    def predict(self, f: np.ndarray) -> np.ndarray | None:
+        out = np.empty(f.shape[0], dtype=np.int64)
+        for n, row in enumerate(f):
+            best = 0
+            for k in range(1, len(row)):
+                s = self._sign(row[k] - row[best])
+                if s is None:
+                    return None
+                if s > 0:
+                    best = k
+            out[n] = best
+        return out
+
+
+class FloatArithmetic:
+    """numpy float64 arrays (a stable softmax; ``sign`` is the float's sign).
+
+    >>> FLOAT64.softmax(np.array([0.0, 0.0])).tolist()
+    [0.5, 0.5]
+    """
+
+    name = "float64"
+
+    def asarray(self, values: Any) -> np.ndarray:
+        return np.array(np.asarray(values, dtype=object).astype(float), dtype=np.float64)
+
+    def zeros(self, shape: Sequence[int]) -> np.ndarray:
+        return np.zeros(tuple(shape))
+
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        return np.exp(a)
+
+    def softmax(self, a: np.ndarray) -> np.ndarray:
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> np.ndarray:
+        return np.sum(a, axis=axis, keepdims=keepdims)
+
+    def apply(self, fn: Callable[[Any], Any], a: np.ndarray) -> np.ndarray:
+        return fn(a)
+
+    def sign(self, x: Any) -> int | None:
+        return int(np.sign(x))
+
+    def to_float(self, a: np.ndarray) -> np.ndarray:
+        return np.asarray(a, dtype=np.float64)
+
+    def predict(self, f: np.ndarray) -> np.ndarray:
+        return np.argmax(f, axis=-1)  # the first maximal entry: the smallest index
+
+
+#: The numpy float64 arithmetic.
+FLOAT64 = FloatArithmetic()

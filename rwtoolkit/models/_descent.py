@@ -1,0 +1,128 @@
+"""Gradient descent on the exact population loss, for any model of the registry, in any arithmetic.
+
+The population loss is L(θ) = Σ_n w_n ℓ(e_{y_n}ᵀ f_θ(X_n)) over a finite population with exact weights w_n
+(a task's inputs and probabilities, docs/theory.md#task). Its gradient is the tape's reverse pass of the
+model's forward, seeded with ∂L/∂f = w_n ℓ'(z_n) e_{y_n}; one step is θ ← θ − η ∇L. This is the generic path of
+every engine; the hand-tuned fast paths of the paper's model are specialisations tested equal to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from rwtoolkit.models._arith import Arithmetic, Array
+from rwtoolkit.models._model import Inputs, Model, embed
+from rwtoolkit.models._tape import Tape
+
+
+class ElementLoss(Protocol):
+    """ℓ and ℓ' applied to an array z of label values z = e_yᵀ f, in the arrays' arithmetic."""
+
+    def value(self, z: Array) -> Array: ...
+
+    def derivative(self, z: Array) -> Array: ...
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A population in one arithmetic: the inputs, the labels (n,) and the exact weights (n,) summing to 1."""
+
+    inputs: Inputs
+    labels: np.ndarray
+    weights: Array
+
+    @property
+    def size(self) -> int:
+        return int(self.labels.shape[0])
+
+
+def batch(
+    arithmetic: Arithmetic, tokens: np.ndarray, labels: np.ndarray, weights: Any, K: int, P: Array
+) -> Batch:
+    """The population (token ids, labels, weights) embedded with positions ``P`` in ``arithmetic``."""
+    return Batch(
+        inputs=embed(arithmetic, tokens, K, P),
+        labels=np.asarray(labels, dtype=np.int64),
+        weights=arithmetic.asarray(weights) if isinstance(weights, (list, tuple, np.ndarray)) else weights,
+    )
+
+
+@dataclass
+class Evaluation:
+    """A state θ and everything evaluated at it: read-outs per input, the population loss and its gradient."""
+
+    params: dict[str, Array]
+    logits: Array  # (n, N) attention logits
+    S: Array  # (n, N)
+    f: Array  # (n, K)
+    z: Array  # (n,) e_yᵀ f
+    loss: Any  # Σ_n w_n ℓ(z_n)
+    gradient: dict[str, Array] | None
+
+    def mean_attention(self, weights: Array, arithmetic: Arithmetic) -> Array:
+        """E[S_j], j = 1..N."""
+        return arithmetic.sum(self.S * weights.reshape((-1, 1)), 0)
+
+    def accuracy(self, batch: Batch, arithmetic: Arithmetic) -> Any:
+        """P(smallest argmax of f = y), or None where the arithmetic cannot decide a comparison."""
+        predicted = arithmetic.predict(self.f)
+        if predicted is None:
+            return None
+        correct = np.asarray(predicted) == batch.labels
+        return arithmetic.sum(batch.weights * arithmetic.asarray(correct.astype(np.int64)), 0)
+
+
+def evaluate(
+    model: Model,
+    arithmetic: Arithmetic,
+    params: Mapping[str, Array],
+    batch: Batch,
+    loss: ElementLoss,
+    gradient: bool = True,
+) -> Evaluation:
+    """The model's read-outs at ``params`` on ``batch``, the population loss and (if asked) its gradient."""
+    tape = Tape(arithmetic)
+    inputs = {name: tape.input(value) for name, value in params.items()}
+    out = model.forward(tape, inputs, batch.inputs)
+    f = out.f.value
+    rows = np.arange(batch.size)
+    z = f[rows, batch.labels]
+    total = arithmetic.sum(batch.weights * loss.value(z), 0)
+    grads = None
+    if gradient:
+        seed = arithmetic.zeros(tuple(f.shape))
+        seed[rows, batch.labels] = batch.weights * loss.derivative(z)
+        grads = tape.gradient(out.f, seed, inputs)
+    return Evaluation(dict(params), out.logits.value, out.S.value, f, z, total, grads)
+
+
+def descend(
+    model: Model,
+    arithmetic: Arithmetic,
+    params: Mapping[str, Array],
+    batch: Batch,
+    loss: ElementLoss,
+    eta: Any | Mapping[str, Any],
+    steps: int,
+    progress: Callable[[int], None] | None = None,
+) -> list[Evaluation]:
+    """θ(0..steps) of full-batch GD θ ← θ − η ∇L from ``params``; ``eta`` is one rate or one per parameter.
+
+    Returns ``steps + 1`` evaluations; the last has no gradient (no step is taken from it).
+    """
+    rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
+    states = []
+    current = dict(params)
+    for t in range(steps + 1):
+        state = evaluate(model, arithmetic, current, batch, loss, gradient=t < steps)
+        states.append(state)
+        if progress is not None:
+            progress(t)
+        if t < steps:
+            assert state.gradient is not None
+            current = {name: value - rates[name] * state.gradient[name] for name, value in current.items()}
+    return states
