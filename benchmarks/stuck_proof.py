@@ -16,7 +16,7 @@ import os
 import time
 
 from rwtoolkit.engines.exact import fixed_subspace, induction_step, stuck_proof
-from rwtoolkit.models import get_model
+from rwtoolkit.models import Sizes, get_model
 from rwtoolkit.tasks import CircleWalk, first_of_two_task, permutation_task, task_symmetries
 
 CASES = [
@@ -53,7 +53,7 @@ def main() -> int:
     model = get_model("one_layer")
     for name, task in CASES:
         inputs = sum(1 for q in task.population().exact_probs() if q != 0)
-        parameters = sum(s[0] * s[1] for s in model.shapes(task.K, task.K + task.N).values())
+        parameters = model.parameter_count(Sizes(K=task.K, M=task.N, N=task.N))
         t_group, group = _best(args.repeats, task_symmetries, task)
         t_fix, fixed = _best(args.repeats, fixed_subspace, model, task, group)
         t_step, _ = _best(args.repeats, induction_step, task, model, fixed)

@@ -42,9 +42,7 @@ def _generic(task, steps=STEPS):
     ar = TorchArithmetic(torch.float64)
     data = batch(ar, pop.tokens, pop.labels, [float(w) for w in pop.exact_probs()], pop.K, ar.asarray(P))
     model = get_model("one_layer")
-    states = descend(
-        model, ar, model.zeros(ar, pop.K, pop.K + P.shape[0]), data, TensorLoss("log", 0.1), 1.0, steps
-    )
+    states = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, TensorLoss("log", 0.1), 1.0, steps)
     xN = data.inputs.xN
     return P, [(s.params["V"].numpy(), (s.params["W"] @ xN).numpy(), s) for s in states]
 

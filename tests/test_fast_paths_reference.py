@@ -216,7 +216,7 @@ def test_stability_symbolic_loss_map_equals_the_full_model_exactly(task):
     P = EXACT.asarray(rational_positions(pop.N, MU))
     data = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), pop.K, P)
     lossfn = make_loss("log", eps)
-    start = OneLayer().zeros(EXACT, pop.K, pop.K + P.shape[0])
+    start = OneLayer().zeros(EXACT, data.inputs.sizes)
     eta_x, mu_x = EXACT.asarray([eta, mu])
     states = descend(OneLayer(), EXACT, start, data, lossfn.elementwise(), eta_x, 3)
     theta = [sp.Integer(0)] * coords.dim

@@ -26,7 +26,7 @@ import pytest
 from rwtoolkit.analyses.check import CheckConfig, ConformanceTests
 from rwtoolkit.cli.check import KIT_INSTALL
 from rwtoolkit.cli.main import COMMANDS, main
-from rwtoolkit.models import get_model, model_names
+from rwtoolkit.models import Sizes, get_model, model_names
 from rwtoolkit.tasks import FAMILIES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +158,7 @@ SIZES = {2: "K", 9: "M", 11: "D", 5: "N", 3: "d", 4: "H"}
 
 
 def _shapes_cell(model) -> str:
-    shapes = model.shapes(2, 11, 5)
+    shapes = model.shapes(Sizes(K=2, M=9, N=5))
     return ", ".join(f"`{name}` ({', '.join(SIZES[n] for n in shape)})" for name, shape in shapes.items())
 
 

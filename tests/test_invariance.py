@@ -30,12 +30,8 @@ from rwtoolkit.engines.exact import (
     trajectory_subspace,
 )
 from rwtoolkit.engines.exact.arithmetic._decide import is_zero
-from rwtoolkit.models import batch, descend, get_model
+from rwtoolkit.models import Sizes, batch, descend, get_model
 from rwtoolkit.tasks import CircleWalk, first_of_two_task, permutation_task, qa_task2, task_symmetries
-
-
-def _flat_size(shapes):
-    return sum(int(np.prod(s)) for s in shapes.values())
 
 
 def lemma_d3(K: int, N: int) -> Subspace:
@@ -127,8 +123,9 @@ def test_v_only_is_refuted_for_the_paper_model_and_proved_for_key_query_from_zer
     v_only = Subspace.from_vectors(d3.shapes, [list(d3.basis[0])])
     assert induction_step(task, get_model("one_layer"), v_only).outcome == "refuted"
     kq = get_model("key_query", d=2)
-    shapes = kq.shapes(3, 7)
-    V = [[int(j == i) for j in range(_flat_size(shapes))] for i in range(9)]  # W_K = W_Q = 0, V free
+    sizes = Sizes(K=3, M=4, N=4)
+    shapes = kq.shapes(sizes)
+    V = [[int(j == i) for j in range(kq.parameter_count(sizes))] for i in range(9)]  # W_K = W_Q = 0, V free
     for t in (task, CircleWalk(3, 4, "3/10"), first_of_two_task(3)):
         assert induction_step(t, kq, Subspace.from_vectors(shapes, V)).outcome == "proved"
 
@@ -143,7 +140,7 @@ def test_a_proved_subspace_holds_the_exact_trajectory_and_its_scores_are_input_i
     data = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), task.K, P)
     lossfn = make_loss("log", sp.Rational(1, 10)).elementwise()
     states = descend(
-        model, EXACT, model.zeros(EXACT, task.K, task.K + task.N), data, lossfn, sp.Rational(1), 3
+        model, EXACT, model.zeros(EXACT, data.inputs.sizes), data, lossfn, sp.Rational(1), 3
     )
     for state in states:
         flat = [
@@ -170,9 +167,9 @@ def _reynolds_rank(task, model) -> int:
     """dim Fix(G) as the rank of the float average of g·θ over every group element (action via einsum)."""
     group = task_symmetries(task)
     K, N = task.K, task.N
-    D = K + N
-    shapes = model.shapes(K, D)
-    total = _flat_size(shapes)
+    sizes = Sizes(K=K, M=N, N=N)
+    shapes = model.shapes(sizes)
+    total = model.parameter_count(sizes)
     average = np.zeros((total, total))
     elements = group.elements()
     for g in elements:

@@ -16,7 +16,7 @@ import pytest
 
 from rwtoolkit.analyses.check import CheckConfig, CheckOptions, check, load_factory
 from rwtoolkit.engines.exact import derive_model, initial_parameters
-from rwtoolkit.models import get_model, rational_positions
+from rwtoolkit.models import Sizes, get_model, rational_positions
 from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,8 @@ def test_from_zero_nothing_moves() -> None:
 def test_the_check_starts_from_a_fixed_dyadic_start_exact_in_float64() -> None:
     config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10").for_model("linear_attention")
     assert config.init == "gaussian"
-    exact = initial_parameters(get_model("linear_attention"), 3, 3 + config.M, "gaussian", "1/2", 0)
+    sizes = Sizes(K=3, M=config.M, N=3)
+    exact = initial_parameters(get_model("linear_attention"), sizes, "gaussian", "1/2", 0)
     for name, value in config.start.items():
         assert value.dtype == np.float64 and np.abs(value).max() > 0
         assert [Fraction(float(x)) for x in value.ravel()] == list(_fractions(exact[name]).ravel())

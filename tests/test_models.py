@@ -34,6 +34,7 @@ from rwtoolkit.models import (
     MODELS,
     Model,
     ObjectArithmetic,
+    Sizes,
     Tape,
     batch,
     descend,
@@ -189,26 +190,52 @@ def test_registry_names_models_and_refuses_in_one_line():
         get_model("key_query", d=0)
 
 
+def test_parameter_count_is_the_length_of_the_flat_parameter_vector():
+    sizes = Sizes(K=3, M=5, N=4)
+    # the paper's model counted by hand: V (K×K) and W ((K+M)×(K+M))
+    assert get_model("one_layer").parameter_count(sizes) == 3 * 3 + 8 * 8
+    # ΔP of learned_positions is M×N: both sizes come from the one object
+    assert get_model("learned_positions").parameter_count(sizes) == 3 * 3 + 8 * 8 + 5 * 4
+    for name in MODELS:
+        model = get_model(name)
+        zeros = model.zeros(FLOAT64, sizes)
+        assert list(zeros) == list(model.shapes(sizes)), name
+        assert model.parameter_count(sizes) == sum(v.size for v in zeros.values()), name
+
+
+def test_what_only_rw_check_needs_lives_with_rw_check():
+    from rwtoolkit.analyses.check import MODEL_CHECK_SETTINGS, check_settings
+
+    for name in MODELS:
+        cls = MODELS[name]
+        assert not any(hasattr(cls, hint) for hint in ("CHECK_INIT", "CHECK_TASK")), name
+    assert set(MODEL_CHECK_SETTINGS) <= set(MODELS)
+    assert check_settings("linear_attention").init == "gaussian"  # zero is stationary for it
+    assert check_settings("tied_embedding").task == "finite"
+    assert tuple(check_settings("one_layer")) == ("zero", "circle")  # the default
+
+
 def test_every_registered_class_has_its_registry_key_as_name():
     for name, cls in MODELS.items():
         assert cls.name == name and issubclass(cls, Model)
 
 
 def test_every_model_names_the_axes_of_every_parameter():
-    sizes = {"label": 3, "token": 3, "embed": 7, "position": 4}
+    roles = {"label": 3, "token": 3, "embed": 7, "position": 4}
+    sizes = Sizes(K=3, M=4, N=4)  # at P = √μ·I_N, M = N
     for name in MODELS:
         model = get_model(name)
-        shapes = model.shapes(3, 7, 4)  # K = 3, D = 7, N = 4 (at P = √μ·I_N, M = N)
+        shapes = model.shapes(sizes)
         assert set(shapes) <= set(model.AXES), name
         # every named axis belongs to a parameter of some configuration (multi_head: merged or separate)
         variants = (
-            [shapes, get_model(name, d=1).shapes(3, 7, 4)] if "d" in model.HYPERPARAMETERS else [shapes]
+            [shapes, get_model(name, d=1).shapes(sizes)] if "d" in model.HYPERPARAMETERS else [shapes]
         )
         assert set(model.AXES) == set().union(*variants), name
         for param, shape in {k: v for variant in variants for k, v in variant.items()}.items():
-            roles = model.AXES[param]
-            assert len(roles) == len(shape), (name, param)
-            assert all(sizes.get(r, size) == size for r, size in zip(roles, shape, strict=True)), (
+            axes = model.AXES[param]
+            assert len(axes) == len(shape), (name, param)
+            assert all(roles.get(r, size) == size for r, size in zip(axes, shape, strict=True)), (
                 name,
                 param,
             )
@@ -251,8 +278,7 @@ def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     ar = TorchArithmetic(torch.float64)
     b = _float_batch(ar, task, P)
     rng = np.random.default_rng(1)
-    D = task.K + P.shape[0]
-    params = {k: ar.asarray(0.3 * rng.standard_normal(s)) for k, s in model.shapes(task.K, D).items()}
+    params = {k: ar.asarray(0.3 * rng.standard_normal(s)) for k, s in model.shapes(b.inputs.sizes).items()}
     ev = evaluate(model, ar, params, b, TensorLoss("log", 0.1))
     leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
     out = model.forward(Tape(ar), leaves, b.inputs)  # plain tensors through the same forward
@@ -361,7 +387,7 @@ def test_reduced_trajectory_equals_full_model_on_its_rational_steps():
     states = descend(
         model,
         EXACT,
-        model.zeros(EXACT, task.K, task.K + P.shape[0]),
+        model.zeros(EXACT, b.inputs.sizes),
         b,
         lossfn.elementwise(),
         sp.Integer(1),
@@ -390,7 +416,7 @@ def test_key_query_zero_init_is_stationary_attention_uniform_every_step():
     states = descend(
         model,
         EXACT,
-        model.zeros(EXACT, task.K, task.K + P.shape[0]),
+        model.zeros(EXACT, b.inputs.sizes),
         b,
         lossfn.elementwise(),
         sp.Integer(1),

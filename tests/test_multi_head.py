@@ -12,7 +12,7 @@ import torch
 
 from rwtoolkit.engines.exact import Subspace, identical_heads, induction_step, stuck_proof
 from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
-from rwtoolkit.models import Tape, evaluate, get_model, rational_positions
+from rwtoolkit.models import Sizes, Tape, evaluate, get_model, rational_positions
 from rwtoolkit.tasks import CircleWalk, first_of_two_task
 from tests.test_models import _float_batch
 
@@ -101,6 +101,7 @@ def test_one_head_with_separate_key_and_query_is_key_query_exactly():
 def test_separate_key_and_query_heads_stay_identical_and_stuck_from_zero():
     model, task = get_model("multi_head", H=2, d=1), CircleWalk(3, 4, "3/10")
     assert induction_step(task, model, identical_heads(model, task)).outcome == "proved"
-    shapes = model.shapes(3, 3 + 4)
-    v_only = [[int(i == k) for i in range(sum(int(np.prod(s)) for s in shapes.values()))] for k in range(18)]
+    sizes = Sizes(K=3, M=4, N=4)
+    shapes = model.shapes(sizes)
+    v_only = [[int(i == k) for i in range(model.parameter_count(sizes))] for k in range(18)]
     assert induction_step(task, model, Subspace.from_vectors(shapes, v_only)).outcome == "proved"

@@ -60,7 +60,7 @@ def test_rw_stability_key_query_report(tmp_path, capsys):
     model, ar, loss, data, D = _setup(task)
     from rwtoolkit.models import descend
 
-    states = descend(model, ar, model.zeros(ar, 3, D), data, loss, 1.0, 6)
+    states = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, loss, 1.0, 6)
     merged = get_model("one_layer")
     for t, row in enumerate(res["steps"]):
         G = evaluate(merged, ar, {"V": states[t].params["V"], "W": ar.zeros((D, D))}, data, loss).gradient[
@@ -86,7 +86,7 @@ def _gd_map(model, ar, data, loss, names, shapes, x):
 def test_off_manifold_jacobian_is_the_finite_difference_jacobian(where):
     task = CircleWalk(3, 4, "3/10")
     model, ar, loss, data, D = _setup(task)
-    shapes = model.shapes(3, D)
+    shapes = model.shapes(data.inputs.sizes)
     rng = np.random.default_rng(0)
     params = {n: ar.asarray(0.5 * rng.standard_normal(s)) for n, s in shapes.items()}
     if where == "on-manifold":
@@ -196,7 +196,7 @@ def test_two_layer_keeps_only_the_symmetries_that_fix_the_positions():
     model, m, _ = _symmetric("two_layer", task)
     ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", 0.1)
     data = _population(task, ar, np.eye(task.N))
-    state = descend(model, ar, model.zeros(ar, 3, 7, 4), data, loss, 1.0, 3)[-1].params
+    state = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, loss, 1.0, 3)[-1].params
     assert off_manifold_jacobian(model, ar, state, data, loss, 1.0, m)[1].abs().max() < 1e-12
     full = task_symmetries(task)  # order 18, positions shifted with the tokens
     perms = [coordinate_permutation(model, g, 3, 4) for g in full.generators]
@@ -229,7 +229,7 @@ def test_symmetric_off_block_is_the_finite_difference_jacobian():
     model, m, _ = _symmetric("two_layer", task)
     ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", 0.1)
     data = _population(task, ar, np.eye(task.N))
-    params = descend(model, ar, model.zeros(ar, 3, 7, 4), data, loss, 1.0, 4)[-1].params
+    params = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, loss, 1.0, 4)[-1].params
     A, B = off_manifold_jacobian(model, ar, params, data, loss, 1.0, m)
     names, shapes = list(params), {k: tuple(v.shape) for k, v in params.items()}
     x0 = torch.cat([params[k].reshape(-1) for k in names])

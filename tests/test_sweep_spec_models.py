@@ -35,7 +35,7 @@ def client():
 
 def _has_value_matrix(name: str) -> bool:
     """Whether the model has one K×K value matrix V (read from its declared shapes, K = 3, M = 4, N = 3)."""
-    return rwtoolkit.models.get_model(name).shapes(3, 7, 3).get("V") == (3, 3)
+    return rwtoolkit.models.get_model(name).shapes(rwtoolkit.models.Sizes(K=3, M=4, N=3)).get("V") == (3, 3)
 
 
 @pytest.mark.parametrize("name", list(rwtoolkit.models.MODELS))

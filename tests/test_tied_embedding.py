@@ -25,7 +25,7 @@ import sympy as sp
 from rwtoolkit.analyses.check import CheckOptions, check, load_factory
 from rwtoolkit.analyses.zoo._claims import unigram_point
 from rwtoolkit.engines.exact import exact_hessian, hessian_inertia
-from rwtoolkit.models import get_model, rational_positions
+from rwtoolkit.models import Sizes, get_model, rational_positions
 from rwtoolkit.tasks import binary_markov_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ from tied_embedding_torch import FIRST_WRONG  # noqa: E402
 
 def _flat_index(model, K, M, N, name, index) -> int:
     start = 0
-    for param, shape in model.shapes(K, K + M, N).items():
+    for param, shape in model.shapes(Sizes(K=K, M=M, N=N)).items():
         if param == name:
             return start + int(np.ravel_multi_index(index, shape))
         start += int(np.prod(shape))
@@ -105,7 +105,7 @@ def test_exact_hessian_is_torch_autograd_of_the_plain_module() -> None:
     model = get_model("untied_embedding")
     P = rational_positions(N, 1)
     M = len(P)
-    shapes = model.shapes(2, 2 + M, N)
+    shapes = model.shapes(Sizes(K=2, M=M, N=N))
     rng = np.random.default_rng(4)
     point = {
         k: np.vectorize(lambda v: sp.Rational(int(v), 8), otypes=[object])(rng.integers(-4, 5, s))

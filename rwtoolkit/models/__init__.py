@@ -32,7 +32,7 @@ from rwtoolkit.models._registry import (
 if _typing.TYPE_CHECKING:
     from rwtoolkit.models._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
     from rwtoolkit.models._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
-    from rwtoolkit.models._model import Inputs, Model, Readouts, embed
+    from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
     from rwtoolkit.models._positions import four_squares, rational_positions
     from rwtoolkit.models._symmetry import acting_group, coordinate_permutation
     from rwtoolkit.models._tape import Tape, Var
@@ -47,7 +47,7 @@ _LAZY = {
     **dict.fromkeys(
         ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate"), "rwtoolkit.models._descent"
     ),
-    **dict.fromkeys(("Inputs", "Model", "Readouts", "embed"), "rwtoolkit.models._model"),
+    **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
     **dict.fromkeys(("acting_group", "coordinate_permutation"), "rwtoolkit.models._symmetry"),
@@ -86,6 +86,7 @@ __all__ = [
     "OneLayer",
     "Readouts",
     "Registered",
+    "Sizes",
     "Tape",
     "Var",
     "acting_group",

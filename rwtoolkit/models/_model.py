@@ -9,6 +9,7 @@ method in its own arithmetic (docs/guide/models.md).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,28 @@ import numpy as np
 
 from rwtoolkit.models._arith import Arithmetic, Array
 from rwtoolkit.models._tape import Tape, Var
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Every size a model's parameters may depend on: K tokens, M positional coordinates, N positions.
+
+    One object, so a model that needs a new size reads a new field and no caller changes its call
+    (``Model.shapes(sizes)``, ``Model.parameter_count(sizes)``, ``Model.zeros(arithmetic, sizes)``).
+    At P = √μ·I_N (the symmetry and induction engines) M = N.
+
+    >>> Sizes(K=3, M=4, N=4).D
+    7
+    """
+
+    K: int
+    M: int
+    N: int
+
+    @property
+    def D(self) -> int:
+        """The input dimension K + M of x̃ = [x; p]."""
+        return self.K + self.M
 
 
 @dataclass(frozen=True)
@@ -38,6 +61,11 @@ class Inputs:
     @property
     def N(self) -> int:
         return int(self.X.shape[2])
+
+    @property
+    def sizes(self) -> Sizes:
+        """K, M and N of these inputs."""
+        return Sizes(K=self.K, M=int(self.Xt.shape[1]) - self.K, N=self.N)
 
 
 def embed(arithmetic: Arithmetic, tokens: np.ndarray, K: int, P: Array) -> Inputs:
@@ -83,8 +111,10 @@ class Readouts:
 class Model(ABC):
     """One model of the registry: parameter shapes, forward pass, and what its zero initialisation does.
 
-    Subclasses set ``name`` (their registry key) and implement ``shapes`` and ``forward``; hyperparameters (such as
-    a head dimension) are constructor arguments, listed by ``hyperparameters``.
+    Subclasses set ``name`` (their registry key) and ``AXES``, and implement ``shapes`` and ``forward``;
+    hyperparameters (such as a head dimension) are constructor arguments, listed by ``hyperparameters``. What a
+    single consumer needs to know about a model lives with that consumer (``rw check``'s start and tasks:
+    ``rwtoolkit.analyses.check.check_settings``).
     """
 
     #: The registry name (``--model``).
@@ -98,12 +128,6 @@ class Model(ABC):
     #: (``rwtoolkit.engines.exact.analysis.fixed_subspace``); a model whose forward pass uses its parameters only this
     #: way has a population loss invariant under every symmetry of the task.
     AXES: ClassVar[dict[str, tuple[str | None, ...]]]
-    #: The initialisation ``rw check --model`` runs from: "zero", or "gaussian" (``rwtoolkit.engines.exact.initial_parameters``'s
-    #: exact dyadic start, every entry exact in float64) for a model whose zero initialisation never moves.
-    CHECK_INIT: ClassVar[str] = "zero"
-    #: The configurations ``rw check --model`` draws unless told (``--task``): "circle" walks, or "finite"
-    #: tasks for a model that does not move from zero when the next symbol is uniform.
-    CHECK_TASK: ClassVar[str] = "circle"
     #: Whether a permutation of the key positions (P's columns moved with them) is a symmetry of the model:
     #: true when the keys are attended as a set, false for a model that sees their order (two_layer's
     #: causal layer 1), which keeps only the task's symmetries that fix every position
@@ -116,17 +140,25 @@ class Model(ABC):
         return {}
 
     @abstractmethod
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
-        """Every trained parameter's shape, in order, for K tokens, input dimension D = K + M and N positions
-        (only a model with a per-position parameter, learned_positions, reads N; None where unknown)."""
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        """Every trained parameter's shape, in order (the order of the flat parameter vector), at ``sizes``."""
 
     @abstractmethod
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
         """Scores, attention and prediction of every input, written with ``tape``'s primitives."""
 
-    def zeros(self, arithmetic: Arithmetic, K: int, D: int, N: int | None = None) -> dict[str, Array]:
+    def parameter_count(self, sizes: Sizes) -> int:
+        """The number of trained parameters at ``sizes``: the length of the flat parameter vector.
+
+        >>> from rwtoolkit.models import get_model
+        >>> get_model("one_layer").parameter_count(Sizes(K=3, M=4, N=4))  # V 3×3, W 7×7
+        58
+        """
+        return sum(math.prod(shape) for shape in self.shapes(sizes).values())
+
+    def zeros(self, arithmetic: Arithmetic, sizes: Sizes) -> dict[str, Array]:
         """The zero initialisation: every parameter zero."""
-        return {name: arithmetic.zeros(shape) for name, shape in self.shapes(K, D, N).items()}
+        return {name: arithmetic.zeros(shape) for name, shape in self.shapes(sizes).items()}
 
     def describe(self) -> dict[str, Any]:
         """The model as written in output files: name and hyperparameters."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rwtoolkit.models._model import Model
+from rwtoolkit.models._model import Model, Sizes
 
 
 def coordinate_permutation(
@@ -42,7 +42,7 @@ def coordinate_permutation(
     if heads is not None:
         per_role["head"] = list(heads)
     images, start = [], 0
-    for name, shape in model.shapes(K, K + N, N).items():
+    for name, shape in model.shapes(Sizes(K=K, M=N, N=N)).items():
         roles = model.AXES[name]
         if len(roles) != len(shape):
             raise ValueError(
@@ -58,7 +58,7 @@ def coordinate_permutation(
                 )
             moved.append(perm[index[axis]])
         images.append(start + np.ravel_multi_index(tuple(moved), shape))
-        start += int(np.prod(shape))
+        start += index.shape[1]
     return np.concatenate(images)
 
 

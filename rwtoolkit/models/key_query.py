@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class KeyQuery(Model):
     """Logits (W_K X̃)ᵀ (W_Q x̃_N), attention S = softmax(logits), prediction f = V X S; head dimension d.
 
-    >>> KeyQuery(d=2).shapes(3, 7)
+    >>> KeyQuery(d=2).shapes(Sizes(K=3, M=4, N=4))
     {'V': (3, 3), 'W_K': (2, 7), 'W_Q': (2, 7)}
     """
 
@@ -42,7 +42,8 @@ class KeyQuery(Model):
     def hyperparameters(self) -> dict[str, Any]:
         return {"d": self.d}
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
         return {"V": (K, K), "W_K": (self.d, D), "W_Q": (self.d, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

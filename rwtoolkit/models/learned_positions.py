@@ -18,14 +18,14 @@ from typing import ClassVar
 import numpy as np
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class LearnedPositions(Model):
     """Logits X̃ᵀ (W x̃_N) with X̃ = [X; P(0) + ΔP], S = softmax(logits), f = V X S; ΔP trained.
 
-    >>> LearnedPositions().shapes(3, 7, N=4)
+    >>> LearnedPositions().shapes(Sizes(K=3, M=4, N=4))
     {'V': (3, 3), 'W': (7, 7), 'dP': (4, 4)}
     """
 
@@ -38,9 +38,9 @@ class LearnedPositions(Model):
         "dP": ("position", "position"),
     }
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
-        # without N (a caller that only needs the names) ΔP gets one column
-        return {"V": (K, K), "W": (D, D), "dP": (D - K, 1 if N is None else N)}
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
+        return {"V": (K, K), "W": (D, D), "dP": (sizes.M, sizes.N)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:
         ar = tape.ar

@@ -6,7 +6,8 @@ stationary point of every loss: at V = 0 and W = 0 the scores vanish, so X S = 0
 carries a factor V, so it vanishes too. Gradient descent from the zero initialisation therefore never
 moves: f = 0 for every t (``rw zoo``'s claim ``linear_zero_fixed``, proved by the exact induction step on
 the subspace {0}). Those analyses start from a non-zero initialisation for that reason, and so does
-``rw check --model linear_attention`` (``CHECK_INIT``): from zero it would compare zeros with zeros.
+``rw check --model linear_attention`` (``rwtoolkit.analyses.check.check_settings``): from zero it would compare
+zeros with zeros.
 """
 
 from __future__ import annotations
@@ -18,22 +19,22 @@ from typing import ClassVar
 import numpy as np
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class LinearAttention(Model):
     """Scores X̃ᵀ (W x̃_N), attention S = scores / N (no softmax), prediction f = V X S.
 
-    >>> LinearAttention().shapes(3, 7)
+    >>> LinearAttention().shapes(Sizes(K=3, M=4, N=4))
     {'V': (3, 3), 'W': (7, 7)}
     """
 
     name: ClassVar[str] = "linear_attention"
     AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {"V": ("label", "token"), "W": ("embed", "embed")}
-    CHECK_INIT: ClassVar[str] = "gaussian"
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
         return {"V": (K, K), "W": (D, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

@@ -25,16 +25,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class MultiHead(Model):
     """f = Σ_h V_h X softmax(X̃ᵀ W_h x̃_N) over H heads.
 
-    >>> MultiHead(H=2).shapes(3, 7)
+    >>> MultiHead(H=2).shapes(Sizes(K=3, M=4, N=4))
     {'V': (2, 3, 3), 'W': (2, 7, 7)}
-    >>> MultiHead(H=2, d=1).shapes(3, 7)
+    >>> MultiHead(H=2, d=1).shapes(Sizes(K=3, M=4, N=4))
     {'V': (2, 3, 3), 'W_K': (2, 1, 7), 'W_Q': (2, 1, 7)}
     """
 
@@ -59,7 +59,8 @@ class MultiHead(Model):
     def hyperparameters(self) -> dict[str, Any]:
         return {"H": self.H} if self.d is None else {"H": self.H, "d": self.d}
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
         if self.d is None:
             return {"V": (self.H, K, K), "W": (self.H, D, D)}
         return {"V": (self.H, K, K), "W_K": (self.H, self.d, D), "W_Q": (self.H, self.d, D)}

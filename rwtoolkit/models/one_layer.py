@@ -12,21 +12,22 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class OneLayer(Model):
     """Logits X̃ᵀ (W x̃_N), attention S = softmax(logits), prediction f = V X S.
 
-    >>> OneLayer().shapes(3, 7)
+    >>> OneLayer().shapes(Sizes(K=3, M=4, N=4))
     {'V': (3, 3), 'W': (7, 7)}
     """
 
     name: ClassVar[str] = "one_layer"
     AXES: ClassVar[dict[str, tuple[str | None, ...]]] = {"V": ("label", "token"), "W": ("embed", "embed")}
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
         return {"V": (K, K), "W": (D, D)}
 
     def forward(self, tape: Tape, params: Mapping[str, Var | Array], inputs: Inputs) -> Readouts:

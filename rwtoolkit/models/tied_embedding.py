@@ -27,14 +27,14 @@ from typing import ClassVar
 import numpy as np
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 
 class TiedEmbedding(Model):
     """u_j = E x_j + p_j, a = Σ_j σ_j(u_jᵀ W u_q) u_j, z = u_q + W_V a, f = softmax(Eᵀ z + b) (module text).
 
-    >>> TiedEmbedding().shapes(2, 6)
+    >>> TiedEmbedding().shapes(Sizes(K=2, M=4, N=4))
     {'E': (4, 2), 'W': (4, 4), 'W_V': (4, 4), 'b': (2,)}
     """
 
@@ -49,14 +49,9 @@ class TiedEmbedding(Model):
     }
     #: The query is the last token, a key position: only symmetries that fix the positions act.
     POSITION_SYMMETRIC: ClassVar[bool] = False
-    #: From zero, with a uniform next symbol (every circle walk), nothing moves: f = 1/K and the read-out's
-    #: gradient E[f − e_y] zᵀ vanishes (z = p_q for every input). ``rw check`` therefore draws finite tasks,
-    #: whose labels are not uniform (from a random start the exact read-out nests exponentials at once:
-    #: 12 s for one step at K = N = 3).
-    CHECK_TASK: ClassVar[str] = "finite"
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
-        M = D - K
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, M = sizes.K, sizes.M
         shapes: dict[str, tuple[int, ...]] = {"E": (M, K), "W": (M, M), "W_V": (M, M), "b": (K,)}
         if not self.TIED:
             shapes["A"] = (K, M)
@@ -86,7 +81,7 @@ class TiedEmbedding(Model):
 class UntiedEmbedding(TiedEmbedding):
     """The same model with a read-out A (K×M) of its own: f = softmax(A z + b).
 
-    >>> UntiedEmbedding().shapes(2, 6)["A"]
+    >>> UntiedEmbedding().shapes(Sizes(K=2, M=4, N=4))["A"]
     (2, 4)
     """
 

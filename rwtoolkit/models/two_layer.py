@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 
 from rwtoolkit.models._arith import Array
-from rwtoolkit.models._model import Inputs, Model, Readouts
+from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes
 from rwtoolkit.models._tape import Tape, Var
 
 #: The four blocks of A2, (first, second) halves of h: x = the input x̃, a = layer 1's output.
@@ -35,7 +35,7 @@ A2_BLOCKS = ("A2xx", "A2xa", "A2ax", "A2aa")
 class TwoLayer(Model):
     """Causal layer 1 at every position, layer 2 at the last, residual [x̃; a], f = V X S.
 
-    >>> TwoLayer().shapes(2, 6)
+    >>> TwoLayer().shapes(Sizes(K=2, M=4, N=4))
     {'V': (2, 2), 'A1': (6, 6), 'A2xx': (6, 6), 'A2xa': (6, 6), 'A2ax': (6, 6), 'A2aa': (6, 6)}
     """
 
@@ -48,7 +48,8 @@ class TwoLayer(Model):
     #: Layer 1 is causal: position i attends to j ≤ i, so the order of the positions is seen.
     POSITION_SYMMETRIC: ClassVar[bool] = False
 
-    def shapes(self, K: int, D: int, N: int | None = None) -> dict[str, tuple[int, ...]]:
+    def shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        K, D = sizes.K, sizes.D
         return {"V": (K, K), "A1": (D, D), **{block: (D, D) for block in A2_BLOCKS}}
 
     def layer_one(self, tape: Tape, A1: Var | Array, inputs: Inputs) -> tuple[Var, list[Var]]:

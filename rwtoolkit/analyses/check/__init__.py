@@ -74,6 +74,7 @@ if _typing.TYPE_CHECKING:
         check_positions,
         load_factory,
     )
+    from rwtoolkit.analyses.check._settings import MODEL_CHECK_SETTINGS, CheckSettings, check_settings
     from rwtoolkit.analyses.check._testcase import ConformanceTests
 
 #: The public names by the module that defines them: each imported from there on first use.
@@ -110,13 +111,16 @@ _NAMES = {
         "check_positions",
         "load_factory",
     ),
+    "_settings": ("MODEL_CHECK_SETTINGS", "CheckSettings", "check_settings"),
     "_testcase": ("ConformanceTests",),
 }
 _HOME = {name: module for module, names in _NAMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_SPECS",
+    "MODEL_CHECK_SETTINGS",
     "CheckEstimate",
+    "CheckSettings",
     "POSITION_ASSUMPTIONS",
     "PROTOCOLS",
     "Floats",
@@ -141,6 +145,7 @@ __all__ = [
     "Tolerance",
     "assert_matches_exact",
     "check",
+    "check_settings",
     "emit_fixtures",
     "estimate_check",
     "estimate_fixtures",

@@ -30,6 +30,7 @@ from rwtoolkit.analyses.check._properties import (
     Property,
 )
 from rwtoolkit.analyses.check._protocol import LABELS, Factory, ImplementationError, Readouts, probe
+from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.engines.exact import START_ESTIMATE, job_estimate, model_job_estimate
 from rwtoolkit.io import load_schema, write_json_atomic
 from rwtoolkit.models import DEFAULT_MODEL, get_model
@@ -369,10 +370,11 @@ def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> s
     """Why ``prop`` is not checked for these options and this implementation, or None when it is."""
     if options.generic and prop.id in ONE_LAYER_ONLY:
         return f"a statement about the paper's model (one_layer), not --model {options.model}"
-    if options.generic and prop.id in ZERO_START_ONLY and options.model_spec.CHECK_INIT != "zero":
+    init = check_settings(options.model).init
+    if options.generic and prop.id in ZERO_START_ONLY and init != "zero":
         return (
             f"a statement about the zero start; --model {options.model} is checked from config.start "
-            f"(init {options.model_spec.CHECK_INIT}: from zero it never moves)"
+            f"(init {init}: from zero it never moves)"
         )
     if (
         options.generic

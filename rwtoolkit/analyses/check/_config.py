@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from rwtoolkit.analyses.check._runtime import NUMPY_LOSSES, Floats, inputs_array, torch_inputs
+from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL, positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, get_model, rational_positions
+from rwtoolkit.models import DEFAULT_MODEL, Sizes, get_model, rational_positions
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: The dtypes a check runs in (torch.float64 / torch.float32, numpy and JAX alike).
@@ -110,16 +111,18 @@ class CheckConfig:
 
     @property
     def init(self) -> str:
-        """The initialisation, the model's ``CHECK_INIT``: "zero", or "gaussian" for a model whose zero start
+        """The initialisation, ``check_settings(model).init``: "zero", or "gaussian" for a model whose zero start
         never moves (``start``)."""
-        return str(self.model_spec.CHECK_INIT)
+        return check_settings(self.model).init
 
     def exact_start(self) -> dict[str, np.ndarray]:
         """θ(0) exactly (flint rationals by parameter name): zero, or the model's fixed dyadic start
-        (``rwtoolkit.engines.exact.initial_parameters(model, K, K+M, "gaussian", START_SIGMA, seed=0)``)."""
+        (``rwtoolkit.engines.exact.initial_parameters(model, sizes, "gaussian", START_SIGMA, seed=0)``)."""
         from rwtoolkit.engines.exact import initial_parameters
 
-        return initial_parameters(self.model_spec, self.K, self.K + self.M, self.init, START_SIGMA, 0, self.N)
+        return initial_parameters(
+            self.model_spec, Sizes(K=self.K, M=self.M, N=self.N), self.init, START_SIGMA, 0
+        )
 
     @property
     def start(self) -> dict[str, np.ndarray]:
@@ -137,7 +140,7 @@ class CheckConfig:
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Every trained parameter's name and shape for this config, in the order they are compared."""
-        return self.model_spec.shapes(self.K, self.K + self.M, self.N)
+        return self.model_spec.shapes(Sizes(K=self.K, M=self.M, N=self.N))
 
     # sizes ----------------------------------------------------------------------------------------
     @property

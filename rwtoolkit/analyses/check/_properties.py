@@ -20,6 +20,7 @@ from rwtoolkit.analyses.check._config import CheckConfig
 from rwtoolkit.analyses.check._models import compare_model
 from rwtoolkit.analyses.check._protocol import Factory, ImplementationError, Readouts, run
 from rwtoolkit.analyses.check._runtime import run_model
+from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
 from rwtoolkit.engines.numeric import positional_embeddings
 from rwtoolkit.models import DEFAULT_MODEL, Model, get_model
@@ -31,7 +32,7 @@ class CheckOptions:
     """How much to check: GD steps t = 0..``steps``, hypothesis ``examples`` per property, ``dtype``, ``task``.
 
     ``task``: "circle" (circle walks, K in 3..5, N in 2..5), "finite" (small finite tasks) or "any";
-    None (the default): the model's ``CHECK_TASK``.
+    None (the default): the model's own (``check_settings(model).task``).
     """
 
     steps: int = 2
@@ -61,9 +62,9 @@ class CheckOptions:
         bad = [name for name in self.losses if name not in LOSSES]
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
-        spec = self.model_spec  # one line: unknown model, or a hyperparameter it lacks
+        get_model(self.model, d=self.head_dim, H=self.heads)  # one line: unknown model or hyperparameter
         if self.task is None:  # the model's own (a frozen dataclass: set once, here)
-            object.__setattr__(self, "task", spec.CHECK_TASK)
+            object.__setattr__(self, "task", check_settings(self.model).task)
         if self.task not in ("circle", "finite", "any"):
             raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
 

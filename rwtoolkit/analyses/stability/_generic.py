@@ -64,6 +64,7 @@ from rwtoolkit.models import (
     Batch,
     ElementLoss,
     Model,
+    Sizes,
     batch,
     descend,
     evaluate,
@@ -106,7 +107,7 @@ def _sizes(
     n = len(population_arrays(task)[1])
     M = 4 * -(-task.N // 4)
     D = task.K + M
-    params = sum(math.prod(s) for s in model.shapes(task.K, D, task.N).values())
+    params = model.parameter_count(Sizes(K=task.K, M=M, N=task.N))
     forward = n * task.N * params  # each parameter entry meets each input column at most once
     work = float(steps) * 3 * forward * (params + runs)
     memory = 8 * 8 * params * n * task.N * max(D, task.K)  # jacrev's batched intermediates, 8 alive
@@ -239,7 +240,7 @@ def _trajectory(
 
     ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
     data = _population(task, ar, P)
-    states = descend(model, ar, model.zeros(ar, task.K, task.K + P.shape[0], task.N), data, loss, eta, steps)
+    states = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, loss, eta, steps)
     if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
         raise ValueError(f"the trajectory from zero diverged within {steps} steps (lower --eta)")
     return ar, loss, data, states
@@ -379,7 +380,7 @@ def _escape(
     rng = np.random.default_rng(seed)
     init = {
         n: ar.asarray(sigma * rng.standard_normal(s))
-        for n, s in model.shapes(task.K, P.shape[0] + task.K, task.N).items()
+        for n, s in model.shapes(Sizes(K=task.K, M=P.shape[0], N=task.N)).items()
     }
     states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
     Q = torch.as_tensor(manifold.off, dtype=torch.float64)

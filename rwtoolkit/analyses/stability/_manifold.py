@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from rwtoolkit.analyses.stability._orbits import SYMMETRY
-from rwtoolkit.models import Model, acting_group, coordinate_permutation
+from rwtoolkit.models import Model, Sizes, acting_group, coordinate_permutation
 from rwtoolkit.tasks import CircleWalk, FiniteTask, orbit_labels, task_symmetries
 
 #: The kind of the manifold of the parameters GD from zero keeps at 0 (``SYMMETRY``: Fix(G), as for
@@ -101,8 +101,9 @@ def symmetric_manifold(model: Model, task: CircleWalk | FiniteTask) -> Manifold:
     Raises ValueError when G is the identity alone (Fix(G) is every parameter: nothing leaves it).
     """
     K, N = task.K, task.N
-    shapes = dict(model.shapes(K, K + N, N))
-    n = sum(math.prod(s) for s in shapes.values())
+    sizes = Sizes(K=K, M=N, N=N)
+    shapes = model.shapes(sizes)
+    n = model.parameter_count(sizes)
     group = acting_group(model, task_symmetries(task))
     described = group.describe(getattr(task, "vocab", None))
     images = [coordinate_permutation(model, g, K, N) for g in group.generators]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import math
 import os
 import sys
 import time
@@ -221,7 +220,7 @@ def _train_models(configs: Sequence[dict], record_every: int):
         train_model,
         v_direction_error,
     )
-    from rwtoolkit.models import get_model
+    from rwtoolkit.models import Sizes, get_model
     from rwtoolkit.tasks import CircleWalk
 
     T = configs[0]["steps"]
@@ -232,7 +231,7 @@ def _train_models(configs: Sequence[dict], record_every: int):
         task = CircleWalk(c["K"], c["N"], c["p"])
         model = get_model(c["model"], d=c["head_dim"], H=c.get("heads"))
         P = positional_embeddings(c["pos"], c["M"], c["N"], c["mu"], c["pos_seed"])
-        has_v = model.shapes(task.K, task.K + c["M"], task.N).get("V") == (task.K, task.K)
+        has_v = model.shapes(Sizes(K=task.K, M=c["M"], N=task.N)).get("V") == (task.K, task.K)
         try:
             result = train_model(
                 task, model, P, c["steps"], eta=c["eta"], eps=c["eps"], loss=c["loss"], init=c["init"],
@@ -418,8 +417,10 @@ def estimate_sweep(spec: Spec, done: set[str] | frozenset[str] = frozenset()) ->
         if model is None:
             per_step = BATCHED_STEP_S + BATCHED_ELEMENT_S * n * N
         else:
+            from rwtoolkit.models import Sizes
+
             D = K + M
-            parameters = sum(math.prod(shape) for shape in model.shapes(K, D, N).values())
+            parameters = model.parameter_count(Sizes(K=K, M=M, N=N))
             per_step = GENERIC_STEP_S * N + GENERIC_OP_S * 3 * n * N * D * (1 + parameters / D)
         seconds += per_step * (steps + 1)
         steps_written += steps + 1

@@ -474,7 +474,7 @@ def _has_value_matrix(name: str, d: int | None, H: int | None) -> bool:
     """Whether the model has one value matrix V of shape (K, K), the matrix the V summaries read."""
     import rwtoolkit.models
 
-    shapes = rwtoolkit.models.get_model(name, d=d, H=H).shapes(3, 7, 4)
+    shapes = rwtoolkit.models.get_model(name, d=d, H=H).shapes(rwtoolkit.models.Sizes(K=3, M=4, N=4))
     return shapes.get("V") == (3, 3)
 
 

@@ -83,12 +83,13 @@ def ball_batch(task: Any, mu: object = 1) -> Any:
 
 def ball_step_ops(task: Any, model: Any, mu: object = 1) -> int:
     """Ball multiply-adds of one step (forward and backward), the basis of the time estimate."""
-    from rwtoolkit.models import rational_positions
+    from rwtoolkit.models import Sizes, rational_positions
 
     pop = task.population()
     n, K, N = pop.size, pop.K, pop.N
-    D = K + int(rational_positions(N, Fraction(str(mu))).shape[0])
-    params = sum(int(np.prod(s)) for s in model.shapes(K, D, N).values())
+    M = int(rational_positions(N, Fraction(str(mu))).shape[0])
+    D = K + M
+    params = model.parameter_count(Sizes(K=K, M=M, N=N))
     return 3 * n * N * N * D * (1 + params // D)
 
 
@@ -169,8 +170,7 @@ def _run(
         data = ball_batch(task, mu)
         loss = BallLogLoss(eps)
         rate = to_ball(eta)
-        K, N = data.inputs.K, data.inputs.N
-        current = model.zeros(ar, K, int(data.inputs.xN.shape[0]), N)
+        current = model.zeros(ar, data.inputs.sizes)
         kept: dict[int, Any] = {}
         bar = tqdm(
             total=steps + 1,

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from rwtoolkit.engines.numeric._arith import TorchArithmetic
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, TensorLoss
-from rwtoolkit.models import Model, batch, evaluate
+from rwtoolkit.models import Model, Sizes, batch, evaluate
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model``.
@@ -63,7 +63,7 @@ def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, s
     K, N = task.K, task.N
     b = 8 if dtype == "float64" else 4
     D = K + M
-    params = sum(math.prod(s) for s in model.shapes(K, D, N).values())
+    params = model.parameter_count(Sizes(K=K, M=M, N=N))
     width = max(model.hyperparameters.get("d", 1), 1)
     inputs = b * n * N * (K + 2 * D) + 3 * 8 * n * K * N  # X, P broadcast, X̃; one-hot in NumPy
     activations = b * n * N * (4 * width + 12 + 2 * K)  # keys and their gradient, logits, S, XS, f
@@ -78,12 +78,12 @@ def population_size(task: CircleWalk | FiniteTask) -> int:
 
 
 def initial_model_parameters(
-    model: Model, K: int, D: int, init: str, sigma: float, seed: int, N: int | None = None
+    model: Model, sizes: Sizes, init: str, sigma: float, seed: int
 ) -> dict[str, np.ndarray]:
     """θ(0) as float64 arrays: zeros, or i.i.d. N(0, σ²) in the order of ``model.shapes`` (init stream of ``seed``)."""
     from rwtoolkit.engines.numeric._train import init_generator
 
-    shapes = model.shapes(K, D, N)
+    shapes = model.shapes(sizes)
     if init == "zero":
         return {name: np.zeros(shape) for name, shape in shapes.items()}
     if init != "gaussian":
@@ -141,13 +141,13 @@ def train_model(
     if P.ndim != 2 or P.shape[1] != task.N:
         raise ValueError(f"P has shape {P.shape}: positions must be (M, N) with N={task.N}")
     K, N = task.K, task.N
-    D = K + P.shape[0]
     ar = TorchArithmetic(getattr(torch, dtype), device)
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
     ell = TensorLoss(loss, eps)
     current = {
-        k: ar.asarray(v) for k, v in initial_model_parameters(model, K, D, init, sigma, seed, N).items()
+        k: ar.asarray(v)
+        for k, v in initial_model_parameters(model, data.inputs.sizes, init, sigma, seed).items()
     }
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}

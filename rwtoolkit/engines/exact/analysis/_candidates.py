@@ -25,7 +25,7 @@ import numpy as np
 from flint import fmpq
 
 from rwtoolkit.engines.exact.analysis._invariance import Subspace, positions, rational
-from rwtoolkit.models import Model, acting_group, coordinate_permutation
+from rwtoolkit.models import Model, Sizes, acting_group, coordinate_permutation
 from rwtoolkit.tasks import Task, orbit_labels
 
 #: Digits the trajectory is read at, the pivot tolerance and the largest denominator of a rationalised entry.
@@ -58,18 +58,20 @@ def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     """
     group = acting_group(model, group)
     K, N = task.K, task.N
-    shapes = model.shapes(K, K + N, N)
-    total = sum(int(np.prod(s)) for s in shapes.values())
+    sizes = Sizes(K=K, M=N, N=N)
+    total = model.parameter_count(sizes)
     perms = [coordinate_permutation(model, g, K, N) for g in group.generators]
     described = "; ".join(group.describe(getattr(task, "vocab", None))) or "the identity only"
-    return Subspace.from_vectors(shapes, _orbit_basis(perms, total), source=f"symmetry: {described}")
+    return Subspace.from_vectors(
+        model.shapes(sizes), _orbit_basis(perms, total), source=f"symmetry: {described}"
+    )
 
 
 def head_count(model: Model) -> int:
     """The size of the model's head axis (1 for a model without one)."""
     for name, roles in model.AXES.items():
         if "head" in roles:
-            return model.shapes(1, 1)[name][roles.index("head")]
+            return model.shapes(Sizes(K=1, M=1, N=1))[name][roles.index("head")]
     return 1
 
 
@@ -90,11 +92,11 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
         tokens = labels = tuple(range(K))
         positions = tuple(range(N - 1))
 
-    shapes = model.shapes(K, K + N, N)
-    total = sum(int(np.prod(s)) for s in shapes.values())
+    sizes = Sizes(K=K, M=N, N=N)
+    total = model.parameter_count(sizes)
     shift = coordinate_permutation(model, _Identity(), K, N, heads=[(h + 1) % H for h in range(H)])
     return Subspace.from_vectors(
-        shapes, _orbit_basis([shift], total), source=f"identical heads (the {H} heads permuted)"
+        model.shapes(sizes), _orbit_basis([shift], total), source=f"identical heads (the {H} heads permuted)"
     )
 
 
@@ -139,12 +141,13 @@ def trajectory_subspace(
         ar = ObjectArithmetic(
             "mpmath", convert, exp=mpmath.exp, sign=lambda x: (x > 0) - (x < 0), to_float=float
         )
-        shapes = dict(model.shapes(task.K, task.K + P.shape[0], task.N))
+        sizes = Sizes(K=task.K, M=P.shape[0], N=task.N)
+        shapes = model.shapes(sizes)
         weights = [convert(q) for q in pop.exact_probs()]
         rows = []
         for mu in SPAN_MU:  # P = √μ·I_N at several μ: a span that holds for every μ must hold for these
             data = batch(ar, pop.tokens, pop.labels, weights, task.K, ar.asarray(P) * mpmath.sqrt(mu))
-            start = model.zeros(ar, task.K, task.K + P.shape[0], task.N)
+            start = model.zeros(ar, sizes)
             states = descend(model, ar, start, data, _MpLoss(convert(eps)), convert(eta), steps)
             rows += [
                 [x for name in shapes for x in np.asarray(st.params[name], dtype=object).ravel().tolist()]

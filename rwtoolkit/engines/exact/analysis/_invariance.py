@@ -48,11 +48,13 @@ from rwtoolkit.engines.exact.arithmetic._function_field import (
     is_zero,
     key_of,
 )
-from rwtoolkit.models import Model, Tape, batch
+from rwtoolkit.io import DECISION_WORDS, Verdict
+from rwtoolkit.models import Model, Sizes, Tape, batch
 from rwtoolkit.tasks import Task
 
-#: The outcomes of a decision (a proof is never inferred from an undecided check).
-PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
+#: The outcomes of a decision, as ``DECISION_WORDS`` writes the one verdict vocabulary (a proof is never
+#: inferred from an undecided check).
+PROVED, REFUTED, UNDECIDED = map(DECISION_WORDS.word, (Verdict.PROVED, Verdict.REFUTED, Verdict.INCONCLUSIVE))
 #: Rational points tried for a witness, and the precision (bits) of the ball evaluation.
 WITNESS_POINTS = (
     (fmpq(1, 3), fmpq(-2, 7), fmpq(3, 5), fmpq(-5, 11), fmpq(2, 9), fmpq(7, 13), fmpq(-1, 4), fmpq(4, 17)),
@@ -290,16 +292,16 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
     >>> model, task = get_model("key_query", d=1), CircleWalk(3, 3, "1/2")
-    >>> shapes = model.shapes(3, 3 + 3)
-    >>> V_only = [[int(j == i) for j in range(sum(int(np.prod(s)) for s in shapes.values()))] for i in range(9)]
+    >>> sizes = Sizes(K=3, M=3, N=3)
+    >>> shapes = model.shapes(sizes)
+    >>> V_only = [[int(j == i) for j in range(model.parameter_count(sizes))] for i in range(9)]
     >>> induction_step(task, model, Subspace.from_vectors(shapes, V_only)).outcome
     'proved'
     """
     start = time.perf_counter()
     tokens, labels, weights = _population(task)
     K, N = task.K, task.N
-    D = K + N
-    shapes = model.shapes(K, D, N)
+    shapes = model.shapes(Sizes(K=K, M=N, N=N))
     if dict(shapes) != dict(subspace.shapes):
         raise ValueError(f"the subspace's parameters {subspace.shapes} are not the model's {shapes}")
     r = subspace.dim

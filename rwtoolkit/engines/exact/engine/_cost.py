@@ -33,8 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from rwtoolkit.engines.exact.engine._population import MAX_INPUTS, rooted_walks
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
@@ -210,10 +208,12 @@ def multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
     >>> multiply_adds(CircleWalk(3, 3, "1/2"), get_model("key_query", d=2))
     4752
     """
+    from rwtoolkit.models import Sizes
+
     population = task.population()
     n, K, N = population.size, population.K, population.N
-    D = K + 4 * -(-N // 4)
-    return int(3 * n * N * D * (1 + sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) / D))
+    sizes = Sizes(K=K, M=4 * -(-N // 4), N=N)
+    return int(3 * n * N * sizes.D * (1 + model.parameter_count(sizes) / sizes.D))
 
 
 def model_job_estimate(

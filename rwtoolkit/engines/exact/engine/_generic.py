@@ -26,7 +26,7 @@ from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element
 from rwtoolkit.engines.exact.engine._cost import model_job_estimate
 from rwtoolkit.engines.exact.engine._derive import make_loss
 from rwtoolkit.engines.exact.engine._population import Loss
-from rwtoolkit.models import Batch, Evaluation, Model, batch, descend, rational_positions
+from rwtoolkit.models import Batch, Evaluation, Model, Sizes, batch, descend, rational_positions
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
 
 #: Initialisations of the generic path.
@@ -79,26 +79,27 @@ class ModelTrajectory:
 
 
 def initial_parameters(
-    model: Model, K: int, D: int, init: str, sigma: object, seed: int, N: int | None = None
+    model: Model, sizes: Sizes, init: str, sigma: object, seed: int
 ) -> dict[str, np.ndarray]:
     """The exact start of ``init`` (see the module text).
 
     >>> from rwtoolkit.models import get_model
-    >>> start = initial_parameters(get_model("key_query", d=1), 2, 3, "gaussian", "1/10", 0)
+    >>> from rwtoolkit.models import Sizes, get_model
+    >>> start = initial_parameters(get_model("key_query", d=1), Sizes(K=2, M=1, N=2), "gaussian", "1/10", 0)
     >>> start["W_K"][0, 0]
     -56169/1048576
     """
     if init not in INITS:
         raise ValueError(f"--init={init!r} is not one of {', '.join(INITS)}")
     if init == "zero":
-        return model.zeros(EXACT, K, D, N)
+        return model.zeros(EXACT, sizes)
     scale = Fraction(str(sigma))
     if not scale > 0:
         raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
     rng = np.random.default_rng(seed)
     grid = 2**GRID_BITS
     out = {}
-    for name, shape in model.shapes(K, D, N).items():
+    for name, shape in model.shapes(sizes).items():
         draws = rng.standard_normal(shape)
         out[name] = EXACT.asarray(
             np.vectorize(lambda x: Fraction(round(float(x) * float(scale) * grid), grid), otypes=[object])(
@@ -138,8 +139,7 @@ def model_file_bytes(
     """
     population = task.population()
     n, K, N = population.size, population.K, population.N
-    D = K + 4 * -(-N // 4)
-    values = sum(int(np.prod(s)) for s in model.shapes(K, D, N).values()) + 2 + N + K
+    values = model.parameter_count(Sizes(K=K, M=4 * -(-N // 4), N=N)) + 2 + N + K
     per_input_values = n * (2 * N + K)
     growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
     header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
@@ -200,7 +200,7 @@ def derive_model(
     K = population.K
     P = EXACT.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
     data = batch(EXACT, population.tokens, population.labels, population.exact_probs(), K, P)
-    start = initial_parameters(model, K, K + P.shape[0], init, sigma, seed, population.N)
+    start = initial_parameters(model, data.inputs.sizes, init, sigma, seed)
     bar = tqdm(total=steps + 1, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
     states = descend(
         model,

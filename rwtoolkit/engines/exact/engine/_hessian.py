@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from rwtoolkit.models import Model, ObjectArithmetic, batch, evaluate
+from rwtoolkit.models import Model, ObjectArithmetic, Sizes, batch, evaluate
 from rwtoolkit.tasks import Task
 
 
@@ -114,7 +114,7 @@ def exact_hessian(
     """
     pop = task.population()
     P = np.asarray(P, dtype=object)
-    shapes = model.shapes(pop.K, pop.K + P.shape[0], pop.N)
+    shapes = model.shapes(Sizes(K=pop.K, M=P.shape[0], N=pop.N))
     for name, shape in shapes.items():
         if name not in point or tuple(np.shape(point[name])) != tuple(shape):
             raise ValueError(f"the point's {name!r} must have shape {shape} (the model's parameters)")

@@ -412,13 +412,15 @@ MODEL_READOUTS = {"loss": (), "accuracy": (), "mean_attention": ("N",), "mean_f"
 
 def generic_model_header(traj: ModelTrajectory) -> dict:
     """The header's model section for any model: its name, summary, hyperparameters and parameter shapes."""
-    K, N, D = traj.K, traj.N, traj.K + int(traj.P.shape[0])
+    K, N = traj.K, traj.N
     sizes = {"K": K, "N": N}
     return {
         "name": traj.model.name,
         "definition": model_summary(traj.model.name),
         "hyperparameters": dict(traj.model.hyperparameters),
-        "parameters": {name: list(shape) for name, shape in traj.model.shapes(K, D, N).items()},
+        "parameters": {
+            name: list(shape) for name, shape in traj.model.shapes(traj.batch.inputs.sizes).items()
+        },
         "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
         "per_input": {"logits": [N], "S": [N], "f": [K]},
     }
