@@ -228,9 +228,7 @@ def test_every_model_names_the_axes_of_every_parameter():
         shapes = model.shapes(sizes)
         assert set(shapes) <= set(model.AXES), name
         # every named axis belongs to a parameter of some configuration (multi_head: merged or separate)
-        variants = (
-            [shapes, get_model(name, d=1).shapes(sizes)] if "d" in model.HYPERPARAMETERS else [shapes]
-        )
+        variants = [shapes, get_model(name, d=1).shapes(sizes)] if "d" in model.HYPERPARAMETERS else [shapes]
         assert set(model.AXES) == set().union(*variants), name
         for param, shape in {k: v for variant in variants for k, v in variant.items()}.items():
             axes = model.AXES[param]
@@ -256,6 +254,23 @@ def test_rational_positions_are_orthogonal_with_equal_norm(N, mu):
     P = rational_positions(N, mu)
     assert P.shape == (4 * -(-N // 4), N)
     assert (P.T @ P == np.eye(N, dtype=int) * mu).all()
+
+
+def test_square_root_is_exact_where_the_arithmetic_is_and_agrees_across_arithmetics():
+    from rwtoolkit.engines.balls import ball_arithmetic
+
+    roots = EXACT.sqrt(EXACT.asarray([Fraction(9, 16), 2, 0]))
+    assert roots[0] == fmpq(3, 4) and isinstance(roots[0], fmpq)  # a rational square stays a rational
+    assert sp.sympify(roots[1]) ** 2 == 2 and roots[2] == 0  # else SymPy's exact root
+    balls = ball_arithmetic().sqrt(ball_arithmetic().asarray([2]))
+    torch_root = TorchArithmetic(torch.float64).sqrt(torch.tensor([2.0], dtype=torch.float64))
+    assert balls[0].contains(float(torch_root[0])) and FLOAT64.sqrt(np.array([2.0]))[0] == float(
+        torch_root[0]
+    )
+    with pytest.raises(ValueError, match="no square root"):
+        ObjectArithmetic("fractions", Fraction, exp=None, sign=lambda x: None).sqrt(
+            np.array([1], dtype=object)
+        )
 
 
 # --- the tape: gradients from the one forward pass ------------------------------------------------------

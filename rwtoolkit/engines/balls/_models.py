@@ -51,10 +51,12 @@ def _sign(x: arb) -> int | None:
 
 
 def ball_arithmetic() -> Any:
-    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp and sign on one ball)."""
+    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, sqrt and sign on one ball)."""
     from rwtoolkit.models import ObjectArithmetic
 
-    return ObjectArithmetic("arb", to_ball, exp=lambda v: v.exp(), sign=_sign, to_float=float)
+    return ObjectArithmetic(
+        "arb", to_ball, exp=lambda v: v.exp(), sign=_sign, to_float=float, sqrt=lambda v: v.sqrt()
+    )
 
 
 class BallLogLoss:

@@ -38,6 +38,9 @@ class TorchArithmetic:
     def exp(self, a: torch.Tensor) -> torch.Tensor:
         return torch.exp(a)
 
+    def sqrt(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(a)
+
     def softmax(self, a: torch.Tensor) -> torch.Tensor:
         return torch.softmax(a, dim=-1)
 

@@ -139,7 +139,12 @@ def trajectory_subspace(
             return mpmath.mpf(int(q.p)) / int(q.q)
 
         ar = ObjectArithmetic(
-            "mpmath", convert, exp=mpmath.exp, sign=lambda x: (x > 0) - (x < 0), to_float=float
+            "mpmath",
+            convert,
+            exp=mpmath.exp,
+            sign=lambda x: (x > 0) - (x < 0),
+            to_float=float,
+            sqrt=mpmath.sqrt,
         )
         sizes = Sizes(K=task.K, M=P.shape[0], N=task.N)
         shapes = model.shapes(sizes)

@@ -7,6 +7,7 @@ certified evaluation, never by a rounded value (docs/guide/exact.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -41,6 +42,16 @@ def _exp(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
     return exp_atom(x)
 
 
+def _sqrt(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
+    """√x: an fmpq where x is the square of a rational, else SymPy's exact root."""
+    if isinstance(x, fmpq) and x >= 0:
+        p, q = int(x.p), int(x.q)
+        rp, rq = math.isqrt(p), math.isqrt(q)
+        if rp * rp == p and rq * rq == q:
+            return fmpq(rp, rq)
+    return exact_element(sp.sqrt(sp.sympify(x)))
+
+
 def _sign(x: fmpq | sp.Expr) -> int | None:
     if isinstance(x, fmpq):
         return (x > 0) - (x < 0)
@@ -64,7 +75,7 @@ def to_sympy(value: Any) -> Any:
 
 
 #: The exact arithmetic: fmpq rationals, SymPy expressions where exponentials of non-zero logits enter.
-EXACT = ObjectArithmetic("exact", exact_element, exp=_exp, sign=_sign, to_float=_float)
+EXACT = ObjectArithmetic("exact", exact_element, exp=_exp, sign=_sign, to_float=_float, sqrt=_sqrt)
 
 
 class ExactLoss:
