@@ -8,9 +8,8 @@ in every arithmetic. :data:`MODELS` is the registry ``--model`` reads (docs/guid
 The registry's names (:data:`DEFAULT_MODEL`, :func:`model_names`, :func:`model_help`, :func:`model_summary`)
 load without numpy; every other name is imported on first use, so ``rw --help`` stays fast.
 
->>> from fractions import Fraction
->>> sorted(MODELS)
-['key_query', 'learned_positions', 'linear_attention', 'multi_head', 'one_layer', 'tied_embedding', 'two_layer', 'untied_embedding']
+>>> DEFAULT_MODEL, MODELS["key_query"].__name__, "key_query" in model_names()
+('one_layer', 'KeyQuery', True)
 """
 
 from __future__ import annotations
