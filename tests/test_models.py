@@ -176,12 +176,13 @@ def test_registry_names_models_and_refuses_in_one_line():
         "two_layer",
         "tied_embedding",
         "untied_embedding",
+        "normalized_attention",
     ]
     assert "key_query" in model_help() and "one_layer" in model_help()
     with pytest.raises(
         ValueError,
         match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query, multi_head, "
-        r"linear_attention, learned_positions, two_layer, tied_embedding, untied_embedding",
+        r"linear_attention, learned_positions, two_layer, tied_embedding, untied_embedding, normalized_attention",
     ):
         get_model("two_heads")
     with pytest.raises(ValueError, match="model 'one_layer' has no hyperparameter 'd'"):

@@ -65,6 +65,10 @@ REGISTRY: dict[str, Registered] = {
         "rwtoolkit.models.tied_embedding:UntiedEmbedding",
         "tied_embedding with a read-out of its own: f = softmax(A z + b)",
     ),
+    "normalized_attention": Registered(
+        "rwtoolkit.models.normalized_attention:NormalizedAttention",
+        "the paper's model with x̂_j = x̃_j/‖x̃_j‖ in the scores x̂_jᵀ W x̂_N (paper Fig 6)",
+    ),
 }
 #: The default of ``--model``.
 DEFAULT_MODEL = "one_layer"
