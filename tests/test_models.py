@@ -285,7 +285,8 @@ def _float_batch(arith, task, P):
 
 
 @pytest.mark.parametrize(
-    "name", ["one_layer", "key_query", "multi_head", "tied_embedding", "untied_embedding"]
+    "name",
+    ["one_layer", "key_query", "multi_head", "tied_embedding", "untied_embedding", "normalized_attention"],
 )
 def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     task = CircleWalk(4, 5, "3/10")

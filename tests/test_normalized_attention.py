@@ -4,23 +4,31 @@ The registered model is checked against the reduced torch fast path with ``norma
 written independently in reduced coordinates), in float64 and from the exact engine's trajectory, and its exact
 trajectory against two facts derived by hand: V(1) is Lemma C.1's (S(0) is uniform whatever the lengths), and at
 μ = 9/16, where the lengths √(1 + μ) = 5/4 and √μ = 3/4 are rational, every step before the first non-zero logit
-is a rational state.
+is a rational state. ``rw check --model normalized_attention`` passes an independent plain implementation
+(examples/normalized_attention_torch.py) and fails its planted bug at the first wrong quantity.
 """
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from flint import fmpq
 
+from rwtoolkit.analyses.check import CheckOptions, check, load_factory
 from rwtoolkit.engines.exact import EXACT, derive, derive_model
 from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train, train_model
 from rwtoolkit.models import get_model, rational_positions
 from rwtoolkit.tasks import CircleWalk
 
 MU = Fraction(9, 16)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "normalized_attention_torch.py"
+OPTIONS = CheckOptions(steps=2, examples=3, model="normalized_attention")
+sys.path.insert(0, str(EXAMPLE.parent))
+from normalized_attention_torch import FIRST_WRONG  # noqa: E402
 
 
 def _fast_path(task: CircleWalk, P: np.ndarray, steps: int) -> list[dict]:
@@ -64,3 +72,17 @@ def test_the_exact_trajectory_is_rational_at_mu_9_16_and_its_floats_are_the_fast
         w = EXACT.to_float(state.params["W"])[:, task.K :] @ xN
         np.testing.assert_allclose(V, fast[t]["V"], rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(w, fast[t]["w"], rtol=1e-12, atol=1e-13)
+
+
+def test_the_plain_implementation_passes_rw_check() -> None:
+    report = check(load_factory(f"{EXAMPLE}:model"), OPTIONS)
+    assert report.exit_code == 0, report.render()
+    rows = {r.id: r.status for r in report.results}
+    assert rows["V"] == rows["W"] == rows["S"] == rows["f"] == rows["loss"] == "pass"
+
+
+@pytest.mark.parametrize("variant", sorted(FIRST_WRONG))
+def test_the_planted_bug_fails_at_its_first_wrong_quantity(variant: str) -> None:
+    report = check(load_factory(f"{EXAMPLE}:{variant}"), OPTIONS)
+    trajectory = [r.id for r in report.results if r.status == "fail" and r.id in ("V", "W", "S", "f", "loss")]
+    assert report.exit_code == 1 and trajectory == [FIRST_WRONG[variant]], report.render()
