@@ -1,7 +1,7 @@
-"""The field's published claims, each checked exactly at small sizes: one ``ZooClaim`` per row of ``rw zoo claims``.
+"""The field's published claims, each checked exactly at small sizes: one ``Claim`` per row of ``rw zoo claims``.
 
-A claim (``rwtoolkit.io.Claim``) names its paper (its source) and statement, the model and task it is checked
-on, and the criterion that decides its verdict, one of the one vocabulary (``rwtoolkit.io.Verdict``):
+A claim names its paper and statement, the model and task it is checked on, and the criterion that
+decides its verdict. Verdicts (``VERDICTS``):
 
 * ``proved``: a proof for every t (and every η, loss and μ where the criterion says so), here the exact
   induction step of ``rwtoolkit.engines.exact.induction_step``: one GD step maps a subspace containing θ(0) into itself;
@@ -15,27 +15,35 @@ on, and the criterion that decides its verdict, one of the one vocabulary (``rwt
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from rwtoolkit.io import DECISION_WORDS, STUCK_WORDS, Claim, Verdict
+VERDICTS = (
+    "proved",
+    "refuted",
+    "holds at the sizes checked",
+    "does not hold at the sizes checked",
+    "inconclusive",
+)
 
 
 @dataclass
-class Finding:
-    """What running a claim found: the verdict, one line per configuration checked, the configurations,
-    and what the claim's figure draws from this run (``rwtoolkit.analyses.zoo._figures``), by configuration."""
+class Outcome:
+    """What running a claim found: the verdict, one line per configuration checked, the configurations."""
 
-    verdict: Verdict
+    verdict: str
     evidence: list[str]
     configurations: list[dict[str, Any]]
+    #: Wall time from before the claim's set-up to its verdict (``Claim.check``), and its figure's when
+    #: ``run_claims`` draws one.
+    seconds: float = 0.0
+    #: What the claim's figure draws from this run (``rwtoolkit.analyses.zoo._figures``), by configuration.
     figure: dict[str, Any] = field(default_factory=dict)
 
 
@@ -47,38 +55,33 @@ def _quiet(message: str) -> None:
     """The progress of a claim checked without anyone watching."""
 
 
-@dataclass(kw_only=True)
-class ZooClaim(Claim):
-    """One claim of the field: where it is stated (``source``: the paper), what is checked on which model and
-    task, how it is decided, and (once checked) its verdict, evidence and figure data.
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the field: where it is stated, what is checked, how it is decided.
 
     ``run(quick, progress)`` does the claim's set-up (imports, exact or certified runs) and decides its verdict,
-    calling ``progress`` with each configuration as it starts; ``check`` returns the checked claim.
+    calling ``progress`` with each configuration as it starts.
     """
 
-    command: str = field(init=False, default="")
+    id: str
+    paper: str
+    statement: str
     model: str
     task: str
-    run: Callable[[bool, Progress], Finding] = field(repr=False, compare=False)
-    #: What the claim's figure draws from its run, by configuration (empty until checked).
-    figure: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    criterion: str
+    run: Callable[[bool, Progress], Outcome] = field(repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.command = f"rw zoo claims --claim {self.id} --out out/zoo"
+    @property
+    def command(self) -> str:
+        """The one command that reproduces this row."""
+        return f"rw zoo claims --claim {self.id} --out out/zoo"
 
-    def check(self, quick: bool = False, progress: Progress | None = None) -> ZooClaim:
-        """The claim checked: ``seconds`` is the wall time from before its set-up to its verdict."""
+    def check(self, quick: bool = False, progress: Progress | None = None) -> Outcome:
+        """Run the claim; ``seconds`` is the wall time from before its set-up to its verdict."""
         start = time.perf_counter()
-        found = self.run(quick, progress or _quiet)
-        return dataclasses.replace(
-            self,
-            verdict=found.verdict,
-            evidence=found.evidence,
-            configurations=found.configurations,
-            figure=found.figure,
-            seconds=time.perf_counter() - start,
-        )
+        outcome = self.run(quick, progress or _quiet)
+        outcome.seconds = time.perf_counter() - start
+        return outcome
 
 
 # ------------------------------------------------------------------------------------------------
@@ -114,49 +117,32 @@ def _unit_vectors(shapes: dict[str, tuple[int, ...]], names: tuple[str, ...]) ->
     return rows
 
 
-def invariance_steps(
-    tasks: Iterable[tuple[str, Any]],
-    models: Iterable[dict[str, Any]],
-    subspace_of: Callable[[Any, Any], Any],
-    progress: Progress = _quiet,
-) -> Iterator[tuple[str, Any, Any]]:
-    """(task name, model, induction) of the exact induction step on ``subspace_of(model, task)`` for every task
-    and model (``rwtoolkit.models.get_model(**hyper)``), tasks outer; ``progress`` hears each configuration."""
+def _invariance(
+    models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool, progress: Progress
+) -> Outcome:
+    """Run the exact induction step for every (task, model) and collect the verdict."""
     from rwtoolkit.engines.exact import induction_step
     from rwtoolkit.models import get_model
 
-    for name, task in tasks:
+    evidence, configurations, outcomes = [], [], []
+    for name, task in _tasks(quick):
         for hyper in models:
             model = get_model(**hyper)
             label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
-            progress(f"{name}, {model.name}{' ' + label if label else ''}")
-            yield name, model, induction_step(task, model, subspace_of(model, task))
-
-
-def identical_heads_subspace(model: Any, task: Any) -> Any:
-    """The subspace where every head of ``model`` is the same (``rwtoolkit.engines.exact.identical_heads``),
-    refused for a model with one head: the claim ``identical_heads`` here and the certificate ``heads`` of
-    ``rw proofs`` both decide it."""
-    from rwtoolkit.engines.exact import identical_heads
-
-    subspace = identical_heads(model, task)
-    if subspace is None:
-        raise ValueError(f"{model.describe()} has one head")
-    return subspace
-
-
-def _invariance(
-    models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool, progress: Progress
-) -> Finding:
-    """Run the exact induction step for every (task, model) and collect the verdict."""
-    evidence, configurations, verdicts = [], [], []
-    for name, model, result in invariance_steps(_tasks(quick), models, subspace_of, progress):
-        label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
-        configuration = f"{name}, {model.name}{' ' + label if label else ''}"
-        verdicts.append(DECISION_WORDS.verdict(result.outcome))
-        evidence.append(f"{configuration}: {what}: {result.line()}")
-        configurations.append({"task": name, "model": model.describe(), "outcome": result.outcome})
-    return Finding(Verdict.combine(verdicts), evidence, configurations)
+            configuration = f"{name}, {model.name}{' ' + label if label else ''}"
+            progress(configuration)
+            subspace = subspace_of(model, task)
+            result = induction_step(task, model, subspace)
+            outcomes.append(result.outcome)
+            evidence.append(f"{configuration}: {what}: {result.line()}")
+            configurations.append({"task": name, "model": model.describe(), "outcome": result.outcome})
+    if all(o == "proved" for o in outcomes):
+        verdict = "proved"
+    elif any(o == "refuted" for o in outcomes):
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return Outcome(verdict, evidence, configurations)
 
 
 def _key_query_stuck(quick: bool, progress: Progress) -> Outcome:
@@ -175,11 +161,19 @@ def _key_query_stuck(quick: bool, progress: Progress) -> Outcome:
     return _invariance(ds, v_only, "{W_K = W_Q = 0}", quick, progress)
 
 
-def _identical_heads(quick: bool, progress: Progress) -> Finding:
+def _identical_heads(quick: bool, progress: Progress) -> Outcome:
+    from rwtoolkit.engines.exact import identical_heads
+
+    def heads(model, task):
+        subspace = identical_heads(model, task)
+        if subspace is None:  # pragma: no cover - every model listed has H >= 2
+            raise ValueError(f"{model.describe()} has one head")
+        return subspace
+
     hs = [{"name": "multi_head", "H": 2}] + (
         [] if quick else [{"name": "multi_head", "H": 3}, {"name": "multi_head", "H": 2, "d": 1}]
     )
-    return _invariance(hs, identical_heads_subspace, "identical heads", quick, progress)
+    return _invariance(hs, heads, "identical heads", quick, progress)
 
 
 def _linear_zero_fixed(quick: bool, progress: Progress) -> Outcome:
@@ -199,14 +193,14 @@ def _learned_positions_stuck(quick: bool, progress: Progress) -> Outcome:
     from rwtoolkit.tasks import CircleWalk
 
     cases = [(3, 4, 1)] + ([] if quick else [(3, 4, 0), (4, 5, 1)])
-    evidence, configurations, verdicts = [], [], []
+    evidence, configurations, proved = [], [], []
     for K, N, p in cases:
         progress(f"CircleWalk({K}, {N}, {p}), learned_positions")
         proof = stuck_proof(CircleWalk(K, N, p), get_model("learned_positions"))
-        verdicts.append(STUCK_WORDS.verdict(proof["verdict"]))
+        proved.append(proof["verdict"] == "stuck for all t (proved)")
         evidence.append(f"CircleWalk({K}, {N}, {p}), learned_positions: {proof['verdict']}: {proof['why']}")
         configurations.append({"task": "circle", "K": K, "N": N, "p": str(p), "verdict": proof["verdict"]})
-    return Finding(Verdict.combine(verdicts), evidence, configurations)
+    return Outcome("proved" if all(proved) else "inconclusive", evidence, configurations)
 
 
 # ------------------------------------------------------------------------------------------------
