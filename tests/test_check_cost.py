@@ -23,22 +23,23 @@ import pytest
 
 import rwtoolkit.engines.exact.arithmetic._decide as decide
 from rwtoolkit.analyses.check import (
-    CheckConfig,
     CheckOptions,
     Mismatch,
+    build_config,
     check,
     estimate_check,
     estimate_fixtures,
+    for_model,
     load_factory,
 )
 from rwtoolkit.analyses.check._check import drawn_configs
 from rwtoolkit.analyses.check._compare import trajectory_key
 from rwtoolkit.analyses.check._emit import FixtureSpec
 from rwtoolkit.analyses.check._models import compare_model, expected_model_steps
-from rwtoolkit.analyses.check._runtime import run_model
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.exact import EXACT, job_estimate
 from rwtoolkit.models import Evaluation
+from rwtoolkit.runtime import run_model
 from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,9 +53,7 @@ def test_an_exact_tie_in_f_at_three_steps_is_decided_without_expanding_the_atoms
     """The configuration `rw check --model learned_positions --steps 3` stalled on (28 minutes): at t = 3 some
     entries of f are equal through exponentials of one exponent built along different paths. The tie is proved
     by making those atoms one, never by expanding every atom into SymPy's exp (which took minutes)."""
-    config = CheckConfig.build(CircleWalk(5, 4, "1"), mu=5, eta="1/7", eps="5/6").for_model(
-        "learned_positions"
-    )
+    config = for_model(build_config(CircleWalk(5, 4, "1"), mu=5, eta="1/7", eps="5/6"), "learned_positions")
     expected = expected_model_steps(config, 3)
     f = expected._states[3].f
 
@@ -65,13 +64,13 @@ def test_an_exact_tie_in_f_at_three_steps_is_decided_without_expanding_the_atoms
     predicted = EXACT.predict(f)
     assert predicted is not None
     floats = run_model(load_factory(f"{LEARNED}:model"), config, 3, config.shapes)
-    from rwtoolkit.analyses.check._runtime import predict
+    from rwtoolkit.runtime import predict
 
     assert predicted.tolist() == predict(floats.values["f"][3], config.tie_rtol).tolist()
 
 
 def _key_query_readouts():
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=2, eta=1, eps="1/10").for_model("key_query")
+    config = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=2, eta=1, eps="1/10"), "key_query")
     return config, run_model(load_factory(f"{KEY_QUERY}:model"), config, 2, config.shapes)
 
 

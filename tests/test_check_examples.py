@@ -144,11 +144,11 @@ def test_readme_example_passes(tmp_path) -> None:
 def test_plain_implementation_matches_the_exact_trajectory_at_step_4() -> None:
     # The largest case the exact engine must reach in seconds: K=5, N=6, p=3/10, t = 0..4. A trajectory
     # this long goes through the named-exponential (atom) form of the exact values.
-    from rwtoolkit.analyses.check import CheckConfig, assert_matches_exact
+    from rwtoolkit.analyses.check import assert_matches_exact, build_config
     from rwtoolkit.tasks import CircleWalk
 
     factory = load_factory(f"{EXAMPLES}/plain_torch.py:model")
-    cfg = CheckConfig.build(CircleWalk(5, 6, "3/10"), mu=1, eta=1, eps="1/10")
+    cfg = build_config(CircleWalk(5, 6, "3/10"), mu=1, eta=1, eps="1/10")
     readouts = assert_matches_exact(factory, cfg, 4)
     assert len(readouts.values["V"]) == 5
 

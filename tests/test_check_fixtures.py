@@ -5,6 +5,7 @@ through ``rw check``), with a reproduction that runs on its own."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -16,11 +17,13 @@ import numpy as np
 import pytest
 import torch
 
+import rwtoolkit.runtime
 from rwtoolkit.analyses.check import DEFAULT_SPECS, emit_fixtures, read_specs
-from rwtoolkit.analyses.check._runtime import LABELS, predict, torch_losses
 from rwtoolkit.cli.main import main
-from rwtoolkit.engines.numeric import LOSS_FUNCTIONS
+from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL, LOSS_FUNCTIONS
 from rwtoolkit.engines.numeric import predict as torch_predict
+from rwtoolkit.models import DEFAULT_MODEL
+from rwtoolkit.runtime import LABELS, CheckConfig, fixture_config, load_manifest, predict, torch_losses
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -67,7 +70,7 @@ def fixtures(tmp_path_factory) -> Path:
 
 def test_the_folder_holds_oracles_runtime_test_and_a_manifest_of_digests(fixtures):
     manifest = json.loads((fixtures / "manifest.json").read_text())
-    assert (manifest["format"], manifest["version"]) == ("rw-fixtures", 2) and manifest["toolkit"][
+    assert (manifest["format"], manifest["version"]) == ("rw-fixtures", 3) and manifest["toolkit"][
         "name"
     ] == "rwtoolkit"
     assert len(manifest["configs"]) == len(DEFAULT_SPECS)
@@ -76,11 +79,57 @@ def test_the_folder_holds_oracles_runtime_test_and_a_manifest_of_digests(fixture
     assert names - {"manifest.json"} == set(manifest["files"])  # every file has its digest
     for entry in manifest["configs"]:
         assert entry["rtol"]["float32"] > entry["rtol"]["float64"] > 0 and entry["steps"] == 2
-    runtime = (fixtures / "rwcheck_runtime.py").read_text()
-    assert (
-        "from rwcheck_columns import" in runtime
-        and "rwtoolkit.engines.exact" not in runtime.split('"""', 2)[2]
-    )
+
+
+def test_the_runtime_is_the_toolkits_package_folder_copied_as_it_is(fixtures):
+    """``rwcheck_runtime/`` holds every module of ``rwtoolkit.runtime``, byte for byte: nothing is rewritten
+    on the way out, so what the fixtures run is what ``rw check`` runs."""
+    package = Path(rwtoolkit.runtime.__file__).parent
+    sources = {p.name: p.read_bytes() for p in package.glob("*.py")}
+    copied = {p.name: p.read_bytes() for p in (fixtures / "rwcheck_runtime").iterdir()}
+    assert {"__init__.py", "oracle_format.py"} <= set(sources) and copied == sources
+
+
+def test_the_runtime_imports_nothing_of_the_toolkit():
+    """Every import of ``rwtoolkit.runtime`` is of the standard library, numpy, torch (inside a function: only
+    where an implementation is torch) or a module of the package itself, relatively: the copy runs alone."""
+    package = Path(rwtoolkit.runtime.__file__).parent
+    found = []
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = set(tree.body)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # relative: the package itself
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for name in names:
+                    root = name.split(".")[0]
+                    allowed = root in sys.stdlib_module_names or root == "numpy" or root == "__future__"
+                    if not allowed and not (root == "torch" and node not in top_level):
+                        found.append(f"{path.name}:{node.lineno} imports {name}")
+    assert found == []
+
+
+def test_a_fixture_config_is_the_one_config_rw_check_builds(fixtures):
+    """The config a frozen fixture hands the factory is ``rwtoolkit.runtime.CheckConfig``, the class ``rw check``
+    hands it, with the same values as the toolkit's ``build_config`` of the same configuration."""
+    manifest = load_manifest(fixtures)
+    for spec, entry in zip(DEFAULT_SPECS, manifest["configs"], strict=True):
+        for dtype in ("float64", "float32"):
+            frozen = fixture_config(fixtures, entry, dtype)
+            built = spec.check_config(dtype)
+            assert type(frozen) is type(built) is CheckConfig
+            assert frozen.tie_rtol == built.tie_rtol == DEFAULT_TIE_RTOL[dtype]
+            assert frozen.shapes == built.shapes and frozen.model == built.model == DEFAULT_MODEL
+            assert frozen.describe().split(", P=")[1] == built.describe().split(", P=")[1]
+            for name in ("K", "N", "M", "mu", "eta", "eps", "loss", "dtype", "embedding", "seed", "init"):
+                assert getattr(frozen, name) == getattr(built, name), name
+            for name in ("P", "tokens", "labels", "weights", "query", "inputs_array"):
+                a, b = getattr(frozen, name), getattr(built, name)
+                a, b = (a(), b()) if callable(a) else (a, b)
+                assert a.dtype == b.dtype and np.array_equal(a, b), name
+            assert all(np.array_equal(frozen.start[k], built.start[k]) for k in built.shapes)
 
 
 def test_emitting_again_gives_the_same_bytes(fixtures, tmp_path):
@@ -234,13 +283,13 @@ def test_emit_refuses_what_cannot_fit_before_any_work(tmp_path, monkeypatch, cap
 
 
 def test_the_runtime_reads_the_first_manifest_id_and_refuses_an_unknown_one(fixtures, tmp_path):
-    from rwtoolkit.analyses.check._runtime import load_manifest
-
     manifest = json.loads((fixtures / "manifest.json").read_text())
     (tmp_path / "manifest.json").write_text(
         json.dumps({**manifest, "format": "rwtoolkit-fixtures", "version": 1})
     )
     assert load_manifest(tmp_path)["configs"] == manifest["configs"]
-    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": 3}))
-    with pytest.raises(ValueError, match="version 3 is not a fixture manifest this runtime reads"):
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "format": "rw-fixtures", "version": 2}))
+    assert load_manifest(tmp_path)["configs"] == manifest["configs"]
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "version": 4}))
+    with pytest.raises(ValueError, match="version 4 is not a fixture manifest this runtime reads"):
         load_manifest(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rwtoolkit.analyses.check import (
-    CheckConfig,
     CheckOptions,
     ImplementationError,
     Mismatch,
     assert_matches_exact,
+    build_config,
     check,
     exact_trajectory,
     first_value_step_closed_form,
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 from plain_torch import OneLayerTransformer, model, training  # noqa: E402
 
 RW = [sys.executable, "-c", "import sys; from rwtoolkit.cli.main import main; sys.exit(main())"]
-SMALL = CheckConfig.build(CircleWalk(3, 3, "3/10"), mu=2, eta="3/2", eps="1/10", embedding="sine", M=5)
+SMALL = build_config(CircleWalk(3, 3, "3/10"), mu=2, eta="3/2", eps="1/10", embedding="sine", M=5)
 
 
 def zeros_loop(config):
@@ -136,7 +137,7 @@ def test_lemma_c1_closed_form_equals_the_exact_engine(data) -> None:
 
 def test_lemma_c1_closed_form_by_hand() -> None:
     """K = 3, N = 2, p = 1/2: V(1) = (η/(εNK)) Πᵀ with Πᵀ = ½ off the diagonal (hand calculation)."""
-    config = CheckConfig.build(CircleWalk(3, 2, "1/2"), mu=1, eta=1, eps="1/10")
+    config = build_config(CircleWalk(3, 2, "1/2"), mu=1, eta=1, eps="1/10")
     half = sp.Rational(5, 6)  # 1/(0.1·2·3) · 1/2
     assert first_value_step_closed_form(config) == sp.Matrix(
         [[0, half, half], [half, 0, half], [half, half, 0]]
@@ -145,14 +146,14 @@ def test_lemma_c1_closed_form_by_hand() -> None:
 
 def test_finite_task_closed_form_by_hand() -> None:
     """One input (tokens 0, 1; label 1), squared loss: V(1) = η·2/N·e_1 (e_0 + e_1)ᵀ with N = 3."""
-    config = CheckConfig.build(FiniteTask([[0, 1]], [1], [1], K=2), mu=1, eta=1, eps="1/2", loss="squared")
+    config = build_config(FiniteTask([[0, 1]], [1], [1], K=2), mu=1, eta=1, eps="1/2", loss="squared")
     assert first_value_step_closed_form(config) == sp.Matrix([[0, 0], [sp.Rational(2, 3), sp.Rational(2, 3)]])
 
 
 def test_plain_example_error_is_far_inside_the_tolerance() -> None:
     """Measured error of examples/plain_torch.py, both dtypes, large logits: below 1/16 of the kit's rtol."""
     for dtype in ("float64", "float32"):
-        config = CheckConfig.build(
+        config = build_config(
             CircleWalk(4, 5, "3/10"), mu=10, eta=2, eps="1/10", embedding="random", M=9, dtype=dtype
         )
         expected_all, _ = expected_steps(config, 2)
@@ -168,7 +169,7 @@ def test_plain_example_error_is_far_inside_the_tolerance() -> None:
 
 def test_tolerance_grows_with_dtype_and_logit_scale() -> None:
     f64 = tolerance(SMALL, 2)
-    f32 = tolerance(CheckConfig(SMALL.task, SMALL.mu, SMALL.eta, SMALL.eps, SMALL.P, dtype="float32"), 2)
+    f32 = tolerance(replace(SMALL, dtype="float32"), 2)
     unit64 = 2.0**-53
     assert f64.rtol == MARGIN * unit64 * (1 + 4 * 1.5 * 2)
     assert f32.rtol / f64.rtol == 2.0**29
@@ -201,9 +202,9 @@ def test_check_options_are_validated(kwargs, message) -> None:
 
 def test_check_config_build_is_validated() -> None:
     with pytest.raises(ValueError, match=r"^eta=0 must be > 0"):
-        CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=0, eps="1/10")
+        build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=0, eps="1/10")
     with pytest.raises(ValueError, match=r"^loss='hinge' is not one of log, squared, exp"):
-        CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", loss="hinge")
+        build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", loss="hinge")
 
 
 @pytest.mark.parametrize(

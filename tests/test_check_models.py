@@ -15,7 +15,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rwtoolkit.analyses.check import CheckConfig, CheckOptions, check, load_factory
+from rwtoolkit.analyses.check import CheckOptions, build_config, check, for_model, load_factory
 from rwtoolkit.analyses.check._models import expected_model_steps
 from rwtoolkit.cli.main import main
 from rwtoolkit.io import load_schema
@@ -56,7 +56,7 @@ def test_key_query_wrong_variant_fails_at_its_first_wrong_quantity(variant) -> N
 
 def test_expected_values_are_the_exact_zero_init_dynamics() -> None:
     """From zero, W_K = W_Q = 0 and S = 1/N for every t; the config hands the implementation float(P)."""
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu="7/2", eta=1, eps="1/10").for_model("key_query")
+    config = for_model(build_config(CircleWalk(3, 3, "1/2"), mu="7/2", eta=1, eps="1/10"), "key_query")
     assert config.head_dim == 2 and config.shapes == {"V": (3, 3), "W_K": (2, 7), "W_Q": (2, 7)}
     assert np.array_equal(config.P, np.asarray(rational_positions(3, "7/2"), dtype=float))
     expected = expected_model_steps(config, 3)

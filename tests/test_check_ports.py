@@ -16,13 +16,13 @@ import pytest
 import torch
 
 from rwtoolkit.analyses.check import (
-    CheckConfig,
     CheckOptions,
     Functional,
     ImplementationError,
     Mismatch,
     Supervised,
     assert_matches_exact,
+    build_config,
     check,
     check_positions,
     load_factory,
@@ -123,7 +123,7 @@ def test_jax_without_x64_is_refused_with_the_reason() -> None:
 
 
 def test_a_non_finite_value_is_named_with_its_step_and_quantity() -> None:
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+    config = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
     with pytest.raises(Mismatch) as caught:
         assert_matches_exact(load_factory(f"{EXAMPLES}/bugs_numpy.py:eps_outside_log"), config, 1)
     assert caught.value.divergence.describe().startswith("loss at t=0: expected ")

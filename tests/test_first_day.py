@@ -61,7 +61,7 @@ def test_the_kit_extra_holds_what_the_fixtures_and_the_plugin_need_beyond_the_ru
         "rwtoolkit/analyses/check/_fixture_test.py",
         "rwtoolkit/analyses/check/_fixture_conftest.py",
     )
-    local = {"rwtoolkit", "rwcheck_runtime", "rwcheck_columns", "__future__"}
+    local = {"rwtoolkit", "rwcheck_runtime", "__future__"}
     imported = set().union(*(_imports(ROOT / path) for path in hosted)) - local - set(sys.stdlib_module_names)
     runtime = {_name(r) for r in EXTRAS["dependencies"]}
     kit = {_name(r) for r in EXTRAS["optional-dependencies"]["kit"]}

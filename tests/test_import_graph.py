@@ -9,8 +9,9 @@ nodes; a package's ``__init__`` is the package's node. Two more rules keep the l
 * no module imports a private module (a path part ``_x``) of another component (``rwtoolkit.io``,
   ``rwtoolkit.engines.exact``, ``rwtoolkit.analyses.check``, ...): components talk through each other's
   ``__init__`` (``from rwtoolkit.engines.exact import make_loss``), or a public subpackage;
-* no import runs up the layers (issue 40): io (1), tasks and models (2), engines (3), analyses (4), cli (5);
-  a module imports only from its own layer or the layers below.
+* no import runs up the layers (issue 40): runtime (0), io (1), tasks and models (2), engines (3), analyses (4),
+  cli (5); a module imports only from its own layer or the layers below, so the check kit's numpy-only runtime
+  (0) imports nothing of the toolkit: ``rw check --emit`` copies its folder as it is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ PACKAGES = sorted(
 
 #: The layers of the one import root, bottom up (docs/guide/architecture.md).
 LAYERS = {
+    "rwtoolkit.runtime": 0,
     "rwtoolkit.io": 1,
     "rwtoolkit.tasks": 2,
     "rwtoolkit.models": 2,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rwtoolkit.analyses.check import CheckConfig, CheckOptions, check, load_factory
+from rwtoolkit.analyses.check import CheckOptions, build_config, check, for_model, load_factory
 from rwtoolkit.engines.exact import derive_model, initial_parameters
 from rwtoolkit.models import Sizes, get_model, rational_positions
 from rwtoolkit.tasks import CircleWalk
@@ -63,7 +63,7 @@ def test_from_zero_nothing_moves() -> None:
 
 
 def test_the_check_starts_from_a_fixed_dyadic_start_exact_in_float64() -> None:
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10").for_model("linear_attention")
+    config = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), "linear_attention")
     assert config.init == "gaussian"
     sizes = Sizes(K=3, M=config.M, N=3)
     exact = initial_parameters(get_model("linear_attention"), sizes, "gaussian", "1/2", 0)

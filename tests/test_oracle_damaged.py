@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from rwtoolkit.analyses.check import DEFAULT_SPECS, emit_fixtures
 from rwtoolkit.engines.exact import OracleFormatError, derive, load_oracle, write_oracle
 from rwtoolkit.engines.exact.oracle import PerInput, read_header, step_doubles
-from rwtoolkit.io.oracle_format import sha256_of
+from rwtoolkit.runtime.oracle_format import sha256_of
 from rwtoolkit.tasks import CircleWalk
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,6 +21,7 @@ the tie tolerance), where the float tie rule may legitimately differ (rwtoolkit.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -28,7 +29,7 @@ from conftest import numeric_run, rwnumeric_training, scaled
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from rwtoolkit.analyses.check import CheckConfig, Mismatch, assert_matches_exact
+from rwtoolkit.analyses.check import Mismatch, assert_matches_exact, build_config
 from rwtoolkit.analyses.check.strategies import LOSSES, check_configs
 from rwtoolkit.engines.numeric import ModelConfig
 from rwtoolkit.tasks import CircleWalk, FiniteTask
@@ -66,8 +67,8 @@ def test_reference_path_equals_exact_trajectory(data) -> None:
 
 def test_a_wrong_learning_rate_is_caught_at_the_first_value_step() -> None:
     """The check can fail: rwtoolkit.engines.numeric run with η/2 diverges from the exact trajectory at V(1)."""
-    config = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
-    halved = CheckConfig(config.task, config.mu, config.eta / 2, config.eps, config.P, config.embedding)
+    config = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+    halved = replace(config, eta=config.eta / 2)
     with pytest.raises(Mismatch) as caught:
         assert_matches_exact(lambda cfg: rwnumeric_training(halved), config, STEPS)
     assert (caught.value.divergence.step, caught.value.divergence.quantity) == (1, "V")

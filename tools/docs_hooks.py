@@ -41,6 +41,7 @@ NOT_API = (
 )
 #: The layers of the import root, bottom up: the order of the API pages (docs/guide/architecture.md).
 LAYER_ORDER = (
+    "rwtoolkit.runtime",
     "rwtoolkit.io",
     "rwtoolkit.tasks",
     "rwtoolkit.models",

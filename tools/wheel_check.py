@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for data in (
             *schemas,
-            "rwtoolkit/io/oracle_format.py",
-            "rwtoolkit/analyses/check/_runtime.py",
+            *(f"rwtoolkit/runtime/{p.name}" for p in sorted((ROOT / "rwtoolkit" / "runtime").glob("*.py"))),
             "rwtoolkit/analyses/check/_fixture_test.py",
+            "rwtoolkit/analyses/check/_fixture_conftest.py",
             "rwtoolkit/models/key_query.py",
         ):
             if data not in names:
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"wheel check: rw signal --K 4 --N 7 did not report the vanishing point 1/2: {out!r}"
             )
         run([str(py), "-c", SMOKE], work, "loading the schemas")
-        # The oracle writer and reader, and the fixtures, from the installed files (the fixtures copy
-        # module sources out of site-packages).
+        # The oracle writer and reader, and the fixtures, from the installed files (the fixtures copy the
+        # package folder rwtoolkit/runtime out of site-packages as it is).
         run(
             [
                 str(rw),
@@ -141,7 +141,13 @@ def main(argv: list[str] | None = None) -> int:
             work,
             "rw check --emit",
         )
-        for name in ("manifest.json", "rwcheck_runtime.py", "rwcheck_columns.py", "test_rwcheck_fixtures.py"):
+        runtime = sorted(p.name for p in (ROOT / "rwtoolkit" / "runtime").glob("*.py"))
+        for name in (
+            "manifest.json",
+            "conftest.py",
+            "test_rwcheck_fixtures.py",
+            *(f"rwcheck_runtime/{n}" for n in runtime),
+        ):
             if not (work / "fx" / name).is_file():
                 raise SystemExit(f"wheel check: rw check --emit wrote no {name}")
         # The kit extra (what rw check --emit tells the user to install): pytest, the rwtoolkit.analyses.check plugin

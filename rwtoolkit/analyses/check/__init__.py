@@ -8,12 +8,12 @@ hypothesis strategies. The model protocol is described in ``rwtoolkit.analyses.c
 of another model of ``rwtoolkit.models`` against the generic exact engine (``rwtoolkit.analyses.check._models`` says what it must expose).
 
 >>> import torch
->>> from rwtoolkit.analyses.check import CheckConfig, Mismatch, assert_matches_exact
+>>> from rwtoolkit.analyses.check import Mismatch, assert_matches_exact, build_config
 >>> from rwtoolkit.tasks import CircleWalk
 >>> def frozen(config):  # a training loop that never moves: wrong from V(1) on
 ...     while True:
 ...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
->>> cfg = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+>>> cfg = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
 >>> try:
 ...     assert_matches_exact(frozen, cfg, steps=1)
 ... except Mismatch as err:
@@ -49,7 +49,7 @@ if _typing.TYPE_CHECKING:
         own_positions,
         tolerance,
     )
-    from rwtoolkit.analyses.check._config import CheckConfig
+    from rwtoolkit.analyses.check._config import CheckConfig, build_config, for_model
     from rwtoolkit.analyses.check._emit import (
         DEFAULT_SPECS,
         FixtureSpec,
@@ -64,7 +64,9 @@ if _typing.TYPE_CHECKING:
         first_value_step_closed_form,
     )
     from rwtoolkit.analyses.check._protocol import QUANTITIES, ImplementationError, Readouts, probe, run
-    from rwtoolkit.analyses.check._runtime import (
+    from rwtoolkit.analyses.check._settings import MODEL_CHECK_SETTINGS, CheckSettings, check_settings
+    from rwtoolkit.analyses.check._testcase import ConformanceTests
+    from rwtoolkit.runtime import (
         POSITION_ASSUMPTIONS,
         PROTOCOLS,
         Floats,
@@ -74,10 +76,9 @@ if _typing.TYPE_CHECKING:
         check_positions,
         load_factory,
     )
-    from rwtoolkit.analyses.check._settings import MODEL_CHECK_SETTINGS, CheckSettings, check_settings
-    from rwtoolkit.analyses.check._testcase import ConformanceTests
 
-#: The public names by the module that defines them: each imported from there on first use.
+#: The public names by the module that defines them (a module of this package, or the kit's numpy-only runtime
+#: ``rwtoolkit.runtime``): each imported from there on first use.
 _NAMES = {
     "_check": (
         "CheckEstimate",
@@ -97,11 +98,11 @@ _NAMES = {
         "own_positions",
         "tolerance",
     ),
-    "_config": ("CheckConfig",),
+    "_config": ("CheckConfig", "build_config", "for_model"),
     "_emit": ("DEFAULT_SPECS", "FixtureSpec", "emit_fixtures", "estimate_fixtures", "read_specs"),
     "_properties": ("PROPERTIES", "CheckOptions", "ImplementationCrash", "first_value_step_closed_form"),
     "_protocol": ("QUANTITIES", "ImplementationError", "Readouts", "probe", "run"),
-    "_runtime": (
+    "rwtoolkit.runtime": (
         "POSITION_ASSUMPTIONS",
         "PROTOCOLS",
         "Floats",
@@ -144,6 +145,7 @@ __all__ = [
     "Report",
     "Tolerance",
     "assert_matches_exact",
+    "build_config",
     "check",
     "check_settings",
     "emit_fixtures",
@@ -151,6 +153,7 @@ __all__ = [
     "estimate_fixtures",
     "exact_trajectory",
     "first_value_step_closed_form",
+    "for_model",
     "load_factory",
     "probe",
     "read_specs",
@@ -171,7 +174,8 @@ def __getattr__(name: str) -> _typing.Any:
     module = _HOME.get(name)
     if module is None:
         return _deprecated(name)
-    value = getattr(_importlib.import_module(f"rwtoolkit.analyses.check.{module}"), name)
+    home = module if module.startswith("rwtoolkit.") else f"rwtoolkit.analyses.check.{module}"
+    value = getattr(_importlib.import_module(home), name)
     globals()[name] = value
     return value
 

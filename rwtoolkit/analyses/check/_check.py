@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from rwtoolkit.analyses.check._compare import MARGIN, Mismatch, trajectory_key, unit_roundoff
-from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of
 from rwtoolkit.analyses.check._isolation import isolated_search
 from rwtoolkit.analyses.check._models import (
     ONE_LAYER_ONLY,
@@ -233,7 +233,7 @@ def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
     its read-outs (``rwtoolkit.engines.exact.model_job_estimate``; all of it kept for the search's replays)."""
     base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
     if config.model != DEFAULT_MODEL:
-        est = model_job_estimate(config.task, config.model_spec, steps, config.init, readouts=True)
+        est = model_job_estimate(config.task, model_of(config), steps, config.init, readouts=True)
         return est.seconds - base.seconds, est.memory - base.memory, 0
     est = job_estimate(config.task, steps, json=True, per_input=True)
     kept = job_estimate(config.task, steps, json=False).memory
@@ -419,7 +419,7 @@ def _failure(error: BaseException) -> tuple[dict, str]:
         "got": None,
         "error": None,
         "rtol": None,
-        "config": error.config.to_json(),
+        "config": config_json(error.config),
         "config_text": error.config.describe(),
         "text": str(error),
     }, ""

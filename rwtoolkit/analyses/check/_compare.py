@@ -2,7 +2,7 @@
 
 The expected values come through the oracle format: the trajectory is written by
 ``rwtoolkit.engines.exact.write_oracle`` (certified doubles) and read back by the numpy-only reader, then compared
-by ``rwtoolkit.analyses.check._runtime.first_difference``, the same code a frozen fixture (``rw check --emit``) runs.
+by ``rwtoolkit.runtime.first_difference``, the same code a frozen fixture (``rw check --emit``) runs.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._config import CheckConfig, config_json
 from rwtoolkit.analyses.check._protocol import Factory, Readouts, finite_or_text, run
-from rwtoolkit.analyses.check._runtime import (
+from rwtoolkit.analyses.check.strategies import exact_loss
+from rwtoolkit.engines.exact import Trajectory, decimal_value, derive, write_oracle
+from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL
+from rwtoolkit.runtime import (
     Difference,
     check_positions,
     expected_readouts,
     first_difference,
     scaled_error,
 )
-from rwtoolkit.analyses.check.strategies import exact_loss
-from rwtoolkit.engines.exact import Trajectory, decimal_value, derive, write_oracle
-from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL
 
 #: Digits of the exact f when near-ties of the accuracy are looked for (far beyond float64's 16).
 DIGITS = 40
@@ -73,8 +73,9 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
     max(1, ·) scale absorbs, and exp() of a logit l carries a relative error of about u·|l|, where
     |l| ≤ 1 + μ²·η·steps bounds the logits' growth. rtol = MARGIN · u · (1 + μ²ηT).
 
+    >>> from rwtoolkit.analyses.check import build_config
     >>> from rwtoolkit.tasks import CircleWalk
-    >>> tol = tolerance(CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), 2)
+    >>> tol = tolerance(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), 2)
     >>> f"{tol.rtol:.2e}"
     '8.53e-14'
     """
@@ -135,7 +136,7 @@ def trajectory_key(config: CheckConfig, steps: int) -> tuple:
 class Divergence(Difference):
     """The first step and quantity where an implementation leaves the exact trajectory, on a config.
 
-    A ``rwtoolkit.analyses.check._runtime.Difference`` (``limit`` is the tolerance, also as ``rtol``) with the
+    A ``rwtoolkit.runtime.Difference`` (``limit`` is the tolerance, also as ``rtol``) with the
     configuration it was found on, in words and as JSON.
     """
 
@@ -148,7 +149,7 @@ class Divergence(Difference):
 
     @classmethod
     def of(cls, diff: Difference, config: CheckConfig, note: str = "") -> Divergence:
-        """The divergence of a ``rwtoolkit.analyses.check._runtime.Difference`` on ``config``."""
+        """The divergence of a ``rwtoolkit.runtime.Difference`` on ``config``."""
         return cls(
             diff.step,
             diff.quantity,
@@ -159,7 +160,7 @@ class Divergence(Difference):
             diff.limit,
             diff.text,
             config.describe() + note,
-            config.to_json(),
+            config_json(config),
         )
 
     def to_json(self) -> dict:
@@ -299,11 +300,12 @@ def assert_matches_exact(
     Examples
     --------
     >>> import torch
+    >>> from rwtoolkit.analyses.check import build_config
     >>> from rwtoolkit.tasks import CircleWalk
     >>> def frozen(config):  # never trains: fails at V(1)
     ...     while True:
     ...         yield torch.zeros(config.K, config.K), torch.zeros(config.K + config.M, config.K + config.M)
-    >>> cfg = CheckConfig.build(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+    >>> cfg = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
     >>> try:
     ...     assert_matches_exact(frozen, cfg, 1)
     ... except Mismatch as err:

@@ -5,9 +5,9 @@ per-input values included) and the positional embeddings P the implementation is
 ``manifest.json`` with the configurations, their tolerances per dtype, the steps whose accuracy is not
 compared (exact near-ties), the toolkit version, the tolerance rule and the SHA-256 digest of every
 file; and the test itself: ``test_rwcheck_fixtures.py`` with ``conftest.py`` (its options), and the
-toolkit's protocol runner and oracle reader (``rwcheck_runtime.py``, ``rwcheck_columns.py``, copied
-from ``rwtoolkit.analyses.check._runtime`` and ``rwtoolkit.io.oracle_format``), which need numpy alone. The user's CI
-then runs ``pytest DIR`` with numpy, pytest and their framework, without SymPy or python-flint.
+kit's numpy-only runtime ``rwtoolkit.runtime`` (the config, the protocol runner, the comparison and the
+oracle reader), its package folder copied as it is to ``rwcheck_runtime/``. The user's CI then runs
+``pytest DIR`` with numpy, pytest and their framework, without SymPy or python-flint.
 """
 
 from __future__ import annotations
@@ -15,32 +15,24 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import rwtoolkit.runtime
 from rwtoolkit.analyses.check._compare import exact_trajectory, near_tie_steps, tolerance
-from rwtoolkit.analyses.check._config import DTYPES, CheckConfig
+from rwtoolkit.analyses.check._config import DTYPES, CheckConfig, build_config
 from rwtoolkit.engines.exact import START_ESTIMATE, JobEstimate, job_estimate, write_oracle
 from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL, check_embedding
 from rwtoolkit.io import check_memory, read_data_file, write_bytes_atomic, write_json_atomic
+from rwtoolkit.runtime import MANIFEST_FORMAT, MANIFEST_VERSION, RUNTIME_FOLDER
 from rwtoolkit.tasks import LOSSES, CircleWalk, FiniteTask, make_task
 
-#: The manifest's format id and version (version 1 was ``rwtoolkit-fixtures``, the same layout).
-MANIFEST_FORMAT = "rw-fixtures"
-MANIFEST_VERSION = 2
-#: Files copied into the fixture folder: (package module, name in the folder).
-_COPIES = (
-    ("rwtoolkit/analyses/check/_runtime.py", "rwcheck_runtime.py"),
-    ("rwtoolkit/io/oracle_format.py", "rwcheck_columns.py"),
-    ("rwtoolkit/analyses/check/_fixture_test.py", "test_rwcheck_fixtures.py"),
-    ("rwtoolkit/analyses/check/_fixture_conftest.py", "conftest.py"),
-)
-#: The copied runtime reads oracles through the copied reader, not through the toolkit.
-_IMPORTS = {"from rwtoolkit.io.oracle_format import": "from rwcheck_columns import"}
+#: The test file and its options, copied beside the runtime: (module of this package, name in the folder).
+_TEST_FILES = (("_fixture_test.py", "test_rwcheck_fixtures.py"), ("_fixture_conftest.py", "conftest.py"))
 
 
 @dataclass(frozen=True)
@@ -64,7 +56,7 @@ class FixtureSpec:
         """A one-line ValueError when this configuration's M×N positional embeddings cannot be built for
         ``task`` (M against N for the embedding, ``rwtoolkit.engines.numeric.check_embedding``), or cannot fit in the memory
         available (``rwtoolkit.io.MemoryEstimateError``); nothing is built."""
-        M = task.N + 1 if self.M is None else self.M  # CheckConfig.build's default
+        M = task.N + 1 if self.M is None else self.M  # build_config's default
         check_embedding(self.embedding, M, task.N, float(Fraction(self.mu)))
         check_memory(
             positions_memory(self.embedding, M, task.N),
@@ -77,7 +69,7 @@ class FixtureSpec:
         they cannot be built or cannot fit in the memory available."""
         task = self.task()
         self.check_positions(task)
-        return CheckConfig.build(
+        return build_config(
             task, self.mu, self.eta, self.eps, self.embedding, self.M, self.seed, self.loss, dtype
         )
 
@@ -195,8 +187,8 @@ def fixture_id(index: int, spec: FixtureSpec) -> str:
 _P_SECONDS = {"sine": 1.0e-7, "random": 1.75e-7, "onehot": 1e-8}
 _P_SAVE_SECONDS = 4e-8
 _P_ARRAYS = {"sine": 2.5, "random": 5.0, "onehot": 3.0}
-#: Bytes of the files every folder gets (the copied runtime, test and reader) and of a manifest entry.
-_COPIED_BYTES, _MANIFEST_ENTRY_BYTES = 80_000, 2_000
+#: Bytes of a manifest entry (the files every folder gets are counted as they are: ``runtime_files``).
+_MANIFEST_ENTRY_BYTES = 2_000
 
 
 def positions_memory(kind: str, M: int, N: int) -> int:
@@ -227,12 +219,12 @@ def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> JobEstimate:
     True
     """
     seconds, memory = START_ESTIMATE.seconds, START_ESTIMATE.memory
-    header, columns = _COPIED_BYTES, 0
+    header, columns = sum(source.stat().st_size for source, _ in runtime_files()), 0
     for spec in specs:
         task = spec.task()
         est = job_estimate(task, steps, per_input=True)
         N = task.N
-        M = N + 1 if spec.M is None else spec.M  # CheckConfig.build's default
+        M = N + 1 if spec.M is None else spec.M  # build_config's default
         entries = M * N
         seconds += est.seconds - START_ESTIMATE.seconds
         seconds += (_P_SECONDS.get(spec.embedding, _P_SECONDS["random"]) + _P_SAVE_SECONDS) * entries
@@ -242,17 +234,18 @@ def estimate_fixtures(specs: Sequence[FixtureSpec], steps: int) -> JobEstimate:
     return JobEstimate(seconds, memory, header, columns)
 
 
-#: The folder that holds the installed package ``rwtoolkit`` (what ``_COPIES``' paths are relative to).
-_PACKAGES_FOLDER = Path(__file__).resolve().parents[3]
+def runtime_files() -> list[tuple[Path, str]]:
+    """What ``emit_fixtures`` copies into a fixture folder, as it is: (source, name in the folder) for every
+    module of the package ``rwtoolkit.runtime`` (to ``rwcheck_runtime/``), the test file and its conftest.py.
 
-
-def _copy(relative: str) -> str:
-    """The text of the installed module ``relative`` (a path below the packages' folder), its imports of
-    the toolkit rewritten to the copies beside it."""
-    text = (_PACKAGES_FOLDER / relative).read_text(encoding="utf-8")
-    for old, new in _IMPORTS.items():
-        text = text.replace(old, new)
-    return text
+    >>> sorted(name for _, name in runtime_files())[:3]
+    ['conftest.py', 'rwcheck_runtime/__init__.py', 'rwcheck_runtime/_config.py']
+    """
+    package = Path(rwtoolkit.runtime.__file__).parent
+    here = Path(__file__).parent
+    return [(path, f"{RUNTIME_FOLDER}/{path.name}") for path in sorted(package.glob("*.py"))] + [
+        (here / source, name) for source, name in _TEST_FILES
+    ]
 
 
 def _toolkit_version() -> str:
@@ -281,7 +274,7 @@ def emit_fixtures(
     >>> import tempfile
     >>> manifest = emit_fixtures(tempfile.mkdtemp(), DEFAULT_SPECS[:1], steps=1)
     >>> sorted(p.name for p in manifest.parent.iterdir())
-    ['conftest.py', 'manifest.json', 'oracles', 'rwcheck_columns.py', 'rwcheck_runtime.py', 'test_rwcheck_fixtures.py']
+    ['conftest.py', 'manifest.json', 'oracles', 'rwcheck_runtime', 'test_rwcheck_fixtures.py']
     """
     from rwtoolkit.analyses.check._check import tolerance_rule
 
@@ -305,9 +298,6 @@ def emit_fixtures(
         buffer = io.BytesIO()
         np.save(buffer, np.ascontiguousarray(config.P, dtype=np.float64), allow_pickle=False)
         put(f"oracles/{ident}.P.npy", buffer.getvalue())
-        by_dtype = {
-            d: CheckConfig(config.task, config.mu, config.eta, config.eps, config.P, dtype=d) for d in DTYPES
-        }
         entries.append(
             {
                 "id": ident,
@@ -327,13 +317,13 @@ def emit_fixtures(
                 "steps": steps,
                 "oracle": f"oracles/{ident}.json",
                 "P": f"oracles/{ident}.P.npy",
-                "rtol": {d: tolerance(c, steps).rtol for d, c in by_dtype.items()},
+                "rtol": {d: tolerance(replace(config, dtype=d), steps).rtol for d in DTYPES},
                 "tie_rtol": {d: DEFAULT_TIE_RTOL[d] for d in DTYPES},
                 "accuracy_not_compared": {d: sorted(near_tie_steps(traj, d)) for d in DTYPES},
             }
         )
-    for source, name in _COPIES:
-        put(name, _copy(source).encode("utf-8"))
+    for source, name in runtime_files():
+        put(name, source.read_bytes())
     manifest = {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,

@@ -4,8 +4,9 @@ This folder holds, per configuration, the exact trajectory of population gradien
 initialisation as an oracle file (``oracles/*.json`` with per-input columns ``*.inputs.npz``) and
 the positional embeddings P the implementation is given (``oracles/*.P.npy``); ``manifest.json``
 lists them with their SHA-256 digests, the toolkit version and the tolerance rule. Running it needs
-numpy, pytest and your framework only: ``rwcheck_runtime.py`` and ``rwcheck_columns.py`` are the
-toolkit's own protocol runner and oracle reader, copied here.
+numpy, pytest and your framework only: ``rwcheck_runtime/`` is the toolkit's own numpy-only runtime
+(``rwtoolkit.runtime``: the config your factory is handed, the protocol runner, the comparison and the
+oracle reader), its package folder copied here as it is.
 
 Name your implementation (a factory ``config -> torch.nn.Module`` or ``config -> iterator of states``,
 the protocols of ``rw check``) once, by any of::
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rwcheck_runtime as runtime  # type: ignore[import-not-found]  # the copy beside this file
+import rwcheck_runtime as runtime  # type: ignore[import-not-found]  # the package beside this file
 
 HERE = Path(__file__).resolve().parent
 MANIFEST: dict[str, Any]

@@ -7,8 +7,8 @@ exact arithmetic ``rwtoolkit.engines.exact.arithmetic._models.EXACT``, full-batc
 initialisation on the task's exact population, L = Σ_n π_n ℓ(e_{y_n}ᵀ f_n), with the positional embeddings
 P = ``rwtoolkit.models.rational_positions(N, μ)`` (rational entries, PᵀP = μI exactly, M = 4⌈N/4⌉).
 
-What the implementation is handed is the protocol's config (``CheckConfig.for_model``), as for the paper's
-model: ``K``, ``N``, ``M``, ``P`` (that same P as float64, the nearest double of each entry), ``mu``, ``eta``,
+What the implementation is handed is the protocol's config (``rwtoolkit.analyses.check.for_model``), as for the
+paper's model: ``K``, ``N``, ``M``, ``P`` (that same P as float64, the nearest double of each entry), ``mu``, ``eta``,
 ``eps``, ``loss``, ``dtype``/``torch_dtype``, the population (``tokens``, ``labels``, ``weights``),
 ``inputs()`` (X̃ = [X; P] of every input) and ``loss_fn``, plus ``model`` (the name), ``head_dim`` (d) and
 ``shapes`` (every parameter's name and shape, in order). Use the config's P and its ``shapes``.
@@ -46,17 +46,12 @@ import numpy as np
 import sympy as sp
 
 from rwtoolkit.analyses.check._compare import Divergence, Mismatch, near_tie, tolerance, trajectory_key
-from rwtoolkit.analyses.check._config import CheckConfig
-from rwtoolkit.analyses.check._runtime import (
-    ImplementationError,
-    Readouts,
-    first_difference,
-    model_quantities,
-)
+from rwtoolkit.analyses.check._config import CheckConfig, exact_start, model_of
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import exact_loss
 from rwtoolkit.engines.exact import EXACT, make_loss
 from rwtoolkit.models import Sizes, batch, descend, get_model, rational_positions
+from rwtoolkit.runtime import ImplementationError, Readouts, first_difference, model_quantities
 
 __all__ = [
     "ONE_LAYER_ONLY",
@@ -106,14 +101,14 @@ class ExpectedSteps(Sequence[Mapping[str, np.ndarray]]):
     """
 
     def __init__(self, config: CheckConfig, steps: int) -> None:
-        model = config.model_spec
+        model = model_of(config)
         pop = config.task.population()
         P = EXACT.asarray(rational_positions(config.N, config.mu))
         self._population = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), config.K, P)
         lossfn = make_loss(exact_loss(config.loss), sp.Rational(config.eps.numerator, config.eps.denominator))
         eta = sp.Rational(config.eta.numerator, config.eta.denominator)
         self._states = descend(
-            model, EXACT, config.exact_start(), self._population, lossfn.elementwise(), eta, steps
+            model, EXACT, exact_start(config), self._population, lossfn.elementwise(), eta, steps
         )
         self._near = near_tie(config.dtype)
         #: What each step holds: the parameters by name, then S, f, loss, accuracy.

@@ -8,7 +8,7 @@ so shrinking and replay work), draws its configuration, runs the implementation 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
@@ -16,14 +16,14 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from rwtoolkit.analyses.check._compare import Divergence, Mismatch, compare, scaled_error, tolerance
-from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._config import CheckConfig, config_json, for_model
 from rwtoolkit.analyses.check._models import compare_model
 from rwtoolkit.analyses.check._protocol import Factory, ImplementationError, Readouts, run
-from rwtoolkit.analyses.check._runtime import run_model
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
 from rwtoolkit.engines.numeric import positional_embeddings
 from rwtoolkit.models import DEFAULT_MODEL, Model, get_model
+from rwtoolkit.runtime import run_model
 from rwtoolkit.tasks import LOSSES, CircleWalk
 
 
@@ -82,7 +82,7 @@ class CheckOptions:
         drawn = check_configs(task=str(self.task), dtype=self.dtype, loss_names=self.losses)
         if not self.generic:
             return drawn
-        return drawn.map(lambda config: config.for_model(self.model, self.head_dim, self.heads))
+        return drawn.map(lambda config: for_model(config, self.model, self.head_dim, self.heads))
 
 
 #: The exact engine reaches t = 4 on the drawn configurations (K, N <= 7) in seconds; its work grows about
@@ -135,7 +135,7 @@ def _fail(
                 error,
                 rtol,
                 config=config.describe() + note,
-                config_json=config.to_json(),
+                config_json=config_json(config),
             )
         )
 
@@ -184,7 +184,8 @@ def first_value_step_closed_form(config: CheckConfig) -> sp.Matrix:
     """V(1) of Lemma C.1, exact: from the transition matrix for circle walks, else summed over the population.
 
     >>> from rwtoolkit.tasks import CircleWalk
-    >>> cfg = CheckConfig.build(CircleWalk(3, 2, 1), mu=1, eta=1, eps="1/10")
+    >>> from rwtoolkit.analyses.check import build_config
+    >>> cfg = build_config(CircleWalk(3, 2, 1), mu=1, eta=1, eps="1/10")
     >>> first_value_step_closed_form(cfg)  # (η/(εNK)) Πᵀ: label = the next node
     Matrix([
     [  0,   0, 5/3],
@@ -237,9 +238,7 @@ def depends_on_P_only_through_mu(factory: Factory, data: st.DataObject, options:
         label="second embedding",
     )
     P = positional_embeddings(emb.kind, emb.M, first.N, float(first.mu), emb.seed)
-    second = CheckConfig(
-        first.task, first.mu, first.eta, first.eps, P, emb.kind, emb.seed, first.loss, first.dtype
-    )
+    second = replace(first, P=P, embedding=emb.kind, seed=emb.seed)
     a, b = _run(factory, first, options.steps), _run(factory, second, options.steps)
     if (
         a.P is not None or b.P is not None

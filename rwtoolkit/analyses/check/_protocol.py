@@ -1,13 +1,14 @@
 """The model protocol and the probe that runs an implementation once before any work.
 
 The protocol itself (what a factory returns, how the kit runs it, the read-outs it collects) lives in
-``rwtoolkit.analyses.check._runtime``, which needs numpy alone and is what frozen fixtures carry: see its docstring.
+``rwtoolkit.runtime``, which needs numpy alone and is what frozen fixtures carry: see its docstring.
 """
 
 from __future__ import annotations
 
-from rwtoolkit.analyses.check._config import CheckConfig
-from rwtoolkit.analyses.check._runtime import (
+from rwtoolkit.analyses.check._config import build_config, for_model
+from rwtoolkit.models import DEFAULT_MODEL
+from rwtoolkit.runtime import (
     LABELS,
     QUANTITIES,
     Factory,
@@ -20,7 +21,6 @@ from rwtoolkit.analyses.check._runtime import (
     run,
     run_model,
 )
-from rwtoolkit.models import DEFAULT_MODEL
 
 __all__ = [
     "LABELS",
@@ -47,19 +47,19 @@ def probe(
     """Run the implementation on one small config for one step before any work starts.
 
     ``model``, ``head_dim``: another model of ``rwtoolkit.models`` (``rw check --model``, ``rwtoolkit.analyses.check._models``); the
-    config is then ``CheckConfig.for_model`` of the same small one and the parameters go by the model's names.
+    config is then ``for_model`` of the same small one and the parameters go by the model's names.
 
     Returns its read-outs (which say the protocol and what it provides); raises ``ImplementationError`` (one line) when the
     factory fails, returns something else, has wrong shapes, or gives NaN/inf at t = 0.
     """
     from rwtoolkit.tasks import CircleWalk
 
-    config = CheckConfig.build(
+    config = build_config(
         CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype
     )
     generic = model != DEFAULT_MODEL
     if generic:
-        config = config.for_model(model, head_dim, heads)
+        config = for_model(config, model, head_dim, heads)
     try:
         readouts = run_model(factory, config, 1, config.shapes) if generic else run(factory, config, 1)
     except ImplementationError:

@@ -34,7 +34,7 @@ from typing import TypedDict, Unpack
 import sympy as sp
 from hypothesis import strategies as st
 
-from rwtoolkit.analyses.check._config import CheckConfig
+from rwtoolkit.analyses.check._config import CheckConfig, build_config
 from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, positional_embeddings
 from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 from rwtoolkit.tasks import LOSSES as BUILTIN_LOSSES
@@ -638,17 +638,10 @@ def _draw_check_config(
     mu = draw(mus(), label="mu")
     emb = draw(embeddings(the_task.N, mu, kinds, M_max), label="embedding")
     P = positional_embeddings(emb.kind, emb.M, the_task.N, float(mu), emb.seed)
-    return CheckConfig(
-        the_task,
-        mu,
-        draw(etas(), label="eta"),
-        draw(epsilons(), label="eps"),
-        P,
-        emb.kind,
-        emb.seed,
-        draw(st.sampled_from(list(loss_names)), label="loss"),
-        dtype,
-    )
+    eta = draw(etas(), label="eta")
+    eps = draw(epsilons(), label="eps")
+    loss = draw(st.sampled_from(list(loss_names)), label="loss")
+    return build_config(the_task, mu, eta, eps, emb.kind, seed=emb.seed, loss=loss, dtype=dtype, P=P)
 
 
 @st.composite

@@ -11,9 +11,9 @@ raises ``OracleFormatError`` (a ``ValueError``) naming the file and what is wron
 
 from rwtoolkit.engines.exact.oracle._read import Oracle, load_oracle, read_oracle
 from rwtoolkit.engines.exact.oracle._write import SHORT_CHARS, verdict_json, write_oracle
-from rwtoolkit.io.oracle_format import FORMAT as ORACLE_FORMAT
-from rwtoolkit.io.oracle_format import VERSION as ORACLE_VERSION
-from rwtoolkit.io.oracle_format import (
+from rwtoolkit.runtime.oracle_format import FORMAT as ORACLE_FORMAT
+from rwtoolkit.runtime.oracle_format import VERSION as ORACLE_VERSION
+from rwtoolkit.runtime.oracle_format import (
     OracleFormatError,
     PerInput,
     per_input_path,

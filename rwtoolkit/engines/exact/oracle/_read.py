@@ -13,7 +13,7 @@ import sympy as sp
 
 from rwtoolkit.engines.exact.oracle._nodes import decode_nodes, nested_map
 from rwtoolkit.io import load_schema
-from rwtoolkit.io.oracle_format import (
+from rwtoolkit.runtime.oracle_format import (
     OracleFormatError,
     PerInput,
     doubles,

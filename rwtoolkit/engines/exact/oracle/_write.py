@@ -7,7 +7,7 @@ Version 2 of ``rwtoolkit-derive-oracle`` (schema ``rwtoolkit/schemas/oracle.sche
   is written once; each value is ``{"exact": node indices, "float": doubles, "error": bounds}`` with
   the certified bound |float - exact| <= error (``rwtoolkit.engines.exact.oracle._balls``);
 * the per-input read-outs (S, f and the logits of every input, in ``task.population()`` order) go to
-  the columnar file beside it (``rwtoolkit.io.oracle_format``), written step by step in chunks of
+  the columnar file beside it (``rwtoolkit.runtime.oracle_format``), written step by step in chunks of
   inputs: the doubles, their bounds, and the exact value's node where it is short (it adds at most
   ``SHORT_CHARS`` characters to the table, e.g. every rational of a uniform-attention step).
 
@@ -36,8 +36,8 @@ from rwtoolkit.engines.exact.engine._generic import ModelTrajectory
 from rwtoolkit.engines.exact.oracle._balls import BallTable
 from rwtoolkit.engines.exact.oracle._nodes import NodeTable, nested_map
 from rwtoolkit.io import write_files_atomic
-from rwtoolkit.io.oracle_format import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
 from rwtoolkit.models import model_summary
+from rwtoolkit.runtime.oracle_format import FORMAT, VERSION, ColumnWriter, per_input_path, sha256_of
 
 #: A per-input exact value is written when it adds at most this many characters to the node table.
 SHORT_CHARS = 512

@@ -1,11 +1,10 @@
 """The kit's core with numpy alone: run an implementation through the protocols, compare its read-outs.
 
-This module imports only the standard library, numpy and the oracle reader
-(``rwtoolkit.io.oracle_format``, itself numpy-only); torch is imported only when the implementation
-is a ``torch.nn.Module``. ``rw check`` runs every implementation through it, and ``rw check --emit``
-copies it (with the oracle reader) next to the frozen fixtures, so that a user's CI compares their
-implementation against the oracle files in exactly the same way without the toolkit, SymPy or
-python-flint installed.
+This module imports only the standard library, numpy and the rest of its package (the config and the
+oracle reader, numpy-only too); torch is imported only when the implementation is a ``torch.nn.Module``
+or returns tensors. ``rw check`` runs every implementation through it, and ``rw check --emit`` copies the
+package as it is next to the frozen fixtures, so that a user's CI compares their implementation against
+the oracle files in exactly the same way without the toolkit, SymPy or python-flint installed.
 
 An implementation is a *factory*: a callable ``factory(config) -> implementation``, where the
 implementation is one of
@@ -43,30 +42,26 @@ Another model of ``rwtoolkit.models`` (``rw check --model key_query``) is run by
 protocols with the model's parameters by their own names (``config.shapes``: V, W_K, W_Q) instead of
 V and W; what such an implementation must expose is written in ``rwtoolkit.analyses.check._models``.
 
-The config handed to the factory has ``K``, ``M``, ``N``, ``P`` (M×N float64), ``tokens`` (n, N-1),
-``labels`` (n,), ``weights`` (n,), ``mu``, ``eta``, ``eps`` (``fractions.Fraction``; ``floats`` has
-them as Python floats), ``steps`` (T: the loop must yield T + 1 states), ``loss``, ``dtype`` and
-``torch_dtype``, ``inputs()`` (X̃ as a torch tensor), ``inputs_array()`` (X̃ as numpy), ``query()``
-(x̃_N), ``loss_fn(z)`` (ℓ on a torch tensor), ``loss_np(z)`` (ℓ on numpy) and ``tie_rtol`` (the
-accuracy's tie tolerance).
+The config handed to the factory is a ``CheckConfig`` (``rwtoolkit.runtime._config``): the population,
+P, μ, η, ε, the loss, the dtype, the model with its parameters' shapes and start, and the views of X̃.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import math
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from rwtoolkit.io.oracle_format import OracleFormatError, PerInput, read_header, step_doubles
+from ._config import NUMPY_LOSSES, inputs_array, torch_inputs
+from .oracle_format import OracleFormatError, PerInput, read_header, step_doubles
 
 #: Read-outs in the order they are compared at each step.
 QUANTITIES = ("V", "W_xN", "S", "f", "loss", "accuracy")
@@ -90,14 +85,6 @@ LABELS = {
 ACCURACY_ATOL = 1e-12
 
 Factory = Callable[[Any], object]
-
-
-class Floats(NamedTuple):
-    """μ, η, ε of a config as Python floats (the config's fields are exact ``Fraction``s)."""
-
-    mu: float
-    eta: float
-    eps: float
 
 
 class ImplementationError(ValueError):
@@ -213,8 +200,8 @@ PROTOCOLS = ("module", "loop", "functional", "supervised")
 
 
 def _adopt(impl: object) -> object:
-    """A ``Functional`` or ``Supervised`` made by another copy of this module (the toolkit's ``rwtoolkit.analyses.check``
-    in a frozen fixture's ``rwcheck_runtime``, or the other way round) as this module's own class."""
+    """A ``Functional`` or ``Supervised`` made by another copy of this package (the toolkit's ``rwtoolkit.runtime``
+    in a frozen fixture's ``rwcheck_runtime``, or the other way round) as this package's own class."""
     import dataclasses
 
     for kind in (Functional, Supervised):
@@ -363,37 +350,11 @@ def _resized(
     return {name: tuple(new if d == old else d for d in shape) for name, shape in shapes.items()}
 
 
-def inputs_array(config: Any, P: np.ndarray | None = None) -> np.ndarray:
-    """X̃ = [X; P] (n, K+M, N) as numpy in the check's dtype, with the implementation's P if it has one:
-    one-hot tokens in columns 1..N-1, x_N = 0."""
-    P = np.asarray(config.P if P is None else P, dtype=np.float64)
-    n, K, N = len(config.labels), config.K, config.N
-    X = np.zeros((n, K, N))
-    X[np.arange(n)[:, None], np.asarray(config.tokens), np.arange(N - 1)[None, :]] = 1.0
-    out = np.concatenate([X, np.broadcast_to(P, (n, P.shape[0], N))], axis=1)
-    return out.astype(np.float64 if config.dtype == "float64" else np.float32)
-
-
-def torch_inputs(config: Any, P: np.ndarray | None = None) -> Any:
-    """``inputs_array`` as a torch tensor (the module protocol's X̃)."""
-    import torch
-
-    return torch.from_numpy(inputs_array(config, P))
-
-
 def _objective(f: np.ndarray, config: Any) -> float:
     """The kit's objective Σ_n π_n ℓ(e_{y_n}ᵀ f_n) in numpy, from read-out f."""
     z = f[np.arange(len(config.labels)), np.asarray(config.labels)]
     with np.errstate(all="ignore"):
         return float(np.sum(config.weights * NUMPY_LOSSES[config.loss](z, float(config.eps))))
-
-
-#: ℓ on numpy arrays by name (``rwtoolkit.engines.numeric.LOSS_FUNCTIONS``' formulas; tested equal).
-NUMPY_LOSSES: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
-    "log": lambda z, eps: -np.log(z + eps),
-    "squared": lambda z, eps: (1 - z) ** 2,
-    "exp": lambda z, eps: np.exp(-z),
-}
 
 
 def run(factory: Factory, config: Any, steps: int) -> Readouts:
@@ -862,167 +823,3 @@ def load_factory(target: str) -> Factory:
     if not callable(factory):
         raise ValueError(f"{target!r}: {module_name} has no callable {attr}")
     return factory
-
-
-# ------------------------------------------------------------------------------------------------
-# frozen fixtures (rw check --emit): a configuration read back from its manifest entry
-# ------------------------------------------------------------------------------------------------
-def torch_losses() -> dict[str, Callable]:
-    """ℓ on torch tensors by name (``rwtoolkit.engines.numeric.LOSS_FUNCTIONS``' formulas; tested equal)."""
-    import torch
-
-    return {
-        "log": lambda z, eps: torch.log(z + eps).neg_(),
-        "squared": lambda z, eps: (1 - z) ** 2,
-        "exp": lambda z, eps: torch.exp(-z),
-    }
-
-
-@dataclass(frozen=True)
-class FixtureConfig:
-    """One configuration of a frozen fixture, with the attributes ``rw check`` gives a factory."""
-
-    K: int
-    N: int
-    P: np.ndarray = field(repr=False)
-    tokens: np.ndarray = field(repr=False)
-    labels: np.ndarray = field(repr=False)
-    weights: np.ndarray = field(repr=False)
-    mu: Fraction
-    eta: Fraction
-    eps: Fraction
-    loss: str
-    dtype: str
-    tie_rtol: float
-    task: dict = field(default_factory=dict)
-    embedding: str = "sine"
-    seed: int = 0
-    steps: int | None = None
-
-    @property
-    def M(self) -> int:
-        return int(self.P.shape[0])
-
-    @property
-    def floats(self) -> Floats:
-        """μ, η, ε as Python floats."""
-        return Floats(float(self.mu), float(self.eta), float(self.eps))
-
-    def inputs_array(self) -> np.ndarray:
-        """X̃ = [X; P] (n, K+M, N) as numpy in ``dtype``."""
-        return inputs_array(self)
-
-    def loss_np(self, z: np.ndarray) -> np.ndarray:
-        """ℓ(z) per input on a numpy array."""
-        return NUMPY_LOSSES[self.loss](z, float(self.eps))
-
-    @property
-    def torch_dtype(self) -> Any:
-        import torch
-
-        return getattr(torch, self.dtype)
-
-    def inputs(self) -> Any:
-        """X̃ = [X; P] for every input, (n, K+M, N) torch tensor in ``dtype``: x_N = 0."""
-        return torch_inputs(self)
-
-    def query(self) -> np.ndarray:
-        """x̃_N = [0; p_N] (K+M,) as float64."""
-        return np.concatenate([np.zeros(self.K), self.P[:, -1]])
-
-    def loss_fn(self, z: Any) -> Any:
-        return torch_losses()[self.loss](z, float(self.eps))
-
-    def describe(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.task.items()) + (
-            f", P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, eps={self.eps}, "
-            f"loss={self.loss}, dtype={self.dtype}"
-        )
-
-
-def fixture_config(folder: Path, entry: dict, dtype: str) -> FixtureConfig:
-    """The ``FixtureConfig`` of one manifest entry, its population read from its oracle file.
-
-    ``OracleFormatError`` naming the file when the entry, the oracle or the P file is damaged.
-    """
-    where = f"{Path(folder) / 'manifest.json'}: configs entry {entry.get('id')!r}"
-    try:
-        settings = entry["config"]
-        K, N = int(settings["K"]), int(settings["N"])
-        mu, eta, eps = (Fraction(settings[k]) for k in ("mu", "eta", "eps"))
-        loss, embedding = str(settings["loss"]), str(settings["embedding"])
-        task, seed, tie_rtol = dict(settings["task"]), int(settings["seed"]), float(entry["tie_rtol"][dtype])
-        header_path, P_path = folder / entry["oracle"], folder / entry["P"]
-    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
-        raise OracleFormatError(f"{where}: {type(err).__name__}: {err}") from None
-    header = read_header(header_path)
-    named_by = header.get("config")
-    if not isinstance(named_by, dict) or (named_by.get("K"), named_by.get("N")) != (K, N):
-        raise OracleFormatError(f"{header_path}: not the oracle of K={K}, N={N} the manifest names")
-    columns = PerInput(header_path, header)
-    try:
-        tokens, labels, weights = (columns.column(k) for k in ("tokens", "labels", "weight"))
-    finally:
-        columns.close()
-    return FixtureConfig(
-        K=K,
-        N=N,
-        P=_fixture_positions(P_path, N),
-        tokens=tokens.astype(np.int64),
-        labels=labels.astype(np.int64),
-        weights=weights,
-        mu=mu,
-        eta=eta,
-        eps=eps,
-        loss=loss,
-        dtype=dtype,
-        tie_rtol=tie_rtol,
-        task=task,
-        embedding=embedding,
-        seed=seed,
-    )
-
-
-def _fixture_positions(path: Path, N: int) -> np.ndarray:
-    """A fixture's P (M×N floats), or OracleFormatError naming the file."""
-    try:
-        P = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise OracleFormatError(f"{path}: not a readable .npy of positional embeddings ({reason})") from None
-    if not isinstance(P, np.ndarray) or P.ndim != 2 or P.shape[1] != N or P.dtype.kind != "f":
-        raise OracleFormatError(f"{path}: P of shape {np.shape(P)}, expected (M, {N}) floats")
-    return P
-
-
-#: Manifest formats this runtime reads: ``rw-fixtures`` version 2 and its first form, ``rwtoolkit-fixtures`` 1.
-MANIFEST_READS = {("rw-fixtures", 2), ("rwtoolkit-fixtures", 1)}
-
-
-#: What each manifest entry holds (``rwtoolkit.analyses.check._emit.emit_fixtures`` writes them).
-MANIFEST_ENTRY_KEYS = ("id", "oracle", "P", "steps", "config", "rtol", "tie_rtol", "accuracy_not_compared")
-
-
-def load_manifest(folder: str | Path) -> dict:
-    """The fixture folder's manifest.json; ``OracleFormatError`` (a ValueError) naming the file when it
-    is missing, cut, not JSON, of a format this runtime does not read, or lacks what the tests use."""
-    path = Path(folder) / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise OracleFormatError(f"{path}: not a readable fixture manifest ({err})") from None
-    found = (manifest.get("format"), manifest.get("version")) if isinstance(manifest, dict) else (None, None)
-    if found not in MANIFEST_READS:
-        raise OracleFormatError(
-            f"{path}: format {found[0]!r} version {found[1]!r} is not a fixture manifest this runtime reads"
-        )
-    files, configs = manifest.get("files"), manifest.get("configs")
-    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        raise OracleFormatError(f"{path}: 'files' is missing or not an object of SHA-256 digests")
-    if not isinstance(configs, list) or not isinstance(manifest.get("tolerance_rule"), dict):
-        raise OracleFormatError(f"{path}: 'configs' (a list) or 'tolerance_rule' (an object) is missing")
-    for i, entry in enumerate(configs):
-        missing = [k for k in MANIFEST_ENTRY_KEYS if not isinstance(entry, dict) or k not in entry]
-        if missing:
-            raise OracleFormatError(f"{path}: configs[{i}] lacks {', '.join(missing)}")
-    return manifest
