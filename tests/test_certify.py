@@ -15,7 +15,6 @@ from flint import arb, arb_mat
 
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.balls import (
-    Outcome,
     WalkSet,
     certify,
     certify_json,
@@ -24,7 +23,7 @@ from rwtoolkit.engines.balls import (
     run_trajectory,
 )
 from rwtoolkit.engines.balls._gram import check_gram
-from rwtoolkit.io import load_schema
+from rwtoolkit.io import CERTIFIED_WORDS, Verdict, load_schema
 from rwtoolkit.tasks import CircleWalk
 
 #: Small configurations that rwtoolkit.engines.exact.derive follows exactly in well under a second per step.
@@ -102,20 +101,26 @@ def test_low_precision_is_inconclusive_never_a_wrong_verdict():
     parent = reference.trajectory.records[-1].evaluation.attention_profile[-2]
     kwargs["parent_threshold"] = Fraction(float(parent.mid()))
     high = {s.name: s.outcome for s in certify(task, prec=256, tol=1e-30, **kwargs).statements}
-    assert Outcome.INCONCLUSIVE not in high.values()
+    assert Verdict.INCONCLUSIVE not in high.values()
     seen = set()
     for bits in (16, 32, 40):
         low = {
             s.name: s.outcome for s in certify(task, prec=bits, max_prec=bits, tol=0.5, **kwargs).statements
         }
         for name, outcome in low.items():
-            assert outcome in (high[name], Outcome.INCONCLUSIVE), (bits, name)
+            assert outcome in (high[name], Verdict.INCONCLUSIVE), (bits, name)
         seen |= {(name, o) for name, o in low.items()}
-    assert ("parent_attention", Outcome.INCONCLUSIVE) in seen and ("accuracy", Outcome.VERIFIED) in seen
+    assert ("parent_attention", Verdict.INCONCLUSIVE) in seen and ("accuracy", Verdict.HOLDS) in seen
 
 
 def test_inconclusive_is_never_a_pass():
-    assert [o.passed for o in Outcome] == [True, False, False]
+    # the certified statements' verdicts, as certify.json writes them: only "verified" is a pass
+    assert {w: CERTIFIED_WORDS.verdict(w).passed for w in CERTIFIED_WORDS.words.values()} == {
+        "verified": True,
+        "refuted": False,
+        "inconclusive": False,
+    }
+    assert [v.passed for v in Verdict] == [True, False, True, False, False]
 
 
 @pytest.mark.parametrize("p", ["0", "1"])
@@ -123,7 +128,7 @@ def test_balanced_walks_keep_exactly_equal_attention_and_constant_rows_of_V(p):
     cert = certify(CircleWalk(3, 7, p), M=12, steps=6, train_size=50, test_size=50, prec=32, max_prec=32)
     assert all(logits and rows for logits, rows in cert.trajectory.symmetry)
     outcomes = {s.name: s.outcome for s in cert.statements}
-    assert outcomes["equal_attention"] is Outcome.VERIFIED and outcomes["chance"] is Outcome.VERIFIED
+    assert outcomes["equal_attention"] is Verdict.HOLDS and outcomes["chance"] is Verdict.HOLDS
     for rec in cert.trajectory.records:
         assert all(x.is_exact() and x.is_zero() for x in rec.evaluation.profile_differences)
 
@@ -131,7 +136,7 @@ def test_balanced_walks_keep_exactly_equal_attention_and_constant_rows_of_V(p):
 def test_fig5_setting_is_certified_at_chance_with_equal_attention():
     cert = certify(CircleWalk(6, 97, 1), M=1000, steps=10, train_size=1000, test_size=1000, seed=0)
     outcomes = {s.name: s.outcome for s in cert.statements}
-    assert outcomes["equal_attention"] is Outcome.VERIFIED and outcomes["chance"] is Outcome.VERIFIED
+    assert outcomes["equal_attention"] is Verdict.HOLDS and outcomes["chance"] is Verdict.HOLDS
     assert cert.gram.mu == 500 and cert.gram.max_offdiag_rad < 1e-30
     data = certify_json(cert)
     jsonschema.validate(data, load_schema("certify"))

@@ -18,8 +18,8 @@ import pytest
 from flint import arb, arb_mat
 
 from rwtoolkit.cli.main import main
-from rwtoolkit.engines.balls import Outcome, ball_json, certify
-from rwtoolkit.io import load_schema
+from rwtoolkit.engines.balls import ball_json, certify
+from rwtoolkit.io import Verdict, load_schema
 from rwtoolkit.tasks import CircleWalk
 
 #: A 3-cycle population task; at 16 bits its balls stop the trajectory at step 5 (z + ε no longer > 0).
@@ -120,7 +120,7 @@ def test_an_unbounded_ball_in_a_step_is_exported_and_printed_without_nan_or_inf(
 
 def test_certify_keeps_every_attempt_json_compliant_at_low_precision():
     cert = certify(CircleWalk(3, 4, "1/2"), M=8, steps=10, population=True, prec=16, max_prec=16)
-    assert {s.outcome for s in cert.statements} == {Outcome.INCONCLUSIVE}
+    assert {s.outcome for s in cert.statements} == {Verdict.INCONCLUSIVE}
     json.dumps(cert.attempts, allow_nan=False)  # rw proofs copies the attempts into its JSON as they are
 
 

@@ -33,4 +33,4 @@ def test_gamma_diagonal_only_ties_at_p_one():
 
 def test_certificate_agrees():
     cert = run_one("rwtoolkit.analyses.proofs.lemma_e4_gamma_diagonal", quick=True)
-    assert cert.verdict == "holds", cert.witness
+    assert cert.word == "holds", cert.witness

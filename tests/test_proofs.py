@@ -13,6 +13,7 @@ from conftest import assert_close, transition_by_hand
 import rwtoolkit.analyses.proofs
 from rwtoolkit.analyses.proofs import Certificate
 from rwtoolkit.analyses.proofs._walks import P, nonnegative_on, power_entry
+from rwtoolkit.io import Verdict
 
 EVIDENCE_IDS = {"C.5", "C.7", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
 
@@ -20,8 +21,10 @@ EVIDENCE_IDS = {"C.5", "C.7", "3.1(i)", "3.1(ii)", "3.1(iii)", "3.1(iv)"}
 @pytest.mark.parametrize("module_name", rwtoolkit.analyses.proofs.MODULES, ids=lambda m: m.rsplit(".", 1)[-1])
 def test_every_certificate_passes_in_quick_mode(module_name: str) -> None:
     cert = rwtoolkit.analyses.proofs.run_one(module_name, quick=True)
-    assert cert.verdict in ("holds", "corrected"), cert.witness
+    assert cert.word in ("holds", "corrected"), cert.witness
     assert cert.passed and cert.seconds >= 0
+    # a symbolic proof is proved; every other method holds at the sizes checked (never "proved")
+    assert cert.verdict is (Verdict.PROVED if cert.method == "symbolic proof" else Verdict.HOLDS)
     assert (cert.method == "numeric evidence") == (cert.id in EVIDENCE_IDS)
     json.dumps(cert.to_json())  # JSON-able
 
@@ -112,7 +115,7 @@ def test_direction_certificates_report_the_printed_statement_as_corrected() -> N
     from rwtoolkit.analyses.proofs._theorem31 import closed_plateau
 
     cert = importlib.import_module("rwtoolkit.analyses.proofs.theorem_3_1_v_direction").certify(quick=True)
-    assert cert.verdict == "corrected"
+    assert cert.word == "corrected" and cert.corrected and cert.verdict is Verdict.HOLDS
     failing = cert.witness["printed statement fails (error vs Π^T stalls)"]
     assert failing["p"] == "7/10"
     # hand value: sqrt(2 − 2(0.7^1.5 + 0.3^1.5)/sqrt(0.49 + 0.09)) ≈ 0.17453
@@ -128,7 +131,24 @@ def test_a_crashing_certificate_is_an_error_not_a_pass(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(module, "certify", boom)
     cert = rwtoolkit.analyses.proofs.run_one("rwtoolkit.analyses.proofs.lemma_d1_balanced_visits", quick=True)
-    assert cert.verdict == "error" and not cert.passed and "boom" in cert.witness["error"]
+    assert cert.word == "error" and not cert.passed and "boom" in cert.witness["error"]
+    assert cert.verdict is Verdict.INCONCLUSIVE and cert.to_json()["verdict"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("method", "verdict"),
+    [
+        ("numeric evidence", Verdict.PROVED),
+        ("numeric evidence", Verdict.REFUTED),
+        ("exact verification over a finite range", Verdict.PROVED),
+        ("symbolic proof", Verdict.HOLDS),
+        ("symbolic proof", "holds"),
+    ],
+    ids=["evidence-proved", "evidence-refuted", "finite-range-proved", "proof-holds", "proofs.json-word"],
+)
+def test_a_certificate_reaches_only_the_verdicts_of_its_method(method: str, verdict: str) -> None:
+    with pytest.raises(ValueError, match="is not one of"):
+        Certificate(id="X", statement="s", scope="scope", method=method, verdict=verdict)
 
 
 def test_unknown_only_id_is_refused() -> None:
@@ -147,7 +167,12 @@ def test_report_files_are_written_atomically(tmp_path) -> None:
 
 def test_certificate_json_turns_non_finite_floats_into_strings() -> None:
     cert = Certificate(
-        "X", "s", "scope", "numeric evidence", "holds", details={"v": float("nan"), "a": np.arange(2)}
+        id="X",
+        statement="s",
+        scope="scope",
+        method="numeric evidence",
+        verdict=Verdict.HOLDS,
+        details={"v": float("nan"), "a": np.arange(2)},
     )
     assert cert.to_json()["details"] == {"v": "nan", "a": [0, 1]}
 

@@ -16,6 +16,7 @@ from rwtoolkit.analyses.repro import (
 )
 from rwtoolkit.analyses.repro._claims import failure_claims, fig6_claims, qa_claims, success_claims
 from rwtoolkit.cli.main import main
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 # The report's thresholds, pinned by value here (never imported from rwtoolkit.analyses.repro): moving one in the code
@@ -85,7 +86,7 @@ def test_success_claims_follow_their_thresholds():
     good["series"]["test_accuracy"] = [0.2, 0.5, 0.49]
     good["final"]["V"] = (Pi.T + 0.01).tolist()
     rows = success_claims("fig4", good, few_steps=True)
-    assert [r.agrees for r in rows] == [True, True, True, True]
+    assert [r.passed for r in rows] == [True, True, True, True]
     bad = _outcome(
         K,
         N,
@@ -95,7 +96,7 @@ def test_success_claims_follow_their_thresholds():
         v_direction_error=[1.0, 0.6],
     )
     bad["final"]["V"] = (Pi.T + 0.01).tolist()
-    assert [r.agrees for r in success_claims("fig8", bad, few_steps=False)] == [False, False, False]
+    assert [r.passed for r in success_claims("fig8", bad, few_steps=False)] == [False, False, False]
 
 
 def test_failure_claims_fail_as_soon_as_one_iteration_breaks_the_symmetry():
@@ -108,7 +109,7 @@ def test_failure_claims_fail_as_soon_as_one_iteration_breaks_the_symmetry():
         attention_spread=[0.0, 0.0, SPREAD_MAX],
         ones_residual=[0.0, 0.03, ONES_MAX],
     )
-    assert [r.agrees for r in failure_claims("fig5", flat)] == [True, True, True]
+    assert [r.passed for r in failure_claims("fig5", flat)] == [True, True, True]
     broken = _outcome(
         K,
         N,
@@ -117,7 +118,7 @@ def test_failure_claims_fail_as_soon_as_one_iteration_breaks_the_symmetry():
         attention_spread=[0.0, 2 * SPREAD_MAX, 0.0],
         ones_residual=[0.0, 0.0, 2 * ONES_MAX],
     )
-    assert [r.agrees for r in failure_claims("fig5", broken)] == [False, False, False]
+    assert [r.passed for r in failure_claims("fig5", broken)] == [False, False, False]
 
 
 def test_fig6_timing_claim_uses_the_factor_two_window_around_400():
@@ -125,26 +126,27 @@ def test_fig6_timing_claim_uses_the_factor_two_window_around_400():
     half = _outcome(6, 97, "1/2", test_accuracy=acc, kl=[1.0] * (len(acc) - 1) + [0.1])
     one = _outcome(6, 97, "1", test_accuracy=[0.9] * len(acc), kl=[2.0] * (len(acc) - 1) + [0.5])
     rows = fig6_claims("fig6", half, one)
-    assert [r.agrees for r in rows] == [True, True, True, True]
-    assert "iteration 250" in rows[0].ours
+    assert [r.passed for r in rows] == [True, True, True, True]
+    assert "iteration 250" in rows[0].evidence[0]
     late = _outcome(
         6, 97, "1/2", test_accuracy=[0.2] * (FIG6_WINDOW[1] + 1) + [0.5], kl=[1.0] * (FIG6_WINDOW[1] + 2)
     )
-    assert not fig6_claims("fig6", late, one)[0].agrees
+    assert not fig6_claims("fig6", late, one)[0].passed
 
 
-def test_qa_claims_and_a_failed_run_is_a_disagreement_not_a_crash():
+def test_qa_claims_and_a_failed_run_is_inconclusive_not_a_crash():
     t1 = _outcome(19, 17, "", test_accuracy=[0.5] * 100 + [1.0] * 5)
     t2 = _outcome(19, 19, "", test_accuracy=[0.5, 0.52, 0.49])
-    assert [r.agrees for r in qa_claims("fig7", t1, t2)] == [True, True]
+    assert [r.passed for r in qa_claims("fig7", t1, t2)] == [True, True]
     lost = _outcome(19, 17, "", test_accuracy=[0.5, 1.0, 1.0, 0.5])  # reached 100 % but did not keep it
     row = qa_claims("fig10", lost, t2)[0]
-    assert not row.agrees and "not kept" in row.ours
+    assert not row.passed and "not kept" in row.evidence[0]
     late = _outcome(19, 17, "", test_accuracy=[0.5] * 101 + [1.0])
-    assert not qa_claims("fig7", late, t2)[0].agrees
+    assert not qa_claims("fig7", late, t2)[0].passed
     failed = {"ok": False, "error": "metric 'kl' is not finite at step 3: the run diverged (lower eta)"}
     rows = qa_claims("fig7", failed, t2)
-    assert not rows[0].agrees and "diverged" in rows[0].ours
+    assert rows[0].verdict is Verdict.INCONCLUSIVE and "diverged" in rows[0].evidence[0]
+    assert rows[0].to_dict()["agrees"] is False  # report.json: a failed run never agrees
 
 
 def test_break_steps_reports_the_first_crossing_of_each_threshold():

@@ -52,9 +52,9 @@ def test_the_catalogue_lists_every_model_task_and_claim() -> None:
 
 
 def test_every_claim_has_its_pinned_verdict(quick_results) -> None:
-    assert {claim.id: outcome.verdict for claim, outcome in quick_results} == QUICK_VERDICTS
-    for claim, outcome in quick_results:
-        assert outcome.evidence and outcome.configurations, claim.id
+    assert {claim.id: claim.verdict for claim in quick_results} == QUICK_VERDICTS
+    for claim in quick_results:
+        assert claim.evidence and claim.configurations, claim.id
 
 
 def test_the_report_validates_and_has_the_same_bytes_twice(tmp_path, quick_results) -> None:

@@ -2,7 +2,7 @@
 
 A fake claim stands in for the real ones: its set-up and its figure sleep for known times, so the seconds
 reported must cover both, and its progress lines must reach stderr as the stages start (the real claims'
-stages are the same calls: ``Claim.check`` and ``write_figure``).
+stages are the same calls: ``ZooClaim.check`` and ``write_figure``).
 """
 
 from __future__ import annotations
@@ -12,20 +12,21 @@ import time
 import pytest
 from matplotlib.figure import Figure
 
-from rwtoolkit.analyses.zoo import CLAIMS, Claim, Outcome, run_claims
+from rwtoolkit.analyses.zoo import CLAIMS, Finding, ZooClaim, run_claims
 from rwtoolkit.analyses.zoo._figures import FIGURES
 from rwtoolkit.cli.main import main
+from rwtoolkit.io import Verdict
 
 SETUP_SECONDS, FIGURE_SECONDS = 0.4, 0.3
 
 
-def _fake_run(quick: bool, progress) -> Outcome:
+def _fake_run(quick: bool, progress) -> Finding:
     time.sleep(SETUP_SECONDS)  # the claim's set-up: imports, the exact or certified runs it needs
     progress("configuration one")
-    return Outcome("proved", ["configuration one: proved"], [{"task": "fake"}])
+    return Finding(Verdict.PROVED, ["configuration one: proved"], [{"task": "fake"}])
 
 
-def _fake_figure(outcome: Outcome, progress) -> Figure:
+def _fake_figure(claim: ZooClaim, progress) -> Figure:
     progress("figure: a float64 run")
     time.sleep(FIGURE_SECONDS)
     fig = Figure(figsize=(2, 2))
@@ -35,22 +36,30 @@ def _fake_figure(outcome: Outcome, progress) -> Figure:
 
 @pytest.fixture
 def fake_claim(monkeypatch):
-    claim = Claim("fake_claim", "a paper", "a statement", "one_layer", "circle", "a criterion", _fake_run)
+    claim = ZooClaim(
+        id="fake_claim",
+        source="a paper",
+        statement="a statement",
+        model="one_layer",
+        task="circle",
+        criterion="a criterion",
+        run=_fake_run,
+    )
     monkeypatch.setitem(CLAIMS, claim.id, claim)
     monkeypatch.setitem(FIGURES, claim.id, _fake_figure)
     return claim
 
 
 def test_a_claims_seconds_cover_its_set_up(fake_claim) -> None:
-    ((claim, outcome),) = run_claims([fake_claim.id])
-    assert claim is fake_claim and outcome.verdict == "proved"
-    assert outcome.seconds >= SETUP_SECONDS
+    (claim,) = run_claims([fake_claim.id])
+    assert claim.id == fake_claim.id and claim.verdict is Verdict.PROVED and not fake_claim.evidence
+    assert claim.seconds >= SETUP_SECONDS
 
 
 def test_a_claims_seconds_cover_its_figure_and_the_stages_are_told_in_order(fake_claim, tmp_path) -> None:
     heard: list[tuple[float, str]] = []
     start = time.perf_counter()
-    ((_, outcome),) = run_claims(
+    (outcome,) = run_claims(
         [fake_claim.id],
         progress=lambda message: heard.append((time.perf_counter() - start, message)),
         figures=tmp_path,

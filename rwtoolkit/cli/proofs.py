@@ -47,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
     certs = rwtoolkit.analyses.proofs.run(quick=args.quick, only=args.only, progress=progress)
     md, js = rwtoolkit.analyses.proofs.write_report(certs, args.out, quick=args.quick)
     for c in certs:
-        print(f"{c.id:10s} {c.verdict:9s} {c.seconds:7.1f}s  {c.method}")
+        print(f"{c.id:10s} {c.word:9s} {c.seconds:7.1f}s  {c.method}")
     print(f"wrote {md} and {js}")
     return 0 if all(c.passed for c in certs) else 1

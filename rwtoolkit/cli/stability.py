@@ -176,13 +176,14 @@ def _one_thread(compute: Callable[[], dict]) -> dict:
 def _stuck_proof(task: CircleWalk | FiniteTask, report: dict) -> dict:
     """Stuck for every t (proved), or evidence with the reason the proof was not attempted."""
     from rwtoolkit.engines.exact import stuck_proof
+    from rwtoolkit.io import STUCK_WORDS, Verdict
 
     model = report.get("model", {}).get("name", rwtoolkit.models.DEFAULT_MODEL)
     hyper = {k: v for k, v in report.get("model", {}).items() if k != "name"}
     try:
         return stuck_proof(task, rwtoolkit.models.get_model(model, **hyper))
     except ValueError as err:
-        return {"verdict": "stuck for T steps (evidence)", "why": f"no proof attempted: {err}"}
+        return {"verdict": STUCK_WORDS.word(Verdict.HOLDS), "why": f"no proof attempted: {err}"}
 
 
 def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask, command: str) -> int:

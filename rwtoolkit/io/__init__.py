@@ -11,6 +11,10 @@ creating the folder if needed; a failure raises ``WriteError`` and leaves no par
 exactly as written: ``Exact``), and ``check_config`` checks them against a tree of fields (``Integer``,
 ``Rational``, ``Real``, ``Choice``, ``Boolean``, ``Text``, ``ListOf``, ``MappingOf``, ``Record``, ...),
 each error one line naming the file, the field and what is allowed (``ConfigError``).
+``Claim`` and ``Verdict`` are the one claim type and the one verdict vocabulary of every report
+(proved / refuted / holds at the sizes checked / does not hold at the sizes checked / inconclusive), and a
+``Wording`` is how a file format written before the vocabulary spells it (``DECISION_WORDS``, ``STUCK_WORDS``,
+``CERTIFIED_WORDS``).
 """
 
 import importlib as _importlib
@@ -42,6 +46,7 @@ from rwtoolkit.io._schemas import (
 )
 
 if _typing.TYPE_CHECKING:
+    from rwtoolkit.io._claims import CERTIFIED_WORDS, DECISION_WORDS, STUCK_WORDS, Claim, Verdict, Wording
     from rwtoolkit.io._config import (
         Anything,
         At,
@@ -99,6 +104,10 @@ _LAZY = {
         "rwtoolkit.io._config",
     ),
     **dict.fromkeys(("MAX_DIGITS", "Exact", "format_path", "plain", "read_data_file"), "rwtoolkit.io._read"),
+    **dict.fromkeys(
+        ("CERTIFIED_WORDS", "DECISION_WORDS", "STUCK_WORDS", "Claim", "Verdict", "Wording"),
+        "rwtoolkit.io._claims",
+    ),
 }
 
 
@@ -115,12 +124,16 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CERTIFIED_WORDS",
+    "DECISION_WORDS",
     "MAX_DIGITS",
     "SCHEMAS",
+    "STUCK_WORDS",
     "Anything",
     "At",
     "Boolean",
     "Choice",
+    "Claim",
     "ConfigError",
     "Custom",
     "Exact",
@@ -134,6 +147,8 @@ __all__ = [
     "Record",
     "Text",
     "Variants",
+    "Verdict",
+    "Wording",
     "MemoryEstimateError",
     "OutputPathError",
     "WriteError",

@@ -8,6 +8,7 @@
 """
 
 from rwtoolkit.analyses.explore._explore import (
+    EXPLORE_WORDS,
     GENERIC_VALUES,
     VERDICTS,
     ExploreResult,
@@ -29,6 +30,7 @@ from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 __all__ = [
     "EXPLORE_FORMAT",
     "EXPLORE_FORMAT_VERSION",
+    "EXPLORE_WORDS",
     "GENERIC_VALUES",
     "VERDICTS",
     "ExploreResult",

@@ -12,6 +12,11 @@ verdict:
   attention finds the information later);
 - ``undecided``: anything else, with the reason.
 
+``stuck``, ``escapes`` and ``undecided`` are the one verdict vocabulary (``rwtoolkit.io.Verdict``) for the claim
+"GD from zero keeps every input on one score vector at every step checked" (``PointCheck.stuck``: holds at the
+steps checked, refuted, inconclusive; ``EXPLORE_WORDS``); ``informative`` is a point where that claim does not
+arise. A ``stuck`` point also gets ``rwtoolkit.engines.exact.stuck_proof``'s verdict for every t (``rwtoolkit.io.STUCK_WORDS``).
+
 A ``stuck`` task then gets the stability of its manifold (``rwtoolkit.analyses.stability``, at the training settings of
 the spec: η, ε, μ = M/2 of the sine embeddings, up to ``STABILITY_STEPS`` steps): the verdict becomes
 ``stuck-attracting``, ``stuck-neutral`` or ``stuck-repelling``, with the rate and the predicted escape
@@ -31,6 +36,7 @@ from rwtoolkit.analyses.explore._signal import SignalSummary, signal_summary
 from rwtoolkit.analyses.explore._stuck import Manifold, OneStep, manifold_check, one_step_check
 from rwtoolkit.analyses.explore._train import TrainRun, reference_accuracies, train_runs
 from rwtoolkit.analyses.stability import StabilitySummary
+from rwtoolkit.io import STUCK_WORDS, Verdict, Wording
 from rwtoolkit.tasks import CircleWalk, FiniteTask, TaskSpec
 
 #: Tolerance of "above the constant-prediction accuracy" for exact-population accuracies: they are float64
@@ -47,6 +53,12 @@ STUCK_CONTRADICTION_NOTE = (
 )
 #: Generic parameter values tried, in order, for the "away from the vanishing set" check.
 GENERIC_VALUES = tuple(sp.Rational(a, b) for a, b in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4)))
+#: How explore.json and REPORT.md write ``PointCheck.stuck`` (the point's ``exact_verdict``).
+EXPLORE_WORDS = Wording(
+    "rw explore", {Verdict.HOLDS: "stuck", Verdict.REFUTED: "escapes", Verdict.INCONCLUSIVE: "undecided"}
+)
+#: Every word of a point's ``verdict`` in explore.json: ``EXPLORE_WORDS``, "stuck" refined by the manifold's
+#: stability, and "informative".
 VERDICTS = (
     "informative",
     "stuck-attracting",
@@ -87,7 +99,7 @@ class PointCheck:
         """(run label, first step, final accuracy) of the training runs that end above the
         constant-prediction accuracy (beyond ``accuracy_tol``) although the verdict is "stuck" and the
         stability analysis does not predict an escape (a "stuck-repelling" manifold is expected to be left)."""
-        if self.exact_verdict != "stuck" or self.verdict == "stuck-repelling" or not self.runs:
+        if self.stuck is not Verdict.HOLDS or self.verdict == "stuck-repelling" or not self.runs:
             return []
         bound = float(self.constant_accuracy) + self.accuracy_tol
         out = []
@@ -121,15 +133,22 @@ class PointCheck:
         return exact
 
     @property
+    def stuck(self) -> Verdict | None:
+        """The claim "GD from zero keeps every input on one score vector at every step checked (any loss)":
+        holds at the steps checked, refuted (a step separates two inputs), inconclusive; None at an informative
+        point (C ≠ 0 and the first step's scores are not all ∝ E[e_y]), where the claim does not arise."""
+        if not self.signal_is_zero and not self.one_step.shared:
+            return None
+        if self.signal_is_zero and self.one_step.shared and self.manifold.invariant is True:
+            return Verdict.HOLDS
+        if self.signal_is_zero and self.manifold.invariant is False:
+            return Verdict.REFUTED
+        return Verdict.INCONCLUSIVE
+
+    @property
     def exact_verdict(self) -> str:
         """informative / stuck / escapes / undecided from the exact checks alone (module docstring)."""
-        if not self.signal_is_zero and not self.one_step.shared:
-            return "informative"
-        if self.signal_is_zero and self.one_step.shared and self.manifold.invariant is True:
-            return "stuck"
-        if self.signal_is_zero and self.manifold.invariant is False:
-            return "escapes"
-        return "undecided"
+        return "informative" if self.stuck is None else EXPLORE_WORDS.word(self.stuck)
 
     @property
     def reason(self) -> str:
@@ -210,7 +229,7 @@ def stuck_for_every_t(task: CircleWalk | FiniteTask, steps: int) -> dict[str, An
         return stuck_proof(task, "one_layer", steps=max(2, min(steps, 6)))
     except ValueError as err:
         return {
-            "verdict": "stuck for T steps (evidence)",
+            "verdict": STUCK_WORDS.word(Verdict.HOLDS),
             "why": f"no proof attempted: {err}",
             "steps": steps,
         }
@@ -297,9 +316,9 @@ def explore(
             bayes_accuracy=bayes,
             constant_accuracy=constant,
         )
-        if check.exact_verdict == "stuck":
+        if check.stuck is Verdict.HOLDS:
             check.proof = stuck_for_every_t(task, int(settings["steps"]))
-        if stability and check.exact_verdict == "stuck":
+        if stability and check.stuck is Verdict.HOLDS:
             check.stability, check.stability_note = stuck_stability(task, spec.train)
         if train and task.population().size == 1:
             # One input of probability 1: nothing to learn, and rwtoolkit.engines.numeric's exact-population

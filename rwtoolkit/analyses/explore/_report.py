@@ -15,7 +15,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.explore._explore import STUCK_CONTRADICTION_NOTE, ExploreResult, Point, PointCheck
 from rwtoolkit.engines.exact import exact_json
-from rwtoolkit.io import save_figure_atomic, write_text_atomic
+from rwtoolkit.io import Verdict, save_figure_atomic, write_text_atomic
 from rwtoolkit.tasks import CircleWalk, FiniteTask, is_numeric
 
 #: Format name written into explore.json.
@@ -83,7 +83,7 @@ def _check_json(check: PointCheck) -> dict[str, Any]:
 
 def _stability_json(check: PointCheck) -> dict[str, Any] | None:
     """None for a point that is not stuck; else the manifold's stability, or why it was not analysed."""
-    if check.exact_verdict != "stuck":
+    if check.stuck is not Verdict.HOLDS:
         return None
     s = check.stability
     if s is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._theorem31 import closed_plateau, plateau, runs, settings, tail_slope
+from rwtoolkit.io import Verdict
 
 
 def direction_certificate(ident: str, statement: str, which: str, quick: bool) -> Certificate:
@@ -43,13 +44,13 @@ def direction_certificate(ident: str, statement: str, which: str, quick: bool) -
             corrected_bad.append({"K": K, "p": p, "slope vs sqrt": s_sqrt, "err vs sqrt": err_sqrt[-1]})
     if corrected_bad:
         verdict, witness = (
-            "fails",
+            Verdict.FAILS,
             {"corrected statement fails": corrected_bad[0], "printed": printed_fails[:1]},
         )
     elif printed_fails:
-        verdict, witness = "corrected", {"printed statement fails (error vs Π^T stalls)": printed_fails[0]}
+        verdict, witness = Verdict.HOLDS, {"printed statement fails (error vs Π^T stalls)": printed_fails[0]}
     else:
-        verdict, witness = "holds", None
+        verdict, witness = Verdict.HOLDS, None
     return Certificate(
         id=ident,
         statement=statement,
@@ -59,6 +60,7 @@ def direction_certificate(ident: str, statement: str, which: str, quick: bool) -
         ),
         method="numeric evidence",
         verdict=verdict,
+        corrected=bool(printed_fails),
         witness=witness,
         details=table,
     )

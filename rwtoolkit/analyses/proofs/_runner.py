@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rwtoolkit.analyses.proofs._certificate import Certificate, timed
-from rwtoolkit.io import write_text_atomic
+from rwtoolkit.io import Verdict, write_text_atomic
 
 #: One module per statement, in the order of docs/theory.md#statements.
 MODULES: tuple[str, ...] = (
@@ -49,7 +49,7 @@ def certificate_ids() -> dict[str, str]:
 
 
 def run_one(module_name: str, quick: bool) -> Certificate:
-    """Run one certificate; an exception becomes an "error" certificate (never a pass)."""
+    """Run one certificate; an exception becomes an "error" certificate (inconclusive: never a pass)."""
     module = importlib.import_module(module_name)
     try:
         return timed(lambda: module.certify(quick=quick))
@@ -59,7 +59,8 @@ def run_one(module_name: str, quick: bool) -> Certificate:
             statement=module.STATEMENT,
             scope="not run",
             method="numeric evidence",
-            verdict="error",
+            verdict=Verdict.INCONCLUSIVE,
+            ran=False,
             witness={"error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(limit=4)},
         )
 
@@ -102,7 +103,7 @@ def render_markdown(certs: list[Certificate], quick: bool) -> str:
     for c in certs:
         lines.append(
             f"| {_cell(c.id)} | {_cell(c.statement)} | {_cell(c.scope)} | {_cell(c.method)} | "
-            f"**{c.verdict}** | {c.seconds:.1f} |"
+            f"**{c.word}** | {c.seconds:.1f} |"
         )
     return "\n".join(lines) + "\n"
 

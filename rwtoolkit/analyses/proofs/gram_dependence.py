@@ -15,6 +15,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._exact_gd import gd_step
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "Gram"
@@ -84,7 +85,7 @@ def certify(quick: bool = False) -> Certificate:
             "(argument for all sizes and T in the docstring)"
         ),
         method="exact verification over a finite range",
-        verdict="fails" if failures or not control else "holds",
+        verdict=Verdict.REFUTED if failures or not control else Verdict.HOLDS,
         witness=failures[0]
         if failures
         else {"orthogonal but unequal norms (1, 3/2, 2)·√μ": f"differs at {control}"},

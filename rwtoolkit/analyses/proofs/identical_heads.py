@@ -5,13 +5,16 @@ A permutation of the heads maps the population loss to itself, so the gradient a
 heads has identical heads too. The exact induction step (``rwtoolkit.engines.exact.induction_step`` on
 ``rwtoolkit.engines.exact.identical_heads``) proves it for each case; from the zero initialisation (all heads zero) the
 heads are then identical for every t, and the H-head model is the one-head model with its V summed.
+
+The claim is the zoo's ``identical_heads`` (``rwtoolkit.analyses.zoo``), decided by the same code at this
+certificate's cases (tasks with a symmetric first_of_two, heads H = 2 and 3).
 """
 
 from __future__ import annotations
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
-from rwtoolkit.engines.exact import identical_heads, induction_step
-from rwtoolkit.models import get_model
+from rwtoolkit.analyses.zoo import identical_heads_subspace, invariance_steps
+from rwtoolkit.io import DECISION_WORDS, Verdict
 from rwtoolkit.tasks import CircleWalk, Task, first_of_two_task
 
 ID = "heads"
@@ -19,32 +22,27 @@ STATEMENT = "multi-head model: identical heads stay identical under GD, for ever
 
 
 def certify(quick: bool = False) -> Certificate:
+    """The zoo's claim ``identical_heads`` (``rw zoo claims --claim identical_heads``) at this certificate's cases."""
     tasks: list[tuple[str, Task]] = [
         ("circle K=3 N=4 p=3/10", CircleWalk(3, 4, "3/10")),
         ("first_of_two L=3", first_of_two_task(3)),
     ]
     if not quick:
         tasks.append(("circle K=4 N=5 p=1/2", CircleWalk(4, 5, "1/2")))
-    heads = (2,) if quick else (2, 3)
-    details, failures = {}, []
-    for name, task in tasks:
-        for H in heads:
-            model = get_model("multi_head", H=H)
-            subspace = identical_heads(model, task)
-            if subspace is None:
-                raise ValueError(f"multi_head H={H} has no head axis")
-            result = induction_step(task, model, subspace)
-            details[f"{name}, H={H}"] = result.line()
-            if result.outcome != "proved":
-                failures.append(
-                    {"case": f"{name}, H={H}", "outcome": result.outcome, "reason": result.reason}
-                )
+    heads = [{"name": "multi_head", "H": H} for H in ((2,) if quick else (2, 3))]
+    details, failures, verdicts = {}, [], []
+    for name, model, result in invariance_steps(tasks, heads, identical_heads_subspace):
+        case = f"{name}, H={model.H}"
+        details[case] = result.line()
+        verdicts.append(DECISION_WORDS.verdict(result.outcome))
+        if verdicts[-1] is not Verdict.PROVED:
+            failures.append({"case": case, "outcome": result.outcome, "reason": result.reason})
     return Certificate(
         id=ID,
         statement=STATEMENT,
         scope=f"{len(details)} cases: " + ", ".join(details) + "; every η, every loss, every μ > 0",
         method="symbolic proof",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.combine(verdicts),
         witness=failures[0] if failures else None,
         details=details,
     )

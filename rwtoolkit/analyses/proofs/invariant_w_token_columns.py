@@ -19,6 +19,7 @@ import sympy as sp
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._exact_gd import gd_step
 from rwtoolkit.analyses.proofs.lemma_b1_gradients import symbol_matrix
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "W11=W21=0"
@@ -78,6 +79,6 @@ def certify(quick: bool = False) -> Certificate:
             + ("" if quick else f"; K = N = 4, zero init, T = {steps}")
         ),
         method="symbolic proof",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.PROVED,
         witness=failures[0] if failures else None,
     )

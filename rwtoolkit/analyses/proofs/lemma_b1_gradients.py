@@ -18,6 +18,7 @@ from collections.abc import Callable
 import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 
 ID = "B.1"
 STATEMENT = "∇_V ℓ = g e_y (XS)ᵀ,  ∇_W ℓ = g X̃ (diag S − S Sᵀ) Xᵀ Vᵀ e_y x̃_Nᵀ  (g = ℓ'(e_yᵀ f), any ℓ)"
@@ -98,7 +99,7 @@ def certify(quick: bool = False) -> Certificate:
             "symbolic; ℓ an undefined function (any differentiable loss)"
         ),
         method="symbolic proof",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.PROVED,
         witness=failures[0] if failures else None,
         details={"entries_compared": sum(K * K + (K + M) ** 2 for K, M, N in sizes) * 2},
     )

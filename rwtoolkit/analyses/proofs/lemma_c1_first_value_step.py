@@ -16,6 +16,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._exact_gd import embed, gd_step
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk, symbol
 
 ID = "C.1"
@@ -89,6 +90,6 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"K ∈ {list(ks)}, N ∈ {list(ns)}; p, η, ε symbolic (all values); ℓ' abstract for the any-loss form",
         method="exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.HOLDS,
         witness=failures[0] if failures else None,
     )

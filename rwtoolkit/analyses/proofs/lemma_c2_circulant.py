@@ -19,6 +19,7 @@ import sympy as sp
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._exact_gd import gd_step
 from rwtoolkit.analyses.proofs.lemma_c1_first_value_step import DELL, ETA
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk, symbol
 
 ID = "C.2"
@@ -91,6 +92,6 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"all K, N, p (argument in the docstring); exact V(1) for K ∈ {list(ks)}, N ∈ {list(ns)}, p, η symbolic, ℓ' abstract",
         method="exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.HOLDS,
         witness=failures[0] if failures else {"transposed (Hankel) reading is false": hankel},
     )

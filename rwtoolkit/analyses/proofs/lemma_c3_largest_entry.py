@@ -16,6 +16,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._walks import basis_to_poly, bernstein_row, nonnegative_on
+from rwtoolkit.io import Verdict
 
 ID = "C.3"
 STATEMENT = (
@@ -67,7 +68,7 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"p symbolic on [1/2, 1]; K = 3..{k_max}, N = 2..{n_max}; all offsets",
         method="exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.HOLDS,
         witness=failures[0]
         if failures
         else {

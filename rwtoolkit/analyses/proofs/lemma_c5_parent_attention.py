@@ -16,6 +16,7 @@ import math
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._theorem31 import margin_runs
+from rwtoolkit.io import Verdict
 
 ID = "C.5"
 STATEMENT = "0<p<1, M=⌈N^{3/2}⌉: after step 2 the parent's logit margin m grows ∝ N, so 1−S_{N−1}(2) ≤ (N−1)e^{−m} = exp(−Ω(N))"
@@ -61,7 +62,7 @@ def certify(quick: bool = False) -> Certificate:
             "slope > 0, R² ≥ 0.8); fixed μ = 500 recorded for contrast"
         ),
         method="numeric evidence",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.FAILS if failures else Verdict.HOLDS,
         witness=failures[0] if failures else None,
         details=summary,
     )

@@ -14,6 +14,7 @@ import numpy as np
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._theorem31 import plateau, runs, settings, tail_slope
+from rwtoolkit.io import Verdict
 
 ID = "C.7"
 STATEMENT = (
@@ -49,7 +50,6 @@ def certify(quick: bool = False) -> Certificate:
             )
         if not -0.6 <= slope <= -0.4:
             bad.append({"K": K, "p": p, "slope vs sqrt": slope})
-    verdict = "fails" if bad else ("corrected" if printed_fails else "holds")
     return Certificate(
         id=ID,
         statement=STATEMENT,
@@ -58,7 +58,8 @@ def certify(quick: bool = False) -> Certificate:
             "μ = 500; slopes fitted over T/10 ≤ t ≤ T"
         ),
         method="numeric evidence",
-        verdict=verdict,
+        verdict=Verdict.FAILS if bad else Verdict.HOLDS,
+        corrected=bool(printed_fails),
         witness=bad[0] if bad else ({"printed form fails": printed_fails[0]} if printed_fails else None),
         details=table,
     )

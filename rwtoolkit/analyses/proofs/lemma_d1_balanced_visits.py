@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "D.1"
@@ -51,6 +52,6 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"all K, r (argument in the docstring); exact populations for K = 3..{k_max}, r = 1..{r_max}, p ∈ {{0,1}}",
         method="exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.HOLDS,
         witness=failures[0] if failures else {"N-1 not a multiple of K (K=5, N=8, p=1), counts": unbalanced},
     )

@@ -19,6 +19,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._exact_gd import gd_step, is_zero
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "D.3"
@@ -95,6 +96,6 @@ def certify(quick: bool = False) -> Certificate:
             "P = √μ·I_N (any orthogonal equal-norm P gives the same step, docs/theory.md#reduction)"
         ),
         method="symbolic proof",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.PROVED,
         witness=failures[0] if failures else None,
     )

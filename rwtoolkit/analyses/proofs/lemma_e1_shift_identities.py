@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk, symbol
 
 ID = "E.1"
@@ -64,7 +65,7 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"all K ≥ 3 (symbolic integer K, argument in the docstring); matrices checked exactly for K = 3..{k_max}, p symbolic",
         method="symbolic proof",
-        verdict="holds" if ok else "fails",
+        verdict=Verdict.PROVED if ok else Verdict.REFUTED,
         witness=failures[0] if failures else None,
         details={"symbolic_steps": steps, "matrix_range": [3, k_max]},
     )

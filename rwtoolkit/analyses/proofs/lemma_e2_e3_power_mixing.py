@@ -20,6 +20,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._walks import P, power_entry
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "E.2/E.3"
@@ -111,7 +112,7 @@ def certify(quick: bool = False) -> Certificate:
             f"rate: K = 3..{k_max}, R ≤ {r_max}, p ∈ {{{', '.join(map(str, grid))}}}; p ∈ {{0,1}} excluded (no mixing)"
         ),
         method="exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.HOLDS,
         witness=failures[0] if failures else None,
         details={"parity_entries_checked": parity_checked, "max deviation/ρ^R": float(worst_ratio)},
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.analyses.proofs._certificate import METHODS, Certificate
 from rwtoolkit.analyses.proofs._walks import P, bernstein_row, nonnegative_on, sum_of_powers_row
 
 ID = "E.4"
@@ -61,12 +61,14 @@ def certify(quick: bool = False) -> Certificate:
                 )
                 if zeros:
                     failures.append({"K": K, "N": N, "offset": e, "tie inside (0,1) at p": str(zeros[0])})
+    method = "symbolic proof" if not by_roots else "exact verification over a finite range"
+    holds, refuted = METHODS[method]
     return Certificate(
         id=ID,
         statement=STATEMENT,
         scope=f"p symbolic: all p ∈ [0,1]; K = 3..{k_max}, N = 3..{n_max} (N = 2: Γ = I); all i ≠ j",
-        method="symbolic proof" if not by_roots else "exact verification over a finite range",
-        verdict="fails" if failures else "holds",
+        method=method,
+        verdict=refuted if failures else holds,
         witness=failures[0] if failures else None,
         details={
             "decided_by_root_isolation": by_roots,

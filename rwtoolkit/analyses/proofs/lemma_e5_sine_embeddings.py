@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 
 ID = "E.5"
 STATEMENT = "sine embeddings p_i (i ≤ M−1) are pairwise orthogonal with ‖p_i‖² = M/2; fails for i = M"
@@ -74,7 +75,7 @@ def certify(quick: bool = False) -> Certificate:
         statement=STATEMENT,
         scope=f"all M ≥ 2 and 1 ≤ i, j ≤ M−1 (symbolic M); float64 Gram cross-check for M = 2..{m_max}",
         method="symbolic proof",
-        verdict="holds" if ok else "fails",
+        verdict=Verdict.PROVED if ok else Verdict.REFUTED,
         witness=failures[0]
         if failures
         else {"counterexample without M > N": "i = M: p_M = 0 exactly, ||p_M||^2 = 0 != M/2"},

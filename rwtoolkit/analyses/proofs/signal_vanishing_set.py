@@ -26,6 +26,7 @@ import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._walks import basis_to_poly, bernstein_row
+from rwtoolkit.io import Verdict
 
 ID = "signal"
 STATEMENT = "{p ∈ [0,1] : C(p) = 0} = {0,1} if K | N−1, ∪ {1/2} if K = 4 and N odd, else ∅"
@@ -108,7 +109,7 @@ def certify(quick: bool = False) -> Certificate:
             f"computed for K = 3..{k_max}, N = 2..{n_max}; rwtoolkit.engines.exact.vanishing_set cross-checked for K ≤ {cross_k}, N ≤ {cross_n}"
         ),
         method="symbolic proof",
-        verdict="holds" if ok else "fails",
+        verdict=Verdict.PROVED if ok else Verdict.REFUTED,
         witness=failures[0]
         if failures
         else {"K=4, N=3, p=1/2": "C = 0 (Π + Π² = 1 1ᵀ/2): uninformative average with 0<p<1"},

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._theorem31 import runs, settings
+from rwtoolkit.io import Verdict
 
 ID = "3.1(i)"
 STATEMENT = "0<p<1, K>4: after a constant number of steps the accuracy equals OPT = max{p, 1−p}"
@@ -37,7 +38,7 @@ def certify(quick: bool = False) -> Certificate:
             "every step ≤ 100, log-spaced after"
         ),
         method="numeric evidence",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.FAILS if failures else Verdict.HOLDS,
         witness=failures[0] if failures else None,
         details={"first step from which accuracy = OPT": first},
     )

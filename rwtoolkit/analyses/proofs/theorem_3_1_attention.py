@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
 from rwtoolkit.analyses.proofs._theorem31 import margin_runs, runs, settings
+from rwtoolkit.io import Verdict
 
 ID = "3.1(iv)"
 STATEMENT = "parent attention ≥ 1 − exp(−Ω(N)): 1−S_{N−1}(T) tiny at μ = 500; margin ∝ N at M = ⌈N^{3/2}⌉"
@@ -44,7 +45,7 @@ def certify(quick: bool = False) -> Certificate:
             f"(b) margin after {t_m} steps, μ = ⌈N^{{3/2}}⌉/2, N = 4..{n_max}"
         ),
         method="numeric evidence",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.FAILS if failures else Verdict.HOLDS,
         witness=failures[0] if failures else None,
         details={"log10(1 - S_parent(T)) at mu=500": finals, f"margin after {t_m} steps vs N": fits},
     )

@@ -25,6 +25,7 @@ from rwtoolkit.analyses.proofs.lemma_d3_invariant_manifold import (
     check,
     manifold_point,
 )
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "4.1"
@@ -98,7 +99,7 @@ def certify(quick: bool = False) -> Certificate:
             f"(ℓ' abstract); rwtoolkit.engines.exact.derive cross-check for (K, r) ∈ {derive_cases}, T ≤ {steps} (log-loss, η=1, ε=1/10, μ=1/2)"
         ),
         method="symbolic proof",
-        verdict="fails" if failures else "holds",
+        verdict=Verdict.REFUTED if failures else Verdict.PROVED,
         witness=failures[0] if failures else None,
         details={"alphas": [str(a) for a in A]},
     )

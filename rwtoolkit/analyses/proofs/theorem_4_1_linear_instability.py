@@ -18,6 +18,7 @@ from __future__ import annotations
 import sympy as sp
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "4.1 (linearised)"
@@ -60,7 +61,14 @@ def certify(quick: bool = False) -> Certificate:
     for K, N, p in cases:
         witness, above = check(K, N, p)
         if witness is not None:
-            return Certificate(ID, STATEMENT, f"(K, N, p) ∈ {cases}", "symbolic proof", "fails", witness)
+            return Certificate(
+                id=ID,
+                statement=STATEMENT,
+                scope=f"(K, N, p) ∈ {cases}",
+                method="symbolic proof",
+                verdict=Verdict.REFUTED,
+                witness=witness,
+            )
         roots[f"K={K}, N={N}, p={p}"] = above
     return Certificate(
         id=ID,
@@ -70,6 +78,6 @@ def certify(quick: bool = False) -> Certificate:
             "reduced coordinates (docs/stability.md: the other directions of W are inert)"
         ),
         method="symbolic proof",
-        verdict="holds",
+        verdict=Verdict.PROVED,
         witness={"normal eigenvalues above 1 at t = 0": roots},
     )

@@ -19,6 +19,7 @@ computed Gram leaves this enclosure within the horizon; ``rw certify`` reports w
 from __future__ import annotations
 
 from rwtoolkit.analyses.proofs._certificate import Certificate
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 ID = "4.1 (Fig 5)"
@@ -30,7 +31,6 @@ STATEMENT = (
 
 def certify(quick: bool = False) -> Certificate:
     """Run the certified engine at the Fig 5 setting and read off the two Theorem 4.1 statements."""
-    from rwtoolkit.engines.balls import Outcome
     from rwtoolkit.engines.balls import certify as certify_trajectory
 
     steps = 10 if quick else 50
@@ -46,13 +46,7 @@ def certify(quick: bool = False) -> Certificate:
         record_steps={steps},
     )
     chosen = {s.name: s for s in cert.statements if s.name in ("equal_attention", "chance")}
-    outcomes = {name: s.outcome for name, s in chosen.items()}
-    if all(o is Outcome.VERIFIED for o in outcomes.values()):
-        verdict = "holds"
-    elif any(o is Outcome.REFUTED for o in outcomes.values()):
-        verdict = "fails"
-    else:
-        verdict = "inconclusive"
+    verdict = Verdict.combine(s.outcome for s in chosen.values())
     return Certificate(
         id=ID,
         statement=STATEMENT,
@@ -60,7 +54,7 @@ def certify(quick: bool = False) -> Certificate:
         f"{cert.trajectory.prec}-bit balls",
         method="certified ball arithmetic",
         verdict=verdict,
-        witness=None if verdict == "holds" else {n: s.to_json() for n, s in chosen.items()},
+        witness=None if verdict.passed else {n: s.to_json() for n, s in chosen.items()},
         details={
             "statements": [s.to_json() for s in chosen.values()],
             "gram": cert.gram.to_json(),

@@ -1,7 +1,9 @@
 """The paper's claims about its experiments, each with the criterion that decides agreement.
 
-Every claim is a function of run outcomes (``rwtoolkit.analyses.repro._runner``) returning ``Row``s; the same claims
-are evaluated on every option of a figure, which is how the report shows which unstated choices
+Every claim is a function of run outcomes (``rwtoolkit.analyses.repro._runner``) returning ``Row``s, each a
+``rwtoolkit.io.Claim`` whose verdict is "holds at the sizes checked" or "does not hold at the sizes checked" (a
+measurement of float runs), or "inconclusive" when a run failed; report.json writes it as ``agrees`` (it
+passed). The same claims are evaluated on every option of a figure, which is how the report shows which unstated choices
 reproduce the paper. Thresholds are fixed here, before any run, and quoted in REPORT.md.
 """
 
@@ -9,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from rwtoolkit.io import Claim, Verdict
 from rwtoolkit.tasks import CircleWalk, exact
 
 #: Binomial tolerance: an accuracy "≈ q" on n test inputs agrees when |acc - q| ≤ Z_TOL·sqrt(q(1-q)/n).
@@ -38,19 +41,49 @@ V_COLUMN_MAX = 1e-3
 FIG6_WINDOW = (200, 800)
 
 
-@dataclass(frozen=True)
-class Row:
-    """One report row: ``agrees`` is decided by ``criterion``."""
+@dataclass(kw_only=True)
+class Row(Claim):
+    """One report row: a claim (``statement``) about the paper's figure ``source``, what the paper shows
+    (``paper``) and what our runs show (the one line of ``evidence``), decided by ``criterion``: holds or does
+    not hold at the sizes run, inconclusive when a run failed (never a pass).
 
-    figure: str
-    claim: str
+    >>> row = measured("fig4", "final test accuracy ≈ OPT", "≈ OPT = 0.5", "0.498", True, "|acc - OPT| ≤ tol")
+    >>> row.verdict.value, row.command, row.to_dict()["agrees"]
+    ('holds at the sizes checked', 'rw reproduce fig4', True)
+    """
+
+    id: str = field(init=False, default="")
+    command: str = field(init=False, default="")
+    #: What the paper shows.
     paper: str
-    ours: str
-    agrees: bool
-    criterion: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.id = f"{self.source}: {self.statement}"
+        self.command = f"rw reproduce {self.source}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The row as report.json and the figure records write it (``REPORT_KEYS``; ``agrees``: it passed)."""
+        return {
+            "figure": self.source,
+            "claim": self.statement,
+            "paper": self.paper,
+            "ours": self.evidence[0],
+            "agrees": self.passed,
+            "criterion": self.criterion,
+        }
+
+
+def measured(figure: str, claim: str, paper: str, ours: str, agrees: bool, criterion: str) -> Row:
+    """A row decided by what the runs measured: holds at the sizes run when ``agrees``, does not hold otherwise."""
+    return Row(
+        source=figure,
+        statement=claim,
+        paper=paper,
+        evidence=[ours],
+        verdict=Verdict.HOLDS if agrees else Verdict.FAILS,
+        criterion=criterion,
+    )
 
 
 def accuracy_tolerance(target: float, n: int) -> float:
@@ -119,7 +152,15 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _failed(figure: str, claim: str, paper: str, criterion: str, outcome: dict) -> Row:
-    return Row(figure, claim, paper, f"run failed: {outcome['error']}", False, criterion)
+    """A row whose run failed: inconclusive (never a pass)."""
+    return Row(
+        source=figure,
+        statement=claim,
+        paper=paper,
+        evidence=[f"run failed: {outcome['error']}"],
+        verdict=Verdict.INCONCLUSIVE,
+        criterion=criterion,
+    )
 
 
 def _pi(outcome: dict) -> np.ndarray:
@@ -152,7 +193,7 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     tol = accuracy_tolerance(opt, _n_test(out))
     acc = s["test_accuracy"]
     rows.append(
-        Row(
+        measured(
             figure,
             specs[0][0],
             specs[0][1],
@@ -164,7 +205,7 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     if few_steps:
         t = first_step_staying(acc, lambda a: abs(a - opt) <= tol)
         rows.append(
-            Row(
+            measured(
                 figure,
                 specs[1][0],
                 specs[1][1],
@@ -177,7 +218,7 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
     err = s["v_direction_error"][-1]
     support = support_matches(V, _pi(out))
     rows.append(
-        Row(
+        measured(
             figure,
             "V(T) ≈ Πᵀ in direction",
             "V looks like Πᵀ",
@@ -187,7 +228,7 @@ def success_claims(figure: str, out: dict, few_steps: bool) -> list[Row]:
         )
     )
     par = s["parent_attention"][-1]
-    rows.append(Row(figure, specs[-1][0], specs[-1][1], f"{par:.4f}", par >= PARENT_MIN, c_att))
+    rows.append(measured(figure, specs[-1][0], specs[-1][1], f"{par:.4f}", par >= PARENT_MIN, c_att))
     return rows
 
 
@@ -211,7 +252,7 @@ def failure_claims(figure: str, out: dict) -> list[Row]:
     worst = max(abs(a - q) for a in acc)
     paper_acc = f"≈ 1/K = {q:.3f}"
     rows = [
-        Row(
+        measured(
             figure,
             specs[0][0],
             paper_acc,
@@ -222,7 +263,7 @@ def failure_claims(figure: str, out: dict) -> list[Row]:
     ]
     ones = s["ones_residual"][-1]
     rows.append(
-        Row(
+        measured(
             figure,
             specs[1][0],
             specs[1][1],
@@ -233,7 +274,7 @@ def failure_claims(figure: str, out: dict) -> list[Row]:
     )
     spread = max(s["attention_spread"])
     rows.append(
-        Row(figure, specs[2][0], specs[2][1], f"max spread {spread:.2g}", spread <= SPREAD_MAX, c_att)
+        measured(figure, specs[2][0], specs[2][1], f"max spread {spread:.2g}", spread <= SPREAD_MAX, c_att)
     )
     return rows
 
@@ -260,7 +301,7 @@ def fig6_claims(figure: str, half: dict, one: dict) -> list[Row]:
     tol = accuracy_tolerance(0.5, _n_test(half))
     t = first_step(acc, lambda a: a >= 0.5 - tol)
     rows = [
-        Row(
+        measured(
             figure,
             specs[0][0],
             specs[0][1],
@@ -273,10 +314,10 @@ def fig6_claims(figure: str, half: dict, one: dict) -> list[Row]:
     ]
     acc1 = one["series"]["test_accuracy"]
     T = len(acc1) - 1
-    rows.append(Row(figure, specs[1][0], specs[1][1], f"acc({T}) = {acc1[-1]:.3f}", acc1[-1] < 1, c_one))
+    rows.append(measured(figure, specs[1][0], specs[1][1], f"acc({T}) = {acc1[-1]:.3f}", acc1[-1] < 1, c_one))
     kh, ko = half["series"]["kl"], one["series"]["kl"]
     rows.append(
-        Row(
+        measured(
             figure,
             specs[2][0],
             specs[2][1],
@@ -286,7 +327,7 @@ def fig6_claims(figure: str, half: dict, one: dict) -> list[Row]:
         )
     )
     rows.append(
-        Row(
+        measured(
             figure,
             specs[3][0],
             specs[3][1],
@@ -320,7 +361,7 @@ def qa_claims(figure: str, task1: dict, task2: dict) -> list[Row]:
             ours = f"100 % at iteration {t_any} but not kept (final {acc[-1]:.3f})"
         else:
             ours = f"never 100 % (final {acc[-1]:.3f})"
-        rows.append(Row(figure, specs[0][0], specs[0][1], ours, t is not None and t <= 100, c1))
+        rows.append(measured(figure, specs[0][0], specs[0][1], ours, t is not None and t <= 100, c1))
     else:
         rows.append(_failed(figure, *specs[0], task1))
     if task2["ok"]:
@@ -328,7 +369,7 @@ def qa_claims(figure: str, task1: dict, task2: dict) -> list[Row]:
         tol = accuracy_tolerance(0.5, _n_test(task2))
         best = max(acc)
         rows.append(
-            Row(
+            measured(
                 figure,
                 specs[1][0],
                 specs[1][1],
@@ -369,12 +410,14 @@ def vis_claims(figure: str, half: dict) -> list[Row]:
         err = s["v_direction_error"][-1]
         support = support_matches(V, _pi(half))
         ours = f"direction error {_fmt(err)}, largest entries on Πᵀ's pattern: {'yes' if support else 'no'}"
-        return [Row(figure, claim, paper, ours, err is not None and err < V_DIRECTION_MAX and support, crit)]
+        return [
+            measured(figure, claim, paper, ours, err is not None and err < V_DIRECTION_MAX and support, crit)
+        ]
     prof = half["final"]["attention_profile"]
     N = len(prof)
     top = int(np.argmax(prof))
     ours = f"attention on x_(N-1) = {prof[N - 2]:.3f}; the most attended position is {top + 1} of N={N}"
-    return [Row(figure, claim, paper, ours, prof[N - 2] >= PARENT_MIN, crit)]
+    return [measured(figure, claim, paper, ours, prof[N - 2] >= PARENT_MIN, crit)]
 
 
 def sensitivity_claim(table: list[dict], main_key: str, steps: int) -> Row:
@@ -386,20 +429,22 @@ def sensitivity_claim(table: list[dict], main_key: str, steps: int) -> Row:
     entry = next((e for e in table if e["choices"] == main_key), None)
     if entry is None:
         return Row(
-            "sensitivity",
-            "the p = 1 symmetry persists (main option)",
-            "for every T (exact arithmetic)",
-            "main option not in the grid",
-            False,
-            crit,
+            source="sensitivity",
+            statement="the p = 1 symmetry persists (main option)",
+            paper="for every T (exact arithmetic)",
+            evidence=["main option not in the grid"],
+            verdict=Verdict.INCONCLUSIVE,
+            criterion=crit,
         )
     br = entry["break_step"]
     ours = f"no break up to {steps}" if br is None else f"breaks at iteration {br}"
+    # a failed sensitivity run decides nothing (inconclusive); its row keeps what was measured before it failed
+    verdict = Verdict.INCONCLUSIVE if not entry["ok"] else Verdict.HOLDS if br is None else Verdict.FAILS
     return Row(
-        "sensitivity",
-        "Theorem 4.1: the p = 1 symmetry persists (main option)",
-        "for every T (exact arithmetic)",
-        ours,
-        entry["ok"] and br is None,
-        crit,
+        source="sensitivity",
+        statement="Theorem 4.1: the p = 1 symmetry persists (main option)",
+        paper="for every T (exact arithmetic)",
+        evidence=[ours],
+        verdict=verdict,
+        criterion=crit,
     )

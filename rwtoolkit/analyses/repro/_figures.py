@@ -67,7 +67,7 @@ def build_figure(spec: FigureSpec, runner: Runner, out: Path, quick: bool, progr
                 "choices": opt.key(),
                 "label": opt.label(),
                 "differs_from_main": opt.differs_from(spec.main),
-                "reproduces_paper": bool(rows) and all(r.agrees for r in rows),
+                "reproduces_paper": bool(rows) and all(r.passed for r in rows),
                 "rows": [r.to_dict() for r in rows],
                 "runs": outcomes,
             }

@@ -23,6 +23,7 @@ import numpy as np
 
 from rwtoolkit.analyses.stability._linear import Linearisation
 from rwtoolkit.analyses.stability._reduced import Coordinates, population_task
+from rwtoolkit.io import Verdict
 from rwtoolkit.tasks import CircleWalk
 
 #: Unit roundoff (half the machine epsilon) per dtype.
@@ -205,7 +206,7 @@ def extrapolate_escape(
     from rwtoolkit.analyses.stability._linear import verdict
 
     v = verdict(lin)
-    if predicted.step is not None or v.kind != "repelling" or predicted.rho[-1] <= 0:
+    if predicted.step is not None or v.verdict is not Verdict.FAILS or predicted.rho[-1] <= 0:
         return None
     return len(lin.C) + math.ceil(math.log(threshold / predicted.rho[-1]) / v.rate)
 

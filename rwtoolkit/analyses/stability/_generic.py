@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from rwtoolkit.analyses.stability._escape import DEFAULT_THRESHOLD, finite_or_none, first_above
+from rwtoolkit.analyses.stability._linear import STABILITY_WORDS_GENERIC, attracts
 from rwtoolkit.analyses.stability._manifold import (
     MANIFOLDS,
     SYMMETRY,
@@ -317,7 +318,7 @@ def _per_mu(
             }
         )
     tol = MARGIN * steps
-    kind_of = "unstable" if log_phi > tol else "stable" if log_phi < -tol else "marginal"
+    kind_of = STABILITY_WORDS_GENERIC.word(attracts(log_phi, tol))
     on_it = (
         f"the trajectory on it is stuck: scores agree across inputs to {spread:.1e}"
         if spread <= STUCK_TOL

@@ -24,6 +24,7 @@ from rwtoolkit.analyses.stability._reduced import (
     symbolic_loss,
     torch_loss,
 )
+from rwtoolkit.io import Verdict, Wording
 from rwtoolkit.tasks import CircleWalk, FiniteTask, exact
 
 if TYPE_CHECKING:  # rwtoolkit.engines.exact is imported where the exact trajectory is derived, not at import
@@ -232,19 +233,51 @@ def linearise(
     return lin
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """attracting / neutral / repelling with ``rate`` = late mean ln-growth per step of σ_max(Φ_t)."""
+#: How stability.json writes the verdict of the claim "the stuck manifold attracts gradient descent" (its
+#: ``verdict.kind``): holds at the steps run (attracting), does not hold (repelling), or inconclusive within the
+#: neutral band; ``STABILITY_WORDS_GENERIC`` for the generic report of ``rw stability --model``.
+STABILITY_WORDS = Wording(
+    "rw stability",
+    {Verdict.HOLDS: "attracting", Verdict.FAILS: "repelling", Verdict.INCONCLUSIVE: "neutral"},
+)
+#: The same verdicts as stability_generic.json writes them.
+STABILITY_WORDS_GENERIC = Wording(
+    "rw stability --model",
+    {Verdict.HOLDS: "stable", Verdict.FAILS: "unstable", Verdict.INCONCLUSIVE: "marginal"},
+)
 
-    kind: str
+
+def attracts(growth: float, tolerance: float) -> Verdict:
+    """The claim "the manifold attracts" from the growth of the linearised perturbations (a rate or a total
+    ln-growth) and its band: holds below −``tolerance``, does not hold above it, inconclusive within.
+
+    >>> attracts(-0.5, 0.1).value, attracts(0.05, 0.1).value, attracts(0.5, 0.1).value
+    ('holds at the sizes checked', 'inconclusive', 'does not hold at the sizes checked')
+    """
+    if growth > tolerance:
+        return Verdict.FAILS
+    return Verdict.HOLDS if growth < -tolerance else Verdict.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class StabilityVerdict:
+    """Whether the manifold attracts (``verdict``, the one vocabulary), with ``rate`` = late mean ln-growth per
+    step of σ_max(Φ_t) and the neutral band ±``tolerance``; ``kind`` is attracting / neutral / repelling."""
+
+    verdict: Verdict
     rate: float
     tolerance: float
+
+    @property
+    def kind(self) -> str:
+        """The verdict as stability.json writes it (``STABILITY_WORDS``)."""
+        return STABILITY_WORDS.word(self.verdict)
 
     def line(self) -> str:
         return f"{self.kind} (rate {self.rate:+.3e} per step, neutral band ±{self.tolerance:.2e})"
 
 
-def verdict(lin: Linearisation) -> Verdict:
+def verdict(lin: Linearisation) -> StabilityVerdict:
     """The rate over the second half of the run; neutral when it changes σ_max(Φ) by less than 2x there.
 
     rate = (ln σ_max(Φ_T) - ln σ_max(Φ_{T/2})) / (T - T/2); tolerance = ln 2 / (T - T/2).
@@ -256,8 +289,7 @@ def verdict(lin: Linearisation) -> Verdict:
     span = T - half
     rate = (lin.log_sigma_Phi[-1] - lin.log_sigma_Phi[half - 1]) / span
     tol = math.log(2) / span
-    kind = "repelling" if rate > tol else "attracting" if rate < -tol else "neutral"
-    return Verdict(kind, rate, tol)
+    return StabilityVerdict(attracts(rate, tol), rate, tol)
 
 
 def unstable_directions(lin: Linearisation, top: int = 4) -> dict[str, object]:

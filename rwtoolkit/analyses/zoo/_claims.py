@@ -1,7 +1,7 @@
-"""The field's published claims, each checked exactly at small sizes: one ``Claim`` per row of ``rw zoo claims``.
+"""The field's published claims, each checked exactly at small sizes: one ``ZooClaim`` per row of ``rw zoo claims``.
 
-A claim names its paper and statement, the model and task it is checked on, and the criterion that
-decides its verdict. Verdicts (``VERDICTS``):
+A claim (``rwtoolkit.io.Claim``) names its paper (its source) and statement, the model and task it is checked
+on, and the criterion that decides its verdict, one of the one vocabulary (``rwtoolkit.io.Verdict``):
 
 * ``proved``: a proof for every t (and every η, loss and μ where the criterion says so), here the exact
   induction step of ``rwtoolkit.engines.exact.induction_step``: one GD step maps a subspace containing θ(0) into itself;
@@ -15,35 +15,27 @@ decides its verdict. Verdicts (``VERDICTS``):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-VERDICTS = (
-    "proved",
-    "refuted",
-    "holds at the sizes checked",
-    "does not hold at the sizes checked",
-    "inconclusive",
-)
+from rwtoolkit.io import DECISION_WORDS, STUCK_WORDS, Claim, Verdict
 
 
 @dataclass
-class Outcome:
-    """What running a claim found: the verdict, one line per configuration checked, the configurations."""
+class Finding:
+    """What running a claim found: the verdict, one line per configuration checked, the configurations,
+    and what the claim's figure draws from this run (``rwtoolkit.analyses.zoo._figures``), by configuration."""
 
-    verdict: str
+    verdict: Verdict
     evidence: list[str]
     configurations: list[dict[str, Any]]
-    #: Wall time from before the claim's set-up to its verdict (``Claim.check``), and its figure's when
-    #: ``run_claims`` draws one.
-    seconds: float = 0.0
-    #: What the claim's figure draws from this run (``rwtoolkit.analyses.zoo._figures``), by configuration.
     figure: dict[str, Any] = field(default_factory=dict)
 
 
@@ -55,33 +47,38 @@ def _quiet(message: str) -> None:
     """The progress of a claim checked without anyone watching."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One claim of the field: where it is stated, what is checked, how it is decided.
+@dataclass(kw_only=True)
+class ZooClaim(Claim):
+    """One claim of the field: where it is stated (``source``: the paper), what is checked on which model and
+    task, how it is decided, and (once checked) its verdict, evidence and figure data.
 
     ``run(quick, progress)`` does the claim's set-up (imports, exact or certified runs) and decides its verdict,
-    calling ``progress`` with each configuration as it starts.
+    calling ``progress`` with each configuration as it starts; ``check`` returns the checked claim.
     """
 
-    id: str
-    paper: str
-    statement: str
+    command: str = field(init=False, default="")
     model: str
     task: str
-    criterion: str
-    run: Callable[[bool, Progress], Outcome] = field(repr=False, compare=False)
+    run: Callable[[bool, Progress], Finding] = field(repr=False, compare=False)
+    #: What the claim's figure draws from its run, by configuration (empty until checked).
+    figure: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @property
-    def command(self) -> str:
-        """The one command that reproduces this row."""
-        return f"rw zoo claims --claim {self.id} --out out/zoo"
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.command = f"rw zoo claims --claim {self.id} --out out/zoo"
 
-    def check(self, quick: bool = False, progress: Progress | None = None) -> Outcome:
-        """Run the claim; ``seconds`` is the wall time from before its set-up to its verdict."""
+    def check(self, quick: bool = False, progress: Progress | None = None) -> ZooClaim:
+        """The claim checked: ``seconds`` is the wall time from before its set-up to its verdict."""
         start = time.perf_counter()
-        outcome = self.run(quick, progress or _quiet)
-        outcome.seconds = time.perf_counter() - start
-        return outcome
+        found = self.run(quick, progress or _quiet)
+        return dataclasses.replace(
+            self,
+            verdict=found.verdict,
+            evidence=found.evidence,
+            configurations=found.configurations,
+            figure=found.figure,
+            seconds=time.perf_counter() - start,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -117,35 +114,56 @@ def _unit_vectors(shapes: dict[str, tuple[int, ...]], names: tuple[str, ...]) ->
     return rows
 
 
-def _invariance(
-    models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool, progress: Progress
-) -> Outcome:
-    """Run the exact induction step for every (task, model) and collect the verdict."""
+def invariance_steps(
+    tasks: Iterable[tuple[str, Any]],
+    models: Iterable[dict[str, Any]],
+    subspace_of: Callable[[Any, Any], Any],
+    progress: Progress = _quiet,
+) -> Iterator[tuple[str, Any, Any]]:
+    """(task name, model, induction) of the exact induction step on ``subspace_of(model, task)`` for every task
+    and model (``rwtoolkit.models.get_model(**hyper)``), tasks outer; ``progress`` hears each configuration."""
     from rwtoolkit.engines.exact import induction_step
     from rwtoolkit.models import get_model
 
-    evidence, configurations, outcomes = [], [], []
-    for name, task in _tasks(quick):
+    for name, task in tasks:
         for hyper in models:
             model = get_model(**hyper)
-            label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
-            configuration = f"{name}, {model.name}{' ' + label if label else ''}"
-            progress(configuration)
-            subspace = subspace_of(model, task)
-            result = induction_step(task, model, subspace)
-            outcomes.append(result.outcome)
-            evidence.append(f"{configuration}: {what}: {result.line()}")
-            configurations.append({"task": name, "model": model.describe(), "outcome": result.outcome})
-    if all(o == "proved" for o in outcomes):
-        verdict = "proved"
-    elif any(o == "refuted" for o in outcomes):
-        verdict = "refuted"
-    else:
-        verdict = "inconclusive"
-    return Outcome(verdict, evidence, configurations)
+            progress(_configuration(name, model))
+            yield name, model, induction_step(task, model, subspace_of(model, task))
 
 
-def _key_query_stuck(quick: bool, progress: Progress) -> Outcome:
+def _configuration(name: str, model: Any) -> str:
+    """One configuration of an invariance claim: the task's name, the model and its settings."""
+    label = " ".join(f"{k}={v}" for k, v in model.describe().items() if k != "name")
+    return f"{name}, {model.name}{' ' + label if label else ''}"
+
+
+def identical_heads_subspace(model: Any, task: Any) -> Any:
+    """The subspace where every head of ``model`` is the same (``rwtoolkit.engines.exact.identical_heads``),
+    refused for a model with one head: the claim ``identical_heads`` here and the certificate ``heads`` of
+    ``rw proofs`` both decide it."""
+    from rwtoolkit.engines.exact import identical_heads
+
+    subspace = identical_heads(model, task)
+    if subspace is None:
+        raise ValueError(f"{model.describe()} has one head")
+    return subspace
+
+
+def _invariance(
+    models: list[dict[str, Any]], subspace_of: Callable, what: str, quick: bool, progress: Progress
+) -> Finding:
+    """Run the exact induction step for every (task, model) and collect the verdict."""
+    evidence, configurations, verdicts = [], [], []
+    for name, model, result in invariance_steps(_tasks(quick), models, subspace_of, progress):
+        configuration = _configuration(name, model)
+        verdicts.append(DECISION_WORDS.verdict(result.outcome))
+        evidence.append(f"{configuration}: {what}: {result.line()}")
+        configurations.append({"task": name, "model": model.describe(), "outcome": result.outcome})
+    return Finding(Verdict.combine(verdicts), evidence, configurations)
+
+
+def _key_query_stuck(quick: bool, progress: Progress) -> Finding:
     from rwtoolkit.engines.exact import Subspace
     from rwtoolkit.models import Sizes
 
@@ -161,22 +179,14 @@ def _key_query_stuck(quick: bool, progress: Progress) -> Outcome:
     return _invariance(ds, v_only, "{W_K = W_Q = 0}", quick, progress)
 
 
-def _identical_heads(quick: bool, progress: Progress) -> Outcome:
-    from rwtoolkit.engines.exact import identical_heads
-
-    def heads(model, task):
-        subspace = identical_heads(model, task)
-        if subspace is None:  # pragma: no cover - every model listed has H >= 2
-            raise ValueError(f"{model.describe()} has one head")
-        return subspace
-
+def _identical_heads(quick: bool, progress: Progress) -> Finding:
     hs = [{"name": "multi_head", "H": 2}] + (
         [] if quick else [{"name": "multi_head", "H": 3}, {"name": "multi_head", "H": 2, "d": 1}]
     )
-    return _invariance(hs, heads, "identical heads", quick, progress)
+    return _invariance(hs, identical_heads_subspace, "identical heads", quick, progress)
 
 
-def _linear_zero_fixed(quick: bool, progress: Progress) -> Outcome:
+def _linear_zero_fixed(quick: bool, progress: Progress) -> Finding:
     from rwtoolkit.engines.exact import Subspace
     from rwtoolkit.models import Sizes
 
@@ -186,27 +196,27 @@ def _linear_zero_fixed(quick: bool, progress: Progress) -> Outcome:
     return _invariance([{"name": "linear_attention"}], origin, "{0}", quick, progress)
 
 
-def _learned_positions_stuck(quick: bool, progress: Progress) -> Outcome:
+def _learned_positions_stuck(quick: bool, progress: Progress) -> Finding:
     """``rwtoolkit.engines.exact.stuck_proof`` on the stuck circle walks with the positions trained."""
     from rwtoolkit.engines.exact import stuck_proof
     from rwtoolkit.models import get_model
     from rwtoolkit.tasks import CircleWalk
 
     cases = [(3, 4, 1)] + ([] if quick else [(3, 4, 0), (4, 5, 1)])
-    evidence, configurations, proved = [], [], []
+    evidence, configurations, verdicts = [], [], []
     for K, N, p in cases:
         progress(f"CircleWalk({K}, {N}, {p}), learned_positions")
         proof = stuck_proof(CircleWalk(K, N, p), get_model("learned_positions"))
-        proved.append(proof["verdict"] == "stuck for all t (proved)")
+        verdicts.append(STUCK_WORDS.verdict(proof["verdict"]))
         evidence.append(f"CircleWalk({K}, {N}, {p}), learned_positions: {proof['verdict']}: {proof['why']}")
         configurations.append({"task": "circle", "K": K, "N": N, "p": str(p), "verdict": proof["verdict"]})
-    return Outcome("proved" if all(proved) else "inconclusive", evidence, configurations)
+    return Finding(Verdict.combine(verdicts), evidence, configurations)
 
 
 # ------------------------------------------------------------------------------------------------
 # Makkuva et al.: the unigram point on the binary (p, q) source
 # ------------------------------------------------------------------------------------------------
-def _unigram_point(quick: bool, progress: Progress) -> Outcome:
+def _unigram_point(quick: bool, progress: Progress) -> Finding:
     """V = c π 1ᵀ, W = 0 (f = c π (N-1)/N for every input) on binary (p, q) sources with p + q > 1.
 
     With W = 0 the attention is uniform, X S = x̄ (token counts / N), and for the log-loss
@@ -258,7 +268,8 @@ def _unigram_point(quick: bool, progress: Progress) -> Outcome:
         )
         configurations.append({"task": "binary_markov", "p": p, "q": q, "N": N, "eps": "1/10", "loss": "log"})
         figure[f"p={p} q={q} N={N}"] = {"E": E, "pi": pi, "N": N, "eps": Fraction(1, 10)}
-    return Outcome("refuted" if all(refuted) else "inconclusive", evidence, configurations, figure=figure)
+    verdict = Verdict.REFUTED if all(refuted) else Verdict.INCONCLUSIVE
+    return Finding(verdict, evidence, configurations, figure=figure)
 
 
 #: (p, q, N) of the binary sources the tied / untied unigram point is checked on: p + q > 1 and p + q < 1.
@@ -287,7 +298,7 @@ def unigram_point(task: Any, model: Any) -> tuple[dict[str, np.ndarray], Any, li
     return point, P, rho
 
 
-def _tied_unigram(quick: bool, progress: Progress) -> Outcome:
+def _tied_unigram(quick: bool, progress: Progress) -> Finding:
     """The exact gradient and Hessian inertia at the unigram point, tied and untied (the claim's criterion)."""
     from rwtoolkit.engines.exact import exact_hessian, hessian_inertia
     from rwtoolkit.models import get_model
@@ -296,7 +307,7 @@ def _tied_unigram(quick: bool, progress: Progress) -> Outcome:
     cases = TIED_CASES + ([] if quick else TIED_CASES_FULL)
     evidence: list[str] = []
     configurations: list[dict[str, Any]] = []
-    verdicts: list[str] = []
+    verdicts: list[Verdict] = []
     figure: dict[str, Any] = {}
     for name in ("tied_embedding", "untied_embedding"):
         model = get_model(name)
@@ -309,7 +320,7 @@ def _tied_unigram(quick: bool, progress: Progress) -> Outcome:
             plus, zero, minus = hessian_inertia(H)
             above = Fraction(p) + Fraction(q) > 1
             saddle_expected = not (name == "tied_embedding" and above)
-            verdicts.append("holds" if stationary and (minus > 0) == saddle_expected else "fails")
+            verdicts.append(Verdict.HOLDS if stationary and (minus > 0) == saddle_expected else Verdict.FAILS)
             what = (
                 "a saddle (a direction of negative curvature)"
                 if minus
@@ -332,76 +343,76 @@ def _tied_unigram(quick: bool, progress: Progress) -> Outcome:
                 "N": N,
                 "rho": [float(r) for r in rho],
             }
-    return Outcome(_sized_verdict(verdicts), evidence, configurations, figure=figure)
+    return Finding(Verdict.combine(verdicts), evidence, configurations, figure=figure)
 
 
 #: Every claim, in report order.
-CLAIMS: dict[str, Claim] = {
+CLAIMS: dict[str, ZooClaim] = {
     c.id: c
     for c in (
-        Claim(
-            "key_query_stuck",
-            "the separate key-query parameterisation of most implementations (docs/guide/models.md)",
-            "from zero, separate key and query never move: the attention stays uniform for every t",
-            "key_query; multi_head with separate key and query per head (--head-dim)",
-            "circle walks; binary and in-context Markov chains",
-            "the exact induction step proves {W_K = W_Q = 0} invariant for every η, loss and μ; θ(0) = 0 lies in it",
-            _key_query_stuck,
+        ZooClaim(
+            id="key_query_stuck",
+            source="the separate key-query parameterisation of most implementations (docs/guide/models.md)",
+            statement="from zero, separate key and query never move: the attention stays uniform for every t",
+            model="key_query; multi_head with separate key and query per head (--head-dim)",
+            task="circle walks; binary and in-context Markov chains",
+            criterion="the exact induction step proves {W_K = W_Q = 0} invariant for every η, loss and μ; θ(0) = 0 lies in it",
+            run=_key_query_stuck,
         ),
-        Claim(
-            "identical_heads",
-            "multi-head attention (docs/guide/models.md)",
-            "heads that start identical stay identical for every t (so H heads from zero train as one)",
-            "multi_head",
-            "circle walks; binary and in-context Markov chains",
-            "the exact induction step proves the identical-heads subspace invariant for every η, loss and μ",
-            _identical_heads,
+        ZooClaim(
+            id="identical_heads",
+            source="multi-head attention (docs/guide/models.md)",
+            statement="heads that start identical stay identical for every t (so H heads from zero train as one)",
+            model="multi_head",
+            task="circle walks; binary and in-context Markov chains",
+            criterion="the exact induction step proves the identical-heads subspace invariant for every η, loss and μ",
+            run=_identical_heads,
         ),
-        Claim(
-            "linear_zero_fixed",
-            "linear attention, the model of the linear-attention analyses of in-context learning",
-            "from zero, linear attention never moves: zero is a fixed point of GD, f = 0 for every t",
-            "linear_attention",
-            "circle walks; binary and in-context Markov chains",
-            "the exact induction step proves {0} invariant for every η, loss and μ",
-            _linear_zero_fixed,
+        ZooClaim(
+            id="linear_zero_fixed",
+            source="linear attention, the model of the linear-attention analyses of in-context learning",
+            statement="from zero, linear attention never moves: zero is a fixed point of GD, f = 0 for every t",
+            model="linear_attention",
+            task="circle walks; binary and in-context Markov chains",
+            criterion="the exact induction step proves {0} invariant for every η, loss and μ",
+            run=_linear_zero_fixed,
         ),
-        Claim(
-            "learned_positions_stuck",
-            "this paper's Theorem 4.1 (p ∈ {0, 1}, N = rK + 1: stuck at chance), with the positions trained",
-            "with learned positional embeddings the stuck circle walks stay at chance for every t",
-            "learned_positions",
-            "circle walks with p ∈ {0, 1}, N = rK + 1",
-            "rwtoolkit.engines.exact.stuck_proof: the task's symmetry subspace (ΔP's axes permuted with the positions) is "
+        ZooClaim(
+            id="learned_positions_stuck",
+            source="this paper's Theorem 4.1 (p ∈ {0, 1}, N = rK + 1: stuck at chance), with the positions trained",
+            statement="with learned positional embeddings the stuck circle walks stay at chance for every t",
+            model="learned_positions",
+            task="circle walks with p ∈ {0, 1}, N = rK + 1",
+            criterion="rwtoolkit.engines.exact.stuck_proof: the task's symmetry subspace (ΔP's axes permuted with the positions) is "
             "invariant for every η, loss and μ, and every point of it predicts the same for every input",
-            _learned_positions_stuck,
+            run=_learned_positions_stuck,
         ),
-        Claim(
-            "makkuva_unigram_point",
-            "Makkuva et al., Attention with Markov (2024): single-layer transformers on the binary (p, q) "
+        ZooClaim(
+            id="makkuva_unigram_point",
+            source="Makkuva et al., Attention with Markov (2024): single-layer transformers on the binary (p, q) "
             "source with p + q > 1 have a stationary point predicting the stationary (unigram) law",
-            "the unigram predictor (V = c π 1ᵀ, W = 0: f = c π (N−1)/N for every input) is a stationary point "
+            statement="the unigram predictor (V = c π 1ᵀ, W = 0: f = c π (N−1)/N for every input) is a stationary point "
             "of population GD, for some c",
-            "one_layer (this toolkit's model, log-loss; the paper's own parameterisation is makkuva_tied_unigram)",
-            "binary_markov with p + q > 1",
-            "∂L/∂V at (c π 1ᵀ, 0) has row k = −E_k / (c π_k (N−1)/N + ε), E_k = Σ_{y_n = k} π_n x̄_n ≥ 0: refuted "
+            model="one_layer (this toolkit's model, log-loss; the paper's own parameterisation is makkuva_tied_unigram)",
+            task="binary_markov with p + q > 1",
+            criterion="∂L/∂V at (c π 1ᵀ, 0) has row k = −E_k / (c π_k (N−1)/N + ε), E_k = Σ_{y_n = k} π_n x̄_n ≥ 0: refuted "
             "for every c ≥ 0 when every E_k ≠ 0 exactly and the engine's gradient at c = 1 equals the formula",
-            _unigram_point,
+            run=_unigram_point,
         ),
-        Claim(
-            "makkuva_tied_unigram",
-            "Makkuva et al., Attention with Markov (2024): with weight tying the unigram point is a bad local "
+        ZooClaim(
+            id="makkuva_tied_unigram",
+            source="Makkuva et al., Attention with Markov (2024): with weight tying the unigram point is a bad local "
             "minimum for p + q > 1 and a saddle for p + q < 1; without tying it is a saddle",
-            "at the unigram point (embedding E = 0, bias b = log ρ: f = ρ for every input) the cross-entropy "
+            statement="at the unigram point (embedding E = 0, bias b = log ρ: f = ρ for every input) the cross-entropy "
             "gradient is 0, and the Hessian has a negative eigenvalue exactly when the model is untied or "
             "p + q < 1",
-            "tied_embedding and untied_embedding (their parameterisation: embedding E x + p, logit read-out "
+            model="tied_embedding and untied_embedding (their parameterisation: embedding E x + p, logit read-out "
             "Eᵀ z + b or A z + b; attention only)",
-            "binary_markov with p + q > 1 and p + q < 1",
-            "exact gradient and Hessian (dual numbers through the tape, rwtoolkit.engines.exact.exact_hessian) and the "
+            task="binary_markov with p + q > 1 and p + q < 1",
+            criterion="exact gradient and Hessian (dual numbers through the tape, rwtoolkit.engines.exact.exact_hessian) and the "
             "Hessian's inertia (Descartes' rule on the exact characteristic polynomial); no negative eigenvalue "
             "is the second-order condition of a minimum, not a proof of one",
-            _tied_unigram,
+            run=_tied_unigram,
         ),
     )
 }
@@ -484,7 +495,7 @@ def _icl_run(N: int, steps: int, every: int) -> tuple[Any, dict[int, Any], int]:
 
 
 def _certified_runs(
-    quick: bool, evidence: list[str], verdicts: list[str], progress: Progress
+    quick: bool, evidence: list[str], verdicts: list[Verdict], progress: Progress
 ) -> Iterator[tuple]:
     """(N, steps, every, task, states, bits) of each certified run; a run whose balls lost every bit is
     recorded as not certified (an inconclusive configuration) and skipped."""
@@ -494,30 +505,19 @@ def _certified_runs(
             task, states, bits = _icl_run(N, steps, every)
         except ValueError as err:
             evidence.append(f"icl_markov S=2 N={N}: not certified: {err}")
-            verdicts.append("inconclusive")
+            verdicts.append(Verdict.INCONCLUSIVE)
             continue
         yield N, steps, every, task, states, bits
 
 
-def _sized_verdict(verdicts: list[str]) -> str:
-    """The claim's verdict from its configurations' ("holds", "fails" or "inconclusive")."""
-    if "inconclusive" in verdicts:
-        return "inconclusive"
-    return (
-        "holds at the sizes checked"
-        if all(v == "holds" for v in verdicts)
-        else "does not hold at the sizes checked"
-    )
-
-
-def _edelman_stages(quick: bool, progress: Progress) -> Outcome:
+def _edelman_stages(quick: bool, progress: Progress) -> Finding:
     """Stage at t: "uniform" while f is the same for every input; else the predictor (unigram or bigram)
     with the larger R² (squared correlation with f), decided when the two balls do not overlap."""
     from flint import arb, fmpq
 
     evidence: list[str] = []
     configurations: list[dict[str, Any]] = []
-    verdicts: list[str] = []
+    verdicts: list[Verdict] = []
     figures: dict[str, Any] = {}
     for N, steps, every, task, states, bits in _certified_runs(quick, evidence, verdicts, progress):
         pred = {  # the predictors as exact balls, once per run
@@ -548,7 +548,7 @@ def _edelman_stages(quick: bool, progress: Progress) -> Outcome:
             if not order or order[-1] != stage:
                 order.append(stage)
         held = order == ["uniform", "unigram", "bigram"]
-        verdicts.append("inconclusive" if undecided else "holds" if held else "fails")
+        verdicts.append(Verdict.INCONCLUSIVE if undecided else Verdict.HOLDS if held else Verdict.FAILS)
         shown = [
             t for t in (first.get("unigram"), first.get("bigram"), steps) if t is not None and t in r2_at
         ]
@@ -562,11 +562,10 @@ def _edelman_stages(quick: bool, progress: Progress) -> Outcome:
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
         figures[f"N={N}"] = {**series, "N": N, "steps": steps, "first": first}
-    verdict = _sized_verdict(verdicts)
-    return Outcome(verdict, evidence, configurations, figure=figures)
+    return Finding(Verdict.combine(verdicts), evidence, configurations, figure=figures)
 
 
-def _nichani_parent(quick: bool, progress: Progress) -> Outcome:
+def _nichani_parent(quick: bool, progress: Progress) -> Finding:
     """At the last step, for every position i = 2..N, the population-mean layer-1 attention on the parent
     i − 1 exceeds the attention on every other position j ≤ i (decided in balls)."""
     from flint import arb
@@ -578,7 +577,7 @@ def _nichani_parent(quick: bool, progress: Progress) -> Outcome:
     model = TwoLayer()
     evidence: list[str] = []
     configurations: list[dict[str, Any]] = []
-    verdicts: list[str] = []
+    verdicts: list[Verdict] = []
     figures: dict[str, Any] = {}
     for N, steps, _, task, states, bits in _certified_runs(quick, evidence, verdicts, progress):
         state = states[steps]
@@ -605,45 +604,44 @@ def _nichani_parent(quick: bool, progress: Progress) -> Outcome:
                 undecided.append(i + 1)
             rows.append(f"i={i + 1}: [{', '.join(_mid(m, 3) for m in mean)}] {status}")
             grid[i, : i + 1] = [float(m.mid()) for m in mean]
-        verdicts.append("inconclusive" if undecided else "fails" if failures else "holds")
+        verdicts.append(Verdict.INCONCLUSIVE if undecided else Verdict.FAILS if failures else Verdict.HOLDS)
         evidence.append(
             f"icl_markov S=2 N={N}, two_layer from zero, η={ICL_ETA}, t={steps} in balls ({bits} bits), mean layer-1 attention "
             f"of position i on j = 1..i: " + "; ".join(rows)
         )
         configurations.append({"task": "icl_markov", "S": 2, "N": N, "alpha": str(ICL_ALPHA), "steps": steps})
         figures[f"N={N}"] = {"attention": grid, "steps": steps, "failures": failures}
-    verdict = _sized_verdict(verdicts)
-    return Outcome(verdict, evidence, configurations, figure=figures)
+    return Finding(Verdict.combine(verdicts), evidence, configurations, figure=figures)
 
 
 CLAIMS.update(
     {
         c.id: c
         for c in (
-            Claim(
-                "edelman_stages",
-                "Edelman et al., The Evolution of Statistical Induction Heads (2024): on in-context Markov "
+            ZooClaim(
+                id="edelman_stages",
+                source="Edelman et al., The Evolution of Statistical Induction Heads (2024): on in-context Markov "
                 "chains, two-layer attention-only models learn in stages: uniform, then in-context unigram, "
                 "then bigram",
-                "from zero, the prediction passes through the stages uniform → unigram → bigram in that order",
-                "two_layer (this toolkit's linear read-out f = V X S and log-loss on f_y)",
-                "icl_markov S=2, α=1",
-                "stage at t: uniform while f is the same for every input, else the predictor with the larger "
+                statement="from zero, the prediction passes through the stages uniform → unigram → bigram in that order",
+                model="two_layer (this toolkit's linear read-out f = V X S and log-loss on f_y)",
+                task="icl_markov S=2, α=1",
+                criterion="stage at t: uniform while f is the same for every input, else the predictor with the larger "
                 "R² (squared population correlation with f, the best affine fit), decided in certified balls "
                 "at every checkpoint; holds when the stages appear in that order",
-                _edelman_stages,
+                run=_edelman_stages,
             ),
-            Claim(
-                "nichani_parent_attention",
-                "Nichani et al., How Transformers Learn Causal Structure with Gradient Descent (2024): the "
+            ZooClaim(
+                id="nichani_parent_attention",
+                source="Nichani et al., How Transformers Learn Causal Structure with Gradient Descent (2024): the "
                 "first layer's attention comes to point from each position to its parent in the causal graph "
                 "(for a Markov chain, the previous position)",
-                "at the last step, every position's mean layer-1 attention is largest on its parent i − 1",
-                "two_layer (this toolkit's model, plain GD on all layers at once)",
-                "icl_markov S=2, α=1",
-                "for every position i = 2..N the population-mean attention on i − 1 exceeds that on every other "
+                statement="at the last step, every position's mean layer-1 attention is largest on its parent i − 1",
+                model="two_layer (this toolkit's model, plain GD on all layers at once)",
+                task="icl_markov S=2, α=1",
+                criterion="for every position i = 2..N the population-mean attention on i − 1 exceeds that on every other "
                 "j ≤ i, decided in certified balls at t = T",
-                _nichani_parent,
+                run=_nichani_parent,
             ),
         )
     }

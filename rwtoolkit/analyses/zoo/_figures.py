@@ -27,9 +27,8 @@ from rwtoolkit.analyses.zoo._claims import (
     ICL_ALPHA,
     ICL_EPS,
     ICL_ETA,
-    Claim,
-    Outcome,
     Progress,
+    ZooClaim,
     icl_predictors,
     r_squared,
 )
@@ -59,8 +58,8 @@ def _invariance_figure(
     distance: Callable[[dict[str, np.ndarray]], float],
     model_hyper: dict,
     task: tuple[int, int, str] = (3, 4, "3/10"),
-) -> Callable[[Outcome, Progress], Figure]:
-    def draw(outcome: Outcome, progress: Progress) -> Figure:
+) -> Callable[[ZooClaim, Progress], Figure]:
+    def draw(claim: ZooClaim, progress: Progress) -> Figure:
         from rwtoolkit.engines.exact import EXACT, derive_model
         from rwtoolkit.models import get_model
         from rwtoolkit.tasks import CircleWalk
@@ -103,11 +102,11 @@ def _norm(params: dict[str, np.ndarray]) -> float:
     return float(max(np.abs(v).max() for v in params.values()))
 
 
-def _makkuva(outcome: Outcome, progress: Progress) -> Figure:
+def _makkuva(claim: ZooClaim, progress: Progress) -> Figure:
     fig = Figure(figsize=(6.8, 3.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     cs = np.linspace(0, 20, 201)
-    for name, data in outcome.figure.items():
+    for name, data in claim.figure.items():
         E = np.array([[float(x) for x in row] for row in data["E"]])
         pi = np.array([float(x) for x in data["pi"]])
         scale = float(Fraction(data["N"] - 1, data["N"]))
@@ -151,10 +150,10 @@ def _float_r2(task: Any, steps: int) -> tuple[list[int], list[float], list[float
     return ts, uni, big
 
 
-def _edelman(outcome: Outcome, progress: Progress) -> Figure:
+def _edelman(claim: ZooClaim, progress: Progress) -> Figure:
     from rwtoolkit.tasks import icl_markov_task
 
-    runs = list(outcome.figure.items())
+    runs = list(claim.figure.items())
     fig = Figure(figsize=(4.2 * len(runs) + 2.4, 3.6), layout="constrained")
     for i, (name, data) in enumerate(runs):
         ax: Axes = fig.add_subplot(1, len(runs), i + 1)
@@ -176,10 +175,10 @@ def _edelman(outcome: Outcome, progress: Progress) -> Figure:
     return fig
 
 
-def _nichani(outcome: Outcome, progress: Progress) -> Figure:
+def _nichani(claim: ZooClaim, progress: Progress) -> Figure:
     from matplotlib.patches import Rectangle
 
-    runs = list(outcome.figure.items())
+    runs = list(claim.figure.items())
     fig = Figure(figsize=(3.6 * len(runs) + 1.4, 3.9), layout="constrained")
     image = None
     for i, (name, data) in enumerate(runs):
@@ -238,12 +237,12 @@ def _unigram_run(data: dict[str, Any]) -> tuple[np.ndarray, float]:
     return np.array([float(s.loss) for s in states]), float(base.loss)
 
 
-def _makkuva_tied(outcome: Outcome, progress: Progress) -> Figure:
+def _makkuva_tied(claim: ZooClaim, progress: Progress) -> Figure:
     fig = Figure(figsize=(11.5, 4.0), layout="constrained")
     spectrum, runs = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    short = {name: name.replace("_embedding", "") for name in outcome.figure}
+    short = {name: name.replace("_embedding", "") for name in claim.figure}
     colours = {"tied_embedding": "tab:blue", "untied_embedding": "tab:orange"}
-    for row, (name, data) in enumerate(outcome.figure.items()):
+    for row, (name, data) in enumerate(claim.figure.items()):
         values = np.asarray(data["eigenvalues"])
         above = float(Fraction(data["p"]) + Fraction(data["q"])) > 1
         marker = "o" if above else "s"
@@ -262,7 +261,7 @@ def _makkuva_tied(outcome: Outcome, progress: Progress) -> Figure:
             zorder=3,
         )
     spectrum.axvline(0.0, color="0.6", lw=0.8, ls=":")
-    spectrum.set_yticks(range(len(outcome.figure)), [short[n] for n in outcome.figure], fontsize=7)
+    spectrum.set_yticks(range(len(claim.figure)), [short[n] for n in claim.figure], fontsize=7)
     spectrum.set_xlabel("eigenvalue of the exact Hessian at the unigram point")
     spectrum.set_title("Exact Hessian (circles: p + q > 1; squares: p + q < 1)", fontsize=9)
     runs.axhline(0.0, color="0.6", lw=0.8, ls=":")
@@ -273,7 +272,7 @@ def _makkuva_tied(outcome: Outcome, progress: Progress) -> Figure:
     return fig
 
 
-FIGURES: dict[str, Callable[[Outcome, Progress], Figure]] = {
+FIGURES: dict[str, Callable[[ZooClaim, Progress], Figure]] = {
     "key_query_stuck": _invariance_figure(
         "Separate key and query from zero never move",
         "max |W_K| + max |W_Q|",
@@ -303,7 +302,7 @@ FIGURES: dict[str, Callable[[Outcome, Progress], Figure]] = {
 }
 
 
-def write_figure(claim: Claim, outcome: Outcome, folder: str | Path, progress: Progress) -> Path:
-    """FOLDER/<claim id>.png: the claim's figure from what its check found (atomic); ``progress`` hears each
-    run the figure adds (float64 GD beside the exact or certified values) as it starts."""
-    return _save(FIGURES[claim.id](outcome, progress), Path(folder) / f"{claim.id}.png")
+def write_figure(claim: ZooClaim, folder: str | Path, progress: Progress) -> Path:
+    """FOLDER/<claim id>.png: the figure of a checked claim, from what its check found (atomic); ``progress``
+    hears each run the figure adds (float64 GD beside the exact or certified values) as it starts."""
+    return _save(FIGURES[claim.id](claim, progress), Path(folder) / f"{claim.id}.png")

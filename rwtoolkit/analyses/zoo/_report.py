@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rwtoolkit.analyses.zoo._claims import CLAIMS, Claim, Outcome
+from rwtoolkit.analyses.zoo._claims import CLAIMS, ZooClaim
 
 #: The version of zoo.json's layout (``rwtoolkit/schemas/zoo.schema.json``).
 FORMAT = 1
@@ -43,9 +43,9 @@ def run_claims(
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
     figures: str | Path | None = None,
-) -> list[tuple[Claim, Outcome]]:
+) -> list[ZooClaim]:
     """Check the claims ``ids`` (default: every claim), in report order; with ``figures`` (a folder), write
-    each claim's figure there (``<id>.png``, atomic) right after its verdict.
+    each claim's figure there (``<id>.png``, atomic) right after its verdict. Returns the checked claims.
 
     A claim's ``seconds`` run from before its set-up to its verdict, and to its figure when one is drawn.
     ``progress`` hears one line per stage, each starting ``<id>: ``: ``checking``, each configuration as it
@@ -66,21 +66,21 @@ def run_claims(
         from rwtoolkit.analyses.zoo._figures import write_figure
     results = []
     for claim_id in [i for i in CLAIMS if i in wanted]:
-        claim, step = CLAIMS[claim_id], prefixed(claim_id)
+        step = prefixed(claim_id)
         step("checking")
-        outcome = claim.check(quick, step)
+        claim = CLAIMS[claim_id].check(quick, step)
         if figures is not None:
-            step(f"{outcome.verdict}; drawing its figure")
+            step(f"{claim.verdict}; drawing its figure")
             start = time.perf_counter()
-            write_figure(claim, outcome, figures, step)
-            outcome.seconds += time.perf_counter() - start
-        step(f"{outcome.verdict}, done in {outcome.seconds:.1f} s")
-        results.append((claim, outcome))
+            write_figure(claim, figures, step)
+            claim.seconds += time.perf_counter() - start
+        step(f"{claim.verdict}, done in {claim.seconds:.1f} s")
+        results.append(claim)
     return results
 
 
-def report_json(results: list[tuple[Claim, Outcome]], quick: bool) -> dict[str, Any]:
-    """zoo.json: one row per claim (the claim, its paper and criterion, the verdict and its evidence).
+def report_json(results: list[ZooClaim], quick: bool) -> dict[str, Any]:
+    """zoo.json: one row per checked claim (the claim, its paper and criterion, the verdict and its evidence).
 
     No timings: the same claims give the same bytes (``rw zoo claims`` prints the seconds)."""
     return {
@@ -89,17 +89,17 @@ def report_json(results: list[tuple[Claim, Outcome]], quick: bool) -> dict[str, 
         "claims": [
             {
                 "id": claim.id,
-                "paper": claim.paper,
+                "paper": claim.source,
                 "statement": claim.statement,
                 "model": claim.model,
                 "task": claim.task,
                 "criterion": claim.criterion,
-                "verdict": outcome.verdict,
-                "evidence": outcome.evidence,
-                "configurations": outcome.configurations,
+                "verdict": claim.verdict.value,
+                "evidence": claim.evidence,
+                "configurations": claim.configurations,
                 "command": claim.command,
             }
-            for claim, outcome in results
+            for claim in results
         ],
     }
 
@@ -136,7 +136,7 @@ def report_markdown(data: dict[str, Any], figures: str | None = "figures") -> st
 
 
 def write_report(
-    results: list[tuple[Claim, Outcome]], out: str | Path, quick: bool, figures: str | Path | None = None
+    results: list[ZooClaim], out: str | Path, quick: bool, figures: str | Path | None = None
 ) -> tuple[Path, Path]:
     """Write OUT/ZOO.md and OUT/zoo.json atomically (both or neither); ZOO.md shows each claim's figure
     from the folder ``figures`` (where ``run_claims`` wrote them; None: no figures)."""

@@ -2,10 +2,11 @@
 
 ``certify(task, ...)`` encloses every quantity of full-batch GD from zero init on the exact model
 (sine embeddings enclosed entry by entry, Lemma E.5 checked against the enclosure) and returns typed
-statements: ``Outcome.VERIFIED`` / ``REFUTED`` / ``INCONCLUSIVE`` (never a pass).
+statements, each with a verdict of the one vocabulary (``rwtoolkit.io.Verdict``): holds at the sizes checked
+(written ``verified``), ``refuted`` or ``inconclusive`` (never a pass).
 """
 
-from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, Outcome, ball_json, precision
+from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_json, precision
 from rwtoolkit.engines.balls._certify import Certification, Statement, certify, statements, walk_sets
 from rwtoolkit.engines.balls._compare import compare_float
 from rwtoolkit.engines.balls._engine import BallTrajectory, State, StepRecord, run_trajectory
@@ -37,7 +38,6 @@ __all__ = [
     "tolerance_line",
     "Certification",
     "GramEnclosure",
-    "Outcome",
     "State",
     "Statement",
     "StepRecord",

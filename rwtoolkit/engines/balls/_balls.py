@@ -1,8 +1,9 @@
 """Balls of the certified engine: typed outcomes, rigorous JSON export, precision scope and sign decisions.
 
-A ball [m ± r] (flint ``arb``) contains the exact real it stands for. Three outcomes come out of a
-certified check: ``verified`` (every real in the balls satisfies the statement), ``refuted`` (none
-does), ``inconclusive`` (the balls are too wide to tell); an inconclusive check is never a pass.
+A ball [m ± r] (flint ``arb``) contains the exact real it stands for. Three verdicts of the one vocabulary
+(``rwtoolkit.io.Verdict``) come out of a certified check: holds at the sizes checked, written ``verified``
+(every real in the balls satisfies the statement), ``refuted`` (none does), ``inconclusive`` (the balls are
+too wide to tell; never a pass) (``rwtoolkit.io.CERTIFIED_WORDS``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, Inexact, localcontext
-from enum import StrEnum
 from fractions import Fraction
 
 from flint import arb, ctx, fmpq
@@ -20,23 +20,6 @@ from flint import arb, ctx, fmpq
 MIN_PREC = 16
 #: The largest working precision the engine accepts, in bits.
 MAX_PREC = 65536
-
-
-class Outcome(StrEnum):
-    """The result of a certified check; only ``VERIFIED`` is a pass.
-
-    >>> Outcome.VERIFIED.passed, Outcome.INCONCLUSIVE.passed, Outcome.REFUTED.value
-    (True, False, 'refuted')
-    """
-
-    VERIFIED = "verified"
-    REFUTED = "refuted"
-    INCONCLUSIVE = "inconclusive"
-
-    @property
-    def passed(self) -> bool:
-        """True for ``VERIFIED`` only."""
-        return self is Outcome.VERIFIED
 
 
 @contextmanager

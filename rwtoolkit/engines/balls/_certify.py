@@ -16,10 +16,11 @@ import numpy as np
 import sympy as sp
 from flint import arb
 
-from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, Outcome, ball_interval, precision, sign
+from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_interval, precision, sign
 from rwtoolkit.engines.balls._engine import BallTrajectory, run_trajectory
 from rwtoolkit.engines.balls._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
 from rwtoolkit.engines.balls._walks import WalkSet
+from rwtoolkit.io import CERTIFIED_WORDS, Verdict
 from rwtoolkit.tasks import CircleWalk, FiniteTask, exact
 
 
@@ -29,12 +30,17 @@ class Statement:
 
     name: str
     claim: str
-    outcome: Outcome
+    outcome: Verdict
     detail: str
+
+    @property
+    def word(self) -> str:
+        """The outcome as certify.json writes it: verified, refuted or inconclusive (``CERTIFIED_WORDS``)."""
+        return CERTIFIED_WORDS.word(self.outcome)
 
     def to_json(self) -> dict:
         """JSON-able form."""
-        return {"name": self.name, "claim": self.claim, "outcome": self.outcome.value, "detail": self.detail}
+        return {"name": self.name, "claim": self.claim, "outcome": self.word, "detail": self.detail}
 
 
 @dataclass
@@ -153,7 +159,7 @@ def certify(
     Examples
     --------
     >>> c = certify(CircleWalk(3, 4, 1), M=8, steps=2, population=True, prec=64, tol=1e-12)
-    >>> [(s.name, s.outcome.value) for s in c.statements][:2]
+    >>> [(s.name, s.word) for s in c.statements][:2]
     [('equal_attention', 'verified'), ('chance', 'verified')]
     """
     if not isinstance(task, (CircleWalk, FiniteTask)):
@@ -248,7 +254,7 @@ def statements(
     """The typed statements of a certified trajectory (Theorem 4.1 over all steps, Theorem 3.1 at the last)."""
     if traj.stopped is not None:
         return [
-            Statement(name, "not reached", Outcome.INCONCLUSIVE, f"the certified run stopped: {traj.stopped}")
+            Statement(name, "not reached", Verdict.INCONCLUSIVE, f"the certified run stopped: {traj.stopped}")
             for name in _names(task)
         ]
     out = []
@@ -259,7 +265,7 @@ def statements(
             Statement(
                 "equal_attention",
                 f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
-                Outcome.VERIFIED,
+                Verdict.HOLDS,
                 "w_tok and c_1..c_(N-1) are exactly constant (balls of radius 0)",
             )
         )
@@ -274,7 +280,7 @@ def statements(
             Statement(
                 "equal_attention",
                 f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
-                Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
+                Verdict.REFUTED if witness else Verdict.INCONCLUSIVE,
                 witness or "the logit differences are not exact zeros and no ball excludes 0",
             )
         )
@@ -288,7 +294,7 @@ def statements(
                 Statement(
                     "chance",
                     claim,
-                    Outcome.VERIFIED,
+                    Verdict.HOLDS,
                     "V's rows are exactly constant (V[y, k] - V[y, 0] is the exact 0), so f(X) = (1 - S_N(X))·V[:, 0] "
                     "with 1 - S_N > 0: the argmax does not depend on X, and a circle walk's label is uniform",
                 )
@@ -303,7 +309,7 @@ def statements(
                 Statement(
                     "chance",
                     claim,
-                    Outcome.REFUTED if witness else Outcome.INCONCLUSIVE,
+                    Verdict.REFUTED if witness else Verdict.INCONCLUSIVE,
                     witness
                     or "V's rows are not exact constants and no two predictions are certified to differ",
                 )
@@ -317,7 +323,7 @@ def statements(
             Statement(
                 "accuracy",
                 f"evaluation accuracy at step {steps}",
-                Outcome.VERIFIED,
+                Verdict.HOLDS,
                 f"accuracy = {lo} = {float(lo):.6g}: every argmax is decided",
             )
         )
@@ -326,7 +332,7 @@ def statements(
             Statement(
                 "accuracy",
                 f"evaluation accuracy at step {steps}",
-                Outcome.INCONCLUSIVE,
+                Verdict.INCONCLUSIVE,
                 f"{undecided} of {len(ev.predictions)} distinct inputs have an ambiguous argmax: accuracy in [{lo}, {hi}]",
             )
         )
@@ -340,14 +346,14 @@ def statements(
         claim = f"at step {steps} every evaluation input's prediction maximises Π[s_(N-1), ·] (Bayes-optimal)"
         if wrong:
             outcome, detail = (
-                Outcome.REFUTED,
+                Verdict.REFUTED,
                 f"{len(wrong)} distinct inputs are certified to predict outside the argmax of Π",
             )
         elif undecided:
-            outcome, detail = Outcome.INCONCLUSIVE, f"{undecided} distinct inputs have an ambiguous argmax"
+            outcome, detail = Verdict.INCONCLUSIVE, f"{undecided} distinct inputs have an ambiguous argmax"
         else:
             outcome, detail = (
-                Outcome.VERIFIED,
+                Verdict.HOLDS,
                 "every argmax is decided and lies in the argmax of Π[s_(N-1), ·]",
             )
         out.append(Statement("bayes_optimal", claim, outcome, detail))
@@ -355,7 +361,7 @@ def statements(
         with precision(traj.prec):
             gap = parent - arb(parent_threshold.numerator) / parent_threshold.denominator
         s = sign(gap)
-        outcome = Outcome.VERIFIED if s in (0, 1) else Outcome.REFUTED if s == -1 else Outcome.INCONCLUSIVE
+        outcome = Verdict.HOLDS if s in (0, 1) else Verdict.REFUTED if s == -1 else Verdict.INCONCLUSIVE
         out.append(
             Statement(
                 "parent_attention",

@@ -16,6 +16,7 @@ from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms
 from rwtoolkit.engines.exact.arithmetic._decide import is_zero
 from rwtoolkit.engines.exact.arithmetic._json import exact_string
 from rwtoolkit.engines.exact.engine._derive import StepState
+from rwtoolkit.io import DECISION_WORDS, Verdict
 
 #: Witness differences up to this many operations are shown as plain SymPy expressions.
 _MAX_EXPANDED_OPS = 400
@@ -221,10 +222,11 @@ PREDICATES: dict[str, Callable[[StepState], Check]] = {
 
 
 def outcome(check: Check) -> str:
-    """ "proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass)."""
+    """ "proved", "refuted" (a witness exists) or "undecided" (neither could be shown; never a pass): the
+    one verdict vocabulary as ``DECISION_WORDS`` writes it."""
     if check.holds:
-        return "proved"
-    return "refuted" if check.decided else "undecided"
+        return DECISION_WORDS.word(Verdict.PROVED)
+    return DECISION_WORDS.word(Verdict.REFUTED if check.decided else Verdict.INCONCLUSIVE)
 
 
 def structure_verdicts(state: StepState) -> dict[str, Check]:
