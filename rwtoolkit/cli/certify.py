@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     js = write_json_atomic(data, out / "certify.json")
     md = write_text_atomic(certify_markdown(data), out / "CERTIFY.md")
     for s in cert.statements:
-        print(f"{s.name:18s} {s.word:12s} {s.claim}")
+        print(f"{s.name:18s} {s.to_json()['outcome']:12s} {s.claim}")
     if cert.trajectory.stopped is not None:
         print(f"the certified run stopped: {cert.trajectory.stopped}")
     if not cert.tolerance_met:

@@ -124,7 +124,7 @@ STUCK_WORDS = Wording(
 
 
 #: A certified (ball-arithmetic) check: the ``outcome`` of ``rw certify``'s statements (certify.json,
-#: ``rwtoolkit.engines.balls.Statement.word``).
+#: ``rwtoolkit.engines.balls.Statement.to_json``).
 CERTIFIED_WORDS = Wording(
     "a certified check",
     {Verdict.HOLDS: "verified", Verdict.REFUTED: "refuted", Verdict.INCONCLUSIVE: "inconclusive"},

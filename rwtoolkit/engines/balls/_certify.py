@@ -33,14 +33,10 @@ class Statement:
     outcome: Verdict
     detail: str
 
-    @property
-    def word(self) -> str:
-        """The outcome as certify.json writes it: verified, refuted or inconclusive (``CERTIFIED_WORDS``)."""
-        return CERTIFIED_WORDS.word(self.outcome)
-
     def to_json(self) -> dict:
-        """JSON-able form."""
-        return {"name": self.name, "claim": self.claim, "outcome": self.word, "detail": self.detail}
+        """JSON-able form; the outcome as certify.json writes it: verified, refuted or inconclusive."""
+        outcome = CERTIFIED_WORDS.word(self.outcome)
+        return {"name": self.name, "claim": self.claim, "outcome": outcome, "detail": self.detail}
 
 
 @dataclass
@@ -159,7 +155,7 @@ def certify(
     Examples
     --------
     >>> c = certify(CircleWalk(3, 4, 1), M=8, steps=2, population=True, prec=64, tol=1e-12)
-    >>> [(s.name, s.word) for s in c.statements][:2]
+    >>> [(s.name, s.to_json()["outcome"]) for s in c.statements][:2]
     [('equal_attention', 'verified'), ('chance', 'verified')]
     """
     if not isinstance(task, (CircleWalk, FiniteTask)):
