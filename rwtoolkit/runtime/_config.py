@@ -84,7 +84,8 @@ class CheckConfig:
     (a dict) in a frozen fixture. ``tie_rtol`` is the accuracy's tie tolerance for ``dtype``.
 
     Build one with ``rwtoolkit.analyses.check.build_config`` (from a task) or read one from a frozen fixture
-    with ``fixture_config``; every field is set there together.
+    with ``fixture_config``; every field is set there together (``dataclasses.replace`` of ``dtype`` keeps
+    ``tie_rtol``: build the config again for another dtype).
 
     Examples
     --------
