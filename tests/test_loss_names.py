@@ -67,3 +67,55 @@ def test_cli_loss_choices_are_the_table(command, extra):
     importlib.import_module(f"rwtoolkit.cli.{command}").add_arguments(parser)
     (action,) = [a for a in parser._actions if a.dest == "loss"]
     assert tuple(action.choices) == (*LOSSES, *extra)
+
+
+def test_the_losses_written_against_the_arithmetic_are_the_tables():
+    """``rwtoolkit.models.ArithmeticLoss`` writes exactly the names of the table, and the table's printed
+    formulas are its ℓ on a SymPy symbol (what the exact engine reads)."""
+    from rwtoolkit.models import BUILT_IN
+
+    assert set(BUILT_IN) == set(LOSSES)
+    z, eps = sp.Symbol("z"), sp.Rational(1, 10)
+    for name, formula in LOSSES.items():
+        assert make_loss(name, eps).value(z) == sp.sympify(formula, locals={"z": z, "eps": eps}), name
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_every_arithmetic_reads_the_one_loss_definition(name):
+    """ℓ and ℓ' at z = 1/3, ε = 1/10 in every arithmetic an engine runs (numpy, torch, arb balls, mpmath, dual
+    numbers, exact): the hand values, certified where the arithmetic is."""
+    import mpmath
+    import numpy as np
+    from flint import arb
+
+    from rwtoolkit.engines.balls import ball_arithmetic, to_ball
+    from rwtoolkit.engines.exact import EXACT
+    from rwtoolkit.engines.exact.engine._hessian import DUAL, Dual
+    from rwtoolkit.engines.numeric import TensorLoss
+    from rwtoolkit.models import FLOAT64, ArithmeticLoss, ObjectArithmetic
+
+    value, derivative = HAND[name]
+    third = sp.Rational(1, 3)
+    floats = ArithmeticLoss(name, 0.1, FLOAT64)
+    assert floats.value(np.array([1 / 3]))[0] == pytest.approx(value, rel=1e-15)
+    assert floats.derivative(np.array([1 / 3]))[0] == pytest.approx(derivative, rel=1e-15)
+    tensors = TensorLoss(name, 0.1)
+    assert float(tensors.derivative(torch.tensor([1 / 3], dtype=torch.float64))[0]) == pytest.approx(
+        derivative
+    )
+    balls = ArithmeticLoss(name, to_ball("1/10"), ball_arithmetic())
+    ball_value = balls.value(ball_arithmetic().asarray([third]))[0]
+    ball_slope = balls.derivative(ball_arithmetic().asarray([third]))[0]
+    assert isinstance(ball_value, arb) and float(ball_value.rad()) < 1e-15
+    assert float(ball_value) == pytest.approx(value, rel=1e-15)
+    assert float(ball_slope) == pytest.approx(derivative, rel=1e-15)
+    with mpmath.workdps(30):
+        mp = ObjectArithmetic("mpmath", mpmath.mpf, exp=mpmath.exp, sign=lambda x: None, log=mpmath.log)
+        mp_value = ArithmeticLoss(name, mpmath.mpf(1) / 10, mp).value(mp.asarray([mpmath.mpf(1) / 3]))[0]
+        assert float(mp_value) == pytest.approx(value, rel=1e-15)
+    dual = ArithmeticLoss(name, sp.Rational(1, 10), DUAL).value(np.array([Dual(third, 1)], dtype=object))[0]
+    assert float(dual.a) == pytest.approx(value, rel=1e-15) and float(dual.b) == pytest.approx(
+        derivative, rel=1e-15
+    )
+    exact = make_loss(name, sp.Rational(1, 10)).elementwise().derivative(EXACT.asarray([third]))[0]
+    assert float(sp.sympify(exact)) == pytest.approx(derivative, rel=1e-15)

@@ -31,6 +31,7 @@ from rwtoolkit.models._registry import (
 if _typing.TYPE_CHECKING:
     from rwtoolkit.models._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
     from rwtoolkit.models._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
+    from rwtoolkit.models._losses import BUILT_IN, ArithmeticLoss, LossArithmetic
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
     from rwtoolkit.models._positions import four_squares, rational_positions
     from rwtoolkit.models._symmetry import acting_group, coordinate_permutation
@@ -46,6 +47,7 @@ _LAZY = {
     **dict.fromkeys(
         ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate"), "rwtoolkit.models._descent"
     ),
+    **dict.fromkeys(("BUILT_IN", "ArithmeticLoss", "LossArithmetic"), "rwtoolkit.models._losses"),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
@@ -68,17 +70,20 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BUILT_IN",
     "DEFAULT_MODEL",
     "FLOAT64",
     "MODELS",
     "REGISTRY",
     "Arithmetic",
+    "ArithmeticLoss",
     "Array",
     "Batch",
     "ElementLoss",
     "Evaluation",
     "FloatArithmetic",
     "Inputs",
+    "LossArithmetic",
     "KeyQuery",
     "Model",
     "ObjectArithmetic",

@@ -5,8 +5,8 @@ the exact engine SymPy elements in numpy object arrays (``rwtoolkit.engines.exac
 ``arb`` balls in object arrays (``rwtoolkit.engines.balls``), the float engines numpy float64 (:data:`FLOAT64`, here)
 and torch tensors (``rwtoolkit.engines.numeric``). Matrix products, indexing, reshapes and elementwise ``+ - * /`` are
 the arrays' own operators (numpy and torch agree on them); everything whose spelling differs, and the
-operations whose meaning depends on the arithmetic (``exp`` and ``sqrt``, and ``sign`` for exact decisions),
-is a method here.
+operations whose meaning depends on the arithmetic (``exp``, ``log`` and ``sqrt``, and ``sign`` for exact
+decisions), is a method here.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ class Arithmetic(Protocol):
     def zeros(self, shape: Sequence[int]) -> Array: ...
 
     def exp(self, a: Array) -> Array: ...
+
+    def log(self, a: Array) -> Array:
+        """The elementwise natural logarithm of entries > 0 (the log-loss, ``rwtoolkit.models.ArithmeticLoss``)."""
+        ...
 
     def sqrt(self, a: Array) -> Array:
         """The elementwise square root of entries ≥ 0 (exact where the arithmetic is: √(9/16) = 3/4)."""
@@ -63,8 +67,8 @@ class Arithmetic(Protocol):
 class ObjectArithmetic:
     """Elements of any Python number type in numpy object arrays (exact rationals, SymPy, arb balls).
 
-    ``convert`` makes an element from a rational or int; ``exp``, ``sqrt`` and ``sign`` act on one element
-    (``exp`` or ``sqrt`` None: the arithmetic has none, and a model that needs it is refused in one line).
+    ``convert`` makes an element from a rational or int; ``exp``, ``log``, ``sqrt`` and ``sign`` act on one
+    element (``exp``, ``log`` or ``sqrt`` None: the arithmetic has none, and what needs it is refused in one line).
 
     >>> from fractions import Fraction
     >>> ar = ObjectArithmetic("fractions", Fraction, exp=None, sign=lambda x: (x > 0) - (x < 0))
@@ -80,10 +84,11 @@ class ObjectArithmetic:
         sign: Callable[[Any], int | None],
         to_float: Callable[[Any], float] = float,
         sqrt: Callable[[Any], Any] | None = None,
+        log: Callable[[Any], Any] | None = None,
     ) -> None:
         self.name = name
         self._convert, self._exp, self._sign, self._float = convert, exp, sign, to_float
-        self._sqrt = sqrt
+        self._sqrt, self._log = sqrt, log
 
     def asarray(self, values: Any) -> np.ndarray:
         raw = np.asarray(values, dtype=object)
@@ -102,6 +107,11 @@ class ObjectArithmetic:
         if self._exp is None:
             raise ValueError(f"the {self.name} arithmetic has no exponential")
         return self.apply(self._exp, a)
+
+    def log(self, a: np.ndarray) -> np.ndarray:
+        if self._log is None:
+            raise ValueError(f"the {self.name} arithmetic has no logarithm")
+        return self.apply(self._log, a)
 
     def sqrt(self, a: np.ndarray) -> np.ndarray:
         if self._sqrt is None:
@@ -158,6 +168,9 @@ class FloatArithmetic:
 
     def exp(self, a: np.ndarray) -> np.ndarray:
         return np.exp(a)
+
+    def log(self, a: np.ndarray) -> np.ndarray:
+        return np.log(a)
 
     def sqrt(self, a: np.ndarray) -> np.ndarray:
         return np.sqrt(a)

@@ -20,6 +20,8 @@ import numpy as np
 from flint import arb, ctx, fmpq
 from tqdm import tqdm
 
+from rwtoolkit.models import ArithmeticLoss
+
 #: The working precision (bits) of a certified model trajectory: BASE_PREC + BITS_PER_STEP·steps, doubled
 #: in the per-step part while a kept ball is not finite or wider than 2^-64 relative (naive interval GD
 #: loses about 5 bits a step to the wrapping effect: measured on the two-layer model, N = 4).
@@ -51,25 +53,25 @@ def _sign(x: arb) -> int | None:
 
 
 def ball_arithmetic() -> Any:
-    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, sqrt and sign on one ball)."""
+    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, log, sqrt and sign on one ball)."""
     from rwtoolkit.models import ObjectArithmetic
 
     return ObjectArithmetic(
-        "arb", to_ball, exp=lambda v: v.exp(), sign=_sign, to_float=float, sqrt=lambda v: v.sqrt()
+        "arb",
+        to_ball,
+        exp=lambda v: v.exp(),
+        sign=_sign,
+        to_float=float,
+        sqrt=lambda v: v.sqrt(),
+        log=lambda v: v.log(),
     )
 
 
-class BallLogLoss:
-    """ℓ(z) = −log(z + ε) and ℓ'(z) = −1/(z + ε) on arb arrays."""
+class BallLogLoss(ArithmeticLoss):
+    """ℓ(z) = −log(z + ε) and ℓ'(z) = −1/(z + ε) on arb arrays: ``rwtoolkit.models.ArithmeticLoss`` in balls."""
 
     def __init__(self, eps: object) -> None:
-        self.eps = to_ball(eps)
-
-    def value(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -(v + self.eps).log(), otypes=[object])(z)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
+        super().__init__("log", to_ball(eps), ball_arithmetic())
 
 
 def ball_batch(task: Any, mu: object = 1) -> Any:

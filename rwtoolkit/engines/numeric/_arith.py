@@ -38,6 +38,9 @@ class TorchArithmetic:
     def exp(self, a: torch.Tensor) -> torch.Tensor:
         return torch.exp(a)
 
+    def log(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.log(a)
+
     def sqrt(self, a: torch.Tensor) -> torch.Tensor:
         return torch.sqrt(a)
 

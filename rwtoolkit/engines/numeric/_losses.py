@@ -1,6 +1,7 @@
 """Per-sample losses ℓ(z) of z = e_yᵀ f (docs/theory.md#model), with a domain check that never lets NaN through.
 
-The names and formulas are ``rwtoolkit.tasks.LOSSES`` (shared with ``rwtoolkit.engines.exact``); this module implements them on tensors.
+The names are ``rwtoolkit.tasks.LOSSES`` (shared with ``rwtoolkit.engines.exact``); the formulas are
+``rwtoolkit.models.ArithmeticLoss``'s, written once against the arithmetic layer and read here on tensors.
 """
 
 from __future__ import annotations
@@ -9,48 +10,42 @@ from collections.abc import Callable
 
 import torch
 
+from rwtoolkit.engines.numeric._arith import TorchArithmetic
+from rwtoolkit.models import ArithmeticLoss
 from rwtoolkit.tasks import check_loss
+
+#: The torch arithmetic the losses are read in (``log`` and ``exp`` act on a tensor of any dtype and device).
+_TORCH = TorchArithmetic()
 
 
 def log_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
     """The paper's loss -log(z + ε); defined only for z > -ε."""
-    return torch.log(z + eps).neg_()  # in place on the new tensor: one array fewer
+    return ArithmeticLoss("log", eps, _TORCH).value(z)
 
 
 def squared_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
     """(1 - z)²: squared distance of the label score from 1 (ε unused)."""
-    return (1 - z) ** 2
+    return ArithmeticLoss("squared", eps, _TORCH).value(z)
 
 
 def exp_loss(z: torch.Tensor, eps: float) -> torch.Tensor:
     """exp(-z), the exponential loss (ε unused)."""
-    return torch.exp(-z)
+    return ArithmeticLoss("exp", eps, _TORCH).value(z)
 
 
-def log_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
-    """d/dz of ``log_loss``: -1/(z + ε)."""
-    return (z + eps).reciprocal_().neg()  # not neg_: reciprocal keeps its output for autograd (rw stability)
+def _derivative(name: str) -> Callable[[torch.Tensor, float], torch.Tensor]:
+    def derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
+        return ArithmeticLoss(name, eps, _TORCH).derivative(z)
+
+    derivative.__doc__ = f"ℓ'(z) of the {name} loss (``rwtoolkit.models.ArithmeticLoss``)."
+    return derivative
 
 
-def squared_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
-    """d/dz of ``squared_loss``: 2(z - 1)."""
-    return (z - 1).mul_(2)
-
-
-def exp_loss_derivative(z: torch.Tensor, eps: float) -> torch.Tensor:
-    """d/dz of ``exp_loss``: -exp(-z)."""
-    return torch.exp(-z).neg()  # not neg_: exp keeps its output for autograd
-
-
-#: One torch implementation per name of ``rwtoolkit.tasks.LOSSES``.
+#: One torch implementation per name of ``rwtoolkit.tasks.LOSSES``: ``rwtoolkit.models.ArithmeticLoss`` on tensors.
 LOSS_FUNCTIONS = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 
 #: ℓ'(z) of each loss of ``LOSS_FUNCTIONS``, in closed form (the batched engine's gradient uses it).
-LOSS_DERIVATIVES = {
-    "log": log_loss_derivative,
-    "squared": squared_loss_derivative,
-    "exp": exp_loss_derivative,
-}
+LOSS_DERIVATIVES = {name: _derivative(name) for name in LOSS_FUNCTIONS}
 
 
 class SampleLoss:
@@ -85,8 +80,9 @@ class SampleLoss:
         return values
 
 
-class TensorLoss:
-    """ℓ and ℓ' of a loss of ``LOSS_FUNCTIONS`` on tensors, as ``rwtoolkit.models.ElementLoss`` (the generic engines).
+class TensorLoss(ArithmeticLoss):
+    """ℓ and ℓ' of a loss of ``LOSS_FUNCTIONS`` on tensors, as ``rwtoolkit.models.ElementLoss`` (the generic engines):
+    ``rwtoolkit.models.ArithmeticLoss`` in the torch arithmetic.
 
     >>> TensorLoss("log", 0.5).derivative(torch.tensor([0.5])).tolist()
     [-1.0]
@@ -94,10 +90,4 @@ class TensorLoss:
 
     def __init__(self, name: str, eps: float) -> None:
         check_loss(name)
-        self.name, self.eps = name, float(eps)
-
-    def value(self, z: torch.Tensor) -> torch.Tensor:
-        return LOSS_FUNCTIONS[self.name](z, self.eps)
-
-    def derivative(self, z: torch.Tensor) -> torch.Tensor:
-        return LOSS_DERIVATIVES[self.name](z, self.eps)
+        super().__init__(name, float(eps), _TORCH)

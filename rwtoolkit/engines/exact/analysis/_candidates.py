@@ -100,19 +100,6 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
     )
 
 
-class _MpLoss:
-    """The log-loss −log(z + ε) elementwise on mpmath arrays."""
-
-    def __init__(self, eps: mpmath.mpf) -> None:
-        self.eps = eps
-
-    def value(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -mpmath.log(v + self.eps), otypes=[object])(z)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        return np.vectorize(lambda v: -1 / (v + self.eps), otypes=[object])(z)
-
-
 def trajectory_subspace(
     model: Model, task: Task, steps: int = 4, eta: object = 1, eps: object = "1/10"
 ) -> Subspace | None:
@@ -126,7 +113,7 @@ def trajectory_subspace(
     >>> trajectory_subspace(get_model("one_layer"), CircleWalk(3, 4, 1), steps=4).dim
     3
     """
-    from rwtoolkit.models import ObjectArithmetic, batch, descend
+    from rwtoolkit.models import ArithmeticLoss, ObjectArithmetic, batch, descend
 
     P = positions(task.N)  # the coordinates of the induction step
     pop = task.population()
@@ -145,6 +132,7 @@ def trajectory_subspace(
             sign=lambda x: (x > 0) - (x < 0),
             to_float=float,
             sqrt=mpmath.sqrt,
+            log=mpmath.log,
         )
         sizes = Sizes(K=task.K, M=P.shape[0], N=task.N)
         shapes = model.shapes(sizes)
@@ -153,7 +141,9 @@ def trajectory_subspace(
         for mu in SPAN_MU:  # P = √μ·I_N at several μ: a span that holds for every μ must hold for these
             data = batch(ar, pop.tokens, pop.labels, weights, task.K, ar.asarray(P) * mpmath.sqrt(mu))
             start = model.zeros(ar, sizes)
-            states = descend(model, ar, start, data, _MpLoss(convert(eps)), convert(eta), steps)
+            states = descend(
+                model, ar, start, data, ArithmeticLoss("log", convert(eps), ar), convert(eta), steps
+            )
             rows += [
                 [x for name in shapes for x in np.asarray(st.params[name], dtype=object).ravel().tolist()]
                 for st in states[1:]

@@ -31,7 +31,8 @@ from rwtoolkit.engines.exact.engine._population import (
     population_inputs,
     rooted_walks,
 )
-from rwtoolkit.tasks import ABSTRACT_LOSS, LOSSES, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
+from rwtoolkit.models import ArithmeticLoss
+from rwtoolkit.tasks import ABSTRACT_LOSS, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtoolkit.tasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
 ELL = sp.Function("ell")
@@ -45,6 +46,12 @@ def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
     -4/3
     """
     check_loss(loss, abstract=True)
+    if loss == ABSTRACT_LOSS:
+        return Loss(ABSTRACT_LOSS, ELL, DELL)
+    if not isinstance(loss, str):
+        zs = sp.Dummy("z")
+        return Loss(getattr(loss, "__name__", "custom"), *_as_functions(sp.sympify(loss(zs)), zs))
+    formulas = ArithmeticLoss(loss, eps, _SympyScalars())
     if loss == "log":
 
         def check(z: sp.Expr) -> None:
@@ -57,24 +64,28 @@ def make_loss(loss: str | Callable[[sp.Expr], sp.Expr], eps: sp.Expr) -> Loss:
 
         def value(z: sp.Expr) -> sp.Expr:
             check(z)
-            # SymPy's log would study the sign of a large argument again: it is positive (checked above).
-            return -sp.log(z + eps, evaluate=not has_atoms(z))
+            return formulas.value(z)
 
         def derivative(z: sp.Expr) -> sp.Expr:
             check(z)
-            return -1 / (z + eps)
+            return formulas.derivative(z)
 
         return Loss("log", value, derivative)
-    if loss == ABSTRACT_LOSS:
-        return Loss(ABSTRACT_LOSS, ELL, DELL)
-    if isinstance(
-        loss, str
-    ):  # "squared", "exp": the formula of rwtoolkit.tasks.LOSSES, differentiated by SymPy
-        zs = sp.Symbol("z")
-        expr = sp.sympify(LOSSES[loss], locals={"z": zs})
-        return Loss(loss, *_as_functions(expr, zs))
-    zs = sp.Dummy("z")
-    return Loss(getattr(loss, "__name__", "custom"), *_as_functions(sp.sympify(loss(zs)), zs))
+    return Loss(loss, formulas.value, formulas.derivative)  # "squared", "exp"
+
+
+class _SympyScalars:
+    """SymPy expressions, one at a time, as the arithmetic ``rwtoolkit.models.ArithmeticLoss`` reads its formulas in:
+    the exact engine's ℓ and ℓ' are that one definition's (``rwtoolkit.models.LossArithmetic``)."""
+
+    @staticmethod
+    def log(x: sp.Expr) -> sp.Expr:
+        # SymPy's log would study the sign of a large argument again: it is positive (make_loss checks it).
+        return sp.log(x, evaluate=not has_atoms(x))
+
+    @staticmethod
+    def exp(x: sp.Expr) -> sp.Expr:
+        return sp.exp(x)
 
 
 def _as_functions(

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from rwtoolkit.models import Model, ObjectArithmetic, Sizes, batch, evaluate
+from rwtoolkit.models import ArithmeticLoss, Model, ObjectArithmetic, Sizes, batch, evaluate
 from rwtoolkit.tasks import Task
 
 
@@ -87,20 +87,7 @@ def _sign(x: Dual) -> int | None:
     return int(value) if value.is_number else None
 
 
-DUAL = ObjectArithmetic("dual", Dual, exp=Dual.exp, sign=_sign, to_float=lambda x: float(x.a))
-
-
-class _Log:
-    """ℓ(z) = −log(z + ε) and ℓ'(z) = −1/(z + ε) on dual arrays."""
-
-    def __init__(self, eps: Any) -> None:
-        self.eps = sp.sympify(eps)
-
-    def value(self, z: np.ndarray) -> np.ndarray:
-        return DUAL.apply(lambda v: -(v + self.eps).log(), z)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        return DUAL.apply(lambda v: -1 / (v + self.eps), z)
+DUAL = ObjectArithmetic("dual", Dual, exp=Dual.exp, sign=_sign, to_float=lambda x: float(x.a), log=Dual.log)
 
 
 def exact_hessian(
@@ -121,7 +108,7 @@ def exact_hessian(
     data = batch(DUAL, pop.tokens, pop.labels, pop.exact_probs(), pop.K, DUAL.asarray(P))
     flat = [sp.sympify(x) for name in shapes for x in np.asarray(point[name], dtype=object).ravel()]
     n = len(flat)
-    loss = _Log(eps)
+    loss = ArithmeticLoss("log", sp.sympify(eps), DUAL)
     columns, gradient = [], None
     for j in range(n):
         params, start = {}, 0
