@@ -13,9 +13,8 @@ every verdict they reach is one of five (``Verdict``):
 * ``inconclusive``: not decided, or not run; never a pass.
 
 Files written before the vocabulary keep their words: each such format renders the one vocabulary
-through a ``Wording`` (``DECISION_WORDS``, ``STUCK_WORDS``, ``CERTIFIED_WORDS``; the others live with their only
-writer), and
-docs/notation.md lists every format's words in one table.
+through a ``Wording`` (``DECISION_WORDS``, ``STUCK_WORDS``, ``CERTIFIED_WORDS`` here; the others live with their
+only writer), and docs/notation.md lists every format's words in one table.
 """
 
 from __future__ import annotations
