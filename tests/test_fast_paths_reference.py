@@ -5,7 +5,8 @@ every engine's fast path is a specialisation of it, tested equal to that definit
 (tests/test_fast_paths.py does the reduced torch model, the batched engine and the ball engine). Here the
 three other places that compute its gradient-descent step:
 
-  1. ``rwtoolkit.engines.numeric``'s ``ReferenceModel`` (full V and W, explicit X̃, torch autograd, chunked backward): its
+  1. ``rwtoolkit.engines.numeric``'s ``GenericModel`` (the model of record with full V and W, explicit X̃, torch
+     autograd, chunked backward): its
      read-outs S, f, the loss and its V(t), W(t) equal ``rwtoolkit.models.descend`` in float64 (numpy ``FLOAT64``)
      step by step, for a circle walk and a finite task, log and squared loss, from zero and from a Gaussian
      full-rank start; and the same through the public ``train(fast=False)``.
@@ -35,11 +36,11 @@ from rwtoolkit.analyses.stability import active_coordinates, linearise, symbolic
 from rwtoolkit.engines.exact import EXACT, derive_model, make_loss, nearest_double, to_sympy
 from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, init_generator, train
 from rwtoolkit.engines.numeric._losses import SampleLoss
-from rwtoolkit.engines.numeric._model import ReferenceModel
+from rwtoolkit.engines.numeric._model import GenericModel
 from rwtoolkit.models import FLOAT64, OneLayer, batch, descend, rational_positions, reduced_coordinates
 from rwtoolkit.tasks import CircleWalk, first_of_two_task
 
-# Measured max relative difference over the runs below: 4.2e-16 (ReferenceModel and train(fast=False) against
+# Measured max relative difference over the runs below: 4.2e-16 (GenericModel and train(fast=False) against
 # numpy float64), 2.9e-16 (rwtoolkit.analyses.stability's torch reduced map and linearise), 0 (the non-rational exact values of
 # both sides, each rounded to the nearest double); margin ~240 for a few hundred roundings.
 RTOL = 1e-13
@@ -88,7 +89,7 @@ def _start(init, K, D, seed=0):
     return 0.3 * rng.standard_normal((K, K)), 0.3 * rng.standard_normal((D, D))  # W full rank
 
 
-# --- 1. rwtoolkit.engines.numeric's ReferenceModel -------------------------------------------------------------------
+# --- 1. rwtoolkit.engines.numeric's GenericModel -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("init", ["zero", "gaussian"])
@@ -104,7 +105,7 @@ def test_reference_model_equals_the_full_model(task, loss, init):
     def t64(a):
         return None if a is None else torch.as_tensor(a, dtype=torch.float64)
 
-    ref = ReferenceModel(t64(P), K, False, t64(V0), t64(None if init == "zero" else W0), None)
+    ref = GenericModel(OneLayer(), t64(P), K, {"V": t64(V0), "W": t64(W0)})
     if task is CIRCLE:
         ref.chunk = 7  # 24 inputs in 4 chunks, the last partial: the backward accumulates across chunks
     tokens, labels = torch.as_tensor(pop.tokens), torch.as_tensor(pop.labels)
@@ -114,7 +115,7 @@ def test_reference_model_equals_the_full_model(task, loss, init):
         f, S, _ = ref.evaluate(tokens)
         L = ref.loss_and_grad(tokens, labels, weights, lossfn, t)
         _close(ref.V.detach().numpy(), state.params["V"], f"V({t})")
-        _close(ref.W.detach().numpy(), state.params["W"], f"W({t})")
+        _close(ref.params["W"].detach().numpy(), state.params["W"], f"W({t})")
         _close(S.numpy(), state.S, f"S({t})")
         _close(f.numpy(), state.f, f"f({t})")
         _close(L, state.loss, f"L({t})")
@@ -173,9 +174,8 @@ def test_stability_linearisation_trajectory_is_the_full_model(task, eta):
     """
     lin = linearise(task, STEPS, eta=eta, mu=float(MU), eps=EPS)
     _, P, data = _population(task)
-    K, D = task.K, task.K + P.shape[0]
     states = descend(
-        OneLayer(), FLOAT64, OneLayer().zeros(FLOAT64, K, D), data, _NumpyLoss("log"), eta, STEPS
+        OneLayer(), FLOAT64, OneLayer().zeros(FLOAT64, data.inputs.sizes), data, _NumpyLoss("log"), eta, STEPS
     )
     assert len(lin.thetas) == len(states)
     for t, (theta, state) in enumerate(zip(lin.thetas, states, strict=True)):

@@ -177,12 +177,13 @@ def test_registry_names_models_and_refuses_in_one_line():
         "tied_embedding",
         "untied_embedding",
         "normalized_attention",
+        "relu_head",
     ]
     assert "key_query" in model_help() and "one_layer" in model_help()
     with pytest.raises(
         ValueError,
         match=r"--model='two_heads' is not a registered model: use one of one_layer, key_query, multi_head, "
-        r"linear_attention, learned_positions, two_layer, tied_embedding, untied_embedding, normalized_attention",
+        r"linear_attention, learned_positions, two_layer, tied_embedding, untied_embedding, normalized_attention, relu_head",
     ):
         get_model("two_heads")
     with pytest.raises(ValueError, match="model 'one_layer' has no hyperparameter 'd'"):
@@ -286,7 +287,15 @@ def _float_batch(arith, task, P):
 
 @pytest.mark.parametrize(
     "name",
-    ["one_layer", "key_query", "multi_head", "tied_embedding", "untied_embedding", "normalized_attention"],
+    [
+        "one_layer",
+        "key_query",
+        "multi_head",
+        "tied_embedding",
+        "untied_embedding",
+        "normalized_attention",
+        "relu_head",
+    ],
 )
 def test_tape_gradient_equals_torch_autograd_of_the_same_forward(name):
     task = CircleWalk(4, 5, "3/10")

@@ -65,6 +65,7 @@ CASES = {
     "add broadcast column": (lambda t, a, b: t.add(a, b), lambda a, b: a + b, (3, 4), (3, 1)),
     "reshape": (lambda t, a: t.reshape(a, (6, 2)), lambda a: a.reshape(6, 2), (3, 4)),
     "attend": (lambda t, x, s: t.attend(x, s), lambda x, s: (x @ s[:, :, None])[:, :, 0], (5, 3, 4), (5, 4)),
+    "relu": (lambda t, a: t.relu(a), torch.relu, (5, 4)),
     "sum axis 0": (lambda t, a: t.sum(a, 0), lambda a: a.sum(0), (3, 4, 2)),
     "sum last axis": (lambda t, a: t.sum(a, -1), lambda a: a.sum(-1), (3, 4, 2)),
     "composite, one input used twice": (
@@ -105,3 +106,16 @@ def test_vjps_are_exact_in_rational_arithmetic():
     assert grads["x"].tolist() == [sum((A[i, j] * gc[i] for i in range(2)), fmpq(0)) for j in range(2)]
     assert grads["b"].tolist() == gc
     assert all(isinstance(v, fmpq) for v in grads["A"].ravel())  # no float anywhere
+
+
+def test_relu_decides_exactly_and_refuses_what_it_cannot_decide():
+    """ReLU in rationals: max(a, 0) and the mask 1[a > 0] exactly (0 at a = 0); an undecidable sign: one line."""
+    q = ObjectArithmetic("rationals", lambda v: fmpq(v), exp=None, sign=lambda x: (x > 0) - (x < 0))
+    tape = Tape(q)
+    a = tape.input(q.asarray([fmpq(-1, 3), fmpq(0), fmpq(2, 5)]))
+    out = tape.relu(a)
+    assert out.value.tolist() == [0, 0, fmpq(2, 5)]
+    assert tape.gradient(out, q.asarray([fmpq(7), fmpq(7), fmpq(7)]), {"a": a})["a"].tolist() == [0, 0, 7]
+    undecided = ObjectArithmetic("undecided", lambda v: fmpq(v), exp=None, sign=lambda x: None)
+    with pytest.raises(ValueError, match="cannot decide whether 1/2 > 0"):
+        Tape(undecided).relu(undecided.asarray([fmpq(1, 2)]))

@@ -5,8 +5,8 @@ the exact engine SymPy elements in numpy object arrays (``rwtoolkit.engines.exac
 ``arb`` balls in object arrays (``rwtoolkit.engines.balls``), the float engines numpy float64 (:data:`FLOAT64`, here)
 and torch tensors (``rwtoolkit.engines.numeric``). Matrix products, indexing, reshapes and elementwise ``+ - * /`` are
 the arrays' own operators (numpy and torch agree on them); everything whose spelling differs, and the
-operations whose meaning depends on the arithmetic (``exp``, ``log`` and ``sqrt``, and ``sign`` for exact
-decisions), is a method here.
+operations whose meaning depends on the arithmetic (``exp``, ``log`` and ``sqrt``, and ``sign`` and
+``positive`` for exact decisions), is a method here.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ class Arithmetic(Protocol):
 
     def sign(self, x: Any) -> int | None:
         """The sign of one element (-1, 0, 1), or None where this arithmetic cannot decide it."""
+        ...
+
+    def positive(self, a: Array) -> Array:
+        """1 where an entry is > 0 and 0 elsewhere, as an array of this arithmetic (``Tape.relu``'s mask);
+        one line naming the entry where this arithmetic cannot decide a sign."""
         ...
 
     def to_float(self, a: Array) -> np.ndarray:
@@ -134,6 +139,17 @@ class ObjectArithmetic:
     def sign(self, x: Any) -> int | None:
         return self._sign(x)
 
+    def positive(self, a: np.ndarray) -> np.ndarray:
+        one, zero = self._convert(1), self._convert(0)
+
+        def step(x: Any) -> Any:
+            s = self._sign(x)
+            if s is None:
+                raise ValueError(f"the {self.name} arithmetic cannot decide whether {x} > 0 (a ReLU's input)")
+            return one if s > 0 else zero
+
+        return self.apply(step, a)
+
     def to_float(self, a: np.ndarray) -> np.ndarray:
         return np.vectorize(self._float, otypes=[np.float64])(np.asarray(a, dtype=object))
 
@@ -187,6 +203,9 @@ class FloatArithmetic:
 
     def sign(self, x: Any) -> int | None:
         return int(np.sign(x))
+
+    def positive(self, a: np.ndarray) -> np.ndarray:
+        return (a > 0).astype(np.float64)
 
     def to_float(self, a: np.ndarray) -> np.ndarray:
         return np.asarray(a, dtype=np.float64)

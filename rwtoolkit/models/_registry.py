@@ -69,6 +69,10 @@ REGISTRY: dict[str, Registered] = {
         "rwtoolkit.models.normalized_attention:NormalizedAttention",
         "the paper's model with x̂_j = x̃_j/‖x̃_j‖ in the scores x̂_jᵀ W x̂_N (paper Fig 6)",
     ),
+    "relu_head": Registered(
+        "rwtoolkit.models.relu_head:ReluHead",
+        "the paper's attention with a ReLU read-out f = A ReLU(V X S), V (m×K), A (K×m) (paper Fig 10)",
+    ),
 }
 #: The default of ``--model``.
 DEFAULT_MODEL = "one_layer"

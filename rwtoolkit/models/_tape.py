@@ -1,7 +1,7 @@
 """Reverse-mode differentiation of a model's forward pass, in any arithmetic.
 
 A model's forward pass is a composition of the primitives of :class:`Tape` (matrix product, transpose of
-the last two axes, softmax over the last axis, sum, elementwise product with a constant). Each primitive
+the last two axes, softmax over the last axis, sum, elementwise product with a constant, ReLU). Each primitive
 records its inputs and its vector-Jacobian product, written once in terms of :class:`~rwtoolkit.models.Arithmetic`;
 :meth:`Tape.gradient` runs them backwards. So the gradient of every model, in every arithmetic, comes from
 the one forward definition: nobody writes Lemma B.1 by hand again (the paper's gradient is a test of the
@@ -84,6 +84,16 @@ class Tape:
         """The elementwise product with a constant ``c`` (broadcast)."""
         A = _value(a)
         return self._var(A * c, (a, lambda g: self._unbroadcast(g * c, A.shape)))
+
+    def relu(self, a: Operand) -> Var:
+        """max(a, 0) elementwise; its VJP passes g where a > 0 and 0 elsewhere (0 at a = 0, as torch's relu).
+
+        Whether an entry is > 0 is decided by the arithmetic (``Arithmetic.positive``): exactly in the exact
+        arithmetics, refused in one line where a ball or an expression cannot decide it.
+        """
+        A = _value(a)
+        on = self.ar.positive(A)
+        return self._var(A * on, (a, lambda g: g * on))
 
     def add(self, a: Operand, b: Operand) -> Var:
         """The elementwise sum (broadcast)."""

@@ -31,6 +31,8 @@ class CheckSettings(NamedTuple):
 MODEL_CHECK_SETTINGS: dict[str, CheckSettings] = {
     # zero is a stationary point of every loss: the scores vanish, so X S = 0 and ∂L/∂W carries V
     "linear_attention": CheckSettings(init="gaussian"),
+    # from zero h = V X S = 0 and ReLU'(0) = 0: neither V nor A ever gets a gradient
+    "relu_head": CheckSettings(init="gaussian"),
     # from zero with a uniform next symbol nothing moves: f = 1/K and the read-out's gradient E[f − e_y] zᵀ
     # vanishes (z = p_q for every input); from a random start the exact read-out nests exponentials at once
     # (12 s for one step at K = N = 3), so the kit draws finite tasks from zero instead

@@ -56,6 +56,9 @@ class TorchArithmetic:
     def sign(self, x: Any) -> int | None:
         return int(torch.sign(torch.as_tensor(x)).item())
 
+    def positive(self, a: torch.Tensor) -> torch.Tensor:
+        return (a > 0).to(a.dtype)
+
     def to_float(self, a: torch.Tensor) -> np.ndarray:
         return a.detach().to("cpu", torch.float64).numpy()
 

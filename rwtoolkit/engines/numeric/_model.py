@@ -1,7 +1,8 @@
 """The one-layer transformer f = V X S(X̃ᵀ W x̃_N) (docs/theory.md#model) and its gradient step, two ways.
 
-``ReferenceModel`` is the faithful one: the full W ∈ R^{(K+M)×(K+M)} is a parameter, the matrices X̃
-are built explicitly (in chunks of inputs, to bound memory) and torch autograd differentiates.
+``GenericModel`` is the faithful one: a model of record (``rwtoolkit.models``, the paper's with its variants) with
+the full W ∈ R^{(K+M)×(K+M)} a parameter, the matrices X̃ built explicitly (in chunks of inputs, to bound
+memory), the model's one forward pass, and torch autograd.
 ``FastModel`` uses docs/theory.md#reduction: the logits X̂ᵀ W x̂_N depend on W only through w = W x̂_N, and every
 W-gradient is (∂L/∂w) x̂_Nᵀ. It keeps (V, w_tok ∈ R^K, q = Pᵀ w_pos ∈ R^N), differentiates
 those with autograd and maps the step back exactly:
@@ -19,10 +20,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from rwtoolkit.engines.numeric._arith import TorchArithmetic
 from rwtoolkit.engines.numeric._losses import SampleLoss
 from rwtoolkit.engines.numeric._metrics import circulant_projection
+from rwtoolkit.models import Inputs, Model, Tape
 
-#: Bytes of X̃ the reference path materialises at once (n_chunk · (K+M) · N entries).
+#: Bytes of X̃ the reference path (``GenericModel``) materialises at once (n_chunk · (K+M) · N entries).
 REFERENCE_CHUNK_BYTES = 32 * 2**20
 
 
@@ -157,45 +160,42 @@ class FastModel:
         return W if self.W0 is None else W + self.W0
 
 
-class ReferenceModel:
-    """The faithful model: full W as a parameter, explicit X̃ (n, K+M, N), torch autograd."""
+class GenericModel:
+    """A model of record (``rwtoolkit.models``) trained by ``train``'s loop (``fast=False``): its full parameters,
+    the matrices X̃ built explicitly in chunks of inputs (to bound memory), the model's one forward pass and
+    torch autograd. ``rwtoolkit.engines.numeric._train.registered_model`` names the model of a ``ModelConfig``:
+    the paper's (``one_layer``), with normalised attention (``normalized_attention``) or a ReLU read-out
+    (``relu_head``).
+    """
 
-    def __init__(
-        self,
-        P: torch.Tensor,  # (M, N) positional embeddings
-        K: int,
-        normalize: bool,
-        V0: torch.Tensor,
-        W0: torch.Tensor | None,
-        A0: torch.Tensor | None,
-        mu: float | None = None,  # unused: the reference path always sees the float P
-    ) -> None:
+    def __init__(self, model: Model, P: torch.Tensor, K: int, params: dict[str, torch.Tensor]) -> None:
         M, N = P.shape
-        self.K, self.N, self.M, self.P, self.normalize = K, N, M, P, normalize
-        self.V = V0.clone().requires_grad_(True)
-        self.A = None if A0 is None else A0.clone().requires_grad_(True)
-        W0 = torch.zeros(K + M, K + M, dtype=P.dtype, device=P.device) if W0 is None else W0
-        self.W = W0.clone().requires_grad_(True)
+        self.model, self.K, self.N, self.M, self.P = model, K, N, M, P
+        self.ar = TorchArithmetic(P.dtype, P.device)
+        self.params = {name: value.clone().requires_grad_(True) for name, value in params.items()}
         self.xt_N = torch.cat([torch.zeros(K, dtype=P.dtype, device=P.device), P[:, -1]])  # x̃_N = [0; p_N]
         self.chunk = max(1, REFERENCE_CHUNK_BYTES // ((K + M) * N * P.element_size()))
 
-    def parameters(self) -> list[torch.Tensor]:
-        return [t for t in (self.V, self.W, self.A) if t is not None]
+    @property
+    def V(self) -> torch.Tensor:
+        return self.params["V"]
 
-    def forward(self, tokens: torch.Tensor):
+    @property
+    def A(self) -> torch.Tensor | None:
+        return self.params.get("A")
+
+    def parameters(self) -> list[torch.Tensor]:
+        return list(self.params.values())
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(f, S, X S) for one chunk of inputs, building X̃ = [X; P] explicitly."""
         n, K, N, M = tokens.shape[0], self.K, self.N, self.M
         X = torch.zeros(n, K, N, dtype=self.P.dtype, device=self.P.device)  # (n, K, N), column N zero
         X[:, :, :-1] = torch.nn.functional.one_hot(tokens, K).transpose(1, 2).to(X.dtype)
         Xt = torch.cat([X, self.P.expand(n, M, N)], dim=1)  # (n, K+M, N) the matrices X̃
-        xN = self.xt_N
-        if self.normalize:
-            Xt = Xt / torch.linalg.vector_norm(Xt, dim=1, keepdim=True)  # unit columns x̂_j
-            xN = xN / torch.linalg.vector_norm(xN)
-        logits = torch.einsum("nkj,k->nj", Xt, self.W @ xN)  # (n, N) = X̂ᵀ W x̂_N
-        S = torch.softmax(logits, dim=1)  # (n, N)
-        XS = torch.einsum("nkj,nj->nk", X, S)  # (n, K) = X S
-        return _head(XS @ self.V.T, self.A), S, XS
+        out = self.model.forward(Tape(self.ar), self.params, Inputs(X=X, Xt=Xt, xN=self.xt_N))
+        S = out.S.value
+        return out.f.value, S, torch.einsum("nkj,nj->nk", X, S)
 
     def loss_and_grad(
         self, tokens: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, loss: SampleLoss, step: int
@@ -231,12 +231,12 @@ class ReferenceModel:
 
     @torch.no_grad()
     def w(self) -> torch.Tensor:
-        return self.W @ self.xt_N
+        return self.params["W"] @ self.xt_N
 
     @torch.no_grad()
     def full_W(self) -> torch.Tensor:
         """The full W(t) (K+M, K+M)."""
-        return self.W.detach().clone()
+        return self.params["W"].detach().clone()
 
 
 def initial_parameters(

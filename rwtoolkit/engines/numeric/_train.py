@@ -25,8 +25,9 @@ from rwtoolkit.engines.numeric._metrics import (
     predict,
     v_direction_error,
 )
-from rwtoolkit.engines.numeric._model import FastModel, ReferenceModel, initial_parameters
+from rwtoolkit.engines.numeric._model import FastModel, GenericModel, initial_parameters
 from rwtoolkit.io import check_memory
+from rwtoolkit.models import Model, get_model
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 HISTORY_KEYS = (
@@ -67,7 +68,7 @@ class TrainResult:
     history: list[dict]
     final: dict
     snapshots: dict[int, dict] = field(default_factory=dict)
-    model: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/ReferenceModel
+    model: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/GenericModel
     observations: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
     params: dict[int, dict] | None = None
 
@@ -203,16 +204,21 @@ def _train(
         return None if a is None else torch.as_tensor(a, dtype=dt, device=dev)
 
     P = tensor(P_np)
-    cls = FastModel if cfg.fast else ReferenceModel
-    net = cls(
-        P,
-        K,
-        model.normalize_attention,
-        tensor(V0),
-        tensor(W0),
-        tensor(A0),
-        mu if model.gram == "ideal" else None,
-    )
+    net: FastModel | GenericModel
+    if cfg.fast:
+        net = FastModel(
+            P,
+            K,
+            model.normalize_attention,
+            tensor(V0),
+            tensor(W0),
+            tensor(A0),
+            mu if model.gram == "ideal" else None,
+        )
+    else:  # the model of record, full W, always the float P
+        W_full = np.zeros((K + model.M, K + model.M)) if W0 is None else W0
+        start = {"V": V0, "W": W_full, **({} if A0 is None else {"A": A0})}
+        net = GenericModel(registered_model(model), P, K, {k: tensor(v) for k, v in start.items()})
     loss = SampleLoss(cfg.loss, cfg.eps)
     rtol = cfg.effective_tie_rtol
     snap_steps = set(int(s) for s in cfg.snapshots)
@@ -282,6 +288,18 @@ def _train(
         observations=observations,
         params=params,
     )
+
+
+def registered_model(model: ModelConfig) -> Model:
+    """The model of record of a ``ModelConfig``: the paper's (``one_layer``), with ``normalize_attention``
+    ``normalized_attention``, with ``relu_width`` m ``relu_head`` (width m, normalised or not).
+
+    >>> registered_model(ModelConfig(K=3, N=4, relu_width=5, normalize_attention=True)).describe()
+    {'name': 'relu_head', 'width': 5, 'normalize': True}
+    """
+    if model.relu_width is not None:
+        return get_model("relu_head", width=model.relu_width, normalize=bool(model.normalize_attention))
+    return get_model("normalized_attention" if model.normalize_attention else "one_layer")
 
 
 def _parameters(net, V: np.ndarray) -> dict:
