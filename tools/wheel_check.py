@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             work,
             "pytest on the emitted fixtures with the kit extra",
         )
-        if any(n.startswith(f"{TESTING_PACKAGE}/") for n in names):
+        if any(n.startswith(TESTING_PACKAGE.replace(".", "/") + "/") for n in names):
             run(
                 [str(py), "-c", f"import {TESTING_PACKAGE}, {TESTING_PACKAGE}.strategies"],
                 work,
