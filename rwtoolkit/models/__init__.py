@@ -30,7 +30,15 @@ from rwtoolkit.models._registry import (
 
 if _typing.TYPE_CHECKING:
     from rwtoolkit.models._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
-    from rwtoolkit.models._descent import Batch, ElementLoss, Evaluation, batch, descend, evaluate
+    from rwtoolkit.models._descent import (
+        Batch,
+        ElementLoss,
+        Evaluation,
+        batch,
+        descend,
+        evaluate,
+        gradient_steps,
+    )
     from rwtoolkit.models._losses import BUILT_IN, ArithmeticLoss, LossArithmetic
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
     from rwtoolkit.models._positions import four_squares, rational_positions
@@ -45,7 +53,8 @@ _LAZY = {
         ("FLOAT64", "Arithmetic", "Array", "FloatArithmetic", "ObjectArithmetic"), "rwtoolkit.models._arith"
     ),
     **dict.fromkeys(
-        ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate"), "rwtoolkit.models._descent"
+        ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate", "gradient_steps"),
+        "rwtoolkit.models._descent",
     ),
     **dict.fromkeys(("BUILT_IN", "ArithmeticLoss", "LossArithmetic"), "rwtoolkit.models._losses"),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
@@ -101,6 +110,7 @@ __all__ = [
     "evaluate",
     "four_squares",
     "get_model",
+    "gradient_steps",
     "model_help",
     "model_names",
     "model_summary",

@@ -8,7 +8,7 @@ every engine; the hand-tuned fast paths of the paper's model are specialisations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -100,6 +100,32 @@ def evaluate(
     return Evaluation(dict(params), out.logits.value, out.S.value, f, z, total, grads)
 
 
+def gradient_steps(
+    model: Model,
+    arithmetic: Arithmetic,
+    params: Mapping[str, Array],
+    batch: Batch,
+    loss: ElementLoss,
+    eta: Any | Mapping[str, Any],
+    steps: int,
+) -> Iterator[Evaluation]:
+    """θ(0), θ(1), ..., θ(steps) of full-batch GD θ ← θ − η ∇L from ``params``, each evaluated, one at a time.
+
+    The one gradient-descent loop of the generic path, in every arithmetic: ``descend`` keeps every state,
+    ``rwtoolkit.engines.numeric.train_model`` and the ball engine's model trajectories keep the steps they record.
+    ``eta`` is one rate or one per parameter; step t + 1 is computed when the caller asks for it (after it has
+    read, checked or dropped step t); the last evaluation has no gradient (no step is taken from it).
+    """
+    rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
+    current = dict(params)
+    for t in range(steps + 1):
+        state = evaluate(model, arithmetic, current, batch, loss, gradient=t < steps)
+        yield state
+        if t < steps:
+            assert state.gradient is not None
+            current = {name: value - rates[name] * state.gradient[name] for name, value in current.items()}
+
+
 def descend(
     model: Model,
     arithmetic: Arithmetic,
@@ -110,19 +136,13 @@ def descend(
     steps: int,
     progress: Callable[[int], None] | None = None,
 ) -> list[Evaluation]:
-    """θ(0..steps) of full-batch GD θ ← θ − η ∇L from ``params``; ``eta`` is one rate or one per parameter.
+    """θ(0..steps) of full-batch GD θ ← θ − η ∇L from ``params`` (``gradient_steps``), every state kept.
 
     Returns ``steps + 1`` evaluations; the last has no gradient (no step is taken from it).
     """
-    rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
     states = []
-    current = dict(params)
-    for t in range(steps + 1):
-        state = evaluate(model, arithmetic, current, batch, loss, gradient=t < steps)
+    for t, state in enumerate(gradient_steps(model, arithmetic, params, batch, loss, eta, steps)):
         states.append(state)
         if progress is not None:
             progress(t)
-        if t < steps:
-            assert state.gradient is not None
-            current = {name: value - rates[name] * state.gradient[name] for name, value in current.items()}
     return states

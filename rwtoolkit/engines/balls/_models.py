@@ -165,7 +165,7 @@ def _run(
     keep: Callable[[int], bool] | None,
     progress: bool,
 ) -> dict[int, Any]:
-    from rwtoolkit.models import evaluate
+    from rwtoolkit.models import gradient_steps
 
     previous = ctx.prec
     ctx.prec = prec
@@ -173,8 +173,7 @@ def _run(
         ar = ball_arithmetic()
         data = ball_batch(task, mu)
         loss = BallLogLoss(eps)
-        rate = to_ball(eta)
-        current = model.zeros(ar, data.inputs.sizes)
+        start = model.zeros(ar, data.inputs.sizes)
         kept: dict[int, Any] = {}
         bar = tqdm(
             total=steps + 1,
@@ -182,13 +181,10 @@ def _run(
             unit="step",
             disable=not (progress and sys.stderr.isatty()),
         )
-        for t in range(steps + 1):
-            state = evaluate(model, ar, current, data, loss, gradient=t < steps)
+        for t, state in enumerate(gradient_steps(model, ar, start, data, loss, to_ball(eta), steps)):
             if keep is None or keep(t) or t == steps:
                 kept[t] = state
             bar.update(1)
-            if t < steps and state.gradient is not None:
-                current = {name: value - rate * state.gradient[name] for name, value in current.items()}
         bar.close()
         return kept
     finally:

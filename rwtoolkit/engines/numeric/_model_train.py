@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from rwtoolkit.engines.numeric._arith import TorchArithmetic
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, TensorLoss
-from rwtoolkit.models import Model, Sizes, batch, evaluate
+from rwtoolkit.models import Model, Sizes, batch, gradient_steps
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model``.
@@ -145,15 +145,15 @@ def train_model(
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
     ell = TensorLoss(loss, eps)
-    current = {
+    start = {
         k: ar.asarray(v)
         for k, v in initial_model_parameters(model, data.inputs.sizes, init, sigma, seed).items()
     }
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
-    for t in range(steps + 1):
-        state = evaluate(model, ar, current, data, ell, gradient=t < steps)
+    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
+        current = state.params
         if loss == "log" and bool((state.z + eps <= 0).any()):
             raise Diverged(
                 f"log-loss -log(z+eps) is undefined at step {t}: z+eps <= 0 (lower eta or raise eps)", t
@@ -179,8 +179,6 @@ def train_model(
                 )
                 kept[t] = {k: ar.to_float(current[k]) for k in keep}
         if t < steps:
-            assert state.gradient is not None
-            current = {k: v - eta * state.gradient[k] for k, v in current.items()}
             bar.update(1)
     bar.close()
     final = {k: ar.to_float(v).tolist() for k, v in current.items()}
