@@ -139,9 +139,7 @@ def test_a_proved_subspace_holds_the_exact_trajectory_and_its_scores_are_input_i
     pop = task.population()
     data = batch(EXACT, pop.tokens, pop.labels, pop.exact_probs(), task.K, P)
     lossfn = make_loss("log", sp.Rational(1, 10)).elementwise()
-    states = descend(
-        model, EXACT, model.zeros(EXACT, data.inputs.sizes), data, lossfn, sp.Rational(1), 3
-    )
+    states = descend(model, EXACT, model.zeros(EXACT, data.inputs.sizes), data, lossfn, sp.Rational(1), 3)
     for state in states:
         flat = [
             x for name in ("V", "W") for x in np.asarray(state.params[name], dtype=object).ravel().tolist()

@@ -48,11 +48,13 @@ from rwtoolkit.engines.exact.arithmetic._function_field import (
     is_zero,
     key_of,
 )
+from rwtoolkit.io import DECISION_WORDS, Verdict
 from rwtoolkit.models import Model, Sizes, Tape, batch
 from rwtoolkit.tasks import Task
 
-#: The outcomes of a decision (a proof is never inferred from an undecided check).
-PROVED, REFUTED, UNDECIDED = "proved", "refuted", "undecided"
+#: The outcomes of a decision, as ``DECISION_WORDS`` writes the one verdict vocabulary (a proof is never
+#: inferred from an undecided check).
+PROVED, REFUTED, UNDECIDED = map(DECISION_WORDS.word, (Verdict.PROVED, Verdict.REFUTED, Verdict.INCONCLUSIVE))
 #: Rational points tried for a witness, and the precision (bits) of the ball evaluation.
 WITNESS_POINTS = (
     (fmpq(1, 3), fmpq(-2, 7), fmpq(3, 5), fmpq(-5, 11), fmpq(2, 9), fmpq(7, 13), fmpq(-1, 4), fmpq(4, 17)),

@@ -11,6 +11,9 @@ exact induction step (``induction_step``), and follows the trajectory in certifi
   the difference excludes 0), so no input-independent set holds it;
 * **stuck for T steps (evidence)**: neither: the scores agree within their balls for t ≤ T. Evidence only.
 
+These are the words of the one verdict vocabulary (``rwtoolkit.io.Verdict``) for the claim "stuck at chance
+for every t": proved, refuted, holds at the sizes (steps) checked (``rwtoolkit.io.STUCK_WORDS``).
+
 The report says which route explains a proved case: the symmetry (its group named by its generators), or
 an uninformative average that no symmetry explains (only the trajectory's span is proved), and whether the
 symmetry's subspace is larger than the trajectory's.
@@ -24,10 +27,10 @@ from flint import ctx
 
 from rwtoolkit.engines.exact.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
 from rwtoolkit.engines.exact.analysis._invariance import Induction, Subspace, induction_step, positions
+from rwtoolkit.io import DECISION_WORDS, STUCK_WORDS, Verdict
 from rwtoolkit.models import Model, Sizes, acting_group, batch, descend, get_model
 from rwtoolkit.tasks import Task, task_symmetries
 
-PROVED_STUCK, EVIDENCE, ESCAPES = "stuck for all t (proved)", "stuck for T steps (evidence)", "escapes"
 #: Steps of the trajectory (span and ball check), and the precision of the balls (bits).
 STUCK_STEPS, BALL_PREC = 4, 128
 #: The largest job a proof is attempted for, as inputs × parameters (each input is one pass of the model in
@@ -96,7 +99,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
     check = trajectory_check(task, model, steps)
     proved = [r for r in (by_symmetry, by_trajectory) if r is not None and r.stuck_for_all_t]
     if proved:
-        verdict = PROVED_STUCK
+        verdict = Verdict.PROVED
         if by_symmetry.stuck_for_all_t:
             why = f"a symmetry of order {group.order}: " + "; ".join(
                 group.describe(getattr(task, "vocab", None))
@@ -107,19 +110,19 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
                 f"(order {group.order}) fixes a subspace whose points can tell inputs apart"
             )
     elif check["escape_step"] is not None:
-        verdict = ESCAPES
+        verdict = Verdict.REFUTED
         why = (
             f"at t = {check['escape_step']} inputs {check['inputs'][0]} and {check['inputs'][1]} get scores "
             f"differing by {check['difference']} on label {check['label']} (certified)"
         )
     else:
-        verdict = EVIDENCE
+        verdict = Verdict.HOLDS
         why = f"no invariant input-independent subspace proved; the scores agree within their balls for t ≤ {steps}"
     comparison = _compare(fixed, span)
     heads = identical_heads(model, task)
     extra = {} if heads is None else {"identical_heads": induction_step(task, model, heads).to_json()}
     return {
-        "verdict": verdict,
+        "verdict": STUCK_WORDS.word(verdict),
         "why": why,
         "model": model.describe(),
         "group": group.to_json(),
@@ -144,7 +147,7 @@ def _closed_span(task: Task, model: Model, steps: int) -> tuple[Subspace | None,
         if span is not None and grown.dim == span.dim:
             return span, result
         span, result = grown, induction_step(task, model, grown)
-        if result.outcome == "proved" or 2 * T > MAX_SPAN_STEPS:
+        if DECISION_WORDS.verdict(result.outcome) is Verdict.PROVED or 2 * T > MAX_SPAN_STEPS:
             return span, result
         T *= 2
 
