@@ -2,6 +2,10 @@
 
 ``exact`` (SymPy and python-flint rationals, the source of truth), ``numeric`` (PyTorch floats) and
 ``balls`` (certified ball arithmetic on python-flint's arb). Importing this package loads none of them.
+``select(model, arithmetic, start)`` is the one entry point's choice: the arithmetic's generic engine or a
+registered specialisation of it (``SPECIALISATIONS``), each pinned equal to the generic one by its tests.
 """
 
-__all__: list[str] = []
+from rwtoolkit.engines._registry import ARITHMETICS, GENERIC, SPECIALISATIONS, STARTS, Engine, select
+
+__all__ = ["ARITHMETICS", "GENERIC", "SPECIALISATIONS", "STARTS", "Engine", "select"]
