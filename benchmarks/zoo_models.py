@@ -42,7 +42,7 @@ elif engine == "exact":
 else:
     from rwtoolkit.engines.balls import ball_estimate, ball_model_trajectory
     estimate = ball_estimate(task, model, steps)
-    start = time.perf_counter(); _, bits = ball_model_trajectory(task, model, steps, keep=lambda t: False)
+    start = time.perf_counter(); bits = ball_model_trajectory(task, model, steps, keep=lambda t: False).prec
     seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"inputs": task.population().size, "seconds": seconds, "peak": peak, "estimate": estimate}))

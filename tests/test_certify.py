@@ -24,7 +24,10 @@ from rwtoolkit.engines.balls import (
 )
 from rwtoolkit.engines.balls._gram import check_gram
 from rwtoolkit.io import CERTIFIED_WORDS, Verdict, load_schema
+from rwtoolkit.models import get_model
 from rwtoolkit.tasks import CircleWalk
+
+ONE_LAYER = get_model("one_layer")
 
 #: Small configurations that rwtoolkit.engines.exact.derive follows exactly in well under a second per step.
 SMALL = [(3, 4, "1/3"), (4, 3, "1/2"), (3, 4, "1"), (4, 5, "0")]
@@ -49,12 +52,13 @@ def test_enclosures_contain_the_exact_trajectory_of_rwsymbolic_derive(K, N, p):
 
     task = CircleWalk(K, N, p)
     ws = _population(task)
-    traj = run_trajectory(ws, ws, mu=Fraction(3, 2), eta=Fraction(1), eps=Fraction(1, 10), steps=2, prec=128)
+    traj = run_trajectory(task, ONE_LAYER, 2, 1, "1/10", "3/2", prec=128, walks=(ws, ws))
     exact = derive(task, steps=2, eta=1, eps="1/10", mu="3/2", loss="log")
     for rec, st in zip(traj.records, exact.states, strict=True):
-        assert all(_contains(rec.V[i][j], st.V[i, j]) for i in range(K) for j in range(K)), rec.step
-        assert all(_contains(rec.w_tok[k], st.w_tok[k]) for k in range(K)), rec.step
-        assert all(_contains(rec.c[j], st.c[j]) for j in range(N)), rec.step
+        view = rec.reduced
+        assert all(_contains(view.V[i][j], st.V[i, j]) for i in range(K) for j in range(K)), rec.step
+        assert all(_contains(view.w_tok[k], st.w_tok[k]) for k in range(K)), rec.step
+        assert all(_contains(view.c[j], st.c[j]) for j in range(N)), rec.step
         assert _contains(rec.train_loss, st.loss), rec.step
         assert all(
             _contains(a, b) for a, b in zip(rec.evaluation.attention_profile, st.mean_attention, strict=True)
@@ -67,7 +71,7 @@ def test_decided_accuracy_equals_the_exact_accuracy():
 
     task = CircleWalk(3, 4, "1/3")
     ws = _population(task)
-    traj = run_trajectory(ws, ws, mu=Fraction(3, 2), eta=Fraction(1), eps=Fraction(1, 10), steps=2, prec=128)
+    traj = run_trajectory(task, ONE_LAYER, 2, 1, "1/10", "3/2", prec=128, walks=(ws, ws))
     exact = derive(task, steps=2, eta=1, eps="1/10", mu="3/2", loss="log")
     lo, hi = accuracy_bounds(traj.records[2].evaluation.predictions, ws.labels, ws.weights)
     assert lo == hi == Fraction(str(exact.states[2].accuracy)) == Fraction(2, 3)

@@ -72,29 +72,60 @@ def test_batched_engine_equals_the_full_model():
     P = np.asarray(rational_positions(5, MU), dtype=float)
     model = ModelConfig(K=4, N=5, M=P.shape[0], pos=P, mu=MU)
     cfg = TrainConfig(steps=STEPS, population=True, eps=0.1)
-    result = train_batched([(task, model, cfg) for task in tasks])
-    for task, final in zip(tasks, result.final, strict=True):
+    results = train_batched([(task, model, cfg) for task in tasks])
+    for task, result in zip(tasks, results, strict=True):
         _, generic = _generic(task)
-        _close(final["V"], generic[-1][0], f"V({STEPS}) of {task}")
+        _close(result.final["V"], generic[-1][0], f"V({STEPS}) of {task}")
 
 
 @pytest.mark.parametrize("task", [CircleWalk(4, 5, "3/10"), first_of_two_task(3, "1/3")], ids=str)
 def test_certified_engine_encloses_the_full_model(task):
+    from flint import arb, fmpq
+
+    from rwtoolkit.engines import select
+
     pop = task.population()
     _, generic = _generic(task, steps=4)
     walks = WalkSet.build(pop.tokens, pop.labels, [Fraction(str(w)) for w in pop.exact_probs()], pop.K)
-    traj = run_trajectory(
-        walks, walks, mu=Fraction(MU), eta=Fraction(1), eps=Fraction(1, 10), steps=4, prec=128
-    )
-    assert traj.stopped is None
+    model = get_model("one_layer")
+    reduced_engine = select("one_layer", "balls", "zero")
+    assert reduced_engine.load() is run_trajectory
+    # one signature: the reduced engine and the generic ball engine on the same walks, μ, η, ε and precision
+    runs = [
+        engine.load()(task, model, 4, 1, "1/10", MU, prec=128, walks=(walks, walks))
+        for engine in (reduced_engine, select("one_layer", "balls", "zero", specialise=False))
+    ]
+    traj, full = runs
+    assert traj.stopped is None and full.stopped is None
+    assert [r.step for r in traj.records] == [r.step for r in full.records] == list(range(5))
     K = pop.K
-    for record, (V, w, _) in zip(traj.records, generic, strict=True):
-        c = (np.asarray(rational_positions(pop.N, MU), dtype=float).T @ w[K:]) / MU
+    P_exact = np.vectorize(lambda q: fmpq(q.numerator, q.denominator), otypes=[object])(
+        rational_positions(pop.N, MU)
+    )
+    P = np.asarray(rational_positions(pop.N, MU), dtype=float)
+    for record, balls, (V, w, _) in zip(traj.records, full.records, generic, strict=True):
+        c = (P.T @ w[K:]) / MU
+        view = record.reduced
         pairs = [
-            *zip((x for row in record.V for x in row), V.flatten(), strict=True),
-            *zip(record.w_tok, w[:K], strict=True),
-            *zip(record.c, c, strict=True),
+            *zip((x for row in view.V for x in row), V.flatten(), strict=True),
+            *zip(view.w_tok, w[:K], strict=True),
+            *zip(view.c, c, strict=True),
         ]
-        for ball, value in pairs:
+        for ball, value in pairs:  # the float64 full model lies in the reduced balls (widened by RTOL)
             slack = float(ball.rad()) + RTOL * max(1.0, abs(value))
             assert abs(float(ball.mid()) - value) <= slack, (record.step, ball, value)
+        # the full model in balls: its V and W x̃_N = [w_tok; P c] overlap the reduced engine's balls
+        w_full = balls.state.params["W"] @ np.array([0] * K + [arb(q) for q in P_exact[:, -1]], dtype=object)
+        w_reduced = [*view.w_tok, *(P_exact @ np.array(view.c, dtype=object))]
+        V_reduced = [x for row in view.V for x in row]
+        assert all(a.overlaps(b) for a, b in zip(V_reduced, balls.state.params["V"].ravel(), strict=True))
+        assert all(a.overlaps(b) for a, b in zip(w_reduced, w_full, strict=True)), record.step
+        # the same read-outs: training loss, mean attention and predictions
+        assert record.train_loss.overlaps(balls.train_loss), record.step
+        assert all(
+            a.overlaps(b)
+            for a, b in zip(
+                record.evaluation.attention_profile, balls.evaluation.attention_profile, strict=True
+            )
+        ), record.step
+        assert record.evaluation.predictions == balls.evaluation.predictions, record.step

@@ -73,8 +73,9 @@ def test_the_report_validates_and_has_the_same_bytes_twice(tmp_path, quick_resul
 def test_the_balls_contain_the_exact_two_layer_trajectory() -> None:
     task, model = icl_markov_task(2, 4, 1), get_model("two_layer")
     exact = derive_model(task, model, 3)
-    balls, bits = ball_model_trajectory(task, model, 3)
-    assert bits >= 256
+    traj = ball_model_trajectory(task, model, 3)
+    balls = {r.step: r.state for r in traj.records}
+    assert traj.prec >= 256
     for t in range(4):
         for name, value in exact.states[t].params.items():
             flat = np.asarray(value, dtype=object).ravel()

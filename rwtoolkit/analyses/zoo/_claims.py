@@ -488,10 +488,10 @@ def _icl_run(N: int, steps: int, every: int) -> tuple[Any, dict[int, Any], int]:
     from rwtoolkit.tasks import icl_markov_task
 
     task = icl_markov_task(2, N, ICL_ALPHA)
-    states, bits = ball_model_trajectory(
+    traj = ball_model_trajectory(
         task, get_model("two_layer"), steps, ICL_ETA, ICL_EPS, keep=lambda t: t % every == 0
     )
-    return task, states, bits
+    return task, {r.step: r.state for r in traj.records}, traj.prec
 
 
 def _certified_runs(

@@ -1,5 +1,9 @@
 """Certified ball arithmetic (python-flint ``arb``) for the exact training trajectory at the paper's scale.
 
+Two engines run gradient descent in balls with one signature and one result, ``BallTrajectory``: the generic
+``ball_model_trajectory`` (any model of record) and its registered specialisation ``run_trajectory`` (the
+paper's model from zero in reduced coordinates); ``rwtoolkit.engines.select(model, "balls", start)`` chooses.
+
 ``certify(task, ...)`` encloses every quantity of full-batch GD from zero init on the exact model
 (sine embeddings enclosed entry by entry, Lemma E.5 checked against the enclosure) and returns typed
 statements, each with a verdict of the one vocabulary (``rwtoolkit.io.Verdict``): holds at the sizes checked
@@ -9,7 +13,7 @@ statements, each with a verdict of the one vocabulary (``rwtoolkit.io.Verdict``)
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_json, precision
 from rwtoolkit.engines.balls._certify import Certification, Statement, certify, statements, walk_sets
 from rwtoolkit.engines.balls._compare import compare_float
-from rwtoolkit.engines.balls._engine import BallTrajectory, State, StepRecord, run_trajectory
+from rwtoolkit.engines.balls._engine import State, run_trajectory
 from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
 from rwtoolkit.engines.balls._gram import GramEnclosure, enclose_gram, sine_embeddings
 from rwtoolkit.engines.balls._models import (
@@ -20,6 +24,7 @@ from rwtoolkit.engines.balls._models import (
     ball_model_trajectory,
     to_ball,
 )
+from rwtoolkit.engines.balls._trajectory import BallTrajectory, Readout, Reduced, StepRecord
 from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 
@@ -38,6 +43,8 @@ __all__ = [
     "tolerance_line",
     "Certification",
     "GramEnclosure",
+    "Readout",
+    "Reduced",
     "State",
     "Statement",
     "StepRecord",

@@ -16,11 +16,13 @@ import numpy as np
 import sympy as sp
 from flint import arb
 
+from rwtoolkit.engines import select
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_interval, precision, sign
-from rwtoolkit.engines.balls._engine import BallTrajectory, run_trajectory
 from rwtoolkit.engines.balls._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
+from rwtoolkit.engines.balls._trajectory import BallTrajectory
 from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.io import CERTIFIED_WORDS, Verdict
+from rwtoolkit.models import get_model
 from rwtoolkit.tasks import CircleWalk, FiniteTask, exact
 
 
@@ -69,6 +71,9 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
     return int(value)
 
 
+#: The model certified: the paper's one-layer transformer (its statements are Theorems 3.1 and 4.1's).
+MODEL = "one_layer"
+
 #: Largest incidence matrix (inputs × tokens × positions balls) the engine builds: about 1 GB of memory.
 MAX_INCIDENCE = 2 * 10**7
 
@@ -106,15 +111,8 @@ def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, 
     """
     if population:
         pop = task.population()
-        weights = []
-        for w in pop.exact_probs():
-            if not sp.sympify(w).is_Rational:
-                raise ValueError(
-                    f"the population's probabilities must be exact rationals (got {w}): give a numeric p"
-                )
-            weights.append(Fraction(int(w.p), int(w.q)))
-        _check_size(len(weights), task, "population size")
-        ws = WalkSet.build(pop.tokens, pop.labels, weights, task.K)
+        _check_size(pop.size, task, "population size")
+        ws = WalkSet.population(pop)
         return ws, ws
     train_seq, test_seq, _ = np.random.SeedSequence(seed).spawn(
         3
@@ -192,12 +190,28 @@ def certify(
     if pos == "onehot" and M != task.N:
         raise ValueError(f"M={M} is out of range: pos='onehot' needs M = N = {task.N}")
     train_set, eval_set = walk_sets(task, population, train_size, test_size, seed)
+    model = get_model(MODEL)
+    engine = select(
+        model.name, "balls", "zero"
+    ).load()  # the reduced ball engine (rwtoolkit.engines.SPECIALISATIONS)
+    keep = None if record_steps is None else record_steps.__contains__
     attempts: list[dict] = []
     bits = prec
     while True:
         with precision(bits):
             gram = enclose_gram(pos, M, task.N)
-        traj = run_trajectory(train_set, eval_set, gram.mu, eta_q, eps_q, steps, bits, record_steps, progress)
+        traj = engine(
+            task,
+            model,
+            steps,
+            eta_q,
+            eps_q,
+            gram.mu,
+            prec=bits,
+            walks=(train_set, eval_set),
+            keep=keep,
+            progress=progress,
+        )
         widest = traj.max_relative_radius()
         attempts.append(_attempt(bits, widest))
         if widest <= tol or bits * 2 > max_prec:
@@ -255,8 +269,10 @@ def statements(
         ]
     out = []
     K, steps = eval_set.K, traj.records[-1].step
-    # Theorem 4.1: equal token attention for every input at every step.
-    if all(logits for logits, _ in traj.symmetry):
+    # Theorem 4.1: equal token attention for every input at every step (certified only by the exact zeros of
+    # the reduced coordinates: traj.symmetry is None for an engine that keeps none).
+    symmetry = traj.symmetry
+    if symmetry is not None and all(logits for logits, _ in symmetry):
         out.append(
             Statement(
                 "equal_attention",
@@ -277,7 +293,12 @@ def statements(
                 "equal_attention",
                 f"S_1 = … = S_(N-1) for every input at every step t ≤ {steps}",
                 Verdict.REFUTED if witness else Verdict.INCONCLUSIVE,
-                witness or "the logit differences are not exact zeros and no ball excludes 0",
+                witness
+                or (
+                    "the logit differences are not exact zeros and no ball excludes 0"
+                    if symmetry is not None
+                    else "the engine keeps no exact logit differences and no ball excludes 0"
+                ),
             )
         )
     # Theorem 4.1: chance accuracy (the prediction is the same for every input).
@@ -285,7 +306,7 @@ def statements(
         f"every input gets the same prediction at every step t ≤ {steps}, so the population accuracy is 1/{K}"
     )
     if isinstance(task, CircleWalk):
-        if all(rows for _, rows in traj.symmetry):
+        if symmetry is not None and all(rows for _, rows in symmetry):
             out.append(
                 Statement(
                     "chance",
@@ -307,7 +328,12 @@ def statements(
                     claim,
                     Verdict.REFUTED if witness else Verdict.INCONCLUSIVE,
                     witness
-                    or "V's rows are not exact constants and no two predictions are certified to differ",
+                    or (
+                        "V's rows are not exact constants and no two predictions are certified to differ"
+                        if symmetry is not None
+                        else "the engine keeps no exact differences of V's columns and no two predictions are "
+                        "certified to differ"
+                    ),
                 )
             )
     last = traj.records[-1]

@@ -21,8 +21,10 @@ Aᵀ (positions × (input, token)), and only K² + N exponentials are taken per 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from flint import arb, arb_mat
@@ -33,8 +35,16 @@ from rwtoolkit.engines.balls._balls import (
     exact_ball,
     is_exact_zero,
     precision,
-    relative_radius,
-    sign,
+)
+from rwtoolkit.engines.balls._trajectory import (
+    BallTrajectory,
+    Readout,
+    Reduced,
+    StepRecord,
+    Walks,
+    automatic_precision,
+    predict,
+    rational,
 )
 from rwtoolkit.engines.balls._walks import WalkSet
 
@@ -72,6 +82,18 @@ class State:
     def c(self) -> list[arb]:
         """c (N,): w_pos = Σ_j c_j p_j."""
         return [self.gamma + dj for dj in self.d] + [self.cN]
+
+    def balls(self) -> list[arb]:
+        """Every ball of the state: Vb, Vd, ω, e, γ, d, c_N."""
+        return [
+            *self.Vb,
+            *(x for row in self.Vd for x in row),
+            self.omega,
+            *self.e,
+            self.gamma,
+            *self.d,
+            self.cN,
+        ]
 
     def symmetric(self) -> tuple[bool, bool]:
         """(token/position logits equal: e ≡ 0 and d ≡ 0 exactly, V rows constant: Vd ≡ 0 exactly)."""
@@ -151,36 +173,11 @@ def _scores(st: State, y: int, XS: list[arb], mass: arb) -> arb:
     return out
 
 
-@dataclass
-class Evaluation:
-    """What the model does on an evaluation set at one step (all balls; predictions where decided).
-
-    ``predictions[i]``: the certified smallest argmax of f for distinct input i, or None when the
-    balls cannot decide it; ``attention_profile[j]``: Σ_i w_i S_ij (N entries);
-    ``profile_differences[j]``: Σ_i w_i (S_ij - S_i1) for token positions (exactly 0 under symmetry).
-    """
-
-    predictions: list[int | None]
-    attention_profile: list[arb]
-    profile_differences: list[arb]
-
-
-def _predict(f: list[arb]) -> int | None:
-    """The smallest argmax of the scores when the balls decide it (an exact tie goes to the smaller label)."""
-    best = max(range(len(f)), key=lambda k: (float(f[k].mid()), -k))
-    for k in range(len(f)):
-        if k != best:
-            s = sign(f[best] - f[k])
-            if not (s == 1 or (s == 0 and k > best)):
-                return None
-    return best
-
-
-def _evaluate(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb]) -> Evaluation:
+def _evaluate(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb]) -> Readout:
     K, L = ws.K, ws.tokens.shape[1]
     preds: list[int | None] = []
     for i in range(ws.size):
-        preds.append(_predict([_scores(st, y, fw.XS[i], fw.mass[i]) for y in range(K)]))
+        preds.append(predict([_scores(st, y, fw.XS[i], fw.mass[i]) for y in range(K)]))
     S0bar = sum((w * s for w, s in zip(weights, fw.S0)), arb(0))
     SNbar = sum((w * s for w, s in zip(weights, fw.SN)), arb(0))
     if tab.r == 0:  # Σ_i w_i S_i1 (Qh Fe_j + Fh_j): exactly 0 while the logits are symmetric
@@ -200,7 +197,7 @@ def _evaluate(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb
         C = (ws.AT * arb_mat(v)).entries()
         profile = [tab.Fe[j] * C[j] for j in range(L)] + [SNbar]
         diffs = [arb(0)] + [profile[j] - profile[0] for j in range(1, L)]
-    return Evaluation(preds, profile, diffs)
+    return Readout(preds, profile, diffs)
 
 
 def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], eta: arb, mu: arb, eps: arb):
@@ -266,46 +263,52 @@ class _Undecided(ArithmeticError):
     """The balls became too wide to continue (the log-loss domain z + ε > 0 is no longer certified)."""
 
 
-@dataclass
-class StepRecord:
-    """Everything certified at one recorded step t (balls; predictions None where undecided)."""
-
-    step: int
-    state: State
-    V: list[list[arb]]  # (K, K) V(t)
-    w_tok: list[arb]  # (K,)
-    c: list[arb]  # (N,)
-    train_loss: arb
-    evaluation: Evaluation
-    train_evaluation: Evaluation  # the same object as ``evaluation`` when training on the evaluation set
-
-
-@dataclass
-class BallTrajectory:
-    """The certified trajectory at one working precision."""
-
-    prec: int
-    mu: Fraction
-    records: list[StepRecord] = field(default_factory=list)
-    #: ``State.symmetric()`` at every step 0..steps (not only the recorded ones)
-    symmetry: list[tuple[bool, bool]] = field(default_factory=list)
-    #: why the run stopped early (balls too wide to continue), None when it reached the last step
-    stopped: str | None = None
-
-    def max_relative_radius(self) -> float:
-        """The widest ball (relative to its size, absolute below 1) over every recorded quantity; inf if stopped."""
-        if self.stopped is not None:
-            return float("inf")
-        widest = 0.0
-        for r in self.records:
-            st = r.state
-            balls = [*st.Vb, *(x for row in st.Vd for x in row), st.omega, *st.e, st.gamma, *st.d, st.cN]
-            balls += [r.train_loss, *r.evaluation.attention_profile]
-            widest = max(widest, max(relative_radius(b) for b in balls))
-        return widest
+#: The models the reduced ball engine runs (its entry in ``rwtoolkit.engines.SPECIALISATIONS``).
+REDUCED_MODELS = ("one_layer",)
 
 
 def run_trajectory(
+    task: Any,
+    model: Any,
+    steps: int,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = 1,
+    *,
+    prec: int | None = None,
+    walks: Walks | None = None,
+    keep: Callable[[int], bool] | None = None,
+    progress: bool = False,
+) -> BallTrajectory:
+    """The reduced ball engine: GD of ``one_layer`` from zero in reduced coordinates, every quantity a ball.
+
+    The one signature of the ball engines (``_trajectory.py``): the training and evaluation sets are
+    ``walks`` (default the task's population, both), the positions any P with PᵀP = μI (the caller encloses
+    P's Gram matrix), ``prec`` bits (None: ``automatic_precision``), recorded at the steps ``keep`` selects
+    (default all) and the last. If the balls no longer show z + ε > 0 the run stops (``stopped``) with the
+    steps recorded so far. ValueError for another model (the generic engine runs it).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> tr = run_trajectory(CircleWalk(3, 4, 1), get_model("one_layer"), 1, prec=64)
+    >>> tr.records[0].train_loss.overlaps(-arb("0.1").log()), [r.step for r in tr.records], tr.symmetry
+    (True, [0, 1], [(True, True), (True, True)])
+    """
+    if model.name not in REDUCED_MODELS:
+        raise ValueError(
+            f"model={model.name!r}: the reduced ball engine runs {', '.join(REDUCED_MODELS)} only "
+            "(rwtoolkit.engines.select gives the generic ball engine for another model)"
+        )
+    train_set, eval_set = walks if walks is not None else (WalkSet.population(task.population()),) * 2
+    mu_q, eta_q, eps_q = rational(mu), rational(eta), rational(eps)
+
+    def run(bits: int) -> BallTrajectory:
+        return _run(train_set, eval_set, mu_q, eta_q, eps_q, steps, bits, keep, progress)
+
+    return automatic_precision(run, steps) if prec is None else run(prec)
+
+
+def _run(
     train_set: WalkSet,
     eval_set: WalkSet,
     mu: Fraction,
@@ -313,25 +316,18 @@ def run_trajectory(
     eps: Fraction,
     steps: int,
     prec: int,
-    record_steps: set[int] | None = None,
-    progress: bool = False,
+    keep: Callable[[int], bool] | None,
+    progress: bool,
 ) -> BallTrajectory:
-    """GD from zero init for ``steps`` steps at ``prec`` bits; records at ``record_steps`` (None: all) and the last.
-
-    >>> import numpy as np
-    >>> from fractions import Fraction as F
-    >>> ws = WalkSet.build(np.array([[0, 1], [1, 0]]), np.array([0, 1]), [F(1, 2), F(1, 2)], K=2)
-    >>> tr = run_trajectory(ws, ws, mu=F(1), eta=F(1), eps=F(1, 10), steps=1, prec=64)
-    >>> tr.records[0].train_loss.overlaps(-arb("0.1").log()), [r.step for r in tr.records]
-    (True, [0, 1])
-    """
+    """GD from zero for ``steps`` steps at ``prec`` bits; records at the steps ``keep`` selects and the last."""
     same = eval_set is train_set
     with precision(prec):
         mu_b, eta_b, eps_b = exact_ball(mu), exact_ball(eta), exact_ball(eps)
         w_train = [exact_ball(w) for w in train_set.weights]
         w_eval = w_train if same else [exact_ball(w) for w in eval_set.weights]
         st = State.zero(train_set.K, train_set.tokens.shape[1])
-        traj = BallTrajectory(prec, mu)
+        symmetry: list[tuple[bool, bool]] = []
+        traj = BallTrajectory(prec, mu, symmetry=symmetry)
         bar = tqdm(
             total=steps,
             disable=not (progress and sys.stderr.isatty()),
@@ -339,7 +335,7 @@ def run_trajectory(
             unit="step",
         )
         for t in range(steps + 1):
-            traj.symmetry.append(st.symmetric())
+            symmetry.append(st.symmetric())
             tab = _Tables.build(st, mu_b)
             fw = _forward(train_set, st, tab)
             try:
@@ -347,10 +343,11 @@ def run_trajectory(
             except _Undecided as why:
                 traj.stopped = f"step {t} at {prec} bits: {why}"
                 break
-            if record_steps is None or t in record_steps or t == steps:
+            if keep is None or keep(t) or t == steps:
                 ev = _evaluate(train_set, st, tab, fw, w_train)
                 test = ev if same else _evaluate(eval_set, st, tab, _forward(eval_set, st, tab), w_eval)
-                traj.records.append(StepRecord(t, st, st.V, st.w_tok, st.c, loss, test, ev))
+                reduced = Reduced(st, st.V, st.w_tok, st.c)
+                traj.records.append(StepRecord(t, loss, test, ev, reduced=reduced))
             if t < steps:
                 st = new
                 bar.update(1)
@@ -358,6 +355,6 @@ def run_trajectory(
     return traj
 
 
-def predictions_array(ev: Evaluation) -> np.ndarray:
+def predictions_array(ev: Readout) -> np.ndarray:
     """Predictions as an int array with -1 where undecided."""
     return np.array([-1 if p is None else p for p in ev.predictions], dtype=np.int64)

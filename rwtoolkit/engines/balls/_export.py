@@ -16,7 +16,7 @@ from flint import arb
 
 from rwtoolkit.engines.balls._balls import ball_json, interval_text, is_exact_zero, precision
 from rwtoolkit.engines.balls._certify import Certification, accuracy_bounds
-from rwtoolkit.engines.balls._engine import StepRecord
+from rwtoolkit.engines.balls._trajectory import StepRecord
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 FORMAT, VERSION = "rw-certify", 1
@@ -48,7 +48,11 @@ def _targets(task: object) -> dict[str, list[list[arb]]]:
 
 
 def certify_json(cert: Certification, comparison: dict | None = None) -> dict:
-    """The whole certification as plain JSON types (validated by ``rwtoolkit.io.load_schema("certify")``)."""
+    """The whole certification as plain JSON types (validated by ``rwtoolkit.io.load_schema("certify")``).
+
+    Every step has the loss, accuracy and attention read-outs any ball engine gives; V, w_tok, c and the
+    direction errors are written where the record has the reduced view (the reduced engine's records).
+    """
     traj = cert.trajectory
     task = cert.task
     ws_labels, ws_weights = cert.eval_set.labels, cert.eval_set.weights
@@ -64,13 +68,15 @@ def certify_json(cert: Certification, comparison: dict | None = None) -> dict:
                 "parent_attention": ball_json(rec.evaluation.attention_profile[-2]),
                 "attention_profile": [ball_json(x) for x in rec.evaluation.attention_profile],
                 "mean_attention_spread": ball_json(_spread(rec)),
-                "V": [[ball_json(x) for x in r] for r in rec.V],
-                "w_tok": [ball_json(x) for x in rec.w_tok],
-                "c": [ball_json(x) for x in rec.c],
             }
-            for name, target in targets.items():
-                err = _direction_error(rec.V, target)
-                row[name] = None if err is None else ball_json(err)
+            if rec.reduced is not None:  # the reduced coordinates, where the engine keeps them
+                V = rec.reduced.V
+                row["V"] = [[ball_json(x) for x in r] for r in V]
+                row["w_tok"] = [ball_json(x) for x in rec.reduced.w_tok]
+                row["c"] = [ball_json(x) for x in rec.reduced.c]
+                for name, target in targets.items():
+                    err = _direction_error(V, target)
+                    row[name] = None if err is None else ball_json(err)
             steps.append(row)
     return {
         "format": FORMAT,

@@ -16,19 +16,23 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 from flint import arb, ctx, fmpq
 from tqdm import tqdm
 
+from rwtoolkit.engines.balls._trajectory import (
+    BASE_PREC,
+    BITS_PER_STEP,
+    BallTrajectory,
+    Readout,
+    StepRecord,
+    Walks,
+    automatic_precision,
+    predict,
+    rational,
+)
+from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.models import ArithmeticLoss
 
-#: The working precision (bits) of a certified model trajectory: BASE_PREC + BITS_PER_STEP·steps, doubled
-#: in the per-step part while a kept ball is not finite or wider than 2^-64 relative (naive interval GD
-#: loses about 5 bits a step to the wrapping effect: measured on the two-layer model, N = 4).
-BASE_PREC = 256
-BITS_PER_STEP = 6
-#: The largest precision tried before a run is reported as not certified.
-MAX_MODEL_PREC = 2**15
 #: Estimated seconds per counted ball multiply-add of one step (``ball_step_ops``): the largest of the
 #: two-layer model's 1.9e-8 to 6.2e-8 measured at N = 4..6 on the 2-core development machine.
 SECONDS_PER_BALL_OP = 6e-8
@@ -85,32 +89,32 @@ def ball_batch(task: Any, mu: object = 1) -> Any:
     return batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], pop.K, P)
 
 
-def ball_step_ops(task: Any, model: Any, mu: object = 1) -> int:
-    """Ball multiply-adds of one step (forward and backward), the basis of the time estimate."""
+def ball_step_ops(task: Any, model: Any, mu: object = 1, inputs: int | None = None) -> int:
+    """Ball multiply-adds of one step (forward and backward) on ``inputs`` inputs (default the task's
+    population), the basis of the time estimate."""
     from rwtoolkit.models import Sizes, rational_positions
 
-    pop = task.population()
-    n, K, N = pop.size, pop.K, pop.N
+    K, N = task.K, task.N
+    n = task.population_size() if inputs is None else inputs
     M = int(rational_positions(N, Fraction(str(mu))).shape[0])
     D = K + M
     params = model.parameter_count(Sizes(K=K, M=M, N=N))
     return 3 * n * N * N * D * (1 + params // D)
 
 
-def ball_estimate(task: Any, model: Any, steps: int, mu: object = 1) -> float:
-    """Estimated seconds of ``ball_model_trajectory`` at its first precision (a ball operation costs about
-    √(prec/256) times more at higher precision: measured 3.5× at 3856 bits)."""
-    prec = BASE_PREC + BITS_PER_STEP * steps
-    return SECONDS_PER_BALL_OP * ball_step_ops(task, model, mu) * (steps + 1) * max(1.0, (prec / 256) ** 0.5)
-
-
-def _tight(state: Any) -> bool:
-    """Every ball of θ and f finite and narrower than 2^-64 relative (or absolute near 0)."""
-    values = [*state.f.ravel(), *(x for v in state.params.values() for x in np.asarray(v).ravel())]
-    for x in values:
-        if not x.is_finite() or x.rad() > 2.0**-64 * max(1.0, abs(float(x.mid()))):
-            return False
-    return True
+def ball_estimate(
+    task: Any, model: Any, steps: int, mu: object = 1, prec: int | None = None, inputs: int | None = None
+) -> float:
+    """Estimated seconds of ``ball_model_trajectory`` at ``prec`` bits (default its first automatic precision)
+    on ``inputs`` inputs (default the task's population); a ball operation costs about √(prec/256) times
+    more at higher precision (measured 3.5× at 3856 bits)."""
+    bits = BASE_PREC + BITS_PER_STEP * steps if prec is None else prec
+    return (
+        SECONDS_PER_BALL_OP
+        * ball_step_ops(task, model, mu, inputs)
+        * (steps + 1)
+        * max(1.0, (bits / 256) ** 0.5)
+    )
 
 
 def ball_model_trajectory(
@@ -120,38 +124,56 @@ def ball_model_trajectory(
     eta: object = 1,
     eps: object = "1/10",
     mu: object = 1,
+    *,
+    prec: int | None = None,
+    walks: Walks | None = None,
     keep: Callable[[int], bool] | None = None,
     progress: bool = False,
-) -> tuple[dict[int, Any], int]:
-    """θ(t) and the read-outs at t = 0..steps in balls, for the steps ``keep(t)`` selects (default all),
-    and the precision that kept every ball tight (module constants); ValueError if none up to
-    ``MAX_MODEL_PREC`` did.
+) -> BallTrajectory:
+    """The generic ball engine: GD of any model of record from zero, θ(t) and the read-outs in balls.
 
-    Returns ({t: ``rwtoolkit.models.Evaluation``}, bits). Refuses (ValueError, before any work) a run estimated
-    above ``MAX_BALL_SECONDS``.
+    The one signature of the ball engines (``_trajectory.py``): the training and evaluation sets are
+    ``walks`` (default the task's population, in its order, both), the positions
+    ``rwtoolkit.models.rational_positions(N, μ)``, ``prec`` bits (None: ``automatic_precision``, ValueError if
+    no precision up to ``MAX_MODEL_PREC`` keeps every ball tight), recorded at the steps ``keep`` selects
+    (default all) and the last. Each record's ``state`` is a ``rwtoolkit.models.Evaluation`` on the training
+    set. Refuses (ValueError, before any work) a run estimated above ``MAX_BALL_SECONDS``.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
-    >>> states, bits = ball_model_trajectory(CircleWalk(3, 3, "1/2"), get_model("one_layer"), 1)
-    >>> float(states[1].params["V"][0, 2]) > 0, bits
-    (True, 262)
+    >>> traj = ball_model_trajectory(CircleWalk(3, 3, "1/2"), get_model("one_layer"), 1)
+    >>> float(traj.records[1].state.params["V"][0, 2]) > 0, traj.prec, traj.symmetry
+    (True, 262, None)
     """
-    seconds = ball_estimate(task, model, steps, mu)
+    n = None if walks is None else walks[0].size + (0 if walks[1] is walks[0] else walks[1].size)
+    seconds = ball_estimate(task, model, steps, mu, prec, n)
     if seconds > MAX_BALL_SECONDS:
         raise ValueError(
             f"steps={steps}: the certified run is estimated at {seconds:.0f} s, above {MAX_BALL_SECONDS:.0f} s; "
             "take fewer steps or a smaller task"
         )
-    extra = BITS_PER_STEP * max(steps, 1)
-    while BASE_PREC + extra <= MAX_MODEL_PREC:
-        kept = _run(task, model, steps, eta, eps, mu, BASE_PREC + extra, keep, progress)
-        if all(_tight(state) for state in kept.values()):
-            return kept, BASE_PREC + extra
-        extra *= 2
-    raise ValueError(
-        f"the certified run of {steps} steps lost every bit below {MAX_MODEL_PREC} bits of precision; "
-        "take fewer steps"
-    )
+
+    def run(bits: int) -> BallTrajectory:
+        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress)
+
+    return automatic_precision(run, steps) if prec is None else run(prec)
+
+
+def _batch(ar: Any, walks: WalkSet, P: Any) -> Any:
+    from rwtoolkit.models import batch
+
+    return batch(ar, walks.tokens, walks.labels, [to_ball(w) for w in walks.weights], walks.K, P)
+
+
+def _readout(state: Any, weights: Any) -> Readout:
+    """Predictions, mean attention Σ_i w_i S_ij and Σ_i w_i (S_ij - S_i1) (token positions) of one evaluation."""
+    S, n = state.S, state.S.shape[0]
+    zero = arb(0)
+    profile = [sum((weights[i] * S[i, j] for i in range(n)), zero) for j in range(S.shape[1])]
+    diffs = [zero] + [
+        sum((weights[i] * (S[i, j] - S[i, 0]) for i in range(n)), zero) for j in range(1, S.shape[1] - 1)
+    ]
+    return Readout([predict(list(state.f[i])) for i in range(n)], profile, diffs)
 
 
 def _run(
@@ -162,19 +184,25 @@ def _run(
     eps: object,
     mu: object,
     prec: int,
+    walks: Walks | None,
     keep: Callable[[int], bool] | None,
     progress: bool,
-) -> dict[int, Any]:
-    from rwtoolkit.models import gradient_steps
+) -> BallTrajectory:
+    from rwtoolkit.models import evaluate, gradient_steps, rational_positions
 
     previous = ctx.prec
     ctx.prec = prec
     try:
         ar = ball_arithmetic()
-        data = ball_batch(task, mu)
+        if walks is None:
+            data = evaluation = ball_batch(task, mu)
+        else:
+            P = ar.asarray(rational_positions(task.N, rational(mu)))
+            data = _batch(ar, walks[0], P)
+            evaluation = data if walks[1] is walks[0] else _batch(ar, walks[1], P)
         loss = BallLogLoss(eps)
         start = model.zeros(ar, data.inputs.sizes)
-        kept: dict[int, Any] = {}
+        traj = BallTrajectory(prec, rational(mu))
         bar = tqdm(
             total=steps + 1,
             desc=f"balls ({prec} bits)",
@@ -183,9 +211,16 @@ def _run(
         )
         for t, state in enumerate(gradient_steps(model, ar, start, data, loss, to_ball(eta), steps)):
             if keep is None or keep(t) or t == steps:
-                kept[t] = state
+                train = _readout(state, data.weights)
+                if evaluation is data:
+                    test = train
+                else:
+                    test = _readout(
+                        evaluate(model, ar, state.params, evaluation, loss, False), evaluation.weights
+                    )
+                traj.records.append(StepRecord(t, state.loss, test, train, state=state))
             bar.update(1)
         bar.close()
-        return kept
+        return traj
     finally:
         ctx.prec = previous

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+import sympy as sp
 from flint import arb_mat
 
 
@@ -37,6 +39,25 @@ class WalkSet:
     def size(self) -> int:
         """Number of distinct inputs."""
         return int(self.tokens.shape[0])
+
+    @classmethod
+    def population(cls, pop: Any) -> WalkSet:
+        """A task's exact population (``task.population()``), each input weighted by its probability, which
+        must be an exact rational.
+
+        >>> from rwtoolkit.tasks import CircleWalk
+        >>> w = WalkSet.population(CircleWalk(3, 3, "1/2").population())
+        >>> w.size, sum(w.weights)
+        (12, Fraction(1, 1))
+        """
+        weights = []
+        for w in pop.exact_probs():
+            if not sp.sympify(w).is_Rational:
+                raise ValueError(
+                    f"the population's probabilities must be exact rationals (got {w}): give a numeric p"
+                )
+            weights.append(Fraction(int(w.p), int(w.q)))
+        return cls.build(pop.tokens, pop.labels, weights, pop.K)
 
     @classmethod
     def build(cls, tokens: np.ndarray, labels: np.ndarray, weights: list[Fraction], K: int) -> WalkSet:
