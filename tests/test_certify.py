@@ -147,6 +147,42 @@ def test_fig5_setting_is_certified_at_chance_with_equal_attention():
     assert all(s["mean_attention_spread"] == {"mid": 0.0, "rad": 0.0} for s in data["steps"])
 
 
+@pytest.mark.parametrize("p", ["1", "1/2"])
+def test_the_statements_and_certify_json_read_the_trajectory_of_either_ball_engine(p):
+    # one trajectory type: the generic ball engine's run of the same walks goes through the same statements
+    # and certify.json; it keeps no exact differences, so equal attention and chance are never verified by it
+    from dataclasses import replace
+
+    from rwtoolkit.engines import select
+    from rwtoolkit.engines.balls import statements
+
+    task = CircleWalk(3, 4, p)
+    cert = certify(task, M=8, steps=3, population=True, prec=128, tol=1e-12)
+    ws = cert.eval_set
+    engine = select("one_layer", "balls", "zero", specialise=False).load()
+    generic = engine(task, ONE_LAYER, 3, 1, "1/10", cert.gram.mu, prec=128, walks=(ws, ws))
+    assert generic.symmetry is None and all(r.reduced is None for r in generic.records)
+    said = statements(task, generic, ws, Fraction(1, 2))
+    reduced = {s.name: s.outcome for s in cert.statements}
+    got = {s.name: s.outcome for s in said}
+    symmetric = ("equal_attention", "chance")
+    if p == "1":  # Theorem 4.1: verified by the reduced engine's exact zeros, undecided by the generic balls
+        assert [reduced[n] for n in symmetric] == [Verdict.HOLDS] * 2
+        assert [got[n] for n in symmetric] == [Verdict.INCONCLUSIVE] * 2
+    else:  # refuted by both: a mean attention difference and two predictions are certified to differ
+        assert [reduced[n] for n in symmetric] == [got[n] for n in symmetric] == [Verdict.REFUTED] * 2
+    assert {n: got[n] for n in got if n not in symmetric} == {
+        n: reduced[n] for n in reduced if n not in symmetric
+    }
+    data = certify_json(replace(cert, trajectory=generic, statements=said))
+    jsonschema.validate(data, load_schema("certify"))
+    for row, ref in zip(data["steps"], certify_json(cert)["steps"], strict=True):
+        assert "V" not in row and "w_tok" not in row and "v_direction_error" not in row and "V" in ref
+        assert row["test_accuracy"] == ref["test_accuracy"]
+        for a, b in zip(row["attention_profile"], ref["attention_profile"], strict=True):
+            assert abs(a["mid"] - b["mid"]) <= a["rad"] + b["rad"]
+
+
 def test_gram_check_rejects_a_matrix_that_is_not_mu_identity():
     with precision(64):
         G = arb_mat([[arb(2), arb("1e-3")], [arb("1e-3"), arb(2)]])
