@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 from flint import arb, ctx, fmpq
@@ -44,7 +43,7 @@ def to_ball(x: Any) -> arb:
     """An exact ball {x} of a rational (int, Fraction, fmpq, SymPy Rational, or its string); a ball as it is."""
     if isinstance(x, arb):
         return x
-    q = Fraction(str(x)) if not isinstance(x, (int, Fraction)) else Fraction(x)
+    q = rational(x)
     return arb(fmpq(q.numerator, q.denominator))
 
 
@@ -85,7 +84,7 @@ def ball_batch(task: Any, mu: object = 1) -> Any:
 
     ar = ball_arithmetic()
     pop = task.population()
-    P = ar.asarray(rational_positions(pop.N, Fraction(str(mu))))
+    P = ar.asarray(rational_positions(pop.N, rational(mu)))
     return batch(ar, pop.tokens, pop.labels, [to_ball(q) for q in pop.exact_probs()], pop.K, P)
 
 
@@ -96,7 +95,7 @@ def ball_step_ops(task: Any, model: Any, mu: object = 1, inputs: int | None = No
 
     K, N = task.K, task.N
     n = task.population_size() if inputs is None else inputs
-    M = int(rational_positions(N, Fraction(str(mu))).shape[0])
+    M = int(rational_positions(N, rational(mu)).shape[0])
     D = K + M
     params = model.parameter_count(Sizes(K=K, M=M, N=N))
     return 3 * n * N * N * D * (1 + params // D)
