@@ -1,4 +1,6 @@
-"""``rw derive``: the exact population GD trajectory from zero initialisation (rwtoolkit.engines.exact.derive)."""
+"""``rw derive``: the exact population GD trajectory of a model from a start, by the exact engine that
+``rwtoolkit.engines.select`` gives (the reduced engine ``derive`` for the paper's model from zero, else the
+generic ``derive_model``): one plan, one call, one render and one oracle writer for both."""
 
 from __future__ import annotations
 
@@ -10,9 +12,7 @@ from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, pars
 from rwtoolkit.io import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
-    from rwtoolkit.engines.exact import ModelTrajectory, Trajectory
-    from rwtoolkit.models import Model
-    from rwtoolkit.tasks import CircleWalk, FiniteTask
+    from rwtoolkit.engines.exact import DeriveJob, ExactTrajectory, Trajectory
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -141,29 +141,37 @@ def _show(value: object) -> str:
     return _LONG
 
 
-def render(traj: Trajectory, json: str | None = None) -> str:
-    """Human-readable trajectory: V pretty-printed when short, the other quantities one line each (``json``:
-    the oracle file written, named where a value is too long to show)."""
+def render(traj: ExactTrajectory, json: str | None = None) -> str:
+    """Human-readable trajectory of either exact engine: the settings, then per step the parameters (the
+    reduced view's V pretty-printed when short, w_tok and c; else each parameter by its name, row by row) and
+    the read-outs loss, accuracy and mean attention (``json``: the oracle file written, named where a value is
+    too long to show). The reduced view's first line names no model and start: it is the paper's from zero."""
     import sympy as sp
 
+    reduced = traj.reduced
+    settings = "" if reduced is not None else f", model={traj.model.describe()}, init={traj.init}"
     lines = [
-        f"rw derive: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, "
-        f"population={traj.population_size} inputs"
+        f"rw derive: {traj.task!r}{settings}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
+        f"loss={traj.loss.name}, population={traj.population_size} inputs"
     ]
-    for s in traj.states:
-        lines.append(f"\nt = {s.t}")
-        value = s.atom_form  # exact values with named exponentials: fast to print and evaluate
-        V = value("V")
-        V_text = _show(V)
-        if _LONG not in V_text and "≈" not in V_text:
-            lines.append("V =\n" + sp.pretty(s.V, use_unicode=True))
+    for t in range(len(traj.states)):
+        lines.append(f"\nt = {t}")
+        if reduced is not None:
+            V = traj.value(t, "V")  # exact values with named exponentials: fast to print and evaluate
+            V_text = _show(V)
+            if _LONG not in V_text and "≈" not in V_text:
+                lines.append("V =\n" + sp.pretty(reduced.states[t].V, use_unicode=True))
+            else:
+                lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
+            lines.append("w_tok = " + _show(traj.value(t, "w_tok")))
+            lines.append("c = " + _show(traj.value(t, "c")))
         else:
-            lines.append("V = " + "\n    ".join(_show(list(V.row(i))) for i in range(V.rows)))
-        lines.append("w_tok = " + _show(list(value("w_tok"))))
-        lines.append("c = " + _show(list(value("c"))))
-        lines.append("loss = " + _show(value("loss")))
-        lines.append("accuracy = " + _show(value("accuracy")))
-        lines.append("mean attention = " + _show(value("mean_attention")))
+            for name in traj.parameter_names:
+                lines.append(f"{name} = " + "\n    ".join(_show(row) for row in traj.value(t, name)))
+        accuracy = traj.value(t, "accuracy")
+        lines.append("loss = " + _show(traj.value(t, "loss")))
+        lines.append("accuracy = " + ("undecided" if accuracy is None else _show(accuracy)))
+        lines.append("mean attention = " + _show(list(traj.value(t, "mean_attention"))))
     return _footnote("\n".join(lines), json)
 
 
@@ -206,33 +214,22 @@ def render_verdicts(traj: Trajectory, json: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _refuse_if_too_large(args: argparse.Namespace, task: CircleWalk | FiniteTask, steps: int) -> str:
+def _refuse_if_too_large(args: argparse.Namespace, job: DeriveJob) -> str:
     """The job's estimate (one line), after refusing in one line when it cannot fit: time, memory, files."""
-    from rwtoolkit.engines.exact import job_estimate, symbolic_probabilities
     from rwtoolkit.io import check_memory, format_bytes
 
     limit = parse_int(args.max_seconds, "max-seconds", 1)
-    est = job_estimate(task, steps, json=bool(args.json), per_input=args.per_input)
+    est = job.estimate
     files = f", {format_bytes(est.file_bytes)} of files" if args.json else ""
     summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory{files}"
-    alternatives = (
-        "use fewer --steps, smaller K or N"
-        + (", --no-per-input" if args.json and est.per_input_bytes else "")
-        + (
-            ", a rational --p (symbolic p costs up to twice as much from two steps on)"
-            if symbolic_probabilities(task)
-            else ""
-        )
-        + ", or rw train --population for a floating-point trajectory"
-    )
     if est.seconds > limit:
         raise ValueError(
-            f"--steps {steps} on {task!r} is estimated at {summary}: above --max-seconds {limit}; "
-            f"{alternatives}, or raise --max-seconds"
+            f"{job.what} is estimated at {summary}: above --max-seconds {limit}; {job.alternatives}, "
+            "or raise --max-seconds"
         )
-    check_memory(est.memory, f"--steps {steps} on {task!r} (estimated at {summary})", alternatives)
+    check_memory(est.memory, f"{job.what} (estimated at {summary})", job.alternatives)
     if args.json:
-        _refuse_files(args, est.file_bytes, summary, alternatives)
+        _refuse_files(args, est.file_bytes, summary, job.alternatives)
     return summary
 
 
@@ -265,113 +262,12 @@ def _mu(args: argparse.Namespace) -> str:
     return "mu" if args.mu is None else str(args.mu)
 
 
-def render_model(traj: ModelTrajectory, json: str | None = None) -> str:
-    """The generic engine's trajectory: each parameter by the model's name, then the read-outs (``json``: the
-    oracle file written, named where a value is too long to show)."""
-    from rwtoolkit.engines.exact import to_sympy
-
-    lines = [
-        f"rw derive: {traj.task!r}, model={traj.model.describe()}, init={traj.init}, eta={traj.eta}, "
-        f"eps={traj.eps}, mu={traj.mu}, loss={traj.loss.name}, population={traj.population_size} inputs"
-    ]
-    for t, state in enumerate(traj.states):
-        lines.append(f"\nt = {t}")
-        for name, value in state.params.items():
-            rows = to_sympy(value).tolist()
-            lines.append(f"{name} = " + "\n    ".join(_show(row) for row in rows))
-        accuracy = traj.readout(t, "accuracy")
-        lines.append("loss = " + _show(to_sympy(state.loss)))
-        lines.append("accuracy = " + ("undecided" if accuracy is None else _show(to_sympy(accuracy))))
-        lines.append("mean attention = " + _show(list(to_sympy(traj.readout(t, "mean_attention")))))
-    return _footnote("\n".join(lines), json)
-
-
-def _run_model(args: argparse.Namespace, model: Model, steps: int) -> int:
-    """The generic exact engine (rwtoolkit.engines.exact.derive_model): refuse what it cannot do, estimate, derive, print."""
-    import sys
-
-    from rwtoolkit.engines.exact import (
-        MAX_EXP_STEPS,
-        PER_INPUT_LIMIT,
-        derive_model,
-        model_estimate,
-        model_file_bytes,
-        per_input_path,
-        positive_rational,
-        write_oracle,
-    )
-    from rwtoolkit.io import check_memory, format_bytes
-
-    if args.verdict:
-        raise ValueError(
-            "--verdict applies to the paper's model from zero init (its structure predicates are statements "
-            "about the reduced coordinates); drop it"
-        )
-    if not args.json and args.per_input is not None:
-        raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
-    if args.init != "zero" and steps > MAX_EXP_STEPS:
-        raise ValueError(f"--steps={steps} is out of range with --init {args.init}: at most {MAX_EXP_STEPS}")
-    if args.loss == "any":
-        raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
-    seed = parse_int(args.seed, "seed", 0)
-    task = task_or_spec(args, "rw derive")
-    mu = _mu(args)
-    if mu == "mu":
-        mu = "1"
-        print("rw derive: the generic engine needs a rational mu; using --mu 1", file=sys.stderr)
-    for value, name in ((args.eta, "eta"), (args.eps, "eps"), (mu, "mu")):
-        positive_rational(value, name)
-    if args.init != "zero":
-        positive_rational(args.sigma, "sigma")
-    limit = parse_int(args.max_seconds, "max-seconds", 1)
-    seconds = model_estimate(task, model, steps, args.init)
-    population = task.population().size
-    memory = 64 * population * task.population().N * 40 * (steps + 1) + 200 * 2**20
-    per_input = population <= PER_INPUT_LIMIT if args.per_input is None else args.per_input
-    header_bytes, column_bytes = model_file_bytes(task, model, steps, per_input) if args.json else (0, 0)
-    files = f", {format_bytes(header_bytes + column_bytes)} of files" if args.json else ""
-    summary = f"~{seconds:.3g} s, ~{memory / 2**20:.0f} MiB of memory{files}"
-    if seconds > limit:
-        raise ValueError(
-            f"--steps {steps} with --model {args.model} on {task!r} is estimated at {summary}: above "
-            f"--max-seconds {limit}; use fewer --steps, smaller K or N, or rw train --model for a float trajectory"
-        )
-    check_memory(
-        memory, f"--steps {steps} with --model {args.model} (estimated at {summary})", "use fewer --steps"
-    )
-    if args.json:
-        _refuse_files(
-            args,
-            header_bytes + column_bytes,
-            summary,
-            "use fewer --steps" + (", --no-per-input" if per_input else ""),
-        )
-    print(f"rw derive: estimated {summary}", file=sys.stderr)
-    traj = derive_model(
-        task,
-        model,
-        steps,
-        eta=args.eta,
-        eps=args.eps,
-        mu=mu,
-        loss=args.loss,
-        init=args.init,
-        sigma=args.sigma,
-        seed=seed,
-        progress=True,
-    )
-    print(render_model(traj, args.json))
-    if args.json:
-        path = write_oracle(traj, args.json, per_input=per_input, progress=True)
-        print(f"\nwrote {path}")
-        if per_input_path(path).exists():
-            print(f"wrote {per_input_path(path)}")
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
-    """Build the task, estimate the job (refusing what cannot fit), derive, print, write the oracle."""
+    """Build the task, select the exact engine of (model, start), plan its job (refusing what it cannot do or
+    what cannot fit), derive, print, write the oracle."""
     import sys
+
+    from rwtoolkit.engines import select
 
     if args.json:
         check_output_file(args.json, "--json")
@@ -381,19 +277,35 @@ def run(args: argparse.Namespace) -> int:
         parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
     model = model_from_args(args)
     steps = parse_int(args.steps, "steps", 0)
-    if model.name != "one_layer" or args.init != "zero":
-        return _run_model(args, model, steps)
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
+    seed = parse_int(args.seed, "seed", 0)
     task = task_or_spec(args, "rw derive")
-    mu = _mu(args)
-    summary = _refuse_if_too_large(args, task, steps)
+    engine = select(model.name, "exact", args.init)
+    job = engine.load_estimate()(
+        task,
+        model,
+        steps,
+        eta=args.eta,
+        eps=args.eps,
+        mu=_mu(args),
+        loss=args.loss,
+        init=args.init,
+        sigma=args.sigma,
+        seed=seed,
+        json=bool(args.json),
+        per_input=args.per_input,
+        verdict=args.verdict,
+    )
+    for note in job.notes:
+        print(f"rw derive: {note}", file=sys.stderr)
+    summary = _refuse_if_too_large(args, job)
     print(f"rw derive: estimated {summary}", file=sys.stderr)
-    from rwtoolkit.engines.exact import derive, long_integers, per_input_path, write_oracle
+    from rwtoolkit.engines.exact import long_integers, per_input_path, write_oracle
 
-    traj = derive(task, steps, eta=args.eta, eps=args.eps, mu=mu, loss=args.loss, progress=True)
+    traj = engine.load()(task, model=model, steps=steps, progress=True, **job.arguments)
     with long_integers():  # exact rationals of late steps have thousands of digits
-        print(render_verdicts(traj, args.json) if args.verdict else render(traj, args.json))
+        print(render_verdicts(traj.reduced, args.json) if args.verdict else render(traj, args.json))
     if args.json:
         path = write_oracle(traj, args.json, per_input=args.per_input, verdict=args.verdict, progress=True)
         print(f"\nwrote {path}")

@@ -37,7 +37,9 @@ class Engine:
 
     ``models`` None means every model of record (the generic engine); ``function`` is ``"module:attribute"``,
     imported only when the engine is loaded (so selecting loads neither torch nor SymPy); ``pinned_by`` names
-    the tests that pin a specialisation equal to the generic engine of its arithmetic.
+    the tests that pin a specialisation equal to the generic engine of its arithmetic; ``estimate``, where
+    set, is ``"module:attribute"`` of the function that plans a run before any work (refusing what the engine
+    cannot do, estimating time, memory and files), with one signature for an arithmetic's engines.
     """
 
     name: str
@@ -47,6 +49,7 @@ class Engine:
     starts: tuple[str, ...] = ("any",)
     many: bool = False
     pinned_by: tuple[str, ...] = ()
+    estimate: str | None = None
 
     @property
     def generic(self) -> bool:
@@ -63,13 +66,29 @@ class Engine:
 
     def load(self) -> Callable[..., Any]:
         """The function that runs this engine (its module imported now)."""
-        module, _, attribute = self.function.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return _load(self.function)
+
+    def load_estimate(self) -> Callable[..., Any]:
+        """The function that plans a run of this engine before any work (its module imported now)."""
+        if self.estimate is None:
+            raise ValueError(f"the {self.name} registers no estimate")
+        return _load(self.estimate)
+
+
+def _load(function: str) -> Callable[..., Any]:
+    """The attribute of ``"module:attribute"``, its module imported now."""
+    module, _, attribute = function.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 #: The generic engine of each arithmetic: any model of record, any start.
 GENERIC: dict[str, Engine] = {
-    "exact": Engine("generic exact engine", "exact", "rwtoolkit.engines.exact:derive_model"),
+    "exact": Engine(
+        "generic exact engine",
+        "exact",
+        "rwtoolkit.engines.exact:derive_model",
+        estimate="rwtoolkit.engines.exact:derive_model_job",
+    ),
     "torch": Engine("generic torch engine", "torch", "rwtoolkit.engines.numeric:train_model"),
     "balls": Engine("generic ball engine", "balls", "rwtoolkit.engines.balls:ball_model_trajectory"),
 }
@@ -86,6 +105,7 @@ SPECIALISATIONS: tuple[Engine, ...] = (
             "tests/test_models.py::test_reduced_gradient_equals_full_model_gradient_exactly",
             "tests/test_models.py::test_reduced_trajectory_equals_full_model_on_its_rational_steps",
         ),
+        estimate="rwtoolkit.engines.exact:derive_job",
     ),
     Engine(
         "batched torch engine",

@@ -5,7 +5,9 @@ Layer 2 of ``rwtoolkit.engines.exact``. ``derive`` is the fast path for the pape
 ``_uniform`` (uniform attention, rationals in ``fmpq``), ``_polynomial_pass`` (symbolic p),
 ``_atom_pass`` (exponential atoms) and ``_groups`` (the SymPy reference and the dispatcher), all reading
 the types of ``_population``. ``derive_model`` (``_generic``) runs any model of ``rwtoolkit.models`` from its one
-definition; tests/test_models.py shows the two equal on the paper's model. ``_moments`` holds the
+definition; tests/test_models.py shows the two equal on the paper's model. Both take the same keyword
+arguments, plan their runs with one signature (``derive_job``, ``derive_model_job``) and return an
+``ExactTrajectory`` (``_trajectory``), the reduced one with itself as its reduced view. ``_moments`` holds the
 circle walks' transfer-matrix moments, ``_cost`` the estimate every job prints before it starts, and
 ``_hessian`` the exact gradient and Hessian of any model at one point (dual numbers over the tape).
 """
@@ -13,6 +15,7 @@ circle walks' transfer-matrix moments, ``_cost`` the estimate every job prints b
 from rwtoolkit.engines.exact.engine._cost import (
     PER_INPUT_LIMIT,
     START_ESTIMATE,
+    DeriveJob,
     JobEstimate,
     job_estimate,
     model_job_estimate,
@@ -25,6 +28,7 @@ from rwtoolkit.engines.exact.engine._derive import (
     Trajectory,
     derive,
     derive_estimate,
+    derive_job,
     make_loss,
 )
 from rwtoolkit.engines.exact.engine._generic import (
@@ -32,6 +36,7 @@ from rwtoolkit.engines.exact.engine._generic import (
     MAX_EXP_STEPS,
     ModelTrajectory,
     derive_model,
+    derive_model_job,
     initial_parameters,
     model_estimate,
     model_file_bytes,
@@ -51,13 +56,20 @@ from rwtoolkit.engines.exact.engine._moments import (
     transition_power,
 )
 from rwtoolkit.engines.exact.engine._population import MAX_INPUTS
+from rwtoolkit.engines.exact.engine._trajectory import READOUT_AXES, EngineArguments, ExactTrajectory
 
 __all__ = [
     "exact_hessian",
     "hessian_inertia",
     "PER_INPUT_LIMIT",
     "START_ESTIMATE",
+    "DeriveJob",
     "JobEstimate",
+    "EngineArguments",
+    "ExactTrajectory",
+    "READOUT_AXES",
+    "derive_job",
+    "derive_model_job",
     "job_estimate",
     "symbolic_probabilities",
     "DELL",

@@ -2,6 +2,8 @@
 
 ``job_estimate`` is the reduced engine's (the paper's model from zero, ``rwtoolkit.engines.exact.derive``);
 ``model_job_estimate`` the generic engine's (any model, ``rwtoolkit.engines.exact.derive_model``, ``rw check --model``).
+Each engine plans its run as a ``DeriveJob`` (``derive_job``, ``derive_model_job``: one signature, registered
+beside the engine in ``rwtoolkit.engines.GENERIC`` / ``SPECIALISATIONS``), which ``rw derive`` refuses or runs.
 
 The exact engine's work per state t of the trajectory, G the number of inputs it sums over (the
 rooted walks of a circle, 2^(N-1), or the whole population), measured on this project's 2-core
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rwtoolkit.engines.exact.engine._population import MAX_INPUTS, rooted_walks
+from rwtoolkit.engines.exact.engine._trajectory import EngineArguments
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 if TYPE_CHECKING:
@@ -81,6 +84,20 @@ class JobEstimate:
     @property
     def file_bytes(self) -> int:
         return self.header_bytes + self.per_input_bytes
+
+
+@dataclass(frozen=True)
+class DeriveJob:
+    """A run of an exact engine planned before any work (``derive_job``, ``derive_model_job``; the same
+    signature for every exact engine): the keyword arguments to run it with (values checked), its estimate
+    (with ``json``, of the oracle's files too), and what to say when it cannot fit: ``what`` names the job,
+    ``alternatives`` what to do instead, ``notes`` what was decided for the user (one line each)."""
+
+    arguments: EngineArguments
+    estimate: JobEstimate
+    what: str
+    alternatives: str
+    notes: tuple[str, ...] = ()
 
 
 #: What every estimate counts before any work: the interpreter's start and the memory of its libraries.

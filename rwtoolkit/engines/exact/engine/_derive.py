@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import sympy as sp
 from tqdm import tqdm
@@ -22,7 +22,7 @@ from tqdm import tqdm
 from rwtoolkit.engines.exact.arithmetic._atoms import expand_atoms, has_atoms
 from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
 from rwtoolkit.engines.exact.arithmetic._rational import descend, use_flint
-from rwtoolkit.engines.exact.engine._cost import job_estimate
+from rwtoolkit.engines.exact.engine._cost import DeriveJob, job_estimate
 from rwtoolkit.engines.exact.engine._groups import GroupPass, group_pass
 from rwtoolkit.engines.exact.engine._population import (
     MAX_INPUTS,
@@ -31,7 +31,8 @@ from rwtoolkit.engines.exact.engine._population import (
     population_inputs,
     rooted_walks,
 )
-from rwtoolkit.models import ArithmeticLoss
+from rwtoolkit.engines.exact.engine._trajectory import ExactTrajectory
+from rwtoolkit.models import ArithmeticLoss, Model, get_model
 from rwtoolkit.tasks import ABSTRACT_LOSS, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtoolkit.tasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -257,9 +258,15 @@ def _expand(value: object) -> object:
     return expand_atoms(value)
 
 
+#: The reduced coordinates, in the order they are printed and written, and the reduced engine's read-outs.
+REDUCED_PARAMETERS = ("V", "w_tok", "c")
+REDUCED_READOUTS = ("loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
+
+
 @dataclass
-class Trajectory:
-    """The exact trajectory θ(0..T) of full-batch GD from zero init on ``task`` (see ``derive``)."""
+class Trajectory(ExactTrajectory):
+    """The exact trajectory θ(0..T) of full-batch GD from zero init on ``task`` (see ``derive``), in the
+    reduced coordinates: an ``ExactTrajectory`` that is its own reduced view."""
 
     task: CircleWalk | FiniteTask
     eta: sp.Expr
@@ -268,6 +275,8 @@ class Trajectory:
     loss: Loss
     inputs: SummedPopulation
     states: list[StepState] = field(default_factory=list)
+    model: Model = field(default_factory=lambda: get_model("one_layer"))
+    init: str = "zero"
 
     @property
     def K(self) -> int:
@@ -280,6 +289,30 @@ class Trajectory:
     @property
     def population_size(self) -> int:
         return self.inputs.population_size
+
+    @property
+    def M(self) -> None:
+        return None
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return REDUCED_PARAMETERS
+
+    def parameter_shapes(self) -> dict[str, list[int]]:
+        return {"V": [self.K, self.K], "w_tok": [self.K], "c": [self.N]}
+
+    @property
+    def readout_names(self) -> tuple[str, ...]:
+        return REDUCED_READOUTS
+
+    def value(self, t: int, name: str) -> Any:
+        """``StepState.atom_form`` of step t (nested exponentials as named atoms); w_tok and c as lists."""
+        value: Any = self.states[t].atom_form(name)
+        return list(value) if name in ("w_tok", "c") else value
+
+    @property
+    def reduced(self) -> Trajectory:
+        return self
 
 
 def _positive(value: sp.Expr, name: str) -> sp.Expr:
@@ -311,8 +344,18 @@ def derive(
     rotate: bool = True,
     progress: bool = False,
     orbits: bool = False,
+    *,
+    model: Model | None = None,
+    init: str = "zero",
+    sigma: object = "1/100",
+    seed: int = 0,
 ) -> Trajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
+
+    The reduced exact engine: ``rwtoolkit.engines.select("one_layer", "exact", "zero")`` selects it and calls it
+    as the generic ``derive_model``, ``derive(task, model=model, steps=steps, eta=…, eps=…, mu=…, loss=…,
+    init=…, sigma=…, seed=…, progress=…)``: ``model`` must be the paper's model (``one_layer``; None is it),
+    ``init`` "zero" (``sigma`` and ``seed`` then play no part, as in ``derive_model``).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtoolkit.tasks.exact``: numbers, "7/10", or symbol names.
     ``loss`` is a name of ``rwtoolkit.tasks.LOSSES`` ("log": ℓ = -log(z+ε), "squared", "exp"), "any" (ℓ, ℓ' the
@@ -335,6 +378,12 @@ def derive(
     ([0, 0, 0], [0, 0, 0])
     """
     steps = check_int(steps, "steps", 0)
+    model = get_model("one_layer") if model is None else model
+    if model.name != "one_layer" or init != "zero":
+        raise ValueError(
+            f"model={model.name!r}, init={init!r}: the reduced engine runs the paper's model (one_layer) from "
+            "zero; rwtoolkit.engines.select gives the engine of another model or start (derive_model)"
+        )
     eta = _positive(exact(eta, "eta"), "eta")
     eps = _positive(exact(eps, "eps"), "eps")
     mu = _positive(exact(mu, "mu"), "mu")
@@ -352,7 +401,7 @@ def derive(
     else:
         raise ValueError(f"task={task!r} must be a CircleWalk or a FiniteTask (e.g. qa_task1())")
     K, N = inputs.K, inputs.N
-    traj = Trajectory(task, eta, eps, mu, lossfn, inputs)
+    traj = Trajectory(task, eta, eps, mu, lossfn, inputs, model=model)
 
     def evaluator(V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, gradients: bool) -> Callable[[], GroupPass]:
         if action is not None:
@@ -385,3 +434,47 @@ def derive(
         bar.update(1)
     bar.close()
     return traj
+
+
+def derive_job(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    *,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = "mu",
+    loss: str = "log",
+    init: str = "zero",
+    sigma: object = "1/100",
+    seed: int = 0,
+    json: bool = False,
+    per_input: bool | None = None,
+    verdict: bool = False,
+) -> DeriveJob:
+    """``derive``'s run planned before any work: its arguments and ``rwtoolkit.engines.exact.job_estimate``
+    (time, memory and, with ``json``, the oracle's files), with the alternatives a refusal names. Every
+    option of ``rw derive`` runs here (``verdict``: the structure predicates, statements about V, w_tok, c).
+
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> job = derive_job(CircleWalk(3, 3, "1/2"), get_model("one_layer"), 2, json=True)
+    >>> job.arguments["mu"], job.what, job.estimate.per_input_bytes > 0
+    ('mu', '--steps 2 on CircleWalk(K=3, N=3, p=1/2)', True)
+    """
+    est = job_estimate(task, steps, json=json, per_input=per_input)
+    alternatives = (
+        "use fewer --steps, smaller K or N"
+        + (", --no-per-input" if json and est.per_input_bytes else "")
+        + (
+            ", a rational --p (symbolic p costs up to twice as much from two steps on)"
+            if task.symbols
+            else ""
+        )
+        + ", or rw train --population for a floating-point trajectory"
+    )
+    return DeriveJob(
+        {"eta": eta, "eps": eps, "mu": mu, "loss": loss, "init": init, "sigma": sigma, "seed": seed},
+        est,
+        f"--steps {steps} on {task!r}",
+        alternatives,
+    )

@@ -22,10 +22,11 @@ import numpy as np
 import sympy as sp
 from tqdm import tqdm
 
-from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element
-from rwtoolkit.engines.exact.engine._cost import model_job_estimate
+from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, to_sympy
+from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT, DeriveJob, JobEstimate, model_job_estimate
 from rwtoolkit.engines.exact.engine._derive import make_loss
 from rwtoolkit.engines.exact.engine._population import Loss
+from rwtoolkit.engines.exact.engine._trajectory import ExactTrajectory
 from rwtoolkit.models import Batch, Evaluation, Model, Sizes, batch, descend, rational_positions
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
 
@@ -37,9 +38,16 @@ GRID_BITS = 20
 MAX_EXP_STEPS = 3
 
 
+#: The read-outs of a generic trajectory, in the order they are written.
+MODEL_READOUTS = ("loss", "accuracy", "mean_attention", "mean_f")
+
+
 @dataclass
-class ModelTrajectory:
-    """θ(0..T) of exact GD for ``model`` on ``task``: one ``Evaluation`` per step (parameters and read-outs)."""
+class ModelTrajectory(ExactTrajectory):
+    """θ(0..T) of exact GD for ``model`` on ``task``: one ``Evaluation`` per step (parameters and read-outs).
+
+    An ``ExactTrajectory`` in the model's own parameters, with no reduced view; ``readout`` gives a read-out
+    in the exact arithmetic's arrays, ``value`` any parameter or read-out as SymPy values."""
 
     task: CircleWalk | FiniteTask
     model: Model
@@ -76,6 +84,33 @@ class ModelTrajectory:
         if name == "mean_f":
             return EXACT.sum(state.f * self.batch.weights.reshape((-1, 1)), 0)
         raise ValueError(f"no read-out {name!r}: use loss, accuracy, mean_attention, mean_f")
+
+    @property
+    def M(self) -> int:
+        return int(self.P.shape[0])
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return tuple(self.states[0].params)
+
+    def parameter_shapes(self) -> dict[str, list[int]]:
+        return {name: list(shape) for name, shape in self.model.shapes(self.batch.inputs.sizes).items()}
+
+    @property
+    def readout_names(self) -> tuple[str, ...]:
+        return MODEL_READOUTS
+
+    def value(self, t: int, name: str) -> Any:
+        """A parameter (by the model's name) or read-out at step t in SymPy: an array as nested lists."""
+        params = self.states[t].params
+        value = params[name] if name in params else self.readout(t, name)
+        if value is None:  # an undecided accuracy
+            return None
+        return to_sympy(value).tolist() if isinstance(value, np.ndarray) else to_sympy(value)
+
+    @property
+    def reduced(self) -> None:
+        return None
 
 
 def initial_parameters(
@@ -169,6 +204,7 @@ def derive_model(
     task: CircleWalk | FiniteTask,
     model: Model,
     steps: int,
+    *,
     eta: object = 1,
     eps: object = "1/10",
     mu: object = 1,
@@ -181,6 +217,8 @@ def derive_model(
     """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
 
     ``eta``, ``eps`` as for ``derive``; ``mu`` must be a positive rational (the positions are built from it).
+    The generic exact engine (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the
+    same keyword arguments and returns the same interface, ``ExactTrajectory``.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -217,10 +255,71 @@ def derive_model(
     return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states)
 
 
+def derive_model_job(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    *,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = 1,
+    loss: str = "log",
+    init: str = "zero",
+    sigma: object = "1/100",
+    seed: int = 0,
+    json: bool = False,
+    per_input: bool | None = None,
+    verdict: bool = False,
+) -> DeriveJob:
+    """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
+    generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
+    non-zero start, the abstract loss, a value that is not a positive rational; the symbol ``mu`` becomes 1,
+    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``.
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> job = derive_model_job(CircleWalk(3, 3, "1/2"), get_model("key_query"), 2, mu="mu")
+    >>> job.arguments["mu"], job.notes
+    ('1', ('the generic engine needs a rational mu; using --mu 1',))
+    """
+    if verdict:
+        raise ValueError(
+            "--verdict applies to the paper's model from zero init (its structure predicates are statements "
+            "about the reduced coordinates); drop it"
+        )
+    if init != "zero" and steps > MAX_EXP_STEPS:
+        raise ValueError(f"--steps={steps} is out of range with --init {init}: at most {MAX_EXP_STEPS}")
+    if loss == "any":
+        raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
+    notes = ()
+    if mu == "mu":
+        mu, notes = "1", ("the generic engine needs a rational mu; using --mu 1",)
+    for value, name in ((eta, "eta"), (eps, "eps"), (mu, "mu")):
+        positive_rational(value, name)
+    if init != "zero":
+        positive_rational(sigma, "sigma")
+    population = task.population()
+    n = population.size
+    memory = 64 * n * population.N * 40 * (steps + 1) + 200 * 2**20
+    per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
+    header, columns = model_file_bytes(task, model, steps, per_input) if json else (0, 0)
+    return DeriveJob(
+        {"eta": eta, "eps": eps, "mu": mu, "loss": loss, "init": init, "sigma": sigma, "seed": seed},
+        JobEstimate(model_estimate(task, model, steps, init), memory, header, columns),
+        f"--steps {steps} with --model {model.name} on {task!r}",
+        "use fewer --steps, smaller K or N"
+        + (", --no-per-input" if json and per_input else "")
+        + ", or rw train --model for a float trajectory",
+        notes,
+    )
+
+
 __all__ = [
     "INITS",
+    "MODEL_READOUTS",
     "ModelTrajectory",
     "derive_model",
+    "derive_model_job",
     "initial_parameters",
     "model_estimate",
     "model_file_bytes",

@@ -2,6 +2,11 @@
 
 Version 2 of ``rwtoolkit-derive-oracle`` (schema ``rwtoolkit/schemas/oracle.schema.json``):
 
+* one writer for every exact trajectory (``ExactTrajectory``, whichever engine ``rwtoolkit.engines.select``
+  ran): the parts every trajectory has are written once (the model, its parameters and read-outs by name,
+  the configuration, the population and the per-input S, f and logits), and the reduced view's parts
+  where it exists (the reduced coordinates' description, the structure verdicts, per-input values expanded
+  from the engine's groups), the full coordinates' where it does not (hyperparameters, the positions P);
 * the header names the model, its parameters and read-outs (docs/notation.md), the configuration,
   and holds one node table (``rwtoolkit.engines.exact.oracle._nodes``) in which every exact value of every step
   is written once; each value is ``{"exact": node indices, "float": doubles, "error": bounds}`` with
@@ -32,7 +37,7 @@ from rwtoolkit.engines.exact.arithmetic._json import long_integers
 from rwtoolkit.engines.exact.arithmetic._models import to_sympy
 from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT
 from rwtoolkit.engines.exact.engine._derive import StepState, Trajectory
-from rwtoolkit.engines.exact.engine._generic import ModelTrajectory
+from rwtoolkit.engines.exact.engine._trajectory import READOUT_AXES, ExactTrajectory
 from rwtoolkit.engines.exact.oracle._balls import BallTable
 from rwtoolkit.engines.exact.oracle._nodes import NodeTable, nested_map
 from rwtoolkit.io import write_files_atomic
@@ -43,28 +48,38 @@ from rwtoolkit.runtime.oracle_format import FORMAT, VERSION, ColumnWriter, per_i
 SHORT_CHARS = 512
 #: Inputs per chunk of the per-input columns.
 CHUNK_ROWS = 65536
-#: The per-step values of the model's state and read-outs, in the order written.
-PARAMETERS = ("V", "w_tok", "c")
-READOUTS = ("loss", "accuracy", "mean_attention", "mean_logits", "mean_f")
+#: The per-input values of every step, in the order written.
 PER_INPUT = ("logits", "S", "f")
 
-MODEL_NAME = "one_layer"
+#: The model section's description of the paper's model in reduced coordinates (its reduced view).
+REDUCED_DEFINITION = "f(X~) = V X S(X~^T W x~_N), S the softmax over the N positions; zero initialisation (Section 3 of the paper)"
+REDUCED_COORDINATES = (
+    "reduced (Lemma B.1; docs/theory.md#reduction): W(t) = w(t) x~_N^T / mu with w = [w_tok; sum_j c_j p_j]"
+)
+#: How the full coordinates' positions are built (``rwtoolkit.models.rational_positions``).
+POSITIONS = "rwtoolkit.models.rational_positions(N, mu): entries 0 and ±1, PᵀP = μI exactly"
 
 
-def model_header(K: int, N: int) -> dict:
-    """The header's model section: the paper's model, its reduced parameters and its read-outs."""
-    return {
-        "name": MODEL_NAME,
-        "definition": "f(X~) = V X S(X~^T W x~_N), S the softmax over the N positions; zero initialisation "
-        "(Section 3 of the paper)",
-        "coordinates": "reduced (Lemma B.1; docs/theory.md#reduction): W(t) = w(t) x~_N^T / mu with "
-        "w = [w_tok; sum_j c_j p_j]",
-        "parameters": {"V": [K, K], "w_tok": [K], "c": [N]},
-        "readouts": {"loss": [], "accuracy": [], "mean_attention": [N], "mean_logits": [N], "mean_f": [K]},
-        "per_input": {"logits": [N], "S": [N], "f": [K]},
-    }
+def model_header(traj: ExactTrajectory) -> dict:
+    """The header's model section: its name and definition, then the reduced coordinates' description
+    (reduced view) or the hyperparameters (full coordinates), then the parameters, read-outs and per-input
+    values with their shapes."""
+    K, N = traj.K, traj.N
+    section: dict[str, Any] = {"name": traj.model.name}
+    if traj.reduced is not None:
+        section.update(definition=REDUCED_DEFINITION, coordinates=REDUCED_COORDINATES)
+    else:
+        section.update(
+            definition=model_summary(traj.model.name), hyperparameters=dict(traj.model.hyperparameters)
+        )
+    sizes = {"K": K, "N": N}
+    section["parameters"] = traj.parameter_shapes()
+    section["readouts"] = {name: [sizes[a] for a in READOUT_AXES[name]] for name in traj.readout_names}
+    section["per_input"] = {"logits": [N], "S": [N], "f": [K]}
+    return section
 
 
+#: The header's notation of a trajectory in reduced coordinates.
 NOTATION = {
     "V": "V(t), K x K, row = output token",
     "w_tok": "token part of w(t) = W(t) x~_N (K entries); W(t) = w(t) x~_N^T / mu, W11 = W21 = 0",
@@ -76,12 +91,22 @@ NOTATION = {
     "error": "certified bound: |float - exact value| <= error",
     "abstract_loss": "loss 'any': ell(z) is the loss, dell(z) its derivative",
 }
+#: The header's notation of a trajectory in the model's own parameters.
+MODEL_NOTATION = {
+    "parameters": "the model's parameters by its own names (model.parameters; rwtoolkit.models, docs/guide/models.md)",
+    "accuracy": "P(smallest argmax of f = y); absent at a step where a comparison of f is undecided",
+    "logits": "the attention logits of the N positions, per input in task.population() order",
+    "S": "the attention over the N positions, per input",
+    "f": "the prediction (K entries), per input",
+    "nodes": NOTATION["nodes"],
+    "error": NOTATION["error"],
+}
 
 
-def _config(traj: Trajectory | ModelTrajectory, per_input: bool) -> dict:
-    """The header's configuration, the same keys for both kinds of trajectory."""
+def _config(traj: ExactTrajectory, per_input: bool) -> dict:
+    """The header's configuration; with the full coordinates' positions (M, how P is built) where there are."""
     task = traj.task
-    return {
+    config: dict[str, Any] = {
         "task": getattr(task, "name", "finite"),
         "K": traj.K,
         "N": traj.N,
@@ -94,8 +119,11 @@ def _config(traj: Trajectory | ModelTrajectory, per_input: bool) -> dict:
         "population_size": traj.population_size,
         "per_input": per_input,
         "index_base": 0,
-        "init": "zero",
+        "init": traj.init,
     }
+    if traj.M is not None:
+        config.update(M=traj.M, positions=POSITIONS)
+    return config
 
 
 def verdict_json(state: StepState, table: NodeTable | None = None) -> dict:
@@ -144,13 +172,17 @@ def value_entry(table: NodeTable, balls: BallTable, value: object) -> dict:
     }
 
 
-def _step_entry(state: StepState, table: NodeTable, balls: BallTable, verdict: bool) -> dict:
-    entry: dict[str, Any] = {"t": state.t}
-    for name in PARAMETERS + READOUTS:
-        value: Any = state.atom_form(name)
-        entry[name] = value_entry(table, balls, list(value) if name in ("w_tok", "c") else value)
+def _step_entry(traj: ExactTrajectory, t: int, table: NodeTable, balls: BallTable, verdict: bool) -> dict:
+    """Step t: every parameter and read-out (an undecided accuracy left out), and with ``verdict`` the
+    structure predicates of the reduced view."""
+    entry: dict[str, Any] = {"t": t}
+    for name in (*traj.parameter_names, *traj.readout_names):
+        value = traj.value(t, name)
+        if value is not None:
+            entry[name] = value_entry(table, balls, value)
     if verdict:
-        entry["verdict"] = verdict_json(state, table)
+        assert traj.reduced is not None  # write_oracle refuses verdict=True without it
+        entry["verdict"] = verdict_json(traj.reduced.states[t], table)
     return entry
 
 
@@ -248,42 +280,99 @@ def _expand(
     return out
 
 
-def _write_population(out: ColumnWriter, traj: Trajectory, table: NodeTable, balls: BallTable) -> bool:
-    inputs = traj.inputs
-    K, n, L = inputs.K, traj.population_size, inputs.N - 1
-    weights = _GroupValues(list(inputs.prob_values), table, balls)
-    with out.member("tokens", (n, L), "<i2") as put:
-        for r, rows in _rows(traj, CHUNK_ROWS):
-            put((inputs.tokens[rows] + r) % K if inputs.rotation else inputs.tokens[rows])
-    with out.member("labels", (n,), "<i2") as put:
-        for r, rows in _rows(traj, CHUNK_ROWS):
-            put((inputs.labels[rows] + r) % K if inputs.rotation else inputs.labels[rows])
-    parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
-    for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
-        with out.member(name, (n,), dtype) as put:
-            for _, rows in _rows(traj, CHUNK_ROWS):
-                put(getattr(weights, part)[inputs.prob_index[rows]])
-    return weights.floats
+class _ReducedColumns:
+    """The per-input values of a trajectory in reduced coordinates: expanded chunk by chunk from the
+    engine's groups (rooted inputs, rotated by r for a circle)."""
+
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj, self.inputs = traj, traj.inputs
+
+    def weights(self) -> list[sp.Expr]:
+        return list(self.inputs.prob_values)
+
+    def chunks(self) -> Iterable[tuple[int, np.ndarray]]:
+        return _rows(self.traj, CHUNK_ROWS)
+
+    def tokens(self, r: int, rows: np.ndarray) -> np.ndarray:
+        inputs = self.inputs
+        return (inputs.tokens[rows] + r) % inputs.K if inputs.rotation else inputs.tokens[rows]
+
+    def labels(self, r: int, rows: np.ndarray) -> np.ndarray:
+        inputs = self.inputs
+        return (inputs.labels[rows] + r) % inputs.K if inputs.rotation else inputs.labels[rows]
+
+    def weight_index(self, rows: np.ndarray) -> np.ndarray:
+        return self.inputs.prob_index[rows]
+
+    def step(self, t: int, table: NodeTable, balls: BallTable) -> tuple[bool, Callable[..., np.ndarray]]:
+        """Whether step t's values all have doubles, and its rows: (quantity, part, r, rows) -> array."""
+        state = self.traj.states[t]
+        cols = _step_columns(state, self.traj, table, balls)
+        floats = all(cols[q].floats for q in ("S", "S_query", "logits", "logits_query", "f"))
+        return floats, lambda quantity, part, r, rows: _expand(
+            cols, state.evaluated, self.traj, quantity, part, r, rows
+        )
 
 
-def _write_columns(path: str, traj: Trajectory, table: NodeTable, balls: BallTable, bar: Any) -> dict:
-    """Stream the per-input file to ``path``; returns its description for the header."""
+class _FullColumns:
+    """The per-input values of a trajectory in the model's own parameters: every input's, in one chunk."""
+
+    def __init__(self, traj: ExactTrajectory) -> None:
+        self.traj, self.population = traj, traj.task.population()
+
+    def weights(self) -> list[sp.Expr]:
+        return list(self.population.prob_values)
+
+    def chunks(self) -> Iterable[tuple[int, np.ndarray]]:
+        return [(0, np.arange(self.traj.population_size))]
+
+    def tokens(self, r: int, rows: np.ndarray) -> np.ndarray:
+        return self.population.tokens[rows]
+
+    def labels(self, r: int, rows: np.ndarray) -> np.ndarray:
+        return self.population.labels[rows]
+
+    def weight_index(self, rows: np.ndarray) -> np.ndarray:
+        return self.population.prob_index[rows]
+
+    def step(self, t: int, table: NodeTable, balls: BallTable) -> tuple[bool, Callable[..., np.ndarray]]:
+        state, (n, K, N) = self.traj.states[t], (self.traj.population_size, self.traj.K, self.traj.N)
+        values = {q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls) for q in PER_INPUT}
+        shapes = {"logits": (n, N), "S": (n, N), "f": (n, K)}
+        return all(v.floats for v in values.values()), lambda quantity, part, r, rows: getattr(
+            values[quantity], part
+        ).reshape(shapes[quantity])[rows]
+
+
+def _write_columns(path: str, traj: ExactTrajectory, table: NodeTable, balls: BallTable, bar: Any) -> dict:
+    """Stream the per-input file to ``path`` (the population, then S, f and the logits of every step);
+    returns its description for the header."""
+    source = _ReducedColumns(traj.reduced) if traj.reduced is not None else _FullColumns(traj)
     n, K, N = traj.population_size, traj.K, traj.N
     shapes = {"logits": (n, N), "S": (n, N), "f": (n, K)}
-    floats = True
+    weights = _GroupValues(source.weights(), table, balls)
+    floats = weights.floats
     with ColumnWriter(path) as out:
-        floats &= _write_population(out, traj, table, balls)
-        for state in traj.states:
-            cols = _step_columns(state, traj, table, balls)
-            step_floats = all(cols[q].floats for q in ("S", "S_query", "logits", "logits_query", "f"))
+        with out.member("tokens", (n, N - 1), "<i2") as put:
+            for r, rows in source.chunks():
+                put(source.tokens(r, rows))
+        with out.member("labels", (n,), "<i2") as put:
+            for r, rows in source.chunks():
+                put(source.labels(r, rows))
+        parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
+        for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
+            with out.member(name, (n,), dtype) as put:
+                for _, rows in source.chunks():
+                    put(getattr(weights, part)[source.weight_index(rows)])
+        for t in range(len(traj.states)):
+            step_floats, step_rows = source.step(t, table, balls)
             floats &= step_floats
             for quantity in PER_INPUT:
                 parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
                 for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
-                    name = f"{quantity}{suffix}/{state.t}"
-                    with out.member(name, shapes[quantity], dtype) as put:
-                        for r, rows in _rows(traj, CHUNK_ROWS):
-                            put(_expand(cols, state.evaluated, traj, quantity, part, r, rows))
+                    with out.member(f"{quantity}{suffix}/{t}", shapes[quantity], dtype) as put:
+                        for r, rows in source.chunks():
+                            put(step_rows(quantity, part, r, rows))
             bar.update(1)
         members = list(out.members)
     return {
@@ -310,7 +399,7 @@ def _dump(header: dict, nodes: list, handle: Any) -> None:
 
 
 def write_oracle(
-    traj: Trajectory | ModelTrajectory,
+    traj: ExactTrajectory,
     path: str | os.PathLike,
     per_input: bool | None = None,
     verdict: bool = False,
@@ -337,19 +426,21 @@ def write_oracle(
     path = Path(path)
     if per_input is None:
         per_input = traj.population_size <= PER_INPUT_LIMIT
-    if isinstance(traj, ModelTrajectory):
-        if verdict:
-            raise ValueError(
-                "verdict=True: the structure predicates are statements about the paper's model (derive)"
-            )
-        return _write_model_oracle(traj, path, per_input, progress)
+    if verdict and traj.reduced is None:
+        raise ValueError(
+            "verdict=True: the structure predicates are statements about the paper's model (derive)"
+        )
     return _write_pair(
         path,
         len(traj.states),
         per_input,
         progress,
-        {"model": model_header(traj.K, traj.N), "config": _config(traj, per_input), "notation": NOTATION},
-        lambda t, table, balls: _step_entry(traj.states[t], table, balls, verdict),
+        {
+            "model": model_header(traj),
+            "config": _config(traj, per_input),
+            "notation": NOTATION if traj.reduced is not None else MODEL_NOTATION,
+        },
+        lambda t, table, balls: _step_entry(traj, t, table, balls, verdict),
         lambda tmp, table, balls, bar: _write_columns(tmp, traj, table, balls, bar),
     )
 
@@ -403,118 +494,3 @@ def _write_pair(
     if not per_input:
         columns_path.unlink(missing_ok=True)  # a file of an earlier write would not match this header
     return path
-
-
-# any model of the registry (derive_model): the full parameters by the model's names -------------------
-#: The read-outs of a generic trajectory, with their shapes in terms of (K, N).
-MODEL_READOUTS = {"loss": (), "accuracy": (), "mean_attention": ("N",), "mean_f": ("K",)}
-
-
-def generic_model_header(traj: ModelTrajectory) -> dict:
-    """The header's model section for any model: its name, summary, hyperparameters and parameter shapes."""
-    K, N = traj.K, traj.N
-    sizes = {"K": K, "N": N}
-    return {
-        "name": traj.model.name,
-        "definition": model_summary(traj.model.name),
-        "hyperparameters": dict(traj.model.hyperparameters),
-        "parameters": {
-            name: list(shape) for name, shape in traj.model.shapes(traj.batch.inputs.sizes).items()
-        },
-        "readouts": {name: [sizes[a] for a in axes] for name, axes in MODEL_READOUTS.items()},
-        "per_input": {"logits": [N], "S": [N], "f": [K]},
-    }
-
-
-def _model_config(traj: ModelTrajectory, per_input: bool) -> dict:
-    """``_config`` with the model's start and its exact positions."""
-    return {
-        **_config(traj, per_input),
-        "init": traj.init,
-        "M": int(traj.P.shape[0]),
-        "positions": "rwtoolkit.models.rational_positions(N, mu): entries 0 and ±1, PᵀP = μI exactly",
-    }
-
-
-MODEL_NOTATION = {
-    "parameters": "the model's parameters by its own names (model.parameters; rwtoolkit.models, docs/guide/models.md)",
-    "accuracy": "P(smallest argmax of f = y); absent at a step where a comparison of f is undecided",
-    "logits": "the attention logits of the N positions, per input in task.population() order",
-    "S": "the attention over the N positions, per input",
-    "f": "the prediction (K entries), per input",
-    "nodes": NOTATION["nodes"],
-    "error": NOTATION["error"],
-}
-
-
-def _sympy_nested(value: object) -> object:
-
-    return to_sympy(value).tolist() if isinstance(value, np.ndarray) else to_sympy(value)
-
-
-def _model_step(traj: ModelTrajectory, t: int, table: NodeTable, balls: BallTable) -> dict:
-    state = traj.states[t]
-    entry: dict[str, Any] = {"t": t}
-    for name, value in state.params.items():
-        entry[name] = value_entry(table, balls, _sympy_nested(value))
-    for name in MODEL_READOUTS:
-        value = traj.readout(t, name)
-        if value is not None:  # an undecided accuracy is left out (MODEL_NOTATION)
-            entry[name] = value_entry(table, balls, _sympy_nested(value))
-    return entry
-
-
-def _write_model_columns(
-    path: str, traj: ModelTrajectory, table: NodeTable, balls: BallTable, bar: Any
-) -> dict:
-    population = traj.task.population()
-    n, K, N = traj.population_size, traj.K, traj.N
-    floats = True
-    with ColumnWriter(path) as out:
-        with out.member("tokens", (n, N - 1), "<i2") as put:
-            put(population.tokens)
-        with out.member("labels", (n,), "<i2") as put:
-            put(population.labels)
-        weights = _GroupValues(list(population.prob_values), table, balls)
-        floats &= weights.floats
-        parts = [("weight", "value", "<f8"), ("weight_error", "error", "<f4")] if weights.floats else []
-        for name, part, dtype in [*parts, ("weight_exact", "exact", "<i4")]:
-            with out.member(name, (n,), dtype) as put:
-                put(getattr(weights, part)[population.prob_index])
-        for t, state in enumerate(traj.states):
-            values = {
-                q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls)
-                for q in ("logits", "S", "f")
-            }
-            step_floats = all(v.floats for v in values.values())
-            floats &= step_floats
-            for quantity, shape in (("logits", (n, N)), ("S", (n, N)), ("f", (n, K))):
-                parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
-                for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
-                    with out.member(f"{quantity}{suffix}/{t}", shape, dtype) as put:
-                        put(getattr(values[quantity], part).reshape(shape))
-            bar.update(1)
-        members = list(out.members)
-    return {
-        "rows": n,
-        "order": "task.population()",
-        "steps": len(traj.states),
-        "floats": floats,
-        "members": members,
-    }
-
-
-def _write_model_oracle(traj: ModelTrajectory, path: Path, per_input: bool, progress: bool) -> Path:
-    return _write_pair(
-        path,
-        len(traj.states),
-        per_input,
-        progress,
-        {
-            "model": generic_model_header(traj),
-            "config": _model_config(traj, per_input),
-            "notation": MODEL_NOTATION,
-        },
-        lambda t, table, balls: _model_step(traj, t, table, balls),
-        lambda tmp, table, balls, bar: _write_model_columns(tmp, traj, table, balls, bar),
-    )

@@ -1,0 +1,113 @@
+"""The one interface of an exact trajectory, whichever exact engine derived it.
+
+``rwtoolkit.engines.select(model, "exact", start)`` gives the generic exact engine (``derive_model``: any model
+of record from any start) or the reduced one (``derive``: the paper's model from zero, in the reduced
+coordinates of Lemma B.1). Both take the same keyword arguments (``EngineArguments``) and both return an
+``ExactTrajectory``: the task, the settings, and at every step each parameter by its name and each read-out,
+as exact SymPy values (``value``). That is what ``rw derive`` prints and what the oracle writer writes for
+every trajectory. ``reduced`` is the trajectory in reduced coordinates where they exist (V, w_tok, c per
+state, each state's group evaluation from which the per-input values are expanded, symbolic p, μ, η, ε or an
+abstract loss, and the structure predicates' verdicts), else None.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    import sympy as sp
+
+    from rwtoolkit.engines.exact.engine._population import Loss
+    from rwtoolkit.models import Model
+    from rwtoolkit.tasks import CircleWalk, FiniteTask
+
+#: Every read-out an exact trajectory may have, with its shape in terms of the sizes K and N.
+READOUT_AXES: dict[str, tuple[str, ...]] = {
+    "loss": (),
+    "accuracy": (),
+    "mean_attention": ("N",),
+    "mean_logits": ("N",),
+    "mean_f": ("K",),
+}
+
+
+class EngineArguments(TypedDict, total=False):
+    """The keyword arguments every exact engine takes besides ``task``, ``model`` and ``steps``
+    (``engine.load()(task, model=model, steps=steps, **arguments)``): learning rate, ε, μ, loss, start,
+    the scale and seed of a Gaussian start, and a progress bar."""
+
+    eta: object
+    eps: object
+    mu: object
+    loss: str
+    init: str
+    sigma: object
+    seed: int
+    progress: bool
+
+
+class ExactTrajectory(ABC):
+    """θ(0..T) of exact gradient descent of ``model`` on ``task``'s population, from ``init``.
+
+    ``states`` holds one state per step, of the engine's own type; ``value(t, name)`` reads any parameter
+    (``parameter_names``) or read-out (``readout_names``) at step t the same way for every engine.
+    """
+
+    task: CircleWalk | FiniteTask
+    model: Model
+    eta: sp.Expr
+    eps: sp.Expr
+    mu: sp.Expr
+    loss: Loss
+    init: str
+    states: list[Any]
+
+    @property
+    @abstractmethod
+    def K(self) -> int:
+        """The number of tokens."""
+
+    @property
+    @abstractmethod
+    def N(self) -> int:
+        """The number of positions."""
+
+    @property
+    @abstractmethod
+    def population_size(self) -> int:
+        """The number of inputs of the population (with the rotations of a circle)."""
+
+    @property
+    @abstractmethod
+    def M(self) -> int | None:
+        """The dimension of the exact positions P (PᵀP = μI) the parameters act on; None in reduced
+        coordinates, where P enters only through μ (Lemma B.1)."""
+
+    @property
+    @abstractmethod
+    def parameter_names(self) -> tuple[str, ...]:
+        """The parameters of every state, in the order they are printed and written."""
+
+    @abstractmethod
+    def parameter_shapes(self) -> dict[str, list[int]]:
+        """Each parameter's shape."""
+
+    @property
+    @abstractmethod
+    def readout_names(self) -> tuple[str, ...]:
+        """The read-outs of every state (names of ``READOUT_AXES``), in the order they are written."""
+
+    @abstractmethod
+    def value(self, t: int, name: str) -> Any:
+        """The exact value of parameter or read-out ``name`` at step t: a SymPy scalar, a list (a vector) or
+        a list of rows / Matrix (a matrix); None for an accuracy some comparison of which is undecided."""
+
+    @property
+    @abstractmethod
+    def reduced(self) -> Any:
+        """The trajectory in reduced coordinates (V, w_tok, c) where they exist, else None: a
+        ``rwtoolkit.engines.exact.Trajectory``, whose states are ``StepState``s."""
+
+
+__all__ = ["READOUT_AXES", "EngineArguments", "ExactTrajectory"]
