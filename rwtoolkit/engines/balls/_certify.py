@@ -191,9 +191,8 @@ def certify(
         raise ValueError(f"M={M} is out of range: pos='onehot' needs M = N = {task.N}")
     train_set, eval_set = walk_sets(task, population, train_size, test_size, seed)
     model = get_model(MODEL)
-    engine = select(
-        model.name, "balls", "zero"
-    ).load()  # the reduced ball engine (rwtoolkit.engines.SPECIALISATIONS)
+    # the ball engine of (one_layer, zero): the reduced one, registered in rwtoolkit.engines.SPECIALISATIONS
+    engine = select(model.name, "balls", "zero").load()
     keep = None if record_steps is None else record_steps.__contains__
     attempts: list[dict] = []
     bits = prec
