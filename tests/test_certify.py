@@ -147,6 +147,19 @@ def test_fig5_setting_is_certified_at_chance_with_equal_attention():
     assert all(s["mean_attention_spread"] == {"mid": 0.0, "rad": 0.0} for s in data["steps"])
 
 
+def test_the_ball_engines_take_one_signature_and_return_one_type():
+    import inspect
+
+    from rwtoolkit.engines import GENERIC, SPECIALISATIONS
+    from rwtoolkit.engines.balls import BallTrajectory
+
+    engines = [GENERIC["balls"], *(e for e in SPECIALISATIONS if e.arithmetic == "balls")]
+    assert len(engines) == 2
+    signatures = [inspect.signature(e.load()) for e in engines]
+    assert [list(s.parameters.values()) for s in signatures[1:]] == [list(signatures[0].parameters.values())]
+    assert all(s.return_annotation in (BallTrajectory, "BallTrajectory") for s in signatures)
+
+
 @pytest.mark.parametrize("p", ["1", "1/2"])
 def test_the_statements_and_certify_json_read_the_trajectory_of_either_ball_engine(p):
     # one trajectory type: the generic ball engine's run of the same walks goes through the same statements
