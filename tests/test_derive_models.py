@@ -9,26 +9,7 @@ from rwtoolkit.cli.main import main
 
 def test_key_query_from_zero_is_stuck_exactly(capsys):
     """Both factors zero: W_K, W_Q stay 0 and the attention stays 1/N at every step (docs/guide/models.md)."""
-    assert (
-        main(
-            [
-                "derive",
-                "--model",
-                "key_query",
-                "--K",
-                "3",
-                "--N",
-                "4",
-                "--p",
-                "3/10",
-                "--mu",
-                "2",
-                "--steps",
-                "3",
-            ]
-        )
-        == 0
-    )
+    assert main("derive --model key_query --K 3 --N 4 --p 3/10 --mu 2 --steps 3".split()) == 0
     out = capsys.readouterr().out
     assert "model={'name': 'key_query', 'd': 2}" in out
     assert out.count("mean attention = [1/4, 1/4, 1/4, 1/4]") == 4
@@ -40,21 +21,7 @@ def test_key_query_from_zero_is_stuck_exactly(capsys):
 
 
 def test_key_query_from_a_gaussian_start_moves_its_attention(capsys):
-    argv = [
-        "derive",
-        "--model",
-        "key_query",
-        "--K",
-        "3",
-        "--N",
-        "4",
-        "--p",
-        "3/10",
-        "--mu",
-        "2",
-        "--steps",
-        "1",
-    ]
+    argv = "derive --model key_query --K 3 --N 4 --p 3/10 --mu 2 --steps 1".split()
     assert main([*argv, "--init", "gaussian", "--sigma", "1/20", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "init=gaussian(sigma=1/20, seed=1, grid=2^-20)" in out
@@ -72,15 +39,7 @@ def test_key_query_from_a_gaussian_start_moves_its_attention(capsys):
         (["--head-dim", "0"], "--head-dim"),
         (["--mu", "p"], "--mu=p is out of range"),
     ],
-    ids=[
-        "verdict",
-        "json-max-bytes",
-        "per-input-without-json",
-        "gaussian-steps",
-        "abstract-loss",
-        "head-dim-0",
-        "symbolic-mu",
-    ],
+    ids="verdict json-max-bytes per-input-without-json gaussian-steps abstract-loss head-dim-0 symbolic-mu".split(),
 )
 def test_generic_derive_refuses_in_one_line(extra, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

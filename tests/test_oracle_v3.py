@@ -132,21 +132,7 @@ def test_a_file_of_another_format_is_refused_naming_the_ones_read(tmp_path):
 
 def test_rw_derive_model_json_writes_the_oracle(tmp_path, capsys):
     out = tmp_path / "kq.json"
-    argv = [
-        "derive",
-        "--model",
-        "key_query",
-        "--K",
-        "3",
-        "--N",
-        "4",
-        "--p",
-        "3/10",
-        "--mu",
-        "2",
-        "--steps",
-        "2",
-    ]
+    argv = "derive --model key_query --K 3 --N 4 --p 3/10 --mu 2 --steps 2".split()
     assert main([*argv, "--json", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     oracle = load_oracle(out)

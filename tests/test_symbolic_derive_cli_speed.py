@@ -115,22 +115,7 @@ def test_oracle_with_verdict_round_trips_through_schema(tmp_path):
 
 
 def test_console_command_reaches_step_4():
-    argv = [
-        sys.executable,
-        "-m",
-        "rwtoolkit.cli.main",
-        "derive",
-        "--K",
-        "3",
-        "--N",
-        "4",
-        "--p",
-        "3/10",
-        "--steps",
-        "4",
-        "--mu",
-        "1",
-    ]
+    argv = [sys.executable, *"-m rwtoolkit.cli.main derive --K 3 --N 4 --p 3/10 --steps 4 --mu 1".split()]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     assert "t = 4" in done.stdout and "loss = ≈" in done.stdout

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from dataclasses import dataclass
+from typing import Any, Literal, Unpack, overload
 
 import sympy as sp
 from tqdm import tqdm
@@ -31,7 +31,7 @@ from rwtoolkit.engines.exact.engine._population import (
     population_inputs,
     rooted_walks,
 )
-from rwtoolkit.engines.exact.engine._trajectory import ExactTrajectory
+from rwtoolkit.engines.exact.engine._trajectory import EngineArguments, ExactTrajectory
 from rwtoolkit.models import ArithmeticLoss, Model, get_model
 from rwtoolkit.tasks import ABSTRACT_LOSS, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
 
@@ -268,15 +268,7 @@ class Trajectory(ExactTrajectory):
     """The exact trajectory θ(0..T) of full-batch GD from zero init on ``task`` (see ``derive``), in the
     reduced coordinates: an ``ExactTrajectory`` that is its own reduced view."""
 
-    task: CircleWalk | FiniteTask
-    eta: sp.Expr
-    eps: sp.Expr
-    mu: sp.Expr
-    loss: Loss
     inputs: SummedPopulation
-    states: list[StepState] = field(default_factory=list)
-    model: Model = field(default_factory=lambda: get_model("one_layer"))
-    init: str = "zero"
 
     @property
     def K(self) -> int:
@@ -401,7 +393,7 @@ def derive(
     else:
         raise ValueError(f"task={task!r} must be a CircleWalk or a FiniteTask (e.g. qa_task1())")
     K, N = inputs.K, inputs.N
-    traj = Trajectory(task, eta, eps, mu, lossfn, inputs, model=model)
+    traj = Trajectory(task, model, eta, eps, mu, lossfn, init, inputs)
 
     def evaluator(V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, gradients: bool) -> Callable[[], GroupPass]:
         if action is not None:
@@ -441,23 +433,18 @@ def derive_job(
     model: Model,
     steps: int,
     *,
-    eta: object = 1,
-    eps: object = "1/10",
-    mu: object = "mu",
-    loss: str = "log",
-    init: str = "zero",
-    sigma: object = "1/100",
-    seed: int = 0,
     json: bool = False,
     per_input: bool | None = None,
     verdict: bool = False,
+    **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive``'s run planned before any work: its arguments and ``rwtoolkit.engines.exact.job_estimate``
     (time, memory and, with ``json``, the oracle's files), with the alternatives a refusal names. Every
-    option of ``rw derive`` runs here (``verdict``: the structure predicates, statements about V, w_tok, c).
+    option of ``rw derive`` runs here (``verdict``: the structure predicates, statements about V, w_tok, c);
+    ``arguments`` are ``derive``'s keyword arguments, checked when it runs.
 
     >>> from rwtoolkit.tasks import CircleWalk
-    >>> job = derive_job(CircleWalk(3, 3, "1/2"), get_model("one_layer"), 2, json=True)
+    >>> job = derive_job(CircleWalk(3, 3, "1/2"), get_model("one_layer"), 2, json=True, mu="mu")
     >>> job.arguments["mu"], job.what, job.estimate.per_input_bytes > 0
     ('mu', '--steps 2 on CircleWalk(K=3, N=3, p=1/2)', True)
     """
@@ -473,7 +460,7 @@ def derive_job(
         + ", or rw train --population for a floating-point trajectory"
     )
     return DeriveJob(
-        {"eta": eta, "eps": eps, "mu": mu, "loss": loss, "init": init, "sigma": sigma, "seed": seed},
+        arguments,
         est,
         f"--steps {steps} on {task!r}",
         alternatives,

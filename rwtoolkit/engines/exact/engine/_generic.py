@@ -14,9 +14,9 @@ so that the start is an exact rational (the same seed gives the same rationals o
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import sympy as sp
@@ -25,9 +25,8 @@ from tqdm import tqdm
 from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, to_sympy
 from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT, DeriveJob, JobEstimate, model_job_estimate
 from rwtoolkit.engines.exact.engine._derive import make_loss
-from rwtoolkit.engines.exact.engine._population import Loss
-from rwtoolkit.engines.exact.engine._trajectory import ExactTrajectory
-from rwtoolkit.models import Batch, Evaluation, Model, Sizes, batch, descend, rational_positions
+from rwtoolkit.engines.exact.engine._trajectory import EngineArguments, ExactTrajectory
+from rwtoolkit.models import Batch, Model, Sizes, batch, descend, rational_positions
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
 
 #: Initialisations of the generic path.
@@ -47,18 +46,11 @@ class ModelTrajectory(ExactTrajectory):
     """θ(0..T) of exact GD for ``model`` on ``task``: one ``Evaluation`` per step (parameters and read-outs).
 
     An ``ExactTrajectory`` in the model's own parameters, with no reduced view; ``readout`` gives a read-out
-    in the exact arithmetic's arrays, ``value`` any parameter or read-out as SymPy values."""
+    in the exact arithmetic's arrays, ``value`` any parameter or read-out as SymPy values. ``states`` holds
+    one ``Evaluation`` per step, ``P`` the exact positions, ``batch`` the population as the model reads it."""
 
-    task: CircleWalk | FiniteTask
-    model: Model
-    eta: sp.Expr
-    eps: sp.Expr
-    mu: sp.Expr
-    loss: Loss
-    init: str
     P: np.ndarray
     batch: Batch
-    states: list[Evaluation] = field(default_factory=list)
 
     @property
     def K(self) -> int:
@@ -252,7 +244,7 @@ def derive_model(
     )
     bar.close()
     label = init if init == "zero" else f"gaussian(sigma={sigma}, seed={seed}, grid=2^-{GRID_BITS})"
-    return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states)
+    return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states=states)
 
 
 def derive_model_job(
@@ -260,21 +252,16 @@ def derive_model_job(
     model: Model,
     steps: int,
     *,
-    eta: object = 1,
-    eps: object = "1/10",
-    mu: object = 1,
-    loss: str = "log",
-    init: str = "zero",
-    sigma: object = "1/100",
-    seed: int = 0,
     json: bool = False,
     per_input: bool | None = None,
     verdict: bool = False,
+    **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
     generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
     non-zero start, the abstract loss, a value that is not a positive rational; the symbol ``mu`` becomes 1,
-    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``.
+    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. ``arguments`` are
+    ``derive_model``'s keyword arguments (its defaults where one is not given).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -282,6 +269,7 @@ def derive_model_job(
     >>> job.arguments["mu"], job.notes
     ('1', ('the generic engine needs a rational mu; using --mu 1',))
     """
+    init, loss, mu = arguments.get("init", "zero"), arguments.get("loss", "log"), arguments.get("mu", 1)
     if verdict:
         raise ValueError(
             "--verdict applies to the paper's model from zero init (its structure predicates are statements "
@@ -294,17 +282,17 @@ def derive_model_job(
     notes = ()
     if mu == "mu":
         mu, notes = "1", ("the generic engine needs a rational mu; using --mu 1",)
-    for value, name in ((eta, "eta"), (eps, "eps"), (mu, "mu")):
+    for value, name in ((arguments.get("eta", 1), "eta"), (arguments.get("eps", "1/10"), "eps"), (mu, "mu")):
         positive_rational(value, name)
     if init != "zero":
-        positive_rational(sigma, "sigma")
+        positive_rational(arguments.get("sigma", "1/100"), "sigma")
     population = task.population()
     n = population.size
     memory = 64 * n * population.N * 40 * (steps + 1) + 200 * 2**20
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
     header, columns = model_file_bytes(task, model, steps, per_input) if json else (0, 0)
     return DeriveJob(
-        {"eta": eta, "eps": eps, "mu": mu, "loss": loss, "init": init, "sigma": sigma, "seed": seed},
+        {**arguments, "mu": mu},
         JobEstimate(model_estimate(task, model, steps, init), memory, header, columns),
         f"--steps {steps} with --model {model.name} on {task!r}",
         "use fewer --steps, smaller K or N"

@@ -13,6 +13,7 @@ abstract loss, and the structure predicates' verdicts), else None.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
@@ -47,8 +48,10 @@ class EngineArguments(TypedDict, total=False):
     progress: bool
 
 
+@dataclass
 class ExactTrajectory(ABC):
-    """θ(0..T) of exact gradient descent of ``model`` on ``task``'s population, from ``init``.
+    """θ(0..T) of exact gradient descent of ``model`` on ``task``'s population, from ``init``, with the
+    learning rate ``eta``, the ε of the loss ``eps`` and μ = ‖p_i‖² ``mu`` as the engine read them.
 
     ``states`` holds one state per step, of the engine's own type; ``value(t, name)`` reads any parameter
     (``parameter_names``) or read-out (``readout_names``) at step t the same way for every engine.
@@ -61,7 +64,7 @@ class ExactTrajectory(ABC):
     mu: sp.Expr
     loss: Loss
     init: str
-    states: list[Any]
+    states: list[Any] = field(default_factory=list, kw_only=True)
 
     @property
     @abstractmethod
