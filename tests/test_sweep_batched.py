@@ -75,17 +75,15 @@ def test_batched_runs_equal_train_runs_to_rounding(dtype):
         groups.setdefault(batch_key(*run), []).append(i)
     assert len(groups) >= 4 and max(len(g) for g in groups.values()) >= 2
     for indices in groups.values():
-        result = train_batched([runs[i] for i in indices])
-        assert result.diverged == [None] * len(indices)
-        for b, i in enumerate(indices):
+        results = train_batched([runs[i] for i in indices])
+        assert [r.diverged for r in results] == [None] * len(indices)
+        for result, i in zip(results, indices, strict=True):
             ref = train(*runs[i], progress=False)
             for key in BATCHED_HISTORY_KEYS:
-                _close(result.history[key][b], [h[key] for h in ref.history], dtype)
-            _close(result.final[b]["V"], ref.final["V"], dtype)
-            _close(result.final[b]["attention_profile"], ref.final["attention_profile"], dtype)
-            assert result.final[b]["test_accuracy"] == pytest.approx(
-                ref.history[-1]["test_accuracy"], abs=1e-12
-            )
+                _close(result.series(key, STEPS), [h[key] for h in ref.history], dtype)
+            _close(result.final["V"], ref.final["V"], dtype)
+            _close(result.final["attention_profile"], ref.final["attention_profile"], dtype)
+            assert result.final_accuracy == pytest.approx(ref.history[-1]["test_accuracy"], abs=1e-12)
 
 
 def test_a_run_train_refuses_is_reported_diverged_at_that_step_and_the_others_go_on():
@@ -94,11 +92,28 @@ def test_a_run_train_refuses_is_reported_diverged_at_that_step_and_the_others_go
     bad = TrainConfig(steps=5, population=True, init="gaussian", sigma=0.3, seed=1, threads=1)
     with pytest.raises(ValueError, match="undefined at step 0"):
         train(task, model, bad, progress=False)
-    result = train_batched([(task, model, bad), (task, model, good)])
-    assert result.diverged == [0, None]
-    assert np.isnan(result.history["train_loss"][0]).all() and result.final[0]["test_accuracy"] is None
+    diverged, kept = train_batched([(task, model, bad), (task, model, good)])
+    assert diverged.diverged is not None and diverged.diverged.step == 0 and kept.diverged is None
+    assert np.isnan(diverged.series("train_loss", 5)).all() and diverged.final["test_accuracy"] is None
     ref = train(task, model, good, progress=False)
-    _close(result.final[1]["V"], ref.final["V"], "float64")
+    _close(kept.final["V"], ref.final["V"], "float64")
+
+
+def test_recorded_steps_hold_the_metrics_and_every_step_the_residuals():
+    """record_steps (rw sweep's record_every): loss, accuracy and attention at those steps and the last
+    (``train`` records the last only when asked); V's residuals at every step as ``train`` without."""
+    task, model = CircleWalk(K, N, "3/10"), ModelConfig(K=K, N=N, M=10)
+    every = TrainConfig(steps=7, population=True, init="gaussian", sigma=0.02, threads=1)
+    some = TrainConfig(**{**vars(every), "record_steps": (0, 3, 6)})
+    [result] = train_batched([(task, model, some)])
+    last = TrainConfig(**{**vars(every), "record_steps": (0, 3, 6, 7)})
+    ref, full = train(task, model, last, progress=False), train(task, model, every, progress=False)
+    assert [h["step"] for h in result.history] == [h["step"] for h in ref.history] == [0, 3, 6, 7]
+    for key in BATCHED_HISTORY_KEYS[:3]:
+        _close([h[key] for h in result.history], [h[key] for h in ref.history], "float64")
+        assert np.isnan(result.series(key, 7)[[1, 2, 4, 5]]).all()
+    for key in BATCHED_HISTORY_KEYS[3:]:
+        _close(result.series(key, 7), [h[key] for h in full.history], "float64")
 
 
 def test_runs_of_different_shapes_are_refused_naming_the_run():
@@ -107,6 +122,9 @@ def test_runs_of_different_shapes_are_refused_naming_the_run():
         train_batched([(CircleWalk(3, 4, "1/2"), model, cfg), (CircleWalk(3, 4, 1), model, cfg)])
     with pytest.raises(ValueError, match=r"runs\[0\] cannot be batched: population=False"):
         train_batched([(CircleWalk(3, 4, "1/2"), model, TrainConfig(steps=1))])
+    other = TrainConfig(steps=1, population=True, record_steps=(0,))
+    with pytest.raises(ValueError, match=r"runs\[1\] cannot be batched: record_steps differs"):
+        train_batched([(CircleWalk(3, 4, "1/2"), model, cfg), (CircleWalk(3, 4, "1/3"), model, other)])
 
 
 @pytest.mark.parametrize("p", ["1/3", "1"])

@@ -140,3 +140,91 @@ def test_key_query_on_cuda_matches_cpu():
     gpu = train_model(task, get_model("key_query"), _P(5), 5, device="cuda", **kw)
     for name in ("V", "W_K", "W_Q"):
         np.testing.assert_allclose(gpu.params[5][name], cpu.params[5][name], rtol=1e-10, atol=1e-12)
+
+
+def _engine_runs(model: ModelConfig, cfg: TrainConfig, ps=("1/3", "3/10")):
+    return [(CircleWalk(model.K, model.N, p), model, cfg) for p in ps]
+
+
+def test_every_torch_engine_takes_the_same_runs_and_returns_train_results():
+    """One signature and one result type: the engine select picks (reduced, batched, generic) each takes
+    the same (task, ModelConfig, TrainConfig) runs and returns one TrainResult per run, and the three agree
+    on V at every recorded step (float64 rounding over 4 steps: 1e-12)."""
+    from rwtoolkit.engines import select
+    from rwtoolkit.engines.numeric import TrainResult
+
+    model = ModelConfig(K=3, N=5, M=8)
+    cfg = TrainConfig(steps=4, population=True, init="gaussian", sigma=0.02, record_params=True)
+    engines = [
+        select("one_layer", "torch", "gaussian"),
+        select("one_layer", "torch", "gaussian", specialise=False),
+        select("one_layer", "torch", "gaussian", many=True),
+    ]
+    assert [e.name for e in engines] == [
+        "reduced torch engine (FastModel)",
+        "generic torch engine",
+        "batched torch engine",
+    ]
+    no_params = TrainConfig(**{**vars(cfg), "record_params": False})  # the batched engine keeps V at the end
+    reduced, generic, batched = (e.load()(_engine_runs(model, no_params if e.many else cfg)) for e in engines)
+    for results in (reduced, generic, batched):
+        assert len(results) == 2 and all(isinstance(r, TrainResult) and r.diverged is None for r in results)
+    assert generic[0].description == {"name": "one_layer"} and reduced[0].description is None
+    for r, g, b in zip(reduced, generic, batched, strict=True):
+        for t in range(5):
+            np.testing.assert_allclose(r.params[t]["V"], g.params[t]["V"], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.final["V"], g.final["V"], rtol=0, atol=1e-12)
+        assert b.final_accuracy == pytest.approx(g.final_accuracy, abs=1e-12)
+        for key in ("ones_residual", "circulant_residual"):  # V's residuals at every step, by both
+            np.testing.assert_allclose(b.series(key, 4), g.series(key, 4), rtol=1e-9, atol=1e-12)
+
+
+def test_the_generic_engine_reports_a_diverged_run_and_trains_the_others():
+    """A run that leaves the loss domain is reported with its step and message; the next run still trains
+    (as rw sweep needs), and rw train raises the same one line."""
+    from rwtoolkit.engines.numeric import train_model_runs
+
+    model = ModelConfig(K=3, N=4, M=6, registered=get_model("key_query", d=2))
+    bad = TrainConfig(steps=3, population=True, init="gaussian", sigma=3.0, eta=1e300, seed=1, loss="squared")
+    good = TrainConfig(steps=3, population=True, init="gaussian", sigma=0.1, loss="squared")
+    task = CircleWalk(3, 4, "1/3")
+    diverged, trained = train_model_runs([(task, model, bad), (task, model, good)])
+    assert diverged.diverged is not None and diverged.history == []
+    assert "not finite at step 1" in str(diverged.diverged) and diverged.diverged.step == 1
+    assert trained.diverged is None and [h["step"] for h in trained.history] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match=f"at step {diverged.diverged.step}"):
+        train_model(task, model.registered, _positions(model), 3, eta=1e300,
+                    init="gaussian", sigma=3.0, seed=1, loss="squared")  # fmt: skip
+
+
+def _positions(model: ModelConfig) -> np.ndarray:
+    from rwtoolkit.engines.numeric import positional_embeddings
+
+    return positional_embeddings(model.pos, model.M, model.N, model.mu, model.pos_seed)
+
+
+def test_the_generic_engine_refuses_the_reduced_engines_options_before_work():
+    from rwtoolkit.engines.numeric import train_model_runs
+
+    model = ModelConfig(K=3, N=4, M=6, registered=get_model("key_query", d=2))
+    for option, cfg in (
+        ("population=False", TrainConfig(steps=1)),
+        ("rotate=True", TrainConfig(steps=1, population=True, rotate=True)),
+        ("snapshots", TrainConfig(steps=1, population=True, snapshots=(1,))),
+    ):
+        with pytest.raises(ValueError, match=option.replace("(", r"\(")):
+            train_model_runs([(CircleWalk(3, 4, "1/3"), model, cfg)])
+
+
+def test_a_named_model_trains_on_the_generic_engine_and_the_paper_options_on_the_reduced_one(tmp_path):
+    """rw train --model normalized_attention writes the generic engine's metrics.json (its model and every
+    parameter), --normalize-attention the reduced engine's (format rw-metrics, V and w): the same model."""
+    base = ["train", "--K", "3", "--N", "4", "--M", "6", "--population", "--steps", "2"]
+    assert main([*base, "--model", "normalized_attention", "--out", str(tmp_path / "named")]) == 0
+    assert main([*base, "--normalize-attention", "--out", str(tmp_path / "flag")]) == 0
+    named = json.loads((tmp_path / "named" / "metrics.json").read_text())
+    flag = json.loads((tmp_path / "flag" / "metrics.json").read_text())
+    assert named["model"] == {"name": "normalized_attention"} and "format" not in named
+    assert set(named["final"]) == {"V", "W", "attention_profile"}
+    assert flag["format"] == "rw-metrics" and set(flag["final"]) == {"V", "w", "attention_profile"}
+    np.testing.assert_allclose(named["final"]["V"], flag["final"]["V"], rtol=0, atol=1e-12)

@@ -1,16 +1,15 @@
-"""``rw train``: numeric gradient descent (rwtoolkit.engines.numeric.train) writing DIR/metrics.json atomically."""
+"""``rw train``: numeric gradient descent on the torch engine ``rwtoolkit.engines.select`` picks, writing
+DIR/metrics.json atomically (``TrainResult.to_json``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rwtoolkit.io import check_output_dir
 
 if TYPE_CHECKING:
-    from rwtoolkit.models import Model
     from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 TASKS = ("circle", "qa1", "qa2")
@@ -184,19 +183,19 @@ def run(args: argparse.Namespace) -> int:
 
     renamed_flag(args, "rw train", "--mu", "--pos-norm")
     net = model_from_args(args)
-    if net.name != DEFAULT_MODEL:
+    paper = net.name == DEFAULT_MODEL
+    if not paper:
         _refuse_paper_only(args, net.name)
     path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    from rwtoolkit.engines import select
     from rwtoolkit.engines.numeric import (  # torch loads here, not for --help
         ModelConfig,
         TrainConfig,
-        train,
+        registered_model,
         write_json_atomic,
     )
 
     task = _task(args)
-    if net.name != DEFAULT_MODEL:
-        return _run_model(args, net, task, path)
     model = ModelConfig(
         K=task.K,
         N=task.N,
@@ -207,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         normalize_attention=args.normalize_attention,
         relu_width=args.relu_width,
         gram=args.gram,
+        registered=None if paper else net,
     )
     cfg = TrainConfig(
         steps=args.steps,
@@ -230,12 +230,18 @@ def run(args: argparse.Namespace) -> int:
         rotate=args.rotate,
         record_params=args.record_params,
     )
-    result = train(task, model, cfg, progress=True)
+    # The paper's model (with --normalize-attention / --relu-width: the variant it names) trains on its
+    # registered specialisation; a model named with --model on the generic engine, its tape gradient.
+    engine = select(registered_model(model).name, "torch", args.init, specialise=paper)
+    [result] = engine.load()([(task, model, cfg)], progress=True)
+    if result.diverged is not None:
+        raise result.diverged
     write_json_atomic(result.to_json(), path)
     last = result.history[-1]
     loss = last["train_loss"]
+    about = "" if paper else f"model {net.name} {net.hyperparameters}, "
     print(
-        f"wrote {path}: step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
+        f"wrote {path}: {about}step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
         f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
     )
     return 0
@@ -266,64 +272,3 @@ def _refuse_paper_only(args: argparse.Namespace, name: str) -> None:
         raise ValueError(
             f"--model {name} trains on the exact population only (sampled walks are one_layer's): add --population"
         )
-
-
-def _run_model(args: argparse.Namespace, net: Model, task: CircleWalk | FiniteTask, path: Path) -> int:
-    """Another registered model: full-batch GD in torch with its tape gradient (rwtoolkit.engines.numeric.train_model)."""
-    import torch
-
-    from rwtoolkit.engines.numeric import (
-        model_memory_estimate,
-        positional_embeddings,
-        train_model,
-        write_json_atomic,
-    )
-    from rwtoolkit.io import check_memory, format_bytes
-
-    record = None if args.record_steps is None else set(_snapshots(args.record_steps, "--record-steps"))
-    P = positional_embeddings(args.pos, args.M, task.N, args.mu, args.pos_seed)
-    memory = model_memory_estimate(task, net, args.M, args.steps, args.dtype)
-    check_memory(
-        memory,
-        f"rw train --model {net.name} on K={task.K}, N={task.N}, M={args.M} ({format_bytes(memory)})",
-        "use a smaller M, N or --head-dim",
-    )
-    previous = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        result = train_model(
-            task,
-            net,
-            P,
-            args.steps,
-            eta=args.eta,
-            eps=args.eps,
-            loss=args.loss,
-            init=args.init,
-            sigma=args.sigma,
-            seed=args.seed,
-            dtype=args.dtype,
-            device=args.device,
-            record_steps=record,
-            progress=True,
-            config={
-                "task": task.describe(),
-                "positions": {
-                    "pos": args.pos,
-                    "M": args.M,
-                    "mu": args.mu,
-                    "pos_seed": args.pos_seed,
-                },
-            },
-        )
-    finally:
-        torch.set_num_threads(previous)
-    write_json_atomic(result.to_json(), path)
-    last = result.history[-1]
-    loss = last["train_loss"]
-    print(
-        f"wrote {path}: model {net.name} {net.hyperparameters}, step {last['step']}, train_loss {loss:.6g}"
-        f"{_loss_note(args.loss, loss)}, test_accuracy {last['test_accuracy']:.4g}, "
-        f"parent_attention {last['parent_attention']:.4g}"
-    )
-    return 0

@@ -89,7 +89,7 @@ GENERIC: dict[str, Engine] = {
         "rwtoolkit.engines.exact:derive_model",
         estimate="rwtoolkit.engines.exact:derive_model_job",
     ),
-    "torch": Engine("generic torch engine", "torch", "rwtoolkit.engines.numeric:train_model"),
+    "torch": Engine("generic torch engine", "torch", "rwtoolkit.engines.numeric:train_model_runs"),
     "balls": Engine("generic ball engine", "balls", "rwtoolkit.engines.balls:ball_model_trajectory"),
 }
 
@@ -110,7 +110,7 @@ SPECIALISATIONS: tuple[Engine, ...] = (
     Engine(
         "batched torch engine",
         "torch",
-        "rwtoolkit.engines.numeric:train_batched",
+        "rwtoolkit.engines.numeric:train_batched",  # torch: engine(runs, progress=False) -> [TrainResult]
         models=("one_layer",),
         many=True,
         pinned_by=("tests/test_fast_paths.py::test_batched_engine_equals_the_full_model",),
@@ -118,7 +118,7 @@ SPECIALISATIONS: tuple[Engine, ...] = (
     Engine(
         "reduced torch engine (FastModel)",
         "torch",
-        "rwtoolkit.engines.numeric:train",
+        "rwtoolkit.engines.numeric:train_runs",
         models=("one_layer", "normalized_attention", "relu_head"),
         pinned_by=(
             "tests/test_fast_paths.py::test_reduced_torch_model_equals_the_full_model",

@@ -131,32 +131,89 @@ def _versions() -> dict[str, str]:
 def run_pack(
     pack_id: str, configs: Sequence[dict], hashes: Sequence[str], out: str, record_every: int, metrics: bool
 ) -> tuple[str, int]:
-    """Train one pack with ``rwtoolkit.engines.numeric.train_batched`` and write its rows atomically to ``chunks/``.
+    """Train one pack with the engine ``rwtoolkit.engines.select`` picks and write its rows atomically to ``chunks/``.
 
-    Runs of a model other than one_layer (configs with a ``model`` field) train one by one with
-    ``rwtoolkit.engines.numeric.train_model`` instead (``_train_models``); the rows have the same summary columns.
-    Runs on a Dask worker, one torch thread (the same summation order on every machine).
+    The paper model's runs train together on the batched engine, the runs of a model named in the spec one
+    by one on the generic engine (its tape gradient); both return ``rwtoolkit.engines.numeric.TrainResult``
+    and ``_pack_tables`` writes them. Runs on a Dask worker, one torch thread (the same summation order on
+    every machine).
     """
-    import numpy as np
-    import pyarrow as pa
     import torch
 
-    from rwtoolkit.analyses.sweep._summaries import run_summaries
+    from rwtoolkit.engines import select
     from rwtoolkit.io import write_bytes_atomic
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    models = bool(configs) and "model" in configs[0]
-    if models:
-        result = _train_models(configs, record_every)
-    else:
-        result = _train_batched(configs, record_every)
+    named = "model" in configs[0]  # a model named in the spec trains with its tape gradient
+    engine = select(
+        configs[0].get("model", DEFAULT_MODEL),
+        "torch",
+        "zero" if all(c["init"] == "zero" for c in configs) else "gaussian",
+        many=True,
+        specialise=not named,
+    )
+    results = engine.load()([_run(c, record_every) for c in configs])
     wall = time.perf_counter() - start
+    rows, long = _pack_tables(configs, hashes, results, pack_id, wall, metrics)
+    if long is not None:
+        write_bytes_atomic(_parquet_bytes(long), Path(out) / "metrics" / f"{pack_id}.parquet")
+    write_bytes_atomic(_parquet_bytes(rows), Path(out) / "chunks" / f"{pack_id}.parquet")
+    return pack_id, rows.num_rows
+
+
+def _run(c: dict, record_every: int):
+    """The (task, ModelConfig, TrainConfig) of a spec run (its fields are named as in the two configs);
+    loss, accuracy and attention recorded every ``record_every`` steps and at the last."""
+    from dataclasses import fields
+
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig
+    from rwtoolkit.models import get_model
+    from rwtoolkit.tasks import CircleWalk
+
+    registered = get_model(c["model"], d=c["head_dim"], H=c.get("heads")) if "model" in c else None
+    model = ModelConfig(
+        **{f.name: c[f.name] for f in fields(ModelConfig) if f.name in c}, registered=registered
+    )
+    recorded = tuple(range(0, c["steps"] + 1, record_every))
+    cfg = TrainConfig(
+        **{f.name: c[f.name] for f in fields(TrainConfig) if f.name in c},
+        population=True,
+        threads=1,
+        record_steps=recorded,
+    )
+    return CircleWalk(c["K"], c["N"], c["p"]), model, cfg
+
+
+def _pack_tables(configs, hashes, results, pack_id: str, wall: float, metrics: bool):
+    """The rows of a pack (config, summaries, versions, timing) and, with ``metrics``, its per-step table.
+
+    Per run: loss, accuracy and parent attention at the recorded steps (NaN between), V's ones and
+    circulant residuals at every step where the engine measured them (``TrainResult.series``), the final
+    accuracy (``TrainResult.final_accuracy``) and ‖V/‖V‖ - Πᵀ/‖Πᵀ‖‖_F of a K×K V (null without one, or
+    when V = 0). A diverged run has its step and null trajectory summaries.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from rwtoolkit.analyses.sweep._summaries import run_summaries
+    from rwtoolkit.engines.numeric import BATCHED_HISTORY_KEYS, v_direction_error
+    from rwtoolkit.tasks import CircleWalk
+
+    T = configs[0]["steps"]
     versions = _versions()
+    history = {key: np.stack([r.series(key, T) for r in results]) for key in BATCHED_HISTORY_KEYS}
     rows = []
-    for b, (c, h) in enumerate(zip(configs, hashes, strict=True)):
-        history = {k: v[b] for k, v in result.history.items()}
-        summary = run_summaries(c, history, result.final[b], result.diverged[b])
+    for b, (c, h, result) in enumerate(zip(configs, hashes, results, strict=True)):
+        final = {}
+        if result.diverged is None:
+            V = np.asarray(result.final.get("V", ()), dtype=float)
+            final = {"test_accuracy": result.final_accuracy, "v_direction_error": None}
+            if V.shape == (c["K"], c["K"]):  # a model with a value matrix V (K×K)
+                Pi = CircleWalk(c["K"], c["N"], c["p"]).transition_matrix_float()
+                final["v_direction_error"] = v_direction_error(V, Pi)
+        step = None if result.diverged is None else result.diverged.step
+        summary = run_summaries(c, {k: v[b] for k, v in history.items()}, final, step)
         rows.append(
             {
                 "config_hash": h,
@@ -169,102 +226,15 @@ def run_pack(
             }
         )
     table = pa.Table.from_pylist(rows, schema=_schema(configs[0]))
-    if metrics:
-        T = configs[0]["steps"] + 1
-        long = {
-            "config_hash": np.repeat(np.array(list(hashes), dtype=object), T),
-            "step": np.tile(np.arange(T), len(hashes)),
-        }
-        for key, values in result.history.items():
-            long[key] = pa.array(values.reshape(-1), mask=np.isnan(values.reshape(-1)))
-        write_bytes_atomic(_parquet_bytes(pa.table(long)), Path(out) / "metrics" / f"{pack_id}.parquet")
-    write_bytes_atomic(_parquet_bytes(table), Path(out) / "chunks" / f"{pack_id}.parquet")
-    return pack_id, len(rows)
-
-
-def _train_batched(configs: Sequence[dict], record_every: int):
-    """The paper model's runs of one pack on the batched engine (``rwtoolkit.engines.numeric.train_batched``)."""
-    from dataclasses import fields
-
-    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig, train_batched
-    from rwtoolkit.tasks import CircleWalk
-
-    model_fields = [f.name for f in fields(ModelConfig)]
-    train_fields = [f.name for f in fields(TrainConfig)]
-    runs = []
-    for c in configs:  # the spec's fields are named as in ModelConfig and TrainConfig
-        model = ModelConfig(**{k: c[k] for k in model_fields if k in c})
-        cfg = TrainConfig(**{k: c[k] for k in train_fields if k in c}, population=True, threads=1)
-        runs.append((CircleWalk(c["K"], c["N"], c["p"]), model, cfg))
-    return train_batched(runs, record_every=record_every)
-
-
-def _train_models(configs: Sequence[dict], record_every: int):
-    """Runs of another registered model, one by one with ``rwtoolkit.engines.numeric.train_model`` on the exact population.
-
-    The same history keys as the batched engine (``BATCHED_HISTORY_KEYS``): loss, accuracy and parent
-    attention every ``record_every`` steps and at the last (NaN between). A model with one value matrix V
-    (K×K) also has V's ones and circulant residuals at every step and its ``v_direction_error``; for a model
-    without one (tied_embedding, multi_head's V_h) they stay NaN / None, so the escape and symmetry-break
-    steps are null. After a divergence the run's history is NaN and its ``diverged`` step is set.
-    """
-    import numpy as np
-
-    from rwtoolkit.engines.numeric import (
-        BATCHED_HISTORY_KEYS,
-        BatchedResult,
-        Diverged,
-        circulant_residual,
-        ones_residual,
-        positional_embeddings,
-        train_model,
-        v_direction_error,
-    )
-    from rwtoolkit.models import Sizes, get_model
-    from rwtoolkit.tasks import CircleWalk
-
-    T = configs[0]["steps"]
-    hist = {key: np.full((len(configs), T + 1), np.nan) for key in BATCHED_HISTORY_KEYS}
-    finals: list[dict] = []
-    diverged: list[int | None] = []
-    for b, c in enumerate(configs):
-        task = CircleWalk(c["K"], c["N"], c["p"])
-        model = get_model(c["model"], d=c["head_dim"], H=c.get("heads"))
-        P = positional_embeddings(c["pos"], c["M"], c["N"], c["mu"], c["pos_seed"])
-        has_v = model.shapes(Sizes(K=task.K, M=c["M"], N=task.N)).get("V") == (task.K, task.K)
-        try:
-            result = train_model(
-                task, model, P, c["steps"], eta=c["eta"], eps=c["eps"], loss=c["loss"], init=c["init"],
-                sigma=c["sigma"], seed=c["seed"], dtype=c["dtype"], keep_params=("V",) if has_v else False,
-            )  # fmt: skip
-        except Diverged as err:
-            finals.append({})
-            diverged.append(err.step)
-            continue
-        for record in result.history:
-            t = record["step"]
-            if has_v:
-                V = result.params[t]["V"]
-                hist["ones_residual"][b, t] = ones_residual(V)
-                hist["circulant_residual"][b, t] = circulant_residual(V)
-            if t % record_every == 0 or t == T:
-                for key in ("train_loss", "test_accuracy", "parent_attention"):
-                    hist[key][b, t] = record[key]
-        last = result.history[-1]
-        finals.append(
-            {
-                "V": result.final.get("V") if has_v else None,
-                "attention_profile": result.final["attention_profile"],
-                "test_accuracy": last["test_accuracy"],
-                "v_direction_error": (
-                    v_direction_error(np.asarray(result.final["V"]), task.transition_matrix_float())
-                    if has_v
-                    else None
-                ),
-            }
-        )
-        diverged.append(None)
-    return BatchedResult(hist, finals, diverged)
+    if not metrics:
+        return table, None
+    long = {
+        "config_hash": np.repeat(np.array(list(hashes), dtype=object), T + 1),
+        "step": np.tile(np.arange(T + 1), len(hashes)),
+    }
+    for key, values in history.items():
+        long[key] = pa.array(values.reshape(-1), mask=np.isnan(values.reshape(-1)))
+    return table, pa.table(long)
 
 
 def finished_hashes(out: str | os.PathLike) -> set[str]:

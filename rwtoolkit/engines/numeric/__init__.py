@@ -12,7 +12,13 @@ import importlib as _importlib
 import typing as _typing
 
 from rwtoolkit.engines.exact.oracle import load_oracle  # the one reader of oracle files (float64 by default)
-from rwtoolkit.engines.numeric._config import DEFAULT_TIE_RTOL, ModelConfig, TrainConfig, memory_estimate
+from rwtoolkit.engines.numeric._config import (
+    DEFAULT_TIE_RTOL,
+    ModelConfig,
+    TrainConfig,
+    memory_estimate,
+    registered_model,
+)
 from rwtoolkit.engines.numeric._embeddings import (
     POS_KINDS,
     POS_RTOL,
@@ -27,12 +33,18 @@ if _typing.TYPE_CHECKING:
     from rwtoolkit.engines.numeric._arith import TorchArithmetic
     from rwtoolkit.engines.numeric._batched import (
         BATCHED_HISTORY_KEYS,
-        BatchedResult,
         batch_key,
         batched_peak_bytes,
         train_batched,
     )
-    from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, TensorLoss, exp_loss, log_loss, squared_loss
+    from rwtoolkit.engines.numeric._losses import (
+        LOSS_FUNCTIONS,
+        Diverged,
+        TensorLoss,
+        exp_loss,
+        log_loss,
+        squared_loss,
+    )
     from rwtoolkit.engines.numeric._metrics import (
         circulant_residual,
         ones_residual,
@@ -41,29 +53,29 @@ if _typing.TYPE_CHECKING:
     )
     from rwtoolkit.engines.numeric._model_train import (
         MODEL_HISTORY_KEYS,
-        Diverged,
-        ModelTrainResult,
         model_memory_estimate,
         train_model,
+        train_model_runs,
     )
-    from rwtoolkit.engines.numeric._train import HISTORY_KEYS, TrainResult, init_generator, train
+    from rwtoolkit.engines.numeric._train import (
+        HISTORY_KEYS,
+        Run,
+        TrainResult,
+        init_generator,
+        train,
+        train_runs,
+    )
 
 #: The names that need torch, by the module that defines them: imported on first use, so that what needs
 #: numpy alone (the configurations, the embeddings; ``rw check`` of a NumPy or JAX implementation) never
 #: loads torch (about 1.5 s of a process).
 _TORCH_NAMES = {
     "_arith": ("TorchArithmetic",),
-    "_batched": ("BATCHED_HISTORY_KEYS", "BatchedResult", "batch_key", "batched_peak_bytes", "train_batched"),
-    "_losses": ("LOSS_FUNCTIONS", "TensorLoss", "exp_loss", "log_loss", "squared_loss"),
+    "_batched": ("BATCHED_HISTORY_KEYS", "batch_key", "batched_peak_bytes", "train_batched"),
+    "_losses": ("LOSS_FUNCTIONS", "Diverged", "TensorLoss", "exp_loss", "log_loss", "squared_loss"),
     "_metrics": ("circulant_residual", "ones_residual", "predict", "v_direction_error"),
-    "_model_train": (
-        "MODEL_HISTORY_KEYS",
-        "Diverged",
-        "ModelTrainResult",
-        "model_memory_estimate",
-        "train_model",
-    ),
-    "_train": ("HISTORY_KEYS", "TrainResult", "init_generator", "train"),
+    "_model_train": ("MODEL_HISTORY_KEYS", "model_memory_estimate", "train_model", "train_model_runs"),
+    "_train": ("HISTORY_KEYS", "Run", "TrainResult", "init_generator", "train", "train_runs"),
 }
 _HOME = {name: module for module, names in _TORCH_NAMES.items() for name in names}
 
@@ -72,7 +84,6 @@ __all__ = [
     "ones_residual",
     "v_direction_error",
     "BATCHED_HISTORY_KEYS",
-    "BatchedResult",
     "batch_key",
     "batched_peak_bytes",
     "train_batched",
@@ -86,7 +97,7 @@ __all__ = [
     "POS_KINDS",
     "POS_RTOL",
     "ModelConfig",
-    "ModelTrainResult",
+    "Run",
     "TrainConfig",
     "TrainResult",
     "check_embedding",
@@ -99,9 +110,12 @@ __all__ = [
     "model_memory_estimate",
     "positional_embeddings",
     "predict",
+    "registered_model",
     "squared_loss",
     "train",
     "train_model",
+    "train_model_runs",
+    "train_runs",
     "write_json_atomic",
 ]
 

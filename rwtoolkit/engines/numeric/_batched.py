@@ -24,14 +24,14 @@ the grouped sums are sums up the trees, each a few gathers per depth over (seque
 (``_Forest``). ``tests/test_sweep_batched.py`` checks each run against ``train``.
 
 A run whose loss leaves its domain (log-loss z + ε ≤ 0) or stops being finite is frozen at its last
-finite parameters and reported in ``BatchedResult.diverged``; the other runs of the batch go on.
+finite parameters and reported in its ``TrainResult.diverged``; the other runs of the batch go on.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -41,20 +41,20 @@ from tqdm import tqdm
 
 from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, validate
 from rwtoolkit.engines.numeric._embeddings import nominal_mu, positional_embeddings
-from rwtoolkit.engines.numeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS
+from rwtoolkit.engines.numeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS, Diverged
 from rwtoolkit.engines.numeric._metrics import (
     EvalSet,
     accuracy,
     circulant_residuals,
     ones_residuals,
     predict,
-    v_direction_error,
 )
 from rwtoolkit.engines.numeric._model import FastModel, initial_parameters
-from rwtoolkit.engines.numeric._train import init_generator, learning_rate_at
+from rwtoolkit.engines.numeric._train import TrainResult, init_generator, learning_rate_at
 from rwtoolkit.tasks import CircleWalk, is_numeric
 
-#: The per-step records of ``train_batched``, named as in ``HISTORY_KEYS``; (B, steps + 1) arrays.
+#: What ``train_batched`` measures, named as in ``HISTORY_KEYS``: the first three at the recorded steps (the
+#: history), V's two residuals at every step (``TrainResult.trace``).
 BATCHED_HISTORY_KEYS = (
     "train_loss",
     "test_accuracy",
@@ -62,23 +62,10 @@ BATCHED_HISTORY_KEYS = (
     "ones_residual",
     "circulant_residual",
 )
+_RECORDED_KEYS = BATCHED_HISTORY_KEYS[:3]
 
+#: A run of the batched engine: ``rwtoolkit.engines.numeric.Run`` on a circle walk (refused otherwise).
 Run = tuple[CircleWalk, ModelConfig, TrainConfig]
-
-
-@dataclass
-class BatchedResult:
-    """What ``train_batched`` produced for B runs, in the order given.
-
-    ``history[key]``: (B, steps + 1) float64 arrays, key in ``BATCHED_HISTORY_KEYS``, NaN after a run
-    diverged. ``final[b]``: V (K×K nested list), ``attention_profile`` (N), ``test_accuracy`` (exact
-    population accuracy as the nearest float, as in ``train``), ``v_direction_error`` (None when V = 0).
-    ``diverged[b]``: the step at which run b left the loss domain or became non-finite, else None.
-    """
-
-    history: dict[str, np.ndarray]
-    final: list[dict]
-    diverged: list[int | None] = field(default_factory=list)
 
 
 def batch_key(task: CircleWalk, model: ModelConfig, cfg: TrainConfig) -> tuple:
@@ -109,6 +96,10 @@ def batch_key(task: CircleWalk, model: ModelConfig, cfg: TrainConfig) -> tuple:
     )
 
 
+def _recorded(cfg: TrainConfig) -> frozenset[int] | None:
+    return None if cfg.record_steps is None else frozenset(int(s) for s in cfg.record_steps)
+
+
 def _check_runs(runs: Sequence[Run]) -> None:
     """Every run valid for ``train`` and batchable: a circle-walk population on the fast path, equal keys."""
     if not runs:
@@ -126,6 +117,10 @@ def _check_runs(runs: Sequence[Run]) -> None:
             why = f"loss={cfg.loss!r} must be one of the named losses"
         elif batch_key(task, model, cfg) != batch_key(*runs[0]):
             why = f"batch_key differs from run 0's: {batch_key(task, model, cfg)} != {batch_key(*runs[0])}"
+        elif _recorded(cfg) != _recorded(runs[0][2]):
+            why = "record_steps differs from run 0's"
+        elif cfg.snapshots or cfg.record_params or cfg.kl_norm != "softmax":
+            why = "snapshots, record_params and kl_norm are options of train (one run), not of the batch"
         if why is not None:
             raise ValueError(f"runs[{i}] cannot be batched: {why}")
 
@@ -172,31 +167,32 @@ def batched_peak_bytes(K: int, n: int, B: int) -> int:
     return 8 * B * n * (2 * K + 8)
 
 
-def train_batched(runs: Sequence[Run], progress: bool = False, record_every: int = 1) -> BatchedResult:
+def train_batched(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
     """Full-batch GD on the exact population for B runs at once; each run equals ``train(task, model, cfg)``.
 
-    ``runs``: (task, model, cfg) triples with equal ``batch_key`` (validated as ``train`` does; the
-    batch must fit in memory: ``batched_peak_bytes``);
-    ``record_every``: the history holds the metrics at the steps t ≡ 0 (mod record_every) and at the
-    last step (the others are NaN), except ``ones_residual`` and ``circulant_residual`` (V only,
-    cheap), which are recorded at every step.
+    The torch engines' one signature (``rwtoolkit.engines.select`` with ``many=True``). ``runs``: (task,
+    model, cfg) triples with equal ``batch_key`` and ``record_steps`` (validated as ``train`` does; the batch
+    must fit in memory: ``batched_peak_bytes``). Each run's ``TrainResult`` holds in ``history`` loss,
+    accuracy and parent attention at the steps of ``record_steps`` (None: every step) and at the last; in
+    ``trace`` V's ones and circulant residuals (V only, cheap) at every step; in ``final`` V, the attention
+    profile and ``test_accuracy``, the exact population accuracy as the nearest float (None after a
+    divergence), as ``train`` counts it; in ``diverged`` the step at which it left the loss domain or
+    became non-finite (its values NaN from there).
 
     >>> from rwtoolkit.tasks import CircleWalk
     >>> model, cfg = ModelConfig(K=3, N=4, M=5), TrainConfig(steps=2, population=True)
     >>> r = train_batched([(CircleWalk(3, 4, p), model, cfg) for p in ("1/2", "9/10")])
-    >>> r.history["test_accuracy"].shape, [round(f["test_accuracy"], 3) for f in r.final]
-    ((2, 3), [0.5, 0.9])
+    >>> len(r[0].history), [round(x.final["test_accuracy"], 3) for x in r]
+    (3, [0.5, 0.9])
     """
     _check_runs(runs)
-    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
-        raise ValueError(f"record_every={record_every!r} must be an integer >= 1")
     cfg0 = runs[0][2]
     previous_threads = torch.get_num_threads()
     if cfg0.threads is not None:
         torch.set_num_threads(cfg0.threads)
     try:
         with torch.no_grad():
-            return _train_batched(runs, progress, record_every)
+            return _train_batched(runs, progress)
     finally:
         torch.set_num_threads(previous_threads)
 
@@ -302,7 +298,7 @@ def _add_rows_dense(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor
     return out.add_((onehot.T @ values.reshape(len(index), -1)).view_as(out))
 
 
-def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> BatchedResult:
+def _train_batched(runs: Sequence[Run], progress: bool) -> list[TrainResult]:
     task0, model0, cfg0 = runs[0]
     K, N, B, T = task0.K, task0.N, len(runs), cfg0.steps
     dt = torch.float64 if cfg0.dtype == "float64" else torch.float32
@@ -335,6 +331,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     )  # (B, classes) probability of one input of each class, per run
     slot_label = forest.slot_label[:, :, None].expand(L, 2, B)  # (L, 2, B)
     rtol = cfg0.effective_tie_rtol
+    record_steps = _recorded(cfg0)
     up, down = (torch.arange(K, device=dev) + 1) % K, (torch.arange(K, device=dev) - 1) % K
 
     # Initial reduced parameters of every run, exactly as ``train`` builds them.
@@ -368,7 +365,7 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     }
     bar = tqdm(total=T, disable=not (progress and sys.stderr.isatty()), desc="rw batched", unit="step")
     for t in range(T + 1):
-        recorded = t % record_every == 0 or t == T
+        recorded = record_steps is None or t in record_steps or t == T
         # Factored attention: S_nj = E_j U_{s_nj} / Z_n (j < N), S_nN = e_N / Z_n, every factor <= 1.
         a_tok = s * qT[:-1]  # (N-1, B) positional part of the token logits
         a_w = s * wT  # (K, B) token part of the token logits
@@ -454,17 +451,28 @@ def _train_batched(runs: Sequence[Run], progress: bool, record_every: int) -> Ba
     pred = pred[slot_of_input // 2]  # (n, B) per input, population order
     tokens = torch.as_tensor(pop0.tokens, dtype=torch.int64, device=dev)
     labels = torch.as_tensor(pop0.labels, dtype=torch.int64, device=dev)
-    final = []
-    for b, (task, _, _) in enumerate(runs):
+    results = []
+    steps = [t for t in range(T + 1) if record_steps is None or t in record_steps or t == T]
+    for b, (task, model, cfg) in enumerate(runs):
         V = VT[:, :, b].cpu().numpy().astype(np.float64)
         pop = pops[run_p[b]]
         ev = EvalSet(tokens, labels, weights[:, b], weights[:, b], pop0.prob_index, pop.prob_values)
-        final.append(
-            {
-                "V": V.tolist(),
-                "attention_profile": profile[:, b].cpu().tolist(),
-                "test_accuracy": accuracy(pred[:, b], ev) if diverged[b] is None else None,
-                "v_direction_error": v_direction_error(V, task.transition_matrix_float()),
-            }
+        final = {
+            "V": V.tolist(),
+            "attention_profile": profile[:, b].cpu().tolist(),
+            "test_accuracy": accuracy(pred[:, b], ev) if diverged[b] is None else None,
+        }
+        history = [{"step": t, **{key: float(hist[key][b, t]) for key in _RECORDED_KEYS}} for t in steps]
+        step = diverged[b]
+        results.append(
+            TrainResult(
+                config={"task": task.describe(), "model": model.to_dict(), "train": cfg.to_dict()},
+                history=history,
+                final=final,
+                trace={key: hist[key][b] for key in BATCHED_HISTORY_KEYS[3:]},
+                diverged=None
+                if step is None
+                else Diverged(f"the run left the loss domain or stopped being finite at step {step}", step),
+            )
         )
-    return BatchedResult(history=hist, final=final, diverged=diverged)
+    return results

@@ -8,11 +8,14 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rwtoolkit.tasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss
+
+if TYPE_CHECKING:
+    from rwtoolkit.models import Model
 
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
@@ -33,6 +36,9 @@ class ModelConfig:
     x̃_i by its length inside the softmax only (paper Fig 6). ``gram``: the fast path uses
     PᵀP = μI exactly ("ideal", the spec's P) or the float Gram matrix of P ("computed", which carries
     the ~1e-16 rounding a direct implementation sees; the reference path always sees the float P).
+    ``registered``: the model of record to train (``rwtoolkit.models.get_model``); None is the paper's model
+    with the options above (``one_layer``, ``normalized_attention`` or ``relu_head``; ``registered_model``).
+    It selects the engine (``rwtoolkit.engines.select``) and is not part of ``to_dict``.
     """
 
     K: int
@@ -44,6 +50,7 @@ class ModelConfig:
     normalize_attention: bool = False
     relu_width: int | None = None
     gram: str = "ideal"
+    registered: Model | None = None
 
     def to_dict(self) -> dict:
         """JSON-able description; a user matrix is recorded as "user" plus the SHA-256 of its float64 bytes."""
@@ -161,6 +168,26 @@ class TrainConfig:
         }
 
 
+def registered_model(model: ModelConfig) -> Model:
+    """The model of record of a ``ModelConfig``: ``registered`` when given, else the paper's (``one_layer``),
+    with ``normalize_attention`` ``normalized_attention``, with ``relu_width`` m ``relu_head`` (width m,
+    normalised or not).
+
+    >>> registered_model(ModelConfig(K=3, N=4, relu_width=5, normalize_attention=True)).describe()
+    {'name': 'relu_head', 'width': 5, 'normalize': True}
+    """
+    return _paper_model(model) if model.registered is None else model.registered
+
+
+def _paper_model(model: ModelConfig) -> Model:
+    """The paper's model with the options of ``model`` (what the reduced engines run)."""
+    from rwtoolkit.models import get_model
+
+    if model.relu_width is not None:
+        return get_model("relu_head", width=model.relu_width, normalize=bool(model.normalize_attention))
+    return get_model("normalized_attention" if model.normalize_attention else "one_layer")
+
+
 def _describe(value: object) -> object:
     if callable(value):
         return f"callable:{getattr(value, '__name__', type(value).__name__)}"
@@ -203,6 +230,12 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         raise ValueError(f"relu_width={model.relu_width!r} must be an integer >= 1 (or None)")
     if model.gram not in GRAMS:
         raise ValueError(f"gram={model.gram!r} is not one of {', '.join(GRAMS)}")
+    if model.registered is not None and model.registered.describe() != _paper_model(model).describe():
+        raise ValueError(
+            f"registered={model.registered.describe()} is not the paper's model these options describe "
+            f"({_paper_model(model).describe()}): the reduced engines run one_layer, normalized_attention "
+            "(normalize_attention=True) and relu_head (relu_width); train another model with train_model_runs"
+        )
     if not _is_int(cfg.steps) or cfg.steps < 0:
         raise ValueError(f"steps={cfg.steps!r} must be an integer >= 0")
     if not callable(cfg.eta):

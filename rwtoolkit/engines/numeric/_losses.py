@@ -48,6 +48,15 @@ LOSS_FUNCTIONS = {"log": log_loss, "squared": squared_loss, "exp": exp_loss}
 LOSS_DERIVATIVES = {name: _derivative(name) for name in LOSS_FUNCTIONS}
 
 
+class Diverged(ValueError):
+    """A run left the loss domain or stopped being finite at ``step`` (one line); every torch engine raises
+    or reports it (``TrainResult.diverged``) so that no NaN reaches an output file."""
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
 class SampleLoss:
     """ℓ applied per sample, checked: the log-loss domain z+ε > 0 first, then finiteness of ℓ(z)."""
 
@@ -59,13 +68,14 @@ class SampleLoss:
         self._fn = LOSS_FUNCTIONS[loss] if isinstance(loss, str) else (lambda z, eps: loss(z))
 
     def __call__(self, z: torch.Tensor, step: int) -> torch.Tensor:
-        """ℓ(z) per sample (n,), or ValueError naming the step and how many samples are out of domain."""
+        """ℓ(z) per sample (n,), or ``Diverged`` naming the step and how many samples are out of domain."""
         if self.is_log:
             bad = int((z + self.eps <= 0).sum())
             if bad:
-                raise ValueError(
+                raise Diverged(
                     f"log-loss -log(z+eps) is undefined at step {step}: z+eps <= 0 for {bad} of "
-                    f"{z.numel()} training samples (z = e_y^T f, eps={self.eps:g}); lower eta or raise eps"
+                    f"{z.numel()} training samples (z = e_y^T f, eps={self.eps:g}); lower eta or raise eps",
+                    step,
                 )
         values = self._fn(z, self.eps)
         if not isinstance(values, torch.Tensor) or values.shape != z.shape:
@@ -74,8 +84,9 @@ class SampleLoss:
             )
         bad = int((~torch.isfinite(values)).sum())
         if bad:
-            raise ValueError(
-                f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples"
+            raise Diverged(
+                f"loss {self.name!r} is not finite at step {step} for {bad} of {z.numel()} training samples",
+                step,
             )
         return values
 

@@ -1,8 +1,10 @@
-"""Full-batch GD in torch on the exact population for any registered model (``rw train --model NAME``).
+"""The generic torch engine: full-batch GD on the exact population for any registered model.
 
-The paper's model (``one_layer``) keeps its fast paths (``rwtoolkit.engines.numeric.train``, ``train_batched``); every other
-model of ``rwtoolkit.models.MODELS`` trains here with the model's one forward pass and the tape's gradient
-(``rwtoolkit.models.evaluate``) on torch tensors of one dtype on one device. The data are the task's exact population
+Every model of ``rwtoolkit.models.MODELS`` trains here with the model's one forward pass and the tape's
+gradient (``rwtoolkit.models.gradient_steps``) on torch tensors of one dtype on one device; the paper's model
+keeps registered specialisations (``train_runs``, ``train_batched``) that ``rwtoolkit.engines.select`` picks
+and that return the same ``TrainResult``. ``train_model_runs`` is the engine in the torch engines' one
+signature (runs of (task, ModelConfig, TrainConfig)); ``train_model`` one run with an explicit P. The data are the task's exact population
 with float weights; the positions are any float (M, N) array P (``rw train`` passes its --pos embeddings).
 The Gaussian init draws every parameter i.i.d. N(0, σ²) in the order of ``model.shapes`` from the init stream
 of ``seed`` (``rwtoolkit.engines.numeric.init_generator``, the stream ``train`` draws from).
@@ -12,47 +14,28 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from rwtoolkit.engines.numeric._arith import TorchArithmetic
-from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, TensorLoss
+from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
+from rwtoolkit.engines.numeric._embeddings import positional_embeddings
+from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
+from rwtoolkit.engines.numeric._metrics import circulant_residual, ones_residual
+from rwtoolkit.engines.numeric._train import Run, TrainResult
+from rwtoolkit.io import check_memory, format_bytes
 from rwtoolkit.models import Model, Sizes, batch, gradient_steps
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model``.
 MODEL_HISTORY_KEYS = ("step", "train_loss", "test_accuracy", "parent_attention", "attention_profile")
+#: What ``TrainResult.trace`` holds at every step for a model with a K×K value matrix V.
+_TRACE_KEYS = ("ones_residual", "circulant_residual")
 #: Fixed memory for torch's first kernels and allocator (as ``memory_estimate``'s overhead).
 _OVERHEAD_BYTES = 32 * 2**20
-
-
-class Diverged(ValueError):
-    """The run left the loss domain or stopped being finite at ``step`` (one line)."""
-
-    def __init__(self, message: str, step: int) -> None:
-        super().__init__(message)
-        self.step = step
-
-
-@dataclass
-class ModelTrainResult:
-    """``model`` (its description), ``config``, ``history`` (one record per recorded step, keys
-    ``MODEL_HISTORY_KEYS``), ``final`` (every parameter at the last step, nested lists, and the attention
-    profile) and, with ``keep_params``, ``params[t]``: every parameter (or those ``keep_params`` names) at each
-    recorded step (float64 arrays).
-    """
-
-    model: dict
-    config: dict
-    history: list[dict]
-    final: dict
-    params: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"model": self.model, "config": self.config, "history": self.history, "final": self.final}
 
 
 def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, steps: int, dtype: str) -> int:
@@ -109,12 +92,15 @@ def train_model(
     keep_params: bool | tuple[str, ...] = False,
     progress: bool = False,
     config: dict | None = None,
-) -> ModelTrainResult:
+) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
-    the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step. Raises ``Diverged`` (a ValueError) at the first step whose
-    loss, accuracy, attention or parameters are not finite, or outside the log-loss domain.
+    the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
+    (keys ``MODEL_HISTORY_KEYS``); with ``keep_params`` every parameter (or those it names) at those steps in
+    ``params`` (float64 arrays). A model with a K×K value matrix V has V's ones and circulant residuals at
+    every step in ``trace``. Raises ``Diverged`` (a ValueError) at the first step whose loss, accuracy,
+    attention or parameters are not finite, or outside the log-loss domain.
 
     >>> from rwtoolkit.models import get_model, rational_positions
     >>> from rwtoolkit.tasks import CircleWalk
@@ -151,6 +137,8 @@ def train_model(
     }
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
+    square_v = model.shapes(data.inputs.sizes).get("V") == (K, K)
+    trace = {key: np.full(steps + 1, np.nan) for key in _TRACE_KEYS} if square_v else None
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
         current = state.params
@@ -160,6 +148,10 @@ def train_model(
             )
         if not all(bool(torch.isfinite(v).all()) for v in current.values()):
             raise Diverged(f"the parameters are not finite at step {t}: the run diverged (lower eta)", t)
+        if trace is not None:
+            V = ar.to_float(current["V"])
+            trace["ones_residual"][t] = ones_residual(V)
+            trace["circulant_residual"][t] = circulant_residual(V)
         if t == steps or record_steps is None or t in record_steps:
             profile = state.mean_attention(data.weights, ar)
             record = {
@@ -197,7 +189,84 @@ def train_model(
         "inputs": data.size,
         **(config or {}),
     }
-    return ModelTrainResult(model.describe(), cfg, history, final, kept)
+    return TrainResult(
+        cfg, history, final, params=kept if keep_params else None, description=model.describe(), trace=trace
+    )
+
+
+def train_model_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
+    """The generic torch engine in the torch engines' one signature: ``train_model`` on each run.
+
+    Each run's model of record is ``registered_model(model)`` (``ModelConfig.registered``, else the paper's
+    model of its options), its positions ``positional_embeddings`` of (pos, M, N, mu, pos_seed); ``cfg``
+    gives steps, eta, eps, loss, init, sigma, seed, dtype, device, threads and record_steps, and
+    ``record_params`` keeps every parameter at the recorded steps. The population is exact
+    (``population=True``); the options of the reduced engines alone are refused in one line. Every run is
+    checked and its memory estimated before the first one trains; a run that diverges is reported in
+    ``diverged`` (its history left empty), the others go on.
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> model = ModelConfig(K=3, N=3, M=4, registered=get_model("key_query", d=1))
+    >>> [r] = train_model_runs([(CircleWalk(3, 3, "1/2"), model, TrainConfig(steps=2, population=True))])
+    >>> r.description, r.history[-1]["step"]
+    ({'name': 'key_query', 'd': 1}, 2)
+    """
+    for task, model, cfg in runs:
+        _check_run(task, model, cfg)
+    results = []
+    for task, model, cfg in runs:
+        net = registered_model(model)
+        P = positional_embeddings(model.pos, model.M, model.N, model.mu, model.pos_seed)
+        positions = {"pos": model.to_dict()["pos"], "M": model.M, "mu": model.mu, "pos_seed": model.pos_seed}
+        config = {"task": task.describe(), "positions": positions}
+        previous = torch.get_num_threads()
+        if cfg.threads is not None:
+            torch.set_num_threads(cfg.threads)
+        try:
+            result = train_model(
+                task, net, P, cfg.steps, eta=cfg.eta, eps=cfg.eps, loss=cfg.loss, init=cfg.init,  # type: ignore[arg-type]
+                sigma=cfg.sigma, seed=cfg.seed, dtype=cfg.dtype, device=cfg.device,
+                record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
+                keep_params=cfg.record_params, progress=progress, config=config,
+            )  # fmt: skip
+        except Diverged as err:
+            result = TrainResult(config, [], {}, description=net.describe(), diverged=err)
+        finally:
+            torch.set_num_threads(previous)
+        results.append(result)
+    return results
+
+
+#: What the reduced engines alone do, as (option, is it set?): refused by the generic engine.
+_REDUCED_ONLY = (
+    ("population=False", lambda m, c: not c.population),
+    ("fast=False", lambda m, c: not c.fast),
+    ("rotate=True", lambda m, c: c.rotate),
+    ("snapshots", lambda m, c: len(c.snapshots) > 0),
+    ("kl_norm", lambda m, c: c.kl_norm != "softmax"),
+    ("tie_rtol", lambda m, c: c.tie_rtol is not None),
+    ("a callable eta", lambda m, c: callable(c.eta)),
+    ("a callable loss", lambda m, c: callable(c.loss)),
+    ("gram='computed'", lambda m, c: m.gram != "ideal"),
+)
+
+
+def _check_run(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig) -> None:
+    """One line for an option the generic engine has not, or a run whose memory estimate does not fit."""
+    net = registered_model(model)
+    for option, given in _REDUCED_ONLY:
+        if given(model, cfg):
+            raise ValueError(
+                f"{option} is an option of the paper model's reduced engines: the generic engine trains "
+                f"{net.name} on the exact population with a number eta and a named loss"
+            )
+    memory = model_memory_estimate(task, net, model.M, cfg.steps, cfg.dtype)
+    check_memory(
+        memory,
+        f"training {net.name} on K={task.K}, N={task.N}, M={model.M} ({format_bytes(memory)})",
+        "use a smaller M, N or --head-dim",
+    )
 
 
 def _check_finite(record: dict, t: int) -> None:

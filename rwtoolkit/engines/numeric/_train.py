@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +12,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, memory_estimate, validate
+from rwtoolkit.engines.numeric._config import (
+    ModelConfig,
+    TrainConfig,
+    memory_estimate,
+    registered_model,
+    validate,
+)
 from rwtoolkit.engines.numeric._embeddings import nominal_mu, positional_embeddings
-from rwtoolkit.engines.numeric._losses import SampleLoss
+from rwtoolkit.engines.numeric._losses import Diverged, SampleLoss
 from rwtoolkit.engines.numeric._metrics import (
     EvalSet,
     accuracy,
@@ -27,7 +33,6 @@ from rwtoolkit.engines.numeric._metrics import (
 )
 from rwtoolkit.engines.numeric._model import FastModel, GenericModel, initial_parameters
 from rwtoolkit.io import check_memory
-from rwtoolkit.models import Model, get_model
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 HISTORY_KEYS = (
@@ -51,17 +56,32 @@ METRICS_FORMAT = "rw-metrics"
 METRICS_VERSION = 2
 
 
+#: A run of a torch engine: the task, the model (``ModelConfig``, its ``registered`` model of record) and
+#: the gradient descent (``TrainConfig``). Every torch engine takes a sequence of runs and returns one
+#: ``TrainResult`` per run: ``engine(runs, progress=False) -> list[TrainResult]``.
+Run = tuple[CircleWalk | FiniteTask, ModelConfig, TrainConfig]
+
+
 @dataclass
 class TrainResult:
-    """What a run produced: ``config``, ``history`` (the recorded steps), ``final`` parameters, ``snapshots``,
-    and with ``record_params`` the parameters at every recorded step, ``params[t]`` with the keys of ``final``
-    other than the attention profile (V, w = W x̃_N, and A with the ReLU head).
+    """What a run of any torch engine produced (the one trajectory type of the torch arithmetic).
+
+    ``config``, ``history`` (one record per recorded step), ``final`` (the parameters at the last step and the
+    attention profile), ``snapshots``, and with ``record_params`` the parameters at every recorded step,
+    ``params[t]``. The generic engine (``train_model``) records every parameter of the model of record and
+    sets ``description`` (the model's ``describe()``); the reduced engines record the reduced view of the
+    paper's model: V, w = W x̃_N (and A with the ReLU head), and the metrics of ``HISTORY_KEYS``.
 
     ``history[i]["train_loss"]`` is the training objective, the weighted mean of ℓ(z) over the training
     set; for the log-loss ℓ(z) = -log(z + ε) it is negative whenever z + ε > 1 (z = e_yᵀf can reach 1),
     so values down to -log(1 + ε) are expected, not a bug.
 
-    ``observations[t]`` holds what ``train``'s ``observe(t, model)`` returned at recorded step t (not in the JSON).
+    ``trace[key]``: a (steps + 1,) float64 array of a quantity of V measured at EVERY step (``ones_residual``,
+    ``circulant_residual``), where the engine measures it: the batched engine and the generic engine of a
+    model with a K×K value matrix V (rw sweep's escape and symmetry-break steps read it).
+    ``diverged``: the ``Diverged`` of a run that left the loss domain or stopped being finite (its history
+    then ends there); ``observations[t]`` holds what ``train``'s ``observe(t, model)`` returned at recorded
+    step t. ``model`` is the trained FastModel/GenericModel of ``train``. None of these is in the JSON.
     """
 
     config: dict
@@ -71,9 +91,23 @@ class TrainResult:
     model: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/GenericModel
     observations: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
     params: dict[int, dict] | None = None
+    description: dict | None = None
+    trace: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    diverged: Diverged | None = None
 
     def to_json(self) -> dict:
-        """JSON-able dict (snapshot and parameter steps become string keys; "params" only with record_params)."""
+        """JSON-able dict, the one writer of every engine's ``metrics.json``.
+
+        The reduced view (no ``description``): format, version, config, history, final, snapshots (steps as
+        string keys) and, with ``record_params``, "params". The generic engine: model, config, history, final.
+        """
+        if self.description is not None:
+            return {
+                "model": self.description,
+                "config": self.config,
+                "history": self.history,
+                "final": self.final,
+            }
         out = {
             "format": METRICS_FORMAT,
             "version": METRICS_VERSION,
@@ -85,6 +119,26 @@ class TrainResult:
         if self.params is not None:
             out["params"] = {str(k): v for k, v in sorted(self.params.items())}
         return out
+
+    def series(self, key: str, steps: int) -> np.ndarray:
+        """``key`` at the steps 0..steps as a float64 array: ``trace[key]`` where measured at every step, else
+        the recorded steps' values (NaN at the others, and where a record holds None)."""
+        if self.trace is not None and key in self.trace:
+            return self.trace[key]
+        out = np.full(steps + 1, np.nan)
+        for record in self.history:
+            value = record.get(key)
+            if value is not None:
+                out[record["step"]] = value
+        return out
+
+    @property
+    def final_accuracy(self) -> float:
+        """The accuracy at the last step: ``final``'s where the engine counts it exactly (the batched
+        engine), else the last record's."""
+        if "test_accuracy" in self.final:
+            return self.final["test_accuracy"]
+        return self.history[-1]["test_accuracy"]
 
     def W(self) -> np.ndarray:
         """The full trained W ∈ R^{(K+M)×(K+M)} (rebuilt from the rank-one updates on the fast path)."""
@@ -155,6 +209,41 @@ def train(
     >>> [h["step"] for h in r.history], r.history[0]["test_accuracy"]
     ([0, 1, 2], 0.333...)
     """
+    _check(task, model, cfg)
+    previous_threads = torch.get_num_threads()
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    try:
+        return _train(task, model, cfg, progress, observe)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def train_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
+    """The reduced engine (``FastModel``; the faithful path with ``fast=False``) on each run: ``train(*run)``.
+
+    The torch engines' one signature (``rwtoolkit.engines.select``): every run is checked and its memory
+    estimated before the first one trains; a run that diverges is reported in ``diverged``, the others go on.
+
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> [r] = train_runs([(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True))])
+    >>> r.history[-1]["step"], r.diverged
+    (1, None)
+    """
+    for task, model, cfg in runs:
+        _check(task, model, cfg)
+    results = []
+    for task, model, cfg in runs:
+        try:
+            results.append(train(task, model, cfg, progress=progress))
+        except Diverged as err:
+            config = {"task": task.describe(), "model": model.to_dict(), "train": cfg.to_dict()}
+            results.append(TrainResult(config=config, history=[], final={}, diverged=err))
+    return results
+
+
+def _check(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig) -> None:
+    """Every argument valid and the run's memory estimate fits (one line otherwise), before any work."""
     validate(task, model, cfg)
     parts = memory_estimate(task, model, cfg)
     largest = max(parts, key=parts.__getitem__)
@@ -163,13 +252,6 @@ def train(
         f"training K={model.K}, N={model.N}, M={model.M} (largest part: {largest})",
         _MEMORY_ALTERNATIVES[largest],
     )
-    previous_threads = torch.get_num_threads()
-    if cfg.threads is not None:
-        torch.set_num_threads(cfg.threads)
-    try:
-        return _train(task, model, cfg, progress, observe)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 #: What to lower when a part of ``memory_estimate`` dominates a refused request.
@@ -290,18 +372,6 @@ def _train(
     )
 
 
-def registered_model(model: ModelConfig) -> Model:
-    """The model of record of a ``ModelConfig``: the paper's (``one_layer``), with ``normalize_attention``
-    ``normalized_attention``, with ``relu_width`` m ``relu_head`` (width m, normalised or not).
-
-    >>> registered_model(ModelConfig(K=3, N=4, relu_width=5, normalize_attention=True)).describe()
-    {'name': 'relu_head', 'width': 5, 'normalize': True}
-    """
-    if model.relu_width is not None:
-        return get_model("relu_head", width=model.relu_width, normalize=bool(model.normalize_attention))
-    return get_model("normalized_attention" if model.normalize_attention else "one_layer")
-
-
 def _parameters(net, V: np.ndarray) -> dict:
     """V, w = W x̃_N (all of W the model uses at the query) and, with the ReLU head, A, as nested lists."""
     out = {"V": V.tolist(), "w": net.w().cpu().tolist()}
@@ -322,4 +392,4 @@ def _check_finite(record: dict, t: int) -> None:
     for key, value in record.items():
         values = value if isinstance(value, list) else [value]
         if any(isinstance(v, float) and not math.isfinite(v) for v in values):
-            raise ValueError(f"metric {key!r} is not finite at step {t}: the run diverged (lower eta)")
+            raise Diverged(f"metric {key!r} is not finite at step {t}: the run diverged (lower eta)", t)
