@@ -8,7 +8,8 @@ rw certify, rw check, the oracle writer) chooses, so a command has one path: it 
 the trajectory it returns, whichever engine ran.
 
 A specialisation takes the same arguments as its generic engine and returns the same trajectory type, so a
-caller never branches on which one was selected (docs/guide/architecture.md#gradient-descent).
+caller never branches on which one was selected
+(docs/guide/architecture.md#gradient-descent-the-generic-path-and-its-specialisations).
 
 >>> select("one_layer", "exact", "zero").name
 'reduced exact engine'
