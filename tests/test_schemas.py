@@ -38,7 +38,7 @@ OLD = [
     ("rwtoolkit.engines.numeric", "load_metrics_schema", "metrics"),
     ("rwtoolkit.analyses.check", "load_report_schema", "report"),
     ("rwtoolkit.analyses.stability", "schema", "stability"),
-    ("rwtoolkit.analyses.stability", "generic_schema", "stability_generic"),
+    ("rwtoolkit.analyses.stability", "generic_schema", "stability"),  # merged into the one stability schema
     ("rwtoolkit.tasks", "task_spec_schema", "task_spec"),
     ("rwtoolkit.engines.exact", "load_signal_schema", "signal"),
     ("rwtoolkit.engines.exact", "load_oracle_schema", "oracle"),

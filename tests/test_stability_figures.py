@@ -1,6 +1,6 @@
 """``rw stability``'s figure and text summary for every report shape the command produces.
 
-The shapes: the paper's model and ``--model`` (schema ``stability_generic``), one μ or the full grid's
+The shapes: the paper's model and ``--model`` (one schema, ``stability``), one μ or the full grid's
 three, with or without measured runs, escapes never observed (a None step), growth beyond the float range
 (ln σ_max(Φ_T) > 709, so σ_max(Φ_T) itself is not a float), and, for reports built by hand, +inf, NaN and
 empty columns. Oracles: the report's own values (every one must be drawn where the module text says),

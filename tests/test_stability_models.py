@@ -49,7 +49,7 @@ def test_rw_stability_key_query_report(tmp_path, capsys):
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes()
     report = json.loads(a)
-    jsonschema.validate(report, load_schema("stability_generic"))
+    jsonschema.validate(report, load_schema("stability"))
     assert report["model"] == {"name": "key_query", "d": 2}
     assert report["manifold"]["parameters"] == ["W_K", "W_Q"]
     res = report["results"][0]
@@ -258,7 +258,7 @@ def test_rw_stability_learned_positions_symmetric_manifold_is_stuck_and_bounds_t
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes()
     report = json.loads(a)
-    jsonschema.validate(report, load_schema("stability_generic"))
+    jsonschema.validate(report, load_schema("stability"))
     res = report["results"][0]
     assert report["manifold"]["kind"] == "symmetry" and res["positions"] == "sqrt(mu) I_N"
     assert res["stuck"] and res["score_spread"] <= 1e-9 and res["max_leak"] < 1e-12

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(
         parser,
         "another model: is an invariant manifold (--manifold) stable, and is the run on it stuck? "
-        "Report rwtoolkit/schemas/stability_generic.schema.json",
+        "(the generic linearisation; the paper's model runs Lemma D.3's reduced map)",
     )
     parser.add_argument(
         "--manifold",
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         metavar="FILE",
-        help="write the report (rwtoolkit/schemas/stability.schema.json; --model key_query: stability_generic.schema.json)",
+        help="write the report (rwtoolkit/schemas/stability.schema.json, for every model)",
     )
     parser.add_argument(
         "--png", metavar="FILE", help="write the figure (growth along t; escape against sigma, per mu)"
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     mus = [mu] if args.mus is None else [_positive_float(m, "mus") for m in args.mus.split(",")]
     dtypes = [d.strip() for d in args.dtypes.split(",")]
     task = _task(args)
-    from rwtoolkit.analyses.stability import GRIDS, check_report_args
+    from rwtoolkit.analyses.stability import GRIDS, check_stability_args, view_report
 
     if args.grid == "full":
         grid = GRIDS["full"]
@@ -123,42 +123,31 @@ def run(args: argparse.Namespace) -> int:
             list(grid["dtypes"]),
             grid["seeds"],
         )
-    if args.model == rwtoolkit.models.DEFAULT_MODEL and args.manifold != "auto":
-        raise ValueError(
-            f"--manifold {args.manifold} applies with --model (another model than {rwtoolkit.models.DEFAULT_MODEL}); "
-            "the paper's model is linearised around the manifold its exact trajectory stays on"
-        )
-    if args.model != rwtoolkit.models.DEFAULT_MODEL:
-        if args.sum != "auto" or args.predict_only:
-            raise ValueError(
-                f"--sum and --predict-only apply to the paper's model; --model {args.model} sums over "
-                "every input (its report's size is estimated and refused beyond the budget)"
-            )
-        return _run_model(args, model, task, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes)
-    measure = not args.predict_only
-    if args.sum not in ("auto", "plain", "orbits"):
-        raise ValueError(f"--sum={args.sum!r} must be one of auto, plain, orbits")
-    checked = check_report_args(task, steps, sigmas, seeds, threshold, mus, dtypes, args.sum, measure)
-    from rwtoolkit.analyses.stability import stability_report
-
-    report = _one_thread(
-        lambda: stability_report(
-            checked,
-            steps,
-            eta,
-            mu,
-            eps,
-            sigmas,
-            seeds,
-            threshold,
-            mus,
-            dtypes,
-            args.sum,
-            measure,
-            progress=True,
-        )
+    view = check_stability_args(  # the selected linearisation's view: every refusal here, before any work
+        task,
+        steps,
+        sigmas,
+        seeds,
+        threshold,
+        mus,
+        dtypes,
+        args.sum,
+        not args.predict_only,
+        model=model,
+        manifold=args.manifold,
+        eta=eta,
+        eps=eps,
     )
-    return _write(args, report, checked, "rw stability")
+    report = _one_thread(lambda: view_report(view, progress=True))
+    return _write(args, report, view.task, _command(model))
+
+
+def _command(model: rwtoolkit.models.Model) -> str:
+    """How the verdict line names the command: the model and its settings when it is not the paper's."""
+    if model.name == rwtoolkit.models.DEFAULT_MODEL:
+        return "rw stability"
+    hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())
+    return f"rw stability --model {model.name}{hyper}"
 
 
 def _one_thread(compute: Callable[[], dict]) -> dict:
@@ -206,32 +195,3 @@ def _write(args: argparse.Namespace, report: dict, task: CircleWalk | FiniteTask
         print(escape_summary(report))
         print("(--json FILE writes the whole report, --png FILE its figure)")
     return 0
-
-
-def _run_model(
-    args: argparse.Namespace,
-    model: rwtoolkit.models.Model,
-    task,
-    steps,
-    eta,
-    eps,
-    sigmas,
-    seeds,
-    threshold,
-    mus,
-    dtypes,
-) -> int:
-    """``--model`` other than the paper's: the generic invariant-manifold report (rwtoolkit.analyses.stability._generic)."""
-    from rwtoolkit.analyses.stability import check_model_report_args
-
-    manifold = args.manifold
-    checked = check_model_report_args(task, model, steps, sigmas, seeds, threshold, mus, dtypes, manifold)
-    from rwtoolkit.analyses.stability import model_stability_report
-
-    report = _one_thread(
-        lambda: model_stability_report(
-            checked, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold, progress=True
-        )
-    )
-    hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())
-    return _write(args, report, checked, f"rw stability --model {model.name}{hyper}")

@@ -32,7 +32,6 @@ SCHEMAS: dict[str, str] = {
         "report",
         "signal",
         "stability",
-        "stability_generic",
         "sweep",
         "task_spec",
         "zoo",
@@ -63,7 +62,7 @@ def load_schema(name: str) -> dict[str, Any]:
     >>> load_schema("metric")
     Traceback (most recent call last):
     ...
-    ValueError: schema name 'metric' is not one of the toolkit's: certify, metrics, oracle, oracle-v1, oracle-v2, report, signal, stability, stability_generic, sweep, task_spec, zoo
+    ValueError: schema name 'metric' is not one of the toolkit's: certify, metrics, oracle, oracle-v1, oracle-v2, report, signal, stability, sweep, task_spec, zoo
     """
     return json.loads(schema_path(name).read_text(encoding="utf-8"))
 

@@ -1,4 +1,10 @@
-"""Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape."""
+"""Is a stuck task's symmetric manifold stable? The GD map linearised along an exact trajectory, predicted escape.
+
+One report builder (``stability_report``) reads the linearisation ``select_linearisation`` picks by (model,
+arithmetic, start): Lemma D.3's reduced GD map for the paper's model, the generic off-manifold one otherwise.
+"""
+
+from typing import Any as _Any
 
 from rwtoolkit.analyses.stability._escape import (
     DEFAULT_THRESHOLD,
@@ -16,10 +22,21 @@ from rwtoolkit.analyses.stability._escape import (
 )
 from rwtoolkit.analyses.stability._figure import escape_summary, plot_report
 from rwtoolkit.analyses.stability._generic import (
+    ModelView,
     check_model_report_args,
-    model_stability_report,
     off_manifold_jacobian,
     rational_mu,
+)
+from rwtoolkit.analyses.stability._lemma import (
+    MAX_DIM,
+    ORBITS_ABOVE,
+    SUMS,
+    ReducedView,
+    check_estimate,
+    check_report_args,
+    check_stuck_task,
+    population_route,
+    report_estimate,
 )
 from rwtoolkit.analyses.stability._linear import (
     STABILITY_WORDS,
@@ -39,26 +56,38 @@ from rwtoolkit.analyses.stability._reduced import (
     Coordinates,
     active_coordinates,
     find_manifold,
+    reduced_loss,
     symbolic_loss,
     torch_loss,
 )
 from rwtoolkit.analyses.stability._report import (
     GRIDS,
-    MAX_DIM,
-    ORBITS_ABOVE,
-    SUMS,
-    check_estimate,
-    check_report_args,
-    check_stuck_task,
-    population_route,
-    report_estimate,
+    check_stability_args,
     stability_report,
     task_info,
+    view_report,
 )
+from rwtoolkit.analyses.stability._views import (
+    GENERIC_LINEARISATION,
+    LINEARISATIONS,
+    StabilityOptions,
+    StabilityView,
+    select_linearisation,
+)
+from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 from rwtoolkit.io import schema_deprecations as _schema_deprecations
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "GENERIC_LINEARISATION",
+    "LINEARISATIONS",
+    "ModelView",
+    "ReducedView",
+    "StabilityOptions",
+    "StabilityView",
+    "check_stability_args",
+    "select_linearisation",
+    "view_report",
     "MANIFOLDS",
     "Manifold",
     "symmetric_manifold",
@@ -95,11 +124,11 @@ __all__ = [
     "first_above",
     "linearise",
     "measure_escape",
-    "model_stability_report",
     "off_manifold_jacobian",
     "plot_report",
     "predict_escape",
     "rational_mu",
+    "reduced_loss",
     "selection",
     "selection_distribution",
     "stability_report",
@@ -112,7 +141,40 @@ __all__ = [
     "verdict",
 ]
 
-# Kept one release (docs/changelog.md): the schemas are rwtoolkit.io.load_schema("stability") and ("stability_generic").
-__getattr__ = _schema_deprecations(
-    "rwtoolkit.analyses.stability", {"schema": "stability", "generic_schema": "stability_generic"}
+
+def _model_stability_report(
+    task: _Any,
+    model: _Any = "key_query",
+    steps: int = 200,
+    eta: float = 1.0,
+    eps: float = 0.1,
+    *args: _Any,
+    **kwargs: _Any,
+) -> dict[str, _Any]:
+    """``model_stability_report(task, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold,
+    progress)`` as it was: ``stability_report(task, ..., model=model, manifold=manifold)``."""
+    names = ("sigmas", "seeds", "threshold", "mus", "dtypes", "manifold", "progress")
+    kwargs.update(zip(names, args))
+    manifold = kwargs.pop("manifold", "auto")
+    kwargs.setdefault("mus", (1.0,))
+    return stability_report(task, steps, eta, eps=eps, model=model, manifold=manifold, **kwargs)
+
+
+# Kept one release (docs/changelog.md): the schema is rwtoolkit.io.load_schema("stability") for every model (the
+# generic report's stability_generic schema is merged into it); model_stability_report is stability_report(model=).
+_schemas = _schema_deprecations(
+    "rwtoolkit.analyses.stability", {"schema": "stability", "generic_schema": "stability"}
 )
+_functions = _deprecated_attributes(
+    "rwtoolkit.analyses.stability",
+    {
+        "model_stability_report": (
+            "rwtoolkit.analyses.stability.stability_report(task, ..., model=model)",
+            lambda: _model_stability_report,
+        )
+    },
+)
+
+
+def __getattr__(name: str) -> _Any:
+    return _functions(name) if name == "model_stability_report" else _schemas(name)

@@ -1,7 +1,7 @@
 """The stability report drawn (``plot_report``) and its escape table summarised in text (``escape_summary``).
 
-Both read every report ``rw stability`` writes: ``stability_report``'s (schema ``stability``) and
-``model_stability_report``'s (schema ``stability_generic``), one μ or many (``--grid full``), with or
+Both read every report ``stability_report`` writes (schema ``stability``): the reduced view's of the paper's model
+and the generic view's of ``--model`` (a report with a ``model`` key), one μ or many (``--grid full``), with or
 without measured runs (``--predict-only``). Nothing non-finite reaches an axis limit or a log axis:
 
 * growth panel: singular values drawn as log₁₀ on a linear axis whose ticks read 10^k, so a product

@@ -1,5 +1,9 @@
 """``rw stability --model NAME``: is a registered model's stuck manifold stable? Generic, from its definition.
 
+The generic linearisation of ``rw stability`` (``rwtoolkit.analyses.stability._views``): ``ModelView`` is what the one
+report builder ``stability_report`` reads for every model of record but the paper's, whose Lemma D.3 reduced map
+is the registered specialisation of this one (``_lemma.ReducedView``).
+
 Statement. The report linearises the GD map F(θ) = θ − η∇L(θ) around an invariant linear manifold 𝓜
 (``rwtoolkit.analyses.stability._manifold``): the *zero* manifold {θ_off = 0}, θ_off the parameters full-batch GD from zero
 leaves exactly zero at every step of the run (key_query's W_K and W_Q: their gradients W_Q Gᵀ and W_K G
@@ -33,8 +37,9 @@ part, on the zero manifold √(‖W_K‖²_F + ‖W_Q‖²_F): the norm σ_max(�
 r(t) > 1/τ, τ = ``--threshold`` (default 1e-3: a thousandfold growth). The linear prediction is the first
 t ≥ 1 with σ_max(Φ_t) > 1/τ, the earliest step first-order dynamics allows (r(t) ≤ σ_max(Φ_t)).
 
+>>> from rwtoolkit.analyses.stability import stability_report
 >>> from rwtoolkit.tasks import CircleWalk
->>> r = model_stability_report(CircleWalk(3, 4, 1), "key_query", steps=3, sigmas=[1e-3], seeds=1)
+>>> r = stability_report(CircleWalk(3, 4, 1), steps=3, sigmas=[1e-3], seeds=1, model="key_query")
 >>> r["model"], r["manifold"]["parameters"], r["verdict"]["kind"]
 ({'name': 'key_query', 'd': 2}, ['W_K', 'W_Q'], 'unstable')
 """
@@ -42,14 +47,13 @@ t ≥ 1 with σ_max(Φ_t) > 1/τ, the earliest step first-order dynamics allows 
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from rwtoolkit.analyses.stability._escape import DEFAULT_THRESHOLD, finite_or_none, first_above
+from rwtoolkit.analyses.stability._escape import finite_or_none, first_above
 from rwtoolkit.analyses.stability._linear import STABILITY_WORDS_GENERIC, attracts
 from rwtoolkit.analyses.stability._manifold import (
     MANIFOLDS,
@@ -61,6 +65,7 @@ from rwtoolkit.analyses.stability._manifold import (
 )
 from rwtoolkit.analyses.stability._reduced import population_arrays
 from rwtoolkit.analyses.stability._report import MAX_SECONDS, check_run_options, duration_text
+from rwtoolkit.analyses.stability._views import StabilityOptions
 from rwtoolkit.models import (
     Batch,
     ElementLoss,
@@ -69,16 +74,15 @@ from rwtoolkit.models import (
     batch,
     descend,
     evaluate,
-    get_model,
     rational_positions,
 )
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 #: Per-step log-growth below which the off-manifold block is rounding, not dynamics (module text).
 MARGIN = 1e-9
-#: Refusal limits: run length, parameters, and the estimated work in multiply-adds
-#: (measured: about 30 s per 1e11 on one CPU thread, qa1 at d = 2) and memory of one step's Jacobian.
-MAX_STEPS = 2000
+#: Refusal limits (the run length and the time are every view's, ``rwtoolkit.analyses.stability._report``):
+#: parameters, and the estimated work in multiply-adds (measured: about 30 s per 1e11 on one CPU thread, qa1 at
+#: d = 2) and memory of one step's Jacobian.
 MAX_PARAMS = 2000
 MAX_WORK = 2e11
 #: Seconds per multiply-add (the measurement above), and the fixed cost of a step whatever the task's size:
@@ -129,6 +133,7 @@ def check_model_report_args(
 ) -> CircleWalk | FiniteTask:
     """One-line ValueErrors for every bad argument and for a report estimated too large, before any work.
 
+    >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
     >>> check_model_report_args(CircleWalk(3, 4, "3/10"), get_model("key_query"), 4, [1e-3], 1, 1e-3).N
     4
@@ -268,17 +273,14 @@ def _manifold_of(
 def _per_mu(
     task: CircleWalk | FiniteTask,
     model: Model,
-    steps: int,
-    eta: float,
     mu: float,
-    eps: float,
-    sigmas: Sequence[float],
-    seeds: int,
-    threshold: float,
-    dtypes: Sequence[str],
-    kind: str = "auto",
+    opts: StabilityOptions,
     tick: Callable[..., object] | None = None,
 ) -> dict[str, Any]:
+    """The block of ``results`` at ``mu``: the trajectory on the manifold (``opts.manifold``), the off-manifold
+    linearisation along it, the verdict and the Gaussian escape table."""
+    steps, eta, eps, threshold, kind = opts.steps, opts.eta, opts.eps, opts.threshold, opts.manifold
+    sigmas, seeds, dtypes = opts.sigmas, opts.seeds, opts.dtypes
     import torch
 
     mu_q = rational_mu(mu)
@@ -401,65 +403,51 @@ def _escape(
     }
 
 
-def model_stability_report(
-    task: CircleWalk | FiniteTask,
-    model: Model | str = "key_query",
-    steps: int = 200,
-    eta: float = 1.0,
-    eps: float = 0.1,
-    sigmas: Sequence[float] = (1e-2, 1e-4, 1e-6, 1e-8),
-    seeds: int = 2,
-    threshold: float = DEFAULT_THRESHOLD,
-    mus: Sequence[float] = (1.0,),
-    dtypes: Sequence[str] = ("float64",),
-    manifold: str = "auto",
-    progress: bool = False,
-) -> dict[str, Any]:
-    """The off-manifold linearisation, verdict and escape table of ``model`` (schema ``stability_generic``).
+class ModelView:
+    """The generic off-manifold linearisation of ``model`` on ``task``: a ``StabilityView`` (module text).
 
-    One block of ``results`` per μ; the headline ``verdict`` is the first's (see the module text).
-    ``manifold``: ``zero``, ``symmetry`` or ``auto`` (zero when a parameter stays exactly zero, else symmetry).
-    ``progress``: a bar over the GD steps when stderr is a terminal, and the estimated time on stderr first
-    when it is 10 s or more.
+    Made with every refusal raised first (``--sum`` and ``--predict-only`` are the reduced view's options;
+    ``check_model_report_args``); one block of ``results`` per μ, the manifold the first block's.
     """
-    from tqdm import tqdm
 
-    from rwtoolkit.analyses.stability._report import say_estimate, task_info
+    def __init__(self, task: object, model: Model, opts: StabilityOptions) -> None:
+        if opts.sums != "auto" or not opts.measure:
+            raise ValueError(
+                f"--sum and --predict-only apply to the paper's model; --model {model.name} sums over "
+                "every input (its report's size is estimated and refused beyond the budget)"
+            )
+        self.model, self.opts = model, opts
+        self.task = check_model_report_args(
+            task,
+            model,
+            opts.steps,
+            opts.sigmas,
+            opts.seeds,
+            opts.threshold,
+            opts.mus,
+            opts.dtypes,
+            opts.manifold,
+        )
+        self.runs = len(opts.sigmas) * opts.seeds * len(opts.dtypes)
+        self.first: dict[str, Any] | None = None
 
-    model = get_model(model) if isinstance(model, str) else model
-    mu_list = [float(m) for m in mus]
-    check_model_report_args(task, model, steps, sigmas, seeds, threshold, mu_list, dtypes, manifold)
-    runs = len(sigmas) * seeds * len(dtypes)
-    if progress:
-        say_estimate(_sizes(model, task, steps, runs)[3] * len(mu_list), len(mu_list), steps, runs)
-    bar = tqdm(
-        total=len(mu_list) * steps * (1 + runs),
-        desc="rw stability",
-        unit="step",
-        disable=not (progress and sys.stderr.isatty()),
-    )
-    results = [
-        _per_mu(task, model, steps, eta, m, eps, sigmas, seeds, threshold, dtypes, manifold, bar.update)
-        for m in mu_list
-    ]
-    bar.close()
-    return {
-        "model": model.describe(),
-        "task": task_info(task),
-        "config": {
-            "steps": steps,
-            "eta": eta,
-            "mus": mu_list,
-            "eps": eps,
-            "sigmas": [float(s) for s in sigmas],
-            "dtypes": list(dtypes),
-            "seeds": seeds,
-            "threshold": threshold,
-            "margin_per_step": MARGIN,
-            "manifold": manifold,
-            "stuck_tolerance": STUCK_TOL,
-        },
-        "manifold": results[0]["manifold"],
-        "verdict": results[0]["verdict"],
-        "results": results,
-    }
+    def prepare(self) -> float:
+        """The estimated seconds of the report (``_sizes``, once per μ)."""
+        return _sizes(self.model, self.task, self.opts.steps, self.runs)[3] * len(self.opts.mus)
+
+    def per_mu(self, mu: float, tick: Callable[..., object] | None) -> dict[str, Any]:
+        block = _per_mu(self.task, self.model, mu, self.opts, tick)
+        self.first = self.first or block
+        return block
+
+    def head(self) -> dict[str, Any]:
+        return {"model": self.model.describe()}
+
+    def config(self) -> dict[str, Any]:
+        return {"margin_per_step": MARGIN, "manifold": self.opts.manifold, "stuck_tolerance": STUCK_TOL}
+
+    def body(self) -> dict[str, Any]:
+        """The manifold of the first μ (each block of ``results`` has its own)."""
+        if self.first is None:
+            raise ValueError("the generic view has no result yet: per_mu makes one per mu")
+        return {"manifold": self.first["manifold"]}

@@ -32,13 +32,14 @@ set of θ whose coordinates are equal within every class (a class never mixes V,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
 
+from rwtoolkit.models import Arithmetic, ArithmeticLoss, ObjectArithmetic
 from rwtoolkit.tasks import CircleWalk, FiniteTask, exact, is_numeric
 
 if TYPE_CHECKING:  # torch is imported where the float loss is built, not at import
@@ -289,33 +290,89 @@ def find_manifold(
     return replace(coords, classes=classes, source=FOUND)
 
 
+class _SympyArithmetic(ObjectArithmetic):
+    """SymPy expressions in numpy object arrays (``rwtoolkit.models.ObjectArithmetic``) whose sums keep the common
+    factor of their terms outside: Σ_j (e_j/Z) a_j is written (Σ_j e_j a_j)/Z (a numeric coefficient stays on the
+    terms), so ``symbolic_loss`` is the compact expression whose Hessian ``exact_jacobians`` takes."""
+
+    def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> Any:
+        out = np.sum(a, axis=axis, keepdims=keepdims)
+        return self.apply(_common_factor, out) if isinstance(out, np.ndarray) else _common_factor(out)
+
+
+def _common_factor(expr: Any) -> sp.Expr:
+    coefficient, rest = sp.gcd_terms(sp.sympify(expr), fraction=False).as_coeff_Mul()
+    return coefficient * rest
+
+
+#: The SymPy arithmetic the exact Jacobians' loss ``symbolic_loss`` is ``reduced_loss`` in.
+SYMPY = _SympyArithmetic(
+    "sympy", sp.sympify, exp=sp.exp, sign=lambda x: int(sp.sign(x)) if x.is_number else None, log=sp.log
+)
+
+
+def reduced_loss(
+    arithmetic: Arithmetic,
+    task: CircleWalk | FiniteTask,
+    mu: Any,
+    eps: Any,
+    coords: Coordinates | None = None,
+    population: tuple[np.ndarray, np.ndarray, Sequence[Any]] | None = None,
+) -> Callable[[Any], Any]:
+    """L(θ) = Σ_x P(x) ℓ(z_x(θ)) as a function of θ, an array of ``arithmetic`` in the order of ``Coordinates``.
+
+    Lemma D.3's reduced map, written once against the arithmetic layer (``symbolic_loss``: SymPy;
+    ``torch_loss``: torch, whose ``torch.func`` Hessians ``linearise`` takes): logits w_tok[s_j] + μ c_j at the key
+    positions and μ c_N at the query slot (its token index points at a zero appended to w_tok), S their softmax,
+    z = Σ_{j<N} S_j V[y, s_j], and ℓ the log-loss of ``rwtoolkit.models.ArithmeticLoss``. ``population``:
+    (tokens, labels, weights) to sum over instead of the task's inputs and probabilities, e.g. orbit
+    representatives with their weights |O| P(x_O) (``rwtoolkit.analyses.stability.orbit_sums``).
+    ``tests/test_fast_paths_reference.py`` pins it to the full model's step (``rwtoolkit.models.OneLayer``).
+    """
+    tokens_np, labels_np, probs = population_arrays(task) if population is None else population
+    coords = active_coordinates(task) if coords is None else coords
+    R, Kc, N, nV = len(coords.label_rows), len(coords.token_cols), coords.N, coords.n_V
+    col_of = np.zeros(task.K, dtype=np.int64)
+    col_of[list(coords.token_cols)] = np.arange(Kc)
+    row_of = np.zeros(task.K, dtype=np.int64)
+    row_of[list(coords.label_rows)] = np.arange(R)
+    tokens = col_of[np.asarray(tokens_np)]  # (n, N-1): the column of s_j
+    slots = np.concatenate(
+        [tokens, np.full((len(tokens), 1), Kc)], axis=1
+    )  # (n, N): the query reads w_pad[Kc] = 0
+    labels = row_of[np.asarray(labels_np)]  # (n,): the row of y
+    pad = arithmetic.asarray(np.eye(Kc + 1, Kc, dtype=np.int64))  # w_pad = pad @ w_tok = (w_tok, 0)
+    weights = arithmetic.asarray(list(probs))
+    loss = ArithmeticLoss("log", eps, arithmetic)
+    if not isinstance(pad, np.ndarray):  # torch: index with tensors
+        import torch
+
+        slots, tokens, labels = (torch.as_tensor(a) for a in (slots, tokens, labels))
+
+    def L(theta: Any) -> Any:
+        V = theta[:nV].reshape(R, Kc)
+        logits = (pad @ theta[nV : nV + Kc])[slots] + mu * theta[nV + Kc :]  # (n, N)
+        S = arithmetic.softmax(logits)
+        z = arithmetic.sum(S[:, : N - 1] * V[labels[:, None], tokens], axis=1)  # (n,)
+        return arithmetic.sum(weights * loss.value(z), axis=0)
+
+    return L
+
+
 def symbolic_loss(
     task: CircleWalk | FiniteTask, mu: sp.Expr, eps: sp.Expr, coords: Coordinates | None = None
 ) -> tuple[sp.Expr, list[sp.Symbol]]:
-    """L(θ) = E[-log(z + ε)] as a SymPy expression in the symbols θ (order of ``Coordinates``).
+    """L(θ) = E[-log(z + ε)] as a SymPy expression in the symbols θ (``reduced_loss`` in ``SYMPY``).
 
     >>> from rwtoolkit.tasks import CircleWalk
     >>> L, theta = symbolic_loss(CircleWalk(3, 4, 1), sp.Integer(1), sp.Rational(1, 10))
     >>> len(theta), L.subs({s: 0 for s in theta})
     (16, log(10))
     """
-    tokens, labels, probs = population_arrays(task)
     coords = active_coordinates(task) if coords is None else coords
-    N = coords.N
-    row = {y: r for r, y in enumerate(coords.label_rows)}
-    col = {k: j for j, k in enumerate(coords.token_cols)}
     theta = list(sp.symbols(f"theta0:{coords.dim}", real=True))
-    V = sp.Matrix(len(row), len(col), theta[: coords.n_V])
-    w = theta[coords.n_V : coords.n_V + len(col)]
-    c = theta[coords.n_V + len(col) :]
-    L = sp.Integer(0)
-    for seq, y, prob in zip(tokens.tolist(), labels.tolist(), probs):
-        logits = [w[col[s]] + mu * c[j] for j, s in enumerate(seq)] + [mu * c[N - 1]]
-        E = [sp.exp(x) for x in logits]
-        Z = sp.Add(*E)
-        z = sp.Add(*[E[j] * V[row[y], col[s]] for j, s in enumerate(seq)]) / Z
-        L += prob * -sp.log(z + eps)
-    return L, theta
+    L = reduced_loss(SYMPY, task, sp.sympify(mu), sp.sympify(eps), coords)(SYMPY.asarray(theta))
+    return sp.sympify(L), theta
 
 
 def torch_loss(
@@ -325,35 +382,12 @@ def torch_loss(
     dtype: torch.dtype | None = None,
     coords: Coordinates | None = None,
     population: tuple[np.ndarray, np.ndarray, Sequence[Any]] | None = None,
-):
-    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians.
-
-    ``population``: (tokens, labels, weights) to sum over instead of the task's inputs and probabilities,
-    e.g. orbit representatives with their weights |O| P(x_O) (``rwtoolkit.analyses.stability.orbit_sums``).
-    """
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The same L(θ) as a torch function of a flat θ (float64 by default), for torch.func Hessians
+    (``reduced_loss`` in ``rwtoolkit.engines.numeric.TorchArithmetic``)."""
     import torch
 
-    dt = torch.float64 if dtype is None else dtype
-    tokens_np, labels_np, probs = population_arrays(task) if population is None else population
-    coords = active_coordinates(task) if coords is None else coords
-    col_of = np.zeros(task.K, dtype=np.int64)
-    col_of[list(coords.token_cols)] = np.arange(len(coords.token_cols))
-    row_of = np.zeros(task.K, dtype=np.int64)
-    row_of[list(coords.label_rows)] = np.arange(len(coords.label_rows))
-    tokens = torch.as_tensor(col_of[tokens_np], dtype=torch.int64)  # (n, N-1) column index of s_j
-    labels = torch.as_tensor(row_of[labels_np], dtype=torch.int64)  # (n,) row index of y
-    weights = torch.as_tensor([float(p) for p in probs], dtype=dt)  # (n,)
-    R, Kc, N, nV = len(coords.label_rows), len(coords.token_cols), coords.N, coords.n_V
+    from rwtoolkit.engines.numeric import TorchArithmetic
 
-    def loss(theta: torch.Tensor) -> torch.Tensor:
-        V = theta[:nV].reshape(R, Kc)
-        w = theta[nV : nV + Kc]
-        c = theta[nV + Kc :]
-        logits_tok = w[tokens] + mu * c[: N - 1]  # (n, N-1)
-        logits = torch.cat([logits_tok, (mu * c[N - 1]).expand(tokens.shape[0], 1)], dim=1)  # (n, N)
-        S = torch.softmax(logits, dim=1)
-        a = V[labels[:, None], tokens]  # (n, N-1) a_j = V[y, s_j]
-        z = (S[:, : N - 1] * a).sum(dim=1)  # (n,)
-        return (weights * -torch.log(z + eps)).sum()
-
-    return loss
+    ar = TorchArithmetic(torch.float64 if dtype is None else dtype)
+    return reduced_loss(ar, task, float(mu), float(eps), coords, population)
