@@ -33,9 +33,8 @@ from rwtoolkit.analyses.check import (
     load_factory,
 )
 from rwtoolkit.analyses.check._check import drawn_configs
-from rwtoolkit.analyses.check._compare import trajectory_key
+from rwtoolkit.analyses.check._compare import compare, expected_steps, trajectory_key
 from rwtoolkit.analyses.check._emit import FixtureSpec
-from rwtoolkit.analyses.check._models import compare_model, expected_model_steps
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.exact import EXACT, job_estimate
 from rwtoolkit.models import Evaluation
@@ -54,8 +53,8 @@ def test_an_exact_tie_in_f_at_three_steps_is_decided_without_expanding_the_atoms
     entries of f are equal through exponentials of one exponent built along different paths. The tie is proved
     by making those atoms one, never by expanding every atom into SymPy's exp (which took minutes)."""
     config = for_model(build_config(CircleWalk(5, 4, "1"), mu=5, eta="1/7", eps="5/6"), "learned_positions")
-    expected = expected_model_steps(config, 3)
-    f = expected._states[3].f
+    expected = expected_steps(config, 3)
+    f = expected.trajectory.states[3].f
 
     def refuse(expr):
         raise AssertionError("a tie was decided by expanding every atom")
@@ -82,7 +81,7 @@ def test_an_implementation_without_an_accuracy_never_has_the_exact_accuracy_deci
         raise AssertionError("the exact accuracy was decided though nothing compares it")
 
     monkeypatch.setattr(Evaluation, "accuracy", refuse)
-    assert compare_model(readouts, config, 2) == []
+    assert compare(readouts, config, 2) == []
 
 
 def test_a_first_divergence_stops_the_exact_accuracies_of_later_steps(monkeypatch) -> None:
@@ -97,23 +96,23 @@ def test_a_first_divergence_stops_the_exact_accuracies_of_later_steps(monkeypatc
 
     monkeypatch.setattr(Evaluation, "accuracy", counted)
     with pytest.raises(Mismatch) as err:
-        compare_model(readouts, config, 2)
+        compare(readouts, config, 2)
     assert (err.value.divergence.step, err.value.divergence.quantity) == (1, "V")
     assert len(calls) == 1  # t = 0 only: every later accuracy comes after the divergence
 
 
 def test_the_configurations_the_estimate_reads_are_the_ones_the_search_draws(monkeypatch) -> None:
-    import rwtoolkit.analyses.check._models as models
+    import rwtoolkit.analyses.check._compare as comparison
 
     options = CheckOptions(steps=1, examples=4, model="key_query")
     seen = []
-    computed = models.expected_model_steps
+    computed = comparison.expected_steps
 
     def recorded(config, steps):
         seen.append(trajectory_key(config, steps))
         return computed(config, steps)
 
-    monkeypatch.setattr(models, "expected_model_steps", recorded)
+    monkeypatch.setattr(comparison, "expected_steps", recorded)
     assert check(load_factory(f"{KEY_QUERY}:model"), options).exit_code == 0
     drawn = [trajectory_key(config, 1) for config in drawn_configs(options)]
     assert seen == drawn and len(drawn) == 4

@@ -28,9 +28,10 @@ from rwtoolkit.analyses.check import (
     run,
     tolerance,
 )
-from rwtoolkit.analyses.check._compare import MARGIN, expected_steps, scaled_error
+from rwtoolkit.analyses.check._compare import MARGIN, ExpectedSteps, expected_steps, scaled_error
 from rwtoolkit.analyses.check.strategies import check_configs
 from rwtoolkit.cli.main import main
+from rwtoolkit.engines import GENERIC
 from rwtoolkit.io import load_schema
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
@@ -127,6 +128,43 @@ def test_an_implementation_with_random_init_fails_at_t0() -> None:
 # ------------------------------------------------------------------------------------------------
 # the oracles the kit uses
 # ------------------------------------------------------------------------------------------------
+def test_expected_values_are_the_nearest_doubles_of_the_exact_trajectory() -> None:
+    """CircleWalk(3, 3, 1/2), μ = η = 1, ε = 1/10, by hand: f(0) = 0, so L(0) = -log(1/10), the smallest
+    argmax is token 0 and the accuracy 1/3 (labels uniform); V(1) = (η/(εNK)) (Πᵀ + Πᵀ²) is 5/9 on the
+    diagonal and 5/6 off it (Π = (shift + shift⁻¹)/2); w(1) = 0 (the logits' gradient vanishes at uniform
+    attention and V = 0), so W x̃_N(1) = 0 and S(1) = 1/3."""
+    config = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="sine", M=4)
+    expected = expected_steps(config, 1)
+    assert tuple(expected[0]) == ("V", "W_xN", "S", "f", "loss", "accuracy")
+    assert expected[0]["loss"] == float(sp.log(10).evalf(30)) and expected.accuracy_compared(0)
+    assert expected[0]["accuracy"] == 1 / 3 and not expected[0]["f"].any()
+    V1 = np.full((3, 3), 5 / 6)
+    np.fill_diagonal(V1, 5 / 9)
+    assert np.array_equal(expected[1]["V"], V1)
+    assert not expected[1]["W_xN"].any() and expected[1]["W_xN"].shape == (7,)
+    assert np.array_equal(expected[1]["S"], np.full((12, 3), 1 / 3))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        build_config(CircleWalk(3, 3, "3/10"), mu=2, eta="3/2", eps="1/10", embedding="random", M=5),
+        build_config(FiniteTask([[0, 1], [1, 1]], [1, 0], ["1/3", "2/3"], K=2), mu=1, eta=2, eps="1/2"),
+    ],
+    ids=["circle", "finite"],
+)
+def test_the_check_reads_the_same_doubles_from_either_exact_engine(config) -> None:
+    """The reference the check compares with is the same whichever exact engine runs the paper's model:
+    the reduced engine ``select`` gives, or the generic engine (its full W read through Lemma B.1's reduced
+    coordinates at the exact P), every read-out and accuracy decision bit for bit."""
+    reduced, generic = ExpectedSteps(config, 2), ExpectedSteps(config, 2, engine=GENERIC["exact"])
+    assert reduced.trajectory.reduced is not None and generic.trajectory.reduced is None
+    for t in range(3):
+        assert reduced.accuracy_compared(t) == generic.accuracy_compared(t)
+        for q in reduced.quantities:
+            assert reduced[t][q].tobytes() == generic[t][q].tobytes(), (t, q)
+
+
 @settings(max_examples=10)
 @given(data=st.data())
 def test_lemma_c1_closed_form_equals_the_exact_engine(data) -> None:
@@ -156,7 +194,7 @@ def test_plain_example_error_is_far_inside_the_tolerance() -> None:
         config = build_config(
             CircleWalk(4, 5, "3/10"), mu=10, eta=2, eps="1/10", embedding="random", M=9, dtype=dtype
         )
-        expected_all, _ = expected_steps(config, 2)
+        expected_all = expected_steps(config, 2)
         rtol = tolerance(config, 2).rtol
         for factory in (model, training):
             readouts = run(factory, config, 2)
@@ -192,8 +230,9 @@ def test_scaled_error_treats_nan_as_the_worst_and_equal_infinities_as_equal() ->
         ({"examples": 0}, r"^examples=0 is out of range"),
         ({"dtype": "float16"}, r"^dtype='float16' is not one of"),
         ({"task": "qa"}, r"^task='qa' is not one of"),
+        ({"steps": 4, "model": "relu_head"}, r"^steps=4 is out of range for model='relu_head': .* 0\.\.3$"),
     ],
-    ids=["steps", "examples", "dtype", "task"],
+    ids=["steps", "examples", "dtype", "task", "steps-from-a-dyadic-start"],
 )
 def test_check_options_are_validated(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):

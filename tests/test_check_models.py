@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rwtoolkit.analyses.check import CheckOptions, build_config, check, for_model, load_factory
-from rwtoolkit.analyses.check._models import expected_model_steps
+from rwtoolkit.analyses.check._compare import expected_steps
 from rwtoolkit.cli.main import main
 from rwtoolkit.io import load_schema
 from rwtoolkit.models import rational_positions
@@ -59,7 +59,7 @@ def test_expected_values_are_the_exact_zero_init_dynamics() -> None:
     config = for_model(build_config(CircleWalk(3, 3, "1/2"), mu="7/2", eta=1, eps="1/10"), "key_query")
     assert config.head_dim == 2 and config.shapes == {"V": (3, 3), "W_K": (2, 7), "W_Q": (2, 7)}
     assert np.array_equal(config.P, np.asarray(rational_positions(3, "7/2"), dtype=float))
-    expected = expected_model_steps(config, 3)
+    expected = expected_steps(config, 3)
     for row in expected:
         assert not row["W_K"].any() and not row["W_Q"].any()
         np.testing.assert_array_equal(row["S"], np.full_like(row["S"], 1 / 3))

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from rwtoolkit.analyses.check._compare import MARGIN, Mismatch, trajectory_key, unit_roundoff
+from rwtoolkit.analyses.check._compare import MARGIN, Mismatch, exact_engine, trajectory_key, unit_roundoff
 from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of
 from rwtoolkit.analyses.check._isolation import isolated_search
 from rwtoolkit.analyses.check._models import (
@@ -33,7 +33,7 @@ from rwtoolkit.analyses.check._protocol import LABELS, Factory, ImplementationEr
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.engines.exact import START_ESTIMATE, job_estimate, model_job_estimate
 from rwtoolkit.io import load_schema, write_json_atomic
-from rwtoolkit.models import DEFAULT_MODEL, get_model
+from rwtoolkit.models import get_model
 
 STATUSES = ("pass", "fail", "not checked")
 
@@ -201,7 +201,7 @@ class CheckEstimate:
 _PROCESS, _PER_EXAMPLE = {True: (2.5, 300e6), False: (1.0, 100e6)}, 0.02
 #: At most this many configurations are drawn ahead (a few milliseconds each); beyond, the estimate scales.
 _DRAWN = 100
-#: The exact trajectories kept at once (the memo of ``rwtoolkit.analyses.check._compare`` and ``rwtoolkit.analyses.check._models`` clears beyond).
+#: The exact trajectories kept at once (the memos of ``rwtoolkit.analyses.check._compare`` clear beyond).
 _KEPT = 257
 
 
@@ -228,11 +228,13 @@ def _no_factory(config: CheckConfig) -> None:
 
 def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
     """Seconds, memory kept and memory in passing of the exact reference of one configuration, without the
-    interpreter's start: the paper's model through ``rwtoolkit.engines.exact.derive`` and its oracle with per-input values
-    (``rwtoolkit.engines.exact.job_estimate``; the writer's memory passes), any other model through the generic engine with
-    its read-outs (``rwtoolkit.engines.exact.model_job_estimate``; all of it kept for the search's replays)."""
+    interpreter's start, by the engine ``exact_engine`` selects: the reduced engine's trajectory with its
+    per-input values (``rwtoolkit.engines.exact.job_estimate`` of the trajectory and its per-input oracle, an
+    upper bound of the read-outs converted from it; what passes is the per-input values' memory), the generic
+    engine's with its read-outs (``rwtoolkit.engines.exact.model_job_estimate``; all of it kept for the search's
+    replays)."""
     base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
-    if config.model != DEFAULT_MODEL:
+    if exact_engine(config).generic:
         est = model_job_estimate(config.task, model_of(config), steps, config.init, readouts=True)
         return est.seconds - base.seconds, est.memory - base.memory, 0
     est = job_estimate(config.task, steps, json=True, per_input=True)

@@ -1,30 +1,45 @@
-"""Numeric read-outs against the exact trajectory of ``rwtoolkit.engines.exact.derive``: tolerance, first divergence.
+"""Numeric read-outs against the exact trajectory: tolerance, first divergence, for every model.
 
-The expected values come through the oracle format: the trajectory is written by
-``rwtoolkit.engines.exact.write_oracle`` (certified doubles) and read back by the numpy-only reader, then compared
-by ``rwtoolkit.runtime.first_difference``, the same code a frozen fixture (``rw check --emit``) runs.
+One path for every model of record: the exact engine is the one ``rwtoolkit.engines.select(model, "exact",
+start)`` gives (the reduced engine ``rwtoolkit.engines.exact.derive`` for the paper's model from zero, the
+generic ``derive_model`` for any other model or start), called with the one signature of the exact engines;
+``ExpectedSteps`` reads the trajectory it returns through the one interface of an exact trajectory
+(``rwtoolkit.engines.exact.ExactTrajectory``) and turns each compared read-out into float64, the nearest
+double of the exact value, when a comparison first reads it; ``compare`` finds the first divergence with
+``rwtoolkit.runtime.first_difference``, the code a frozen fixture (``rw check --emit``) runs on its oracle's
+doubles. What is compared is what the implementation's protocol reports (``quantities``): the paper's V and
+W x̃_N (from the reduced coordinates w_tok, c of the trajectory, read through the implementation's P), another
+model's parameters by their names, then S, f, the loss and the accuracy of every model.
 """
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 import sympy as sp
 
-from rwtoolkit.analyses.check._config import CheckConfig, config_json
-from rwtoolkit.analyses.check._protocol import Factory, Readouts, finite_or_text, run
+from rwtoolkit.analyses.check._config import START_SIGMA, CheckConfig, config_json, model_of
+from rwtoolkit.analyses.check._protocol import (
+    Factory,
+    ImplementationError,
+    Readouts,
+    finite_or_text,
+    quantities,
+    run_config,
+)
 from rwtoolkit.analyses.check.strategies import exact_loss
-from rwtoolkit.engines.exact import Trajectory, decimal_value, derive, write_oracle
+from rwtoolkit.engines import Engine, select
+from rwtoolkit.engines.exact import EXACT, ExactTrajectory, decimal_value
 from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL
+from rwtoolkit.models import DEFAULT_MODEL, rational_positions
+from rwtoolkit.models.one_layer import reduced_coordinates
 from rwtoolkit.runtime import (
     Difference,
     check_positions,
-    expected_readouts,
     first_difference,
     scaled_error,
 )
@@ -37,10 +52,12 @@ MARGIN = 256
 __all__ = [
     "MARGIN",
     "Divergence",
+    "ExpectedSteps",
     "Mismatch",
     "Tolerance",
     "assert_matches_exact",
     "compare",
+    "exact_engine",
     "exact_trajectory",
     "expected_steps",
     "near_tie_steps",
@@ -90,23 +107,68 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
     return Tolerance(rtol, reason)
 
 
-_EXACT: dict[tuple, Trajectory] = {}
+_EXACT: dict[tuple, ExactTrajectory] = {}
 
 
-def exact_trajectory(config: CheckConfig, steps: int, memo: bool = True) -> Trajectory:
-    """``rwtoolkit.engines.exact.derive`` for the config (memoised: hypothesis replays configs while shrinking; ``memo``
-    False for a caller that reads each trajectory once and should not keep it, ``rw check --emit``)."""
-    key = (task_key(config), steps, config.eta, config.eps, config.mu, config.loss)
+def exact_engine(config: CheckConfig) -> Engine:
+    """The exact engine of ``config``'s reference: ``rwtoolkit.engines.select(model, "exact", start)``, the
+    reduced engine for the paper's model from zero, the generic engine for any other model or start.
+
+    >>> from rwtoolkit.analyses.check import build_config, for_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> config = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+    >>> exact_engine(config).name, exact_engine(for_model(config, "key_query")).name
+    ('reduced exact engine', 'generic exact engine')
+    """
+    return select(config.model, "exact", config.init)
+
+
+def exact_trajectory(
+    config: CheckConfig, steps: int, memo: bool = True, engine: Engine | None = None
+) -> ExactTrajectory:
+    """The exact trajectory of ``config`` at t = 0..``steps``: ``engine`` (default ``exact_engine(config)``)
+    run with the exact engines' one signature on the config's task, model, η, ε, μ, loss and start (the
+    model's zero or its fixed dyadic start, ``exact_start``).
+
+    Memoised (hypothesis replays configs while shrinking); ``memo`` False for a caller that reads each
+    trajectory once and should not keep it (``rw check --emit``).
+    """
+    engine = exact_engine(config) if engine is None else engine
+    key = (*_reference_key(config), steps, engine.name)
     if key in _EXACT:
         return _EXACT[key]
-    traj = derive(
-        config.task, steps, eta=config.eta, eps=config.eps, mu=config.mu, loss=exact_loss(config.loss)
+    traj = engine.load()(
+        config.task,
+        model=model_of(config),
+        steps=steps,
+        eta=config.eta,
+        eps=config.eps,
+        mu=config.mu,
+        loss=exact_loss(config.loss),
+        init=config.init,
+        sigma=START_SIGMA,
+        seed=0,
     )
     if memo:
         if len(_EXACT) > 256:
             _EXACT.clear()
         _EXACT[key] = traj
     return traj
+
+
+def _reference_key(config: CheckConfig) -> tuple:
+    """What the exact trajectory of ``config`` depends on besides the steps: neither the dtype nor P."""
+    return (
+        *task_key(config),
+        config.eta,
+        config.eps,
+        config.mu,
+        config.loss,
+        config.model,
+        config.head_dim,
+        config.heads,
+        config.init,
+    )
 
 
 def task_key(config: CheckConfig) -> tuple:
@@ -117,19 +179,9 @@ def task_key(config: CheckConfig) -> tuple:
 
 
 def trajectory_key(config: CheckConfig, steps: int) -> tuple:
-    """What an exact trajectory of ``config`` depends on: the memo key of the expected values."""
-    return (
-        *task_key(config),
-        steps,
-        config.eta,
-        config.eps,
-        config.mu,
-        config.loss,
-        config.dtype,
-        config.model,
-        config.head_dim,
-        config.heads,
-    )
+    """What the expected values of ``config`` at t = 0..``steps`` depend on besides P: its exact trajectory
+    (``_reference_key``), the steps and the dtype (whose tie tolerance decides the near-ties)."""
+    return (*_reference_key(config), steps, config.dtype)
 
 
 @dataclass(frozen=True)
@@ -186,19 +238,37 @@ class Mismatch(AssertionError):
         self.divergence = divergence
 
 
-def near_tie_steps(traj: Trajectory, dtype: str) -> frozenset[int]:
+def near_tie_steps(traj: ExactTrajectory, dtype: str) -> frozenset[int]:
     """Steps whose accuracy is not compared: some exact gap max f - f_k is positive but within twice the
-    dtype's tie tolerance (the float tie rule may then differ from the exact one).
-
-    Read on the engine's groups (``StepState.evaluated.f``, one row per group of inputs with one f up to a
-    rotation of its entries, which moves no gap), not once per input of the population."""
+    dtype's tie tolerance (the float tie rule may then differ from the exact one); ``near_tie`` on
+    ``f_rows``."""
     near = near_tie(dtype)
-    return frozenset(s.t for s in traj.states if near(s.evaluated.f))
+    return frozenset(t for t in range(len(traj.states)) if near(f_rows(traj, t)))
 
 
-def near_tie(dtype: str) -> Callable[[list], bool]:
+def f_rows(traj: ExactTrajectory, t: int) -> Sequence[Sequence[Any]]:
+    """Rows of exact f at step t whose gaps are those of every input's f: the reduced engine's groups where
+    the trajectory has its reduced view (one row per group of inputs with one f up to a rotation of its
+    entries, which moves no gap), else every input's row."""
+    reduced = traj.reduced
+    if reduced is not None:
+        return reduced.states[t].evaluated.f
+    return per_input(traj, t, "f")
+
+
+def per_input(traj: ExactTrajectory, t: int, name: str) -> Any:
+    """The per-input read-out ``name`` ("S" (n, N) or "f" (n, K)) at step t, one row per input of
+    ``task.population()``, exact: the reduced view's rows (nested exponentials as named atoms) or the generic
+    engine's arrays."""
+    reduced = traj.reduced
+    if reduced is not None:
+        return [list(row) for row in reduced.value(t, name)]
+    return getattr(traj.states[t], name)
+
+
+def near_tie(dtype: str) -> Callable[[Sequence[Sequence[Any]]], bool]:
     """Whether exact rows f (lists of SymPy values) have a gap max f - f_k positive but within twice the
-    dtype's tie tolerance (``near_tie_steps`` per step; ``rwtoolkit.analyses.check._models`` on any model's f)."""
+    dtype's tie tolerance (``near_tie_steps`` and ``ExpectedSteps.accuracy_compared`` on ``f_rows``)."""
     rtol = DEFAULT_TIE_RTOL[dtype]
     memo: dict[sp.Expr, sp.Float] = {}
 
@@ -210,7 +280,7 @@ def near_tie(dtype: str) -> Callable[[list], bool]:
             memo[expr] = v
         return memo[expr]
 
-    def near(fs: list) -> bool:
+    def near(fs: Sequence[Sequence[Any]]) -> bool:
         for f in fs:
             values = [value(v) for v in f]
             top, scale = max(values), max(abs(v) for v in values)
@@ -223,40 +293,160 @@ def near_tie(dtype: str) -> Callable[[list], bool]:
     return near
 
 
-_EXPECTED: dict[tuple, tuple[list[dict[str, np.ndarray]], frozenset[int]]] = {}
+class ExpectedSteps(Sequence[Mapping[str, np.ndarray]]):
+    """The exact read-outs of one config at t = 0..T, each converted to float64 when first read.
+
+    The trajectory (``exact_trajectory``, whichever exact engine ``select`` gives) is computed once; a read-out
+    (a parameter by its name, W x̃_N, S, f, the loss) becomes a float64 array, the nearest double of every
+    exact entry, only when a comparison reads it, and the accuracy's exact argmax decisions are made only for a
+    step whose accuracy is compared (``accuracy_compared``): a comparison that stops at a first divergence, or
+    an implementation that reports no S or no accuracy, never pays for the rest. ``expected[t][q]`` is step
+    t's read-out q; ``quantities`` what each step holds, in the order compared (``quantities(config)``).
+
+    W x̃_N (the paper's protocol) is [w_tok; P c] with the reduced coordinates (w_tok, c) of the trajectory's
+    reduced view, or of its parameters V, W (Lemma B.1, ``rwtoolkit.models.one_layer.reduced_coordinates``), and
+    the config's P as float64: the exact trajectory depends on P only through μ.
+    """
+
+    def __init__(self, config: CheckConfig, steps: int, engine: Engine | None = None) -> None:
+        self.trajectory = exact_trajectory(config, steps, engine=engine)
+        self._config = config
+        self._near = near_tie(config.dtype)
+        self.quantities = quantities(config)
+        self._floats_of: dict[int, tuple[object, float]] = {}
+        self._rows = [_Row(self, t) for t in range(len(self.trajectory.states))]
+        self._compared: dict[int, bool] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, t: int) -> Mapping[str, np.ndarray]: ...
+    @overload
+    def __getitem__(self, t: slice) -> Sequence[Mapping[str, np.ndarray]]: ...
+    def __getitem__(self, t: int | slice) -> Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]:
+        return self._rows[t]
+
+    def accuracy_compared(self, t: int) -> bool:
+        """Whether step t's accuracy is compared: no exact near-tie in f (``near_tie``) and every argmax decided.
+
+        Decided on first call; the exact accuracy is computed only when no near-tie rules it out."""
+        if t not in self._compared:
+            compared = not self._near(f_rows(self.trajectory, t))
+            if compared:
+                value = self.trajectory.value(t, "accuracy")
+                compared = value is not None and sp.sympify(value).is_Rational
+                if compared:
+                    self._rows[t].converted["accuracy"] = self.floats(value)
+            self._compared[t] = compared
+        return self._compared[t]
+
+    def not_compared(self) -> list[int]:
+        """The steps found so far whose accuracy is not compared."""
+        return sorted(t for t, compared in self._compared.items() if not compared)
+
+    def convert(self, t: int, q: str) -> np.ndarray:
+        """Step t's read-out q (a parameter name, W_xN, S, f, loss or accuracy) as float64."""
+        if q == "accuracy":
+            if not self.accuracy_compared(t):
+                return np.array(np.nan)
+            return self._rows[t].converted["accuracy"]
+        if q == "W_xN":
+            w_tok, c = self._reduced(t)
+            return np.concatenate([self.floats(w_tok), self._config.P @ self.floats(c)])
+        if q in ("S", "f"):
+            return self.floats(per_input(self.trajectory, t, q))
+        if q in self.trajectory.parameter_names or q == "loss":
+            return self.floats(self.trajectory.value(t, q))
+        raise KeyError(q)
+
+    def _reduced(self, t: int) -> tuple[Any, Any]:
+        """(w_tok, c) at step t: the reduced view's, or Lemma B.1's of the paper model's V, W at the exact P."""
+        traj = self.trajectory
+        if traj.reduced is not None:
+            return traj.reduced.value(t, "w_tok"), traj.reduced.value(t, "c")
+        P = np.asarray(rational_positions(self._config.N, self._config.mu), dtype=object)
+        V, W = (np.asarray(traj.value(t, name), dtype=object) for name in ("V", "W"))
+        _, w_tok, c = reduced_coordinates(V, W, P, sp.Rational(self._config.mu))
+        return w_tok, c
+
+    def floats(self, values: Any) -> np.ndarray:
+        """``values`` (an exact scalar, or nested lists / arrays / a Matrix of them) as float64: the nearest
+        double of each entry. An entry met before (the same object: the per-input rows of one group share
+        theirs) is converted once."""
+        exact = np.asarray(values.tolist() if isinstance(values, sp.MatrixBase) else values, dtype=object)
+        out = np.empty(exact.shape, dtype=np.float64)
+        memo = self._floats_of
+        for index, value in np.ndenumerate(exact):
+            hit = memo.get(id(value))
+            if hit is None or hit[0] is not value:
+                hit = memo[id(value)] = (value, float(EXACT.to_float(np.array(value, dtype=object))))
+            out[index] = hit[1]
+        return out
 
 
-def expected_steps(config: CheckConfig, steps: int) -> tuple[list[dict[str, np.ndarray]], frozenset[int]]:
-    """The exact read-outs at t = 0..steps as float64 arrays in the kit's layout (W_xN = [w_tok; P c]),
-    through the oracle format, and the steps whose accuracy is not compared (``near_tie_steps``)."""
+class _Row(Mapping[str, np.ndarray]):
+    """Step t of ``ExpectedSteps``: read-outs converted on first access."""
+
+    def __init__(self, steps: ExpectedSteps, t: int) -> None:
+        self._steps, self._t = steps, t
+        self.converted: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, q: str) -> np.ndarray:
+        if q not in self.converted:
+            self.converted[q] = self._steps.convert(self._t, q)
+        return self.converted[q]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._steps.quantities)
+
+    def __len__(self) -> int:
+        return len(self._steps.quantities)
+
+
+_EXPECTED: dict[tuple, ExpectedSteps] = {}
+
+
+def expected_steps(config: CheckConfig, steps: int) -> ExpectedSteps:
+    """The exact read-outs of ``config`` at t = 0..steps (``ExpectedSteps``), each converted to float64 when
+    first read, with ``accuracy_compared(t)`` (False at an exact near-tie in f, or an undecided argmax).
+
+    Memoised: hypothesis replays configurations while shrinking.
+    """
     key = (*trajectory_key(config, steps), config.P.tobytes())
     if key not in _EXPECTED:
         if len(_EXPECTED) > 256:
             _EXPECTED.clear()
-        traj = exact_trajectory(config, steps)
-        with tempfile.TemporaryDirectory(prefix="rwcheck-") as folder:
-            header = write_oracle(traj, Path(folder) / "oracle.json", per_input=True)
-            expected = expected_readouts(header, config.P)
-        _EXPECTED[key] = (expected, near_tie_steps(traj, config.dtype))
+        _EXPECTED[key] = ExpectedSteps(config, steps)
     return _EXPECTED[key]
 
 
 def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | None = None) -> list[str]:
     """Raise ``Mismatch`` at the first (step, quantity) outside the tolerance; else return notes.
 
-    Quantities are compared in the order V, W x̃_N, S, f, loss, accuracy at t = 0, 1, …; the
-    accuracy is compared exactly (it is a sum of exact probabilities), except at a step where some
-    exact gap max f - f_k is positive but below twice the tie tolerance (noted, not compared).
+    Quantities are compared in the order t = 0, 1, … and, at each step, ``quantities(config)``: V and W x̃_N
+    (the paper's model) or the model's parameters by name, then S, f, the loss and the accuracy. The accuracy
+    is compared exactly (it is a sum of exact probabilities), except at a step where some exact gap
+    max f - f_k is positive but below twice the tie tolerance, or an exact argmax is undecided (noted, not
+    compared). Only what is compared is computed: the read-outs the implementation provides, up to the first
+    divergence; the accuracy of a step (its exact argmax decisions) only when every other quantity of that
+    step matched.
     """
     config = own_positions(readouts, config)
     limit = tolerance(config, steps).rtol if rtol is None else rtol
-    expected, skip = expected_steps(config, steps)
-    diff = first_difference(readouts, expected, limit, skip)
+    expected = expected_steps(config, steps)
+    others = tuple(q for q in expected.quantities if q != "accuracy")
+    diff = first_difference(readouts, expected, limit, frozenset(), others)
+    if readouts.provided("accuracy"):
+        # the accuracy is the last quantity of a step: compared at the steps before the first divergence
+        reached = expected[: len(expected) if diff is None else diff.step]
+        skip = frozenset(t for t in range(len(reached)) if not expected.accuracy_compared(t))
+        diff = first_difference(readouts, reached, limit, skip, ("accuracy",)) or diff
     if diff is not None:
         raise Mismatch(Divergence.of(diff, config))
     if not readouts.provided("accuracy"):
         return []
-    return [f"accuracy at t={t} not compared: an exact near-tie in f" for t in sorted(skip)]
+    return [f"accuracy at t={t} not compared: an exact near-tie in f" for t in expected.not_compared()]
 
 
 def own_positions(readouts: Readouts, config: CheckConfig) -> CheckConfig:
@@ -264,10 +454,16 @@ def own_positions(readouts: Readouts, config: CheckConfig) -> CheckConfig:
     with that P and its μ (``check_positions``; a failed assumption raises ``Mismatch`` at quantity "P").
 
     The paper's model depends on P only through μ, so the exact trajectory at the implementation's μ,
-    with W x̃_N read through its P, is what a correct implementation with its own valid P follows.
+    with W x̃_N read through its P, is what a correct implementation with its own valid P follows. Another
+    model sees P itself: its implementation reporting its own P is refused (``ImplementationError``).
     """
     if readouts.P is None:
         return config
+    if config.model != DEFAULT_MODEL:
+        raise ImplementationError(
+            f"the implementation reports its own P; --model {config.model} sees P itself (not only PᵀP = μI), "
+            "so it is checked with the config's P only"
+        )
     found = check_positions(readouts.P, config.N, config.dtype)
     if found.assumption is not None:
         error = abs(found.got - found.expected)
@@ -312,6 +508,6 @@ def assert_matches_exact(
     ...     print(err.divergence.quantity, err.divergence.step)
     V 1
     """
-    readouts = run(factory, config, steps)
+    readouts = run_config(factory, config, steps)
     compare(readouts, config, steps, rtol)
     return readouts

@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 from rwtoolkit.analyses.check._compare import Divergence, Mismatch, compare, scaled_error, tolerance
 from rwtoolkit.analyses.check._config import CheckConfig, config_json, for_model
-from rwtoolkit.analyses.check._models import compare_model
-from rwtoolkit.analyses.check._protocol import Factory, ImplementationError, Readouts, run
+from rwtoolkit.analyses.check._protocol import Factory, ImplementationError, Readouts, run_config
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
+from rwtoolkit.engines.exact import MAX_EXP_STEPS
 from rwtoolkit.engines.numeric import positional_embeddings
 from rwtoolkit.models import DEFAULT_MODEL, Model, get_model
-from rwtoolkit.runtime import run_model
 from rwtoolkit.tasks import LOSSES, CircleWalk
 
 
@@ -63,6 +62,13 @@ class CheckOptions:
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
         get_model(self.model, d=self.head_dim, H=self.heads)  # one line: unknown model or hyperparameter
+        init = check_settings(self.model).init
+        if init != "zero" and self.steps > MAX_EXP_STEPS:
+            raise ValueError(
+                f"steps={self.steps} is out of range for model={self.model!r}: it is checked from its exact "
+                f"dyadic start (init {init}), from which the exact generic engine takes at most {MAX_EXP_STEPS} "
+                f"steps (nested exponentials); steps must be an integer in 0..{MAX_EXP_STEPS}"
+            )
         if self.task is None:  # the model's own (a frozen dataclass: set once, here)
             object.__setattr__(self, "task", check_settings(self.model).task)
         if self.task not in ("circle", "finite", "any"):
@@ -93,9 +99,7 @@ MAX_STEPS = 4
 def _run(factory: Factory, config: CheckConfig, steps: int) -> Readouts:
     """Run the implementation; a crash of the user's code fails the property on this config."""
     try:
-        if config.model != DEFAULT_MODEL:  # another model of rwtoolkit.models: parameters by its names
-            return run_model(factory, config, steps, config.shapes)
-        return run(factory, config, steps)
+        return run_config(factory, config, steps)
     except (ImplementationError, Mismatch):
         raise
     except Exception as err:
@@ -144,12 +148,10 @@ def _fail(
 # the properties
 # ------------------------------------------------------------------------------------------------
 def trajectory(factory: Factory, data: st.DataObject, options: CheckOptions) -> list[str]:
-    """V, W x̃_N, S, f, loss and accuracy at t = 0..T equal the exact trajectory of ``rwtoolkit.engines.exact.derive``."""
+    """Every read-out at t = 0..T equals the exact trajectory of the exact engine ``select`` gives (``compare``)."""
     config = data.draw(options.configs(), label="config")
     readouts = _run(factory, config, options.steps)
     try:
-        if config.model != DEFAULT_MODEL:
-            return compare_model(readouts, config, options.steps)
         return compare(readouts, config, options.steps)
     except ValueError as err:  # the exact log-loss is undefined on this config (z + ε ≤ 0): not a claim
         if "undefined" in str(err):

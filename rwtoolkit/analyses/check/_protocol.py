@@ -6,6 +6,8 @@ The protocol itself (what a factory returns, how the kit runs it, the read-outs 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rwtoolkit.analyses.check._config import build_config, for_model
 from rwtoolkit.models import DEFAULT_MODEL
 from rwtoolkit.runtime import (
@@ -18,6 +20,7 @@ from rwtoolkit.runtime import (
     build,
     finite_or_text,
     first_non_finite,
+    model_quantities,
     run,
     run_model,
 )
@@ -33,8 +36,31 @@ __all__ = [
     "finite_or_text",
     "first_non_finite",
     "probe",
+    "quantities",
     "run",
+    "run_config",
 ]
+
+
+def quantities(config: Any) -> tuple[str, ...]:
+    """What ``run_config`` reads out at each step, in the order compared: the paper's V and W x̃_N
+    (``QUANTITIES``), or another model's parameters by name (``config.shapes``), then S, f, loss, accuracy.
+
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> config = build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10")
+    >>> quantities(config), quantities(for_model(config, "key_query"))[:3]
+    (('V', 'W_xN', 'S', 'f', 'loss', 'accuracy'), ('V', 'W_K', 'W_Q'))
+    """
+    return QUANTITIES if config.model == DEFAULT_MODEL else model_quantities(config.shapes)
+
+
+def run_config(factory: Factory, config: Any, steps: int) -> Readouts:
+    """The implementation's read-outs at t = 0..steps on ``config``, through its model's protocol: the paper's
+    (``rwtoolkit.runtime.run``: V and W, read out as W x̃_N) or another model's parameters by their names
+    (``rwtoolkit.runtime.run_model`` with ``config.shapes``)."""
+    if config.model == DEFAULT_MODEL:
+        return run(factory, config, steps)
+    return run_model(factory, config, steps, config.shapes)
 
 
 def probe(
@@ -61,7 +87,7 @@ def probe(
     if generic:
         config = for_model(config, model, head_dim, heads)
     try:
-        readouts = run_model(factory, config, 1, config.shapes) if generic else run(factory, config, 1)
+        readouts = run_config(factory, config, 1)
     except ImplementationError:
         raise
     except Exception as err:  # the user's code failed: one line naming the exception
@@ -69,7 +95,7 @@ def probe(
         raise ImplementationError(
             f"the implementation raised {type(err).__name__}: {message} (on {config.describe()})"
         ) from None
-    checked = (*config.shapes, "S", "f") if generic else ("V", "W_xN", "S", "f")
+    checked = tuple(q for q in quantities(config) if q not in ("loss", "accuracy"))
     bad = first_non_finite(readouts, checked, 0)
     if bad is not None:
         raise ImplementationError(
