@@ -15,7 +15,15 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rwtoolkit.analyses.check import CheckOptions, build_config, check, for_model, load_factory
+from rwtoolkit.analyses.check import (
+    CheckOptions,
+    Mismatch,
+    assert_matches_exact,
+    build_config,
+    check,
+    for_model,
+    load_factory,
+)
 from rwtoolkit.analyses.check._compare import expected_steps
 from rwtoolkit.cli.main import main
 from rwtoolkit.io import load_schema
@@ -64,6 +72,17 @@ def test_expected_values_are_the_exact_zero_init_dynamics() -> None:
         assert not row["W_K"].any() and not row["W_Q"].any()
         np.testing.assert_array_equal(row["S"], np.full_like(row["S"], 1 / 3))
     assert expected[2]["V"].any() and not np.array_equal(expected[2]["V"], expected[1]["V"])
+
+
+def test_assert_matches_exact_compares_another_model_by_its_parameters() -> None:
+    """One comparison for every model: the reference implementation matches, and the transposed V fails at V
+    (K = 4, p = 3/10: V(1) ∝ Πᵀ + (Πᵀ)² is not symmetric)."""
+    config = for_model(build_config(CircleWalk(4, 3, "3/10"), mu=2, eta=1, eps="1/10"), "key_query")
+    readouts = assert_matches_exact(load_factory(f"{EXAMPLE}:model"), config, 2)
+    assert list(readouts.values)[:3] == ["V", "W_K", "W_Q"]
+    with pytest.raises(Mismatch) as caught:
+        assert_matches_exact(load_factory(f"{EXAMPLE}:transposed_V"), config, 2)
+    assert caught.value.divergence.quantity == FIRST_WRONG["transposed_V"]
 
 
 def test_rw_check_model_console_passes_with_a_valid_report(tmp_path, capsys) -> None:

@@ -485,10 +485,11 @@ def own_positions(readouts: Readouts, config: CheckConfig) -> CheckConfig:
 def assert_matches_exact(
     factory: Factory, config: CheckConfig, steps: int, rtol: float | None = None
 ) -> Readouts:
-    """Run ``factory``'s implementation on ``config`` for t = 0..steps and compare it with ``rwtoolkit.engines.exact.derive``.
+    """Run ``factory``'s implementation on ``config`` for t = 0..steps and compare it with the exact trajectory.
 
-    Compares V(t), W(t)x̃_N, S(t), f(t), the loss and the population accuracy with the exact trajectory
-    (those the implementation provides; see ``Readouts.provided``) and raises ``Mismatch`` at the
+    Runs it through its model's protocol (``run_config``) and compares (``compare``) V(t), W(t)x̃_N (another
+    model: its parameters by name), S(t), f(t), the loss and the population accuracy with the exact trajectory
+    of ``exact_engine(config)`` (those the implementation provides; see ``Readouts.provided``) and raises ``Mismatch`` at the
     first step and quantity that diverge, with the expected and the obtained value. The tolerance is
     ``rtol`` if given (a tighter bound measured for one implementation), else ``tolerance(config, steps)``;
     returns the read-outs. The accuracy is compared exactly (up to ACCURACY_ATOL for summing floats).
