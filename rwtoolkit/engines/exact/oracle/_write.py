@@ -52,7 +52,10 @@ CHUNK_ROWS = 65536
 PER_INPUT = ("logits", "S", "f")
 
 #: The model section's description of the paper's model in reduced coordinates (its reduced view).
-REDUCED_DEFINITION = "f(X~) = V X S(X~^T W x~_N), S the softmax over the N positions; zero initialisation (Section 3 of the paper)"
+REDUCED_DEFINITION = (
+    "f(X~) = V X S(X~^T W x~_N), S the softmax over the N positions; "
+    "zero initialisation (Section 3 of the paper)"
+)
 REDUCED_COORDINATES = (
     "reduced (Lemma B.1; docs/theory.md#reduction): W(t) = w(t) x~_N^T / mu with w = [w_tok; sum_j c_j p_j]"
 )
@@ -430,60 +433,41 @@ def write_oracle(
         raise ValueError(
             "verdict=True: the structure predicates are statements about the paper's model (derive)"
         )
-    return _write_pair(
-        path,
-        len(traj.states),
-        per_input,
-        progress,
-        {
-            "model": model_header(traj),
-            "config": _config(traj, per_input),
-            "notation": NOTATION if traj.reduced is not None else MODEL_NOTATION,
-        },
-        lambda t, table, balls: _step_entry(traj, t, table, balls, verdict),
-        lambda tmp, table, balls, bar: _write_columns(tmp, traj, table, balls, bar),
-    )
-
-
-def _write_pair(
-    path: Path,
-    states: int,
-    per_input: bool,
-    progress: bool,
-    header: dict[str, Any],
-    step_entry: Callable[[int, NodeTable, BallTable], dict],
-    write_columns_body: Callable[[str, NodeTable, BallTable, Any], dict],
-) -> Path:
-    """The header (``header`` + format, version, steps, per-input description) and, with ``per_input``, the
-    columns, written together atomically from one node table: the writing both kinds of trajectory share."""
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model_header(traj),
+        "config": _config(traj, per_input),
+        "notation": NOTATION if traj.reduced is not None else MODEL_NOTATION,
+    }
     table = NodeTable()
     balls = BallTable(table.nodes)
     columns_path = per_input_path(path)
+    states = len(traj.states)
     bar = tqdm(
         total=states * (2 if per_input else 1),
         desc="oracle",
         unit="step",
         disable=not (progress and sys.stderr.isatty()),
     )
-    head: dict[str, Any] = {"format": FORMAT, "version": VERSION, **header}
     info: dict[str, Any] = {}
 
     def write_columns(tmp: str) -> None:
-        info.update(write_columns_body(tmp, table, balls, bar))
+        info.update(_write_columns(tmp, traj, table, balls, bar))
         info["file"] = columns_path.name
         info["bytes"] = os.path.getsize(tmp)
         info["sha256"] = sha256_of(tmp)
 
     def write_header(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as handle:
-            _dump({**head, "steps": steps, "per_input": info or None}, table.nodes, handle)
+            _dump({**header, "steps": steps, "per_input": info or None}, table.nodes, handle)
             handle.flush()
             os.fsync(handle.fileno())
 
-    with long_integers():
+    with long_integers():  # the header and the columns from one node table, written together atomically
         steps = []
         for t in range(states):
-            steps.append(step_entry(t, table, balls))
+            steps.append(_step_entry(traj, t, table, balls, verdict))
             bar.update(1)
         writers: dict[Path, Callable[[str], None]] = {}
         if per_input:
