@@ -29,7 +29,14 @@ from rwtoolkit.models._registry import (
 )
 
 if _typing.TYPE_CHECKING:
-    from rwtoolkit.models._arith import FLOAT64, Arithmetic, Array, FloatArithmetic, ObjectArithmetic
+    from rwtoolkit.models._arith import (
+        FLOAT64,
+        Arithmetic,
+        Array,
+        ExtendedArithmetic,
+        FloatArithmetic,
+        ObjectArithmetic,
+    )
     from rwtoolkit.models._descent import (
         Batch,
         ElementLoss,
@@ -50,7 +57,8 @@ if _typing.TYPE_CHECKING:
 #: Where each name that needs numpy lives (imported by :func:`__getattr__` on first use).
 _LAZY = {
     **dict.fromkeys(
-        ("FLOAT64", "Arithmetic", "Array", "FloatArithmetic", "ObjectArithmetic"), "rwtoolkit.models._arith"
+        ("FLOAT64", "Arithmetic", "Array", "ExtendedArithmetic", "FloatArithmetic", "ObjectArithmetic"),
+        "rwtoolkit.models._arith",
     ),
     **dict.fromkeys(
         ("Batch", "ElementLoss", "Evaluation", "batch", "descend", "evaluate", "gradient_steps"),
@@ -90,6 +98,7 @@ __all__ = [
     "Batch",
     "ElementLoss",
     "Evaluation",
+    "ExtendedArithmetic",
     "FloatArithmetic",
     "Inputs",
     "LossArithmetic",

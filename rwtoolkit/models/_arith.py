@@ -7,10 +7,16 @@ and torch tensors (``rwtoolkit.engines.numeric``). Matrix products, indexing, re
 the arrays' own operators (numpy and torch agree on them); everything whose spelling differs, and the
 operations whose meaning depends on the arithmetic (``exp``, ``log`` and ``sqrt``, and ``sign`` and
 ``positive`` for exact decisions), is a method here.
+
+:class:`ExtendedArithmetic` adds what the standard architectures' primitives need (MATH §14: GELU's ``erf`` and
+``pi``, the masked softmax of a causal mask, ``log_softmax``, ``concat``) and whether the elements are ``exact``.
+:class:`ObjectArithmetic` and :class:`FloatArithmetic` have it; an arithmetic without one of these operations has
+``rwtoolkit.models.Tape`` refuse the primitive that needs it in one line naming the primitive and the operation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -69,11 +75,48 @@ class Arithmetic(Protocol):
         ...
 
 
+class ExtendedArithmetic(Arithmetic, Protocol):
+    """:class:`Arithmetic` with the operations of the standard architectures' primitives (``Tape.gelu``,
+    ``Tape.softmax(a, mask)``, ``Tape.log_softmax``, ``Tape.concat``, ``Tape.layer_norm``).
+
+    The tape looks each one up when a primitive needs it: an arithmetic without it runs every other primitive.
+    """
+
+    #: True where the elements are exact values (rationals, SymPy expressions): a primitive whose values are
+    #: irrational at rational inputs (GELU's erf, layer norm's 1/√(var + ε)) is refused there, and the
+    #: ball engine is named as the alternative.
+    exact: bool
+
+    def erf(self, a: Array) -> Array:
+        """The elementwise error function erf(x) = (2/√π) ∫₀ˣ e^(−t²) dt (GELU, the erf form)."""
+        ...
+
+    def pi(self) -> Any:
+        """π as an element of this arithmetic (erf′(x) = (2/√π) e^(−x²) in GELU's VJP)."""
+        ...
+
+    def masked_softmax(self, a: Array, mask: np.ndarray) -> Array:
+        """Softmax over the last axis of the entries where the boolean ``mask`` (``a``'s shape) is True;
+        exactly 0 where it is False, i.e. ``softmax(masked_fill(a, ~mask, −∞))``. Every row keeps an entry."""
+        ...
+
+    def log_softmax(self, a: Array) -> Array:
+        """log softmax over the last axis, a − log Σ exp(a) (stably where the arithmetic rounds)."""
+        ...
+
+    def concat(self, arrays: Sequence[Array], axis: int) -> Array:
+        """The arrays joined along ``axis`` (their other sizes equal)."""
+        ...
+
+
 class ObjectArithmetic:
     """Elements of any Python number type in numpy object arrays (exact rationals, SymPy, arb balls).
 
-    ``convert`` makes an element from a rational or int; ``exp``, ``log``, ``sqrt`` and ``sign`` act on one
-    element (``exp``, ``log`` or ``sqrt`` None: the arithmetic has none, and what needs it is refused in one line).
+    ``convert`` makes an element from a rational or int; ``exp``, ``log``, ``sqrt``, ``erf`` and ``sign`` act on
+    one element (``exp``, ``log``, ``sqrt`` or ``erf`` None: the arithmetic has none, and what needs it is refused in
+    one line); ``pi`` gives π as an element (at the working precision of a ball arithmetic). ``exact`` says whether the
+    elements are exact values (:class:`ExtendedArithmetic`); by default they are exactly where no ``erf`` is given
+    (an arithmetic that evaluates erf, a transcendental function, holds enclosures or approximations).
 
     >>> from fractions import Fraction
     >>> ar = ObjectArithmetic("fractions", Fraction, exp=None, sign=lambda x: (x > 0) - (x < 0))
@@ -90,10 +133,14 @@ class ObjectArithmetic:
         to_float: Callable[[Any], float] = float,
         sqrt: Callable[[Any], Any] | None = None,
         log: Callable[[Any], Any] | None = None,
+        erf: Callable[[Any], Any] | None = None,
+        pi: Callable[[], Any] | None = None,
+        exact: bool | None = None,
     ) -> None:
         self.name = name
         self._convert, self._exp, self._sign, self._float = convert, exp, sign, to_float
-        self._sqrt, self._log = sqrt, log
+        self._sqrt, self._log, self._erf, self._pi = sqrt, log, erf, pi
+        self.exact = erf is None if exact is None else exact
 
     def asarray(self, values: Any) -> np.ndarray:
         raw = np.asarray(values, dtype=object)
@@ -123,9 +170,43 @@ class ObjectArithmetic:
             raise ValueError(f"the {self.name} arithmetic has no square root")
         return self.apply(self._sqrt, a)
 
+    def erf(self, a: np.ndarray) -> np.ndarray:
+        if self._erf is None:
+            raise ValueError(f"the {self.name} arithmetic has no erf")
+        return self.apply(self._erf, a)
+
+    def pi(self) -> Any:
+        if self._pi is None:
+            raise ValueError(f"the {self.name} arithmetic has no π")
+        return self._pi()
+
     def softmax(self, a: np.ndarray) -> np.ndarray:
         e = self.exp(a)
         return e / e.sum(axis=-1, keepdims=True)
+
+    def masked_softmax(self, a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """exp of the kept entries only (a left-out entry's logit is never exponentiated) over their sum;
+        the left-out entries are this arithmetic's exact 0."""
+        if self._exp is None:
+            raise ValueError(f"the {self.name} arithmetic has no exponential")
+        keep = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(a))
+        zero = self._convert(0)
+        e = np.empty(np.shape(a), dtype=object)
+        for index, value in np.ndenumerate(np.asarray(a, dtype=object)):
+            e[index] = self._exp(value) if keep[index] else zero
+        out = e / e.sum(axis=-1, keepdims=True)
+        out[~keep] = zero
+        return out
+
+    def log_softmax(self, a: np.ndarray) -> np.ndarray:
+        if (
+            self._log is None
+        ):  # the exact arithmetic: a cross-entropy's gradient needs no logarithm (MATH §14)
+            raise ValueError(f"log_softmax: the {self.name} arithmetic has no logarithm")
+        return a - self.log(self.exp(a).sum(axis=-1, keepdims=True))
+
+    def concat(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
+        return np.concatenate([np.asarray(x, dtype=object) for x in arrays], axis=axis)
 
     def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> np.ndarray:
         return np.sum(a, axis=axis, keepdims=keepdims)
@@ -175,6 +256,7 @@ class FloatArithmetic:
     """
 
     name = "float64"
+    exact = False
 
     def asarray(self, values: Any) -> np.ndarray:
         return np.array(np.asarray(values, dtype=object).astype(float), dtype=np.float64)
@@ -191,9 +273,28 @@ class FloatArithmetic:
     def sqrt(self, a: np.ndarray) -> np.ndarray:
         return np.sqrt(a)
 
+    def erf(self, a: np.ndarray) -> np.ndarray:
+        return np.vectorize(math.erf, otypes=[np.float64])(a)
+
+    def pi(self) -> float:
+        return math.pi
+
     def softmax(self, a: np.ndarray) -> np.ndarray:
         e = np.exp(a - a.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
+
+    def masked_softmax(self, a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The softmax of ``a`` with −∞ where ``mask`` is False, shifted by the largest kept entry (stable)."""
+        shifted = np.where(mask, a, -np.inf)
+        e = np.exp(shifted - shifted.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def log_softmax(self, a: np.ndarray) -> np.ndarray:
+        shifted = a - a.max(axis=-1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+    def concat(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
+        return np.concatenate(arrays, axis=axis)
 
     def sum(self, a: np.ndarray, axis: int | tuple[int, ...], keepdims: bool = False) -> np.ndarray:
         return np.sum(a, axis=axis, keepdims=keepdims)
