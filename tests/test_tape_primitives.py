@@ -1,10 +1,13 @@
-"""Every primitive of ``rwtoolkit.models.Tape`` has the vector-Jacobian product of its forward (issue 23).
+"""Every primitive of ``rwtoolkit.models.Tape`` has the vector-Jacobian product of its forward (issues 23, 41).
 
 A model's gradient comes only from these VJPs, so each is checked on its own against torch autograd of the
-same operation (float64: the two differ by rounding only, measured 6.7e-16 at most, relative to
-max(1, |x|); the tolerance 1e-12 is that times 1500), with the broadcasting and 1-D cases the models use; and once
-exactly, in python-flint rationals, against the derivative written out by hand. A VJP with a wrong sign,
-a missing transpose or an unsummed broadcast axis fails here before it reaches any model.
+same operation (float64: the two differ by rounding only, measured 1.1e-15 at most for one primitive and 8.2e-15
+for the causal attention block of about forty, relative to max(1, |x|), over 20 seeds; the tolerance 1e-12 is over
+a hundred times that), with the broadcasting and 1-D cases the models use, and under hypothesis on any broadcast
+of a product or quotient and any axis of gather and permute; and exactly, in python-flint rationals and the exact
+engine's arithmetic, against the derivative written out by hand. A VJP with a wrong sign, a missing transpose, an
+unsummed broadcast axis or a lost scatter-add fails here before it reaches any model. GELU and layer norm, whose
+values are irrational, are checked in arb balls that must hold torch's values, and refused by the exact arithmetic.
 """
 
 from __future__ import annotations

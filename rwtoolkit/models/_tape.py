@@ -266,14 +266,13 @@ class Tape:
                 f"gather: indices of shape {idx.shape} do not broadcast against {shape}"
             ) from None
         out_shape = other[:ax] + (idx.shape[ax],) + other[ax + 1 :]
-        taken = np.broadcast_to(idx % n if n else idx, out_shape)
+        taken = np.array(np.broadcast_to(idx % n if n else idx, out_shape))  # writable: torch indexes with it
         grid = np.indices(out_shape, sparse=True)
         where = tuple(
             taken if d == ax else (grid[d] if shape[d] > 1 else 0 * grid[d]) for d in range(len(shape))
         )
-        onehot = self.ar.asarray(
-            (taken[..., None] == np.arange(n)).astype(np.int64)
-        )  # (out..., n): which entry each took
+        # (out..., n): which entry of the axis each output took; the VJP sums g over it
+        onehot = self.ar.asarray((taken[..., None] == np.arange(n)).astype(np.int64))
 
         def vjp(g: Array) -> Array:
             scattered = self.ar.sum(g[..., None] * onehot, ax)  # (out without ax..., n)
@@ -334,7 +333,7 @@ class Tape:
             raise ValueError(
                 f"softmax: mask of shape {keep.shape} does not broadcast to the scores' {shape}"
             ) from None
-        keep = np.broadcast_to(keep, shape)
+        keep = np.array(np.broadcast_to(keep, shape))  # writable: torch takes it as a tensor
         empty = ~keep.any(axis=-1)
         if empty.any():
             row = tuple(int(i) for i in np.argwhere(empty)[0])
