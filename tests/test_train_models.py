@@ -148,8 +148,9 @@ def _engine_runs(model: ModelConfig, cfg: TrainConfig, ps=("1/3", "3/10")):
 
 def test_every_torch_engine_takes_the_same_runs_and_returns_train_results():
     """One signature and one result type: the engine select picks (reduced, batched, generic) each takes
-    the same (task, ModelConfig, TrainConfig) runs and returns one TrainResult per run, and the three agree
-    on V at every recorded step (float64 rounding over 4 steps: 1e-12)."""
+    the same (task, ModelConfig, TrainConfig) runs and ``trace=True`` and returns one TrainResult per run,
+    and the three agree on V at every recorded step and on V's residuals at every step (float64 rounding
+    over 4 steps: 1e-12; the residuals are relative, 1e-9)."""
     from rwtoolkit.engines import select
     from rwtoolkit.engines.numeric import TrainResult
 
@@ -166,7 +167,9 @@ def test_every_torch_engine_takes_the_same_runs_and_returns_train_results():
         "batched torch engine",
     ]
     no_params = TrainConfig(**{**vars(cfg), "record_params": False})  # the batched engine keeps V at the end
-    reduced, generic, batched = (e.load()(_engine_runs(model, no_params if e.many else cfg)) for e in engines)
+    reduced, generic, batched = (
+        e.load()(_engine_runs(model, no_params if e.many else cfg), trace=True) for e in engines
+    )
     for results in (reduced, generic, batched):
         assert len(results) == 2 and all(isinstance(r, TrainResult) and r.diverged is None for r in results)
     assert generic[0].description == {"name": "one_layer"} and reduced[0].description is None
@@ -175,8 +178,10 @@ def test_every_torch_engine_takes_the_same_runs_and_returns_train_results():
             np.testing.assert_allclose(r.params[t]["V"], g.params[t]["V"], rtol=0, atol=1e-12)
         np.testing.assert_allclose(b.final["V"], g.final["V"], rtol=0, atol=1e-12)
         assert b.final_accuracy == pytest.approx(g.final_accuracy, abs=1e-12)
-        for key in ("ones_residual", "circulant_residual"):  # V's residuals at every step, by both
+        for key in ("ones_residual", "circulant_residual"):  # V's residuals at every step, by all three
+            assert not np.isnan(g.series(key, 4)).any()
             np.testing.assert_allclose(b.series(key, 4), g.series(key, 4), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(r.series(key, 4), g.series(key, 4), rtol=1e-9, atol=1e-12)
 
 
 def test_the_generic_engine_reports_a_diverged_run_and_trains_the_others():

@@ -153,7 +153,7 @@ def run_pack(
         many=True,
         specialise=not named,
     )
-    results = engine.load()([_run(c, record_every) for c in configs])
+    results = engine.load()([_run(c, record_every) for c in configs], trace=True)
     wall = time.perf_counter() - start
     rows, long = _pack_tables(configs, hashes, results, pack_id, wall, metrics)
     if long is not None:

@@ -167,14 +167,15 @@ def batched_peak_bytes(K: int, n: int, B: int) -> int:
     return 8 * B * n * (2 * K + 8)
 
 
-def train_batched(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
+def train_batched(runs: Sequence[Run], progress: bool = False, trace: bool = False) -> list[TrainResult]:
     """Full-batch GD on the exact population for B runs at once; each run equals ``train(task, model, cfg)``.
 
     The torch engines' one signature (``rwtoolkit.engines.select`` with ``many=True``). ``runs``: (task,
     model, cfg) triples with equal ``batch_key`` and ``record_steps`` (validated as ``train`` does; the batch
     must fit in memory: ``batched_peak_bytes``). Each run's ``TrainResult`` holds in ``history`` loss,
     accuracy and parent attention at the steps of ``record_steps`` (None: every step) and at the last; in
-    ``trace`` V's ones and circulant residuals (V only, cheap) at every step; in ``final`` V, the attention
+    ``trace`` V's ones and circulant residuals at every step (V only, cheap here: measured whatever
+    ``trace`` says); in ``final`` V, the attention
     profile and ``test_accuracy``, the exact population accuracy as the nearest float (None after a
     divergence), as ``train`` counts it; in ``diverged`` the step at which it left the loss domain or
     became non-finite (its values NaN from there).

@@ -24,16 +24,13 @@ from rwtoolkit.engines.numeric._arith import TorchArithmetic
 from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
 from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
-from rwtoolkit.engines.numeric._metrics import circulant_residual, ones_residual
-from rwtoolkit.engines.numeric._train import Run, TrainResult
+from rwtoolkit.engines.numeric._train import Run, TrainResult, _trace_arrays, _trace_step
 from rwtoolkit.io import check_memory, format_bytes
 from rwtoolkit.models import Model, Sizes, batch, gradient_steps
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model``.
 MODEL_HISTORY_KEYS = ("step", "train_loss", "test_accuracy", "parent_attention", "attention_profile")
-#: What ``TrainResult.trace`` holds at every step for a model with a K×K value matrix V.
-_TRACE_KEYS = ("ones_residual", "circulant_residual")
 #: Fixed memory for torch's first kernels and allocator (as ``memory_estimate``'s overhead).
 _OVERHEAD_BYTES = 32 * 2**20
 
@@ -92,14 +89,15 @@ def train_model(
     keep_params: bool | tuple[str, ...] = False,
     progress: bool = False,
     config: dict | None = None,
+    trace: bool = False,
 ) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
     the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
     (keys ``MODEL_HISTORY_KEYS``); with ``keep_params`` every parameter (or those it names) at those steps in
-    ``params`` (float64 arrays). A model with a K×K value matrix V has V's ones and circulant residuals at
-    every step in ``trace``. Raises ``Diverged`` (a ValueError) at the first step whose loss, accuracy,
+    ``params`` (float64 arrays); with ``trace``, V's ones and circulant residuals at every step in
+    ``trace`` (a model with a K×K value matrix V). Raises ``Diverged`` (a ValueError) at the first step whose loss, accuracy,
     attention or parameters are not finite, or outside the log-loss domain.
 
     >>> from rwtoolkit.models import get_model, rational_positions
@@ -138,7 +136,7 @@ def train_model(
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
     square_v = model.shapes(data.inputs.sizes).get("V") == (K, K)
-    trace = {key: np.full(steps + 1, np.nan) for key in _TRACE_KEYS} if square_v else None
+    residuals = _trace_arrays(steps) if trace and square_v else None
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
         current = state.params
@@ -148,10 +146,8 @@ def train_model(
             )
         if not all(bool(torch.isfinite(v).all()) for v in current.values()):
             raise Diverged(f"the parameters are not finite at step {t}: the run diverged (lower eta)", t)
-        if trace is not None:
-            V = ar.to_float(current["V"])
-            trace["ones_residual"][t] = ones_residual(V)
-            trace["circulant_residual"][t] = circulant_residual(V)
+        if residuals is not None:
+            _trace_step(residuals, t, ar.to_float(current["V"]))
         if t == steps or record_steps is None or t in record_steps:
             profile = state.mean_attention(data.weights, ar)
             record = {
@@ -190,17 +186,22 @@ def train_model(
         **(config or {}),
     }
     return TrainResult(
-        cfg, history, final, params=kept if keep_params else None, description=model.describe(), trace=trace
+        cfg,
+        history,
+        final,
+        params=kept if keep_params else None,
+        description=model.describe(),
+        trace=residuals,
     )
 
 
-def train_model_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
+def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = False) -> list[TrainResult]:
     """The generic torch engine in the torch engines' one signature: ``train_model`` on each run.
 
     Each run's model of record is ``registered_model(model)`` (``ModelConfig.registered``, else the paper's
     model of its options), its positions ``positional_embeddings`` of (pos, M, N, mu, pos_seed); ``cfg``
     gives steps, eta, eps, loss, init, sigma, seed, dtype, device, threads and record_steps, and
-    ``record_params`` keeps every parameter at the recorded steps. The population is exact
+    ``record_params`` keeps every parameter at the recorded steps; ``trace`` V's residuals at every step. The population is exact
     (``population=True``); the options of the reduced engines alone are refused in one line. Every run is
     checked and its memory estimated before the first one trains; a run that diverges is reported in
     ``diverged`` (its history left empty), the others go on.
@@ -228,7 +229,7 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainR
                 task, net, P, cfg.steps, eta=cfg.eta, eps=cfg.eps, loss=cfg.loss, init=cfg.init,  # type: ignore[arg-type]
                 sigma=cfg.sigma, seed=cfg.seed, dtype=cfg.dtype, device=cfg.device,
                 record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
-                keep_params=cfg.record_params, progress=progress, config=config,
+                keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
             )  # fmt: skip
         except Diverged as err:
             result = TrainResult(config, [], {}, description=net.describe(), diverged=err)

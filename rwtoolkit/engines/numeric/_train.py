@@ -197,11 +197,13 @@ def train(
     cfg: TrainConfig,
     progress: bool = True,
     observe: Callable[[int, object], object] | None = None,
+    trace: bool = False,
 ) -> TrainResult:
     """Full-batch GD on f = V X S(X̃ᵀWx̃_N) (docs/theory.md#model); history holds the metrics at each recorded step t.
 
     ``observe(t, model)``, if given, is called at each recorded step with the model at step t (for
-    metrics of one's own); its return value is kept in ``result.observations[t]``.
+    metrics of one's own); its return value is kept in ``result.observations[t]``. ``trace``: V's ones and
+    circulant residuals at every step in ``result.trace`` (V is K×K: without ``relu_width``).
 
     >>> from rwtoolkit.tasks import CircleWalk
     >>> r = train(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=2, population=True),
@@ -214,16 +216,18 @@ def train(
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     try:
-        return _train(task, model, cfg, progress, observe)
+        return _train(task, model, cfg, progress, observe, trace)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def train_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]:
+def train_runs(runs: Sequence[Run], progress: bool = False, trace: bool = False) -> list[TrainResult]:
     """The reduced engine (``FastModel``; the faithful path with ``fast=False``) on each run: ``train(*run)``.
 
-    The torch engines' one signature (``rwtoolkit.engines.select``): every run is checked and its memory
-    estimated before the first one trains; a run that diverges is reported in ``diverged``, the others go on.
+    The torch engines' one signature (``rwtoolkit.engines.select``): ``engine(runs, progress=, trace=)``,
+    runs of (task, ``ModelConfig``, ``TrainConfig``), one ``TrainResult`` per run; ``trace``: V's residuals
+    at every step in ``TrainResult.trace`` where V is K×K. Every run is checked and its memory estimated
+    before the first one trains; a run that diverges is reported in ``diverged``, the others go on.
 
     >>> from rwtoolkit.tasks import CircleWalk
     >>> [r] = train_runs([(CircleWalk(3, 4, "1/2"), ModelConfig(K=3, N=4, M=5), TrainConfig(steps=1, population=True))])
@@ -235,7 +239,7 @@ def train_runs(runs: Sequence[Run], progress: bool = False) -> list[TrainResult]
     results = []
     for task, model, cfg in runs:
         try:
-            results.append(train(task, model, cfg, progress=progress))
+            results.append(train(task, model, cfg, progress=progress, trace=trace))
         except Diverged as err:
             config = {"task": task.describe(), "model": model.to_dict(), "train": cfg.to_dict()}
             results.append(TrainResult(config=config, history=[], final={}, diverged=err))
@@ -265,7 +269,7 @@ _MEMORY_ALTERNATIVES = {
 
 
 def _train(
-    task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, progress: bool, observe
+    task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, progress: bool, observe, trace: bool
 ) -> TrainResult:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError(
@@ -317,9 +321,12 @@ def _train(
     history: list[dict] = []
     snapshots: dict[int, dict] = {}
     params: dict[int, dict] | None = {} if cfg.record_params else None
+    residuals = _trace_arrays(cfg.steps) if trace and model.relu_width is None else None
     bar = tqdm(total=cfg.steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t in range(cfg.steps + 1):
         L = net.loss_and_grad(train_set.tokens, train_set.labels, train_set.weights, loss, t)
+        if residuals is not None:
+            _trace_step(residuals, t, net.V.detach().cpu().numpy().astype(np.float64))
         recorded = record_steps is None or t in record_steps
         if not (recorded or t in snap_steps or t == cfg.steps):  # the final step is evaluated for ``final``
             _advance(net, cfg, t)
@@ -368,8 +375,23 @@ def _train(
         snapshots=snapshots,
         model=net,
         observations=observations,
+        trace=residuals,
         params=params,
     )
+
+
+#: What ``TrainResult.trace`` holds at every step: V's ones and circulant residuals (V K×K).
+TRACE_KEYS = ("ones_residual", "circulant_residual")
+
+
+def _trace_arrays(steps: int) -> dict[str, np.ndarray]:
+    return {key: np.full(steps + 1, np.nan) for key in TRACE_KEYS}
+
+
+def _trace_step(trace: dict[str, np.ndarray], t: int, V: np.ndarray) -> None:
+    """V's residuals at step t into ``trace`` (float64 V, as every engine measures them)."""
+    trace["ones_residual"][t] = ones_residual(V)
+    trace["circulant_residual"][t] = circulant_residual(V)
 
 
 def _parameters(net, V: np.ndarray) -> dict:
