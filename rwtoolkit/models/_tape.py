@@ -291,7 +291,7 @@ class Tape:
         √(var + ε) is irrational unless var + ε is a rational square: an exact arithmetic refuses layer norm in
         one line naming the ball engine (MATH §14: algebraic, not rational).
         """
-        self._inexact("layer_norm", "its 1/√(var + ε) is not rational")
+        self._inexact("layer_norm", "√(var + ε) is irrational in general")
         A = _value(a)
         lifted = tuple(A.shape[:-1]) + (1, A.shape[-1])  # the mean keeps its axis: shape (..., 1)
         centred = self.sub(a, self.mean(self.reshape(a, lifted), -1))
