@@ -81,7 +81,8 @@ def _first_above(series: np.ndarray, threshold: float) -> int | None:
 
 
 def run_summaries(config: dict, history: dict[str, np.ndarray], final: dict, diverged: int | None) -> dict:
-    """The summary columns of one run from its row of ``BatchedResult`` (``history`` arrays of that run)."""
+    """The summary columns of one run: its ``history`` arrays (``TrainResult.series``), final accuracy and V's
+    direction error, and the step it diverged at (None if it did not)."""
     import sympy as sp
 
     p = sp.Rational(config["p"])

@@ -24,7 +24,7 @@ from rwtoolkit.engines.numeric._arith import TorchArithmetic
 from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
 from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
-from rwtoolkit.engines.numeric._train import Run, TrainResult, _trace_arrays, _trace_step
+from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
 from rwtoolkit.io import check_memory, format_bytes
 from rwtoolkit.models import Model, Sizes, batch, gradient_steps
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
@@ -136,7 +136,7 @@ def train_model(
     history: list[dict] = []
     kept: dict[int, dict[str, np.ndarray]] = {}
     square_v = model.shapes(data.inputs.sizes).get("V") == (K, K)
-    residuals = _trace_arrays(steps) if trace and square_v else None
+    residuals = trace_arrays(steps) if trace and square_v else None
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
         current = state.params
@@ -147,7 +147,7 @@ def train_model(
         if not all(bool(torch.isfinite(v).all()) for v in current.values()):
             raise Diverged(f"the parameters are not finite at step {t}: the run diverged (lower eta)", t)
         if residuals is not None:
-            _trace_step(residuals, t, ar.to_float(current["V"]))
+            trace_step(residuals, t, ar.to_float(current["V"]))
         if t == steps or record_steps is None or t in record_steps:
             profile = state.mean_attention(data.weights, ar)
             record = {

@@ -321,12 +321,12 @@ def _train(
     history: list[dict] = []
     snapshots: dict[int, dict] = {}
     params: dict[int, dict] | None = {} if cfg.record_params else None
-    residuals = _trace_arrays(cfg.steps) if trace and model.relu_width is None else None
+    residuals = trace_arrays(cfg.steps) if trace and model.relu_width is None else None
     bar = tqdm(total=cfg.steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t in range(cfg.steps + 1):
         L = net.loss_and_grad(train_set.tokens, train_set.labels, train_set.weights, loss, t)
         if residuals is not None:
-            _trace_step(residuals, t, net.V.detach().cpu().numpy().astype(np.float64))
+            trace_step(residuals, t, net.V.detach().cpu().numpy().astype(np.float64))
         recorded = record_steps is None or t in record_steps
         if not (recorded or t in snap_steps or t == cfg.steps):  # the final step is evaluated for ``final``
             _advance(net, cfg, t)
@@ -384,11 +384,12 @@ def _train(
 TRACE_KEYS = ("ones_residual", "circulant_residual")
 
 
-def _trace_arrays(steps: int) -> dict[str, np.ndarray]:
+def trace_arrays(steps: int) -> dict[str, np.ndarray]:
+    """An empty ``TrainResult.trace`` of a run of ``steps`` steps (NaN until measured)."""
     return {key: np.full(steps + 1, np.nan) for key in TRACE_KEYS}
 
 
-def _trace_step(trace: dict[str, np.ndarray], t: int, V: np.ndarray) -> None:
+def trace_step(trace: dict[str, np.ndarray], t: int, V: np.ndarray) -> None:
     """V's residuals at step t into ``trace`` (float64 V, as every engine measures them)."""
     trace["ones_residual"][t] = ones_residual(V)
     trace["circulant_residual"][t] = circulant_residual(V)
