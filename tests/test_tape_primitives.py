@@ -452,7 +452,10 @@ def test_an_object_arithmetic_is_exact_unless_it_evaluates_erf():
 def test_gelu_and_layer_norm_in_balls_enclose_torch():
     """In arb balls (erf and π given), GELU and layer norm with affine and their VJPs are balls that hold torch's
     float64 values of the same rational inputs, up to torch's own rounding (1e-14)."""
-    ar = ObjectArithmetic("arb", arb, exp=arb.exp, sign=lambda x: None, sqrt=arb.sqrt, erf=arb.erf, pi=arb.pi)
+    from rwtoolkit.engines.balls import ball_arithmetic
+
+    ar = ball_arithmetic()  # the ball engine's own arithmetic
+    assert ar.exact is False
     rng = np.random.default_rng(3)
     # sixteenths: floats and balls hold the same exact inputs
     x, w, b, g = (rng.integers(-40, 40, shape) / 16 for shape in ((2, 4), (4,), (4,), (2, 4)))
@@ -513,3 +516,31 @@ def test_gather_and_permute_vjps_equal_torch_on_any_axes(data):
     _check(lambda t, x: t.gather(x, indices, axis), lambda x: torch.gather(x, axis, _t(indices)), shape)
     axes = data.draw(st.permutations(range(len(shape))))
     _check(lambda t, x: t.permute(x, axes), lambda x: x.permute(*axes), shape)
+
+
+def test_the_torch_engines_arithmetic_runs_every_architecture_primitive_as_autograd_does():
+    """The torch engine's arithmetic (TorchArithmetic) runs GELU, layer norm, the masked softmax, log-softmax and
+    concat on the tape, and the tape's VJPs equal torch autograd of the same functions (float64; the same
+    operations in another order: within RTOL, the bound stated above)."""
+    from rwtoolkit.engines.numeric import TorchArithmetic
+
+    ar = TorchArithmetic(torch.float64, "cpu")
+    assert ar.exact is False
+    rng = np.random.default_rng(5)
+    x, w, b, g = (rng.standard_normal(shape) for shape in ((2, 3, 4), (4,), (4,), (2, 3, 8)))
+    mask = np.tril(np.ones((3, 4), dtype=bool), 1)
+    tape = Tape(ar)
+    vx, vw, vb = (tape.input(ar.asarray(v)) for v in (x, w, b))
+    normed = tape.layer_norm(tape.gelu(vx), 1e-5, vw, vb)
+    out = tape.concat([tape.softmax(normed, mask), tape.log_softmax(normed)], -1)
+    grads = tape.gradient(out, ar.asarray(g), {"x": vx, "w": vw, "b": vb})
+    X, W, B = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    F = torch.nn.functional
+    n = F.layer_norm(F.gelu(X), (4,), W, B, 1e-5)
+    ref = torch.cat(
+        [torch.softmax(n.masked_fill(~torch.tensor(mask), float("-inf")), -1), F.log_softmax(n, -1)], -1
+    )
+    np.testing.assert_allclose(out.value.numpy(), ref.detach().numpy(), rtol=RTOL, atol=RTOL)
+    expected = torch.autograd.grad(ref, [X, W, B], torch.tensor(g))
+    for name, e in zip(("x", "w", "b"), expected, strict=True):
+        np.testing.assert_allclose(grads[name].numpy(), e.numpy(), rtol=RTOL, atol=RTOL, err_msg=name)

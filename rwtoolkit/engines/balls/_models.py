@@ -56,7 +56,8 @@ def _sign(x: arb) -> int | None:
 
 
 def ball_arithmetic() -> Any:
-    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, log, sqrt and sign on one ball)."""
+    """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, log, sqrt, erf and sign on one ball;
+    π at the working precision)."""
     from rwtoolkit.models import ObjectArithmetic
 
     return ObjectArithmetic(
@@ -67,6 +68,8 @@ def ball_arithmetic() -> Any:
         to_float=float,
         sqrt=lambda v: v.sqrt(),
         log=lambda v: v.log(),
+        erf=lambda v: v.erf(),
+        pi=arb.pi,
     )
 
 

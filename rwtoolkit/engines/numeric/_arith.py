@@ -7,6 +7,7 @@ same forward. Softmax is torch's (stable); ``sign`` is the float's sign.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,9 @@ class TorchArithmetic:
     >>> ar.softmax(ar.asarray([0.0, 0.0])).tolist()
     [0.5, 0.5]
     """
+
+    #: Floats: GELU and layer norm run here (the operations of rwtoolkit.models.ExtendedArithmetic below).
+    exact = False
 
     def __init__(self, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> None:
         self.dtype, self.device = dtype, torch.device(device)
@@ -46,6 +50,22 @@ class TorchArithmetic:
 
     def softmax(self, a: torch.Tensor) -> torch.Tensor:
         return torch.softmax(a, dim=-1)
+
+    def erf(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.erf(a)
+
+    def pi(self) -> float:
+        return math.pi
+
+    def masked_softmax(self, a: torch.Tensor, mask: np.ndarray) -> torch.Tensor:
+        keep = torch.as_tensor(np.asarray(mask, dtype=bool), device=a.device)
+        return torch.softmax(a.masked_fill(~keep, float("-inf")), dim=-1)
+
+    def log_softmax(self, a: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(a, dim=-1)
+
+    def concat(self, arrays: Sequence[torch.Tensor], axis: int) -> torch.Tensor:
+        return torch.cat(list(arrays), dim=axis)
 
     def sum(self, a: torch.Tensor, axis: int | tuple[int, ...], keepdims: bool = False) -> torch.Tensor:
         return a.sum(dim=axis, keepdim=keepdims)
