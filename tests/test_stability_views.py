@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import warnings
 from pathlib import Path
 
 import jsonschema
@@ -129,16 +128,6 @@ def test_one_schema_validates_both_reports_and_refuses_a_field_of_the_other_view
 def test_each_view_refuses_the_other_views_options_before_any_work(model, option, message):
     with pytest.raises(ValueError, match=message):
         check_stability_args(TASK, 3, [1e-3], 1, 1e-3, model=model, **option)
-
-
-def test_the_old_model_report_function_warns_and_is_the_one_builder(reports):
-    import rwtoolkit.analyses.stability as stability
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = stability.model_stability_report(TASK, "key_query", 3, 1.0, 0.1, [1e-3], 1)
-    assert "stability_report(task, ..., model=model)" in str(caught[0].message)
-    assert old == reports[1]
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,6 @@ from rwtoolkit.analyses.stability._views import (
     StabilityView,
     select_linearisation,
 )
-from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 from rwtoolkit.io import schema_deprecations as _schema_deprecations
 
 __all__ = [
@@ -142,39 +141,12 @@ __all__ = [
 ]
 
 
-def _model_stability_report(
-    task: _Any,
-    model: _Any = "key_query",
-    steps: int = 200,
-    eta: float = 1.0,
-    eps: float = 0.1,
-    *args: _Any,
-    **kwargs: _Any,
-) -> dict[str, _Any]:
-    """``model_stability_report(task, model, steps, eta, eps, sigmas, seeds, threshold, mus, dtypes, manifold,
-    progress)`` as it was: ``stability_report(task, ..., model=model, manifold=manifold)``."""
-    names = ("sigmas", "seeds", "threshold", "mus", "dtypes", "manifold", "progress")
-    kwargs.update(zip(names, args))
-    manifold = kwargs.pop("manifold", "auto")
-    kwargs.setdefault("mus", (1.0,))
-    return stability_report(task, steps, eta, eps=eps, model=model, manifold=manifold, **kwargs)
-
-
 # Kept one release (docs/changelog.md): the schema is rwtoolkit.io.load_schema("stability") for every model (the
-# generic report's stability_generic schema is merged into it); model_stability_report is stability_report(model=).
+# generic report's stability_generic schema is merged into it).
 _schemas = _schema_deprecations(
     "rwtoolkit.analyses.stability", {"schema": "stability", "generic_schema": "stability"}
-)
-_functions = _deprecated_attributes(
-    "rwtoolkit.analyses.stability",
-    {
-        "model_stability_report": (
-            "rwtoolkit.analyses.stability.stability_report(task, ..., model=model)",
-            lambda: _model_stability_report,
-        )
-    },
 )
 
 
 def __getattr__(name: str) -> _Any:
-    return _functions(name) if name == "model_stability_report" else _schemas(name)
+    return _schemas(name)
