@@ -49,7 +49,12 @@ if _typing.TYPE_CHECKING:
     from rwtoolkit.models._losses import BUILT_IN, ArithmeticLoss, LossArithmetic
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
     from rwtoolkit.models._positions import four_squares, rational_positions
-    from rwtoolkit.models._symmetry import acting_group, coordinate_permutation
+    from rwtoolkit.models._symmetry import (
+        REDUCED_AXES,
+        acting_group,
+        coordinate_permutation,
+        parameter_images,
+    )
     from rwtoolkit.models._tape import Tape, Var
     from rwtoolkit.models.key_query import KeyQuery
     from rwtoolkit.models.one_layer import OneLayer, reduced_coordinates
@@ -68,7 +73,10 @@ _LAZY = {
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
-    **dict.fromkeys(("acting_group", "coordinate_permutation"), "rwtoolkit.models._symmetry"),
+    **dict.fromkeys(
+        ("REDUCED_AXES", "acting_group", "coordinate_permutation", "parameter_images"),
+        "rwtoolkit.models._symmetry",
+    ),
     "KeyQuery": "rwtoolkit.models.key_query",
     **dict.fromkeys(("OneLayer", "reduced_coordinates"), "rwtoolkit.models.one_layer"),
 }
@@ -91,6 +99,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "FLOAT64",
     "MODELS",
+    "REDUCED_AXES",
     "REGISTRY",
     "Arithmetic",
     "ArithmeticLoss",
@@ -114,6 +123,7 @@ __all__ = [
     "acting_group",
     "batch",
     "coordinate_permutation",
+    "parameter_images",
     "descend",
     "embed",
     "evaluate",

@@ -9,28 +9,38 @@ action permutes the flat coordinates (docs/theory.md#invariant-manifolds).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rwtoolkit.models._model import Model, Sizes
 
+#: The axes of the paper's reduced coordinates of ``one_layer`` (V, w_tok, c: docs/theory.md#reduction),
+#: which its fast paths run in: the symmetry acts on them as on any parameter, axis by axis.
+REDUCED_AXES: dict[str, tuple[str, ...]] = {"V": ("label", "token"), "w_tok": ("token",), "c": ("position",)}
 
-def coordinate_permutation(
-    model: Model, symmetry: Any, K: int, N: int, heads: Sequence[int] | None = None
-) -> np.ndarray:
-    """The symmetry's action on the flat parameters at P = √μ·I_N: the image index of every coordinate.
 
-    A label axis moves by λ, a token axis by τ, an embedding axis by O = diag(T_τ, Π_π) (positions p_j = √μ e_j,
-    so Q_π is the permutation Π_π with the query fixed), a position axis by Π_π, a head axis by ``heads``
-    (None: fixed), other axes not at all. Each parameter's multi-index moves axis by axis.
+def parameter_images(
+    axes: Mapping[str, Sequence[str]],
+    shapes: Mapping[str, tuple[int, ...]],
+    symmetry: Any,
+    K: int,
+    N: int,
+    heads: Sequence[int] | None = None,
+    model: str = "the model",
+) -> dict[str, np.ndarray]:
+    """The symmetry's action on each parameter, axis by axis: the flat image index of every entry.
 
-    >>> from rwtoolkit.models import get_model
+    A label axis moves by λ, a token axis by τ, an embedding axis by O = diag(T_τ, Π_π) (positions
+    p_j = √μ e_j, so Q_π is the permutation Π_π with the query fixed), a position axis by Π_π (the query
+    fixed), a head axis by ``heads`` (None: fixed), other axes not at all.
+
     >>> from rwtoolkit.tasks import Symmetry
     >>> shift = Symmetry((1, 2, 0), (1, 2, 0), (0, 1, 2))
-    >>> coordinate_permutation(get_model("one_layer"), shift, 3, 4)[:9].tolist()  # V[y, k] -> V[y+1, k+1]
-    [4, 5, 3, 7, 8, 6, 1, 2, 0]
+    >>> images = parameter_images(REDUCED_AXES, {"V": (3, 3), "w_tok": (3,), "c": (4,)}, shift, 3, 4)
+    >>> images["V"].tolist(), images["w_tok"].tolist(), images["c"].tolist()  # V[y, k] -> V[y+1, k+1]
+    ([4, 5, 3, 7, 8, 6, 1, 2, 0], [1, 2, 0], [0, 1, 2, 3])
     """
     embed = list(symmetry.tokens) + [K + j for j in symmetry.positions] + [K + N - 1]
     per_role: dict[str, list[int]] = {
@@ -41,25 +51,43 @@ def coordinate_permutation(
     }
     if heads is not None:
         per_role["head"] = list(heads)
-    images, start = [], 0
-    for name, shape in model.shapes(Sizes(K=K, M=N, N=N)).items():
-        roles = model.AXES[name]
+    images = {}
+    for name, shape in shapes.items():
+        roles = axes[name]
         if len(roles) != len(shape):
-            raise ValueError(
-                f"model {model.name}: AXES[{name!r}] has {len(roles)} axes, the parameter {len(shape)}"
-            )
+            raise ValueError(f"{model}: AXES[{name!r}] has {len(roles)} axes, the parameter {len(shape)}")
         index = np.indices(shape).reshape(len(shape), -1)
         moved = []
         for axis, (role, size) in enumerate(zip(roles, shape, strict=True)):
             perm = np.asarray(per_role[role] if role in per_role else range(size), dtype=np.int64)
             if perm.shape[0] != size:
-                raise ValueError(
-                    f"model {model.name}: axis {role!r} of {name} has size {size}, not {perm.shape[0]}"
-                )
+                raise ValueError(f"{model}: axis {role!r} of {name} has size {size}, not {perm.shape[0]}")
             moved.append(perm[index[axis]])
-        images.append(start + np.ravel_multi_index(tuple(moved), shape))
-        start += index.shape[1]
-    return np.concatenate(images)
+        images[name] = np.ravel_multi_index(tuple(moved), shape)
+    return images
+
+
+def coordinate_permutation(
+    model: Model, symmetry: Any, K: int, N: int, heads: Sequence[int] | None = None
+) -> np.ndarray:
+    """The symmetry's action on the flat parameters at P = √μ·I_N: the image index of every coordinate.
+
+    Each parameter moves axis by axis as its ``model.AXES`` says (``parameter_images``), the parameters laid
+    end to end in the order of ``model.shapes``.
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import Symmetry
+    >>> shift = Symmetry((1, 2, 0), (1, 2, 0), (0, 1, 2))
+    >>> coordinate_permutation(get_model("one_layer"), shift, 3, 4)[:9].tolist()  # V[y, k] -> V[y+1, k+1]
+    [4, 5, 3, 7, 8, 6, 1, 2, 0]
+    """
+    shapes = model.shapes(Sizes(K=K, M=N, N=N))
+    images = parameter_images(model.AXES, shapes, symmetry, K, N, heads, f"model {model.name}")
+    out, start = [], 0
+    for name, shape in shapes.items():
+        out.append(start + images[name])
+        start += int(np.prod(shape))
+    return np.concatenate(out)
 
 
 def acting_group(model: Model, group: Any) -> Any:

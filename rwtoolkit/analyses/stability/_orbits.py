@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rwtoolkit.analyses.stability._reduced import Coordinates, population_task
+from rwtoolkit.models import REDUCED_AXES, parameter_images
 from rwtoolkit.tasks import (
     ORBIT_SEARCH_WORK,
     CircleWalk,
@@ -55,18 +56,23 @@ def reduced_images(coords: Coordinates, g: Symmetry) -> np.ndarray:
     [10, 11, 9, 12, 13, 14, 15]
     """
     rows, cols = coords.label_rows, coords.token_cols
+    K, N = coords.K, coords.N
+    moved = parameter_images(REDUCED_AXES, {"V": (K, K), "w_tok": (K,), "c": (N,)}, g, K, N)
     row = {y: r for r, y in enumerate(rows)}
     col = {k: j for j, k in enumerate(cols)}
     try:
-        V = [row[g.labels[y]] * len(cols) + col[g.tokens[k]] for y in rows for k in cols]
-        w = [coords.n_V + col[g.tokens[k]] for k in cols]
+        V = [
+            row[y] * len(cols) + col[k]
+            for y, k in (divmod(int(moved["V"][y * K + k]), K) for y in rows for k in cols)
+        ]
+        w = [coords.n_V + col[int(moved["w_tok"][k])] for k in cols]
     except KeyError:
         raise ValueError(
             "the symmetry maps an occurring token or label to one that never occurs: it is not a "
             "symmetry of this task's law"
         ) from None
     c0 = coords.n_V + len(cols)
-    c = [c0 + j for j in g.positions] + [coords.dim - 1]
+    c = [c0 + int(j) for j in moved["c"]]
     return np.asarray(V + w + c, dtype=np.int64)
 
 

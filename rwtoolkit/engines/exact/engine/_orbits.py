@@ -28,6 +28,7 @@ import sympy as sp
 from rwtoolkit.engines.exact.arithmetic._rational import exact_sum
 from rwtoolkit.engines.exact.engine._groups import MAX_LABEL_GROUP, GroupPass
 from rwtoolkit.engines.exact.engine._population import SummedPopulation
+from rwtoolkit.models import REDUCED_AXES, parameter_images
 from rwtoolkit.tasks import (
     ORBIT_SEARCH_WORK,
     OrbitSum,
@@ -52,18 +53,20 @@ class OrbitAction:
 
 
 def orbit_action(orbits: OrbitSum) -> OrbitAction:
-    """The orbits of the coordinates under ``orbits.group`` (from its generators) and its label group."""
+    """The orbits of the coordinates under ``orbits.group`` (from its generators) and its label group.
+
+    Each generator moves V, w_tok and c axis by axis (``rwtoolkit.models.REDUCED_AXES``,
+    ``rwtoolkit.models.parameter_images``); the key positions are c's first N - 1 entries (c_N fixed).
+    """
     group = orbits.group
     K, L = group.K, group.N - 1
     gens = group.generators
-    pair_images = [
-        np.asarray([g.labels[y] * K + g.tokens[k] for y in range(K) for k in range(K)], dtype=np.int64)
-        for g in gens
-    ]
+    shapes = {"V": (K, K), "w_tok": (K,), "c": (group.N,)}
+    images = [parameter_images(REDUCED_AXES, shapes, g, K, group.N) for g in gens]
     return OrbitAction(
-        pairs=orbit_labels(pair_images, K * K),
-        tokens=orbit_labels([np.asarray(g.tokens) for g in gens], K),
-        positions=orbit_labels([np.asarray(g.positions) for g in gens], L),
+        pairs=orbit_labels([im["V"] for im in images], K * K),
+        tokens=orbit_labels([im["w_tok"] for im in images], K),
+        positions=orbit_labels([im["c"][:L] for im in images], L),
         labels=orbit_labels([np.asarray(g.labels) for g in gens], K),
         label_group=tuple(sorted(permutation_closure([g.labels for g in gens], K, MAX_LABEL_GROUP) or ())),
     )
