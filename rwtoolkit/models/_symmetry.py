@@ -22,7 +22,7 @@ REDUCED_AXES: dict[str, tuple[str, ...]] = {"V": ("label", "token"), "w_tok": ("
 
 
 def parameter_images(
-    axes: Mapping[str, Sequence[str]],
+    axes: Mapping[str, Sequence[str | None]],
     shapes: Mapping[str, tuple[int, ...]],
     symmetry: Any,
     K: int,
