@@ -27,9 +27,10 @@ demo: $(STAMP)
 	$(BIN)/rw reproduce all --out out
 
 # On every core, at most four workers (each holds torch, SymPy and a check's exact trajectories): on
-# 2 cores about 6 minutes instead of 9. A single test or file: .venv/bin/python -m pytest PATH.
+# 2 cores about 12 minutes; an idle worker steals queued tests (the longest take 1-2 minutes). A single test
+# or file: .venv/bin/python -m pytest PATH.
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist worksteal
 
 bench: $(STAMP)
 	$(BIN)/python tools/run_benchmarks.py
