@@ -156,7 +156,7 @@ def rwnumeric_training(config: CheckConfig, fast: bool = True):
             threads=1,
         )
         run = train(config.task, model, cfg, progress=False)
-        f, S, _ = run.model.evaluate(tokens)
+        f, S, _ = run.net.evaluate(tokens)
         yield {
             "V": run.final["V"],
             "W": run.W(),

@@ -46,7 +46,7 @@ def test_reference_path_over_several_chunks_equals_one_chunk_and_the_fast_path(m
     # 5 walks per chunk: (K+M)·N·8 bytes = 256 bytes per walk, so 1280 bytes hold 5 of the 24 walks
     monkeypatch.setattr(rwtoolkit.engines.numeric._model, "REFERENCE_CHUNK_BYTES", 5 * 8 * 4 * 8)
     several = train(task, model, cfg, progress=False)
-    assert several.model.chunk == 5 and one.model.chunk >= 24
+    assert several.net.chunk == 5 and one.net.chunk >= 24
     fast = train(task, model, TrainConfig(steps=3, eps=0.1, population=True), progress=False)
     # at zero init every label score is 0, so the probability-weighted mean loss is -log(0 + ε)
     assert several.history[0]["train_loss"] == pytest.approx(-math.log(0.1), rel=1e-15)
@@ -339,7 +339,7 @@ def test_a_float32_run_computes_in_float32():
     for population in (True, False):
         cfg = TrainConfig(steps=3, dtype="float32", population=population, train_size=6, test_size=6)
         run = train(task, model, cfg, progress=False)
-        assert run.model.P.dtype == run.model.V.dtype == torch.float32
+        assert run.net.P.dtype == run.net.V.dtype == torch.float32
         for h in run.history:
             assert all(float(np.float32(v)) == v for v in [h["train_loss"], h["kl"], *h["attention_profile"]])
         train_set, test_set, _ = _data(task, cfg, torch.float32, torch.device("cpu"))
@@ -353,7 +353,7 @@ def test_train_uses_the_embedding_norm_and_seed_of_the_model_config():
 
     def P(seed):
         model = ModelConfig(K=3, N=4, M=6, pos="random", mu=2.5, pos_seed=seed)
-        return train(task, model, TrainConfig(steps=0, population=True), progress=False).model.P.numpy()
+        return train(task, model, TrainConfig(steps=0, population=True), progress=False).net.P.numpy()
 
     first = P(3)
     # measured max |PᵀP - 2.5 I| = 1.8e-15: 1e-13 is a ~50x margin
@@ -369,7 +369,7 @@ def test_the_ideal_gram_is_mu_times_identity_exactly_and_the_computed_one_is_p_t
     """gram="ideal" replaces the float PᵀP (off-diagonal rounding of the sine basis) by μI bit for bit."""
     task, cfg = CircleWalk(3, 4, "0.7"), TrainConfig(steps=0, population=True)
     ideal, computed = (
-        train(task, ModelConfig(K=3, N=4, M=6, gram=gram), cfg, progress=False).model
+        train(task, ModelConfig(K=3, N=4, M=6, gram=gram), cfg, progress=False).net
         for gram in ("ideal", "computed")
     )
     assert torch.equal(ideal.G, 3.0 * torch.eye(4, dtype=torch.float64))  # μ = M/2
@@ -392,7 +392,7 @@ def test_reference_path_on_a_sampled_set_without_the_largest_token_equals_the_fa
         )
         for f in (True, False)
     )
-    assert isinstance(fast.model, FastModel) and isinstance(ref.model, GenericModel)
+    assert isinstance(fast.net, FastModel) and isinstance(ref.net, GenericModel)
     # summation order only: measured ≤ 5.6e-17, 1e-13 as in the population comparison above
     for a, b in zip(fast.history, ref.history, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-13)

@@ -38,7 +38,7 @@ STEPS = 3
 
 
 def _summary(run, tokens: torch.Tensor) -> dict[str, np.ndarray]:
-    f, S, _ = run.model.evaluate(tokens)
+    f, S, _ = run.net.evaluate(tokens)
     return {
         "V(t)": np.array([run.snapshots[t]["V"] for t in range(STEPS + 1)]),
         "loss(t)": np.array([h["train_loss"] for h in run.history]),

@@ -104,7 +104,7 @@ def test_rotation_equivariance_numeric_up_to_step_20(cfg, mu, eps, loss, data) -
                 assert circulant_defect(V) <= TOL, (
                     f"V({t}) is not circulant: defect {circulant_defect(V):.3g}"
                 )
-        _, S, _ = run.model.evaluate(tokens)
+        _, S, _ = run.net.evaluate(tokens)
         S = S.numpy()[orbits]  # (K rotations, n walks, N positions)
         spread = float(np.max(np.abs(S - S[:1])))
         assert spread <= TOL, f"S({T}) differs between rotated inputs by {spread:.3g}"
@@ -184,7 +184,7 @@ def test_balanced_walks_stay_symmetric_numerically_up_to_step_20(cfg, mu, eps, l
         assert run.history[t]["attention_spread"] == 0, (
             f"S({t}) unequal on 1..N-1: {run.history[t]['attention_spread']:.3g}"
         )
-    _, S, _ = run.model.evaluate(torch.as_tensor(task.population().tokens))  # recomputed here, not the metric
+    _, S, _ = run.net.evaluate(torch.as_tensor(task.population().tokens))  # recomputed here, not the metric
     tokens_part = S.numpy()[:, :-1]
     assert float(np.max(np.ptp(tokens_part, axis=1))) == 0, "S(20) unequal on positions 1..N-1"
     # the population accuracy is an exact rational rounded once to float: exactly the float of 1/K

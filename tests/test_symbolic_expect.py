@@ -522,7 +522,7 @@ def test_derive_defaults(monkeypatch):
     err = _Terminal()
     monkeypatch.setattr(sys, "stderr", err)
     tr = derive(CircleWalk(3, 3, "1/2"), 1)
-    assert (tr.eta, tr.eps, tr.mu, tr.loss.name, tr.inputs.rotation) == (
+    assert (tr.eta, tr.eps, tr.mu, tr.ell.name, tr.inputs.rotation) == (
         1,
         sp.Rational(1, 10),
         symbol("mu"),

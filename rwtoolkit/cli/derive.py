@@ -152,7 +152,7 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
     settings = "" if reduced is not None else f", model={traj.model.describe()}, init={traj.init}"
     lines = [
         f"rw derive: {traj.task!r}{settings}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
-        f"loss={traj.loss.name}, population={traj.population_size} inputs"
+        f"loss={traj.ell.name}, population={traj.population_size} inputs"
     ]
     for t in range(len(traj.states)):
         lines.append(f"\nt = {t}")
@@ -200,7 +200,7 @@ def render_verdicts(traj: Trajectory, json: str | None = None) -> str:
 
     lines = [
         f"rw derive --verdict: {traj.task!r}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
-        f"loss={traj.loss.name}"
+        f"loss={traj.ell.name}"
     ]
     for state in traj.states:
         lines.append(f"\nt = {state.t}")

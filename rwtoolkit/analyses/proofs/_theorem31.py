@@ -132,7 +132,7 @@ def run_gd(
         out.accuracy.append(h["test_accuracy"])
         for key, value in result.observations[h["step"]].items():
             getattr(out, key).append(value)
-    out.V, out.q = np.array(result.final["V"]), result.model.q.detach().numpy().copy()
+    out.V, out.q = np.array(result.final["V"]), result.net.q.detach().numpy().copy()
     return out
 
 

@@ -83,7 +83,7 @@ def run_one(job: tuple[RunSpec, Choices]) -> dict:
         "snapshots": {str(k): v for k, v in sorted(snapshots.items())},
     }
     if spec.probe:
-        record["probe"] = probe(result.model, task)
+        record["probe"] = probe(result.net, task)
     return record
 
 

@@ -305,7 +305,9 @@ def run_trajectory(
     def run(bits: int) -> BallTrajectory:
         return _run(train_set, eval_set, mu_q, eta_q, eps_q, steps, bits, keep, progress)
 
-    return automatic_precision(run, steps) if prec is None else run(prec)
+    traj = automatic_precision(run, steps) if prec is None else run(prec)
+    traj.model = model
+    return traj
 
 
 def _run(

@@ -158,7 +158,9 @@ def ball_model_trajectory(
     def run(bits: int) -> BallTrajectory:
         return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress)
 
-    return automatic_precision(run, steps) if prec is None else run(prec)
+    traj = automatic_precision(run, steps) if prec is None else run(prec)
+    traj.model = model
+    return traj
 
 
 def _batch(ar: Any, walks: WalkSet, P: Any) -> Any:

@@ -14,6 +14,8 @@ selects the recorded steps (default every step; the last is always recorded). Bo
 ``BallTrajectory``: at every recorded step the training loss and the read-outs on both sets (``Readout``), and
 either θ(t) as the model of record names it (``StepRecord.state``, generic engine) or the reduced coordinates
 (``StepRecord.reduced``, specialisation), whose exact zeros also certify the symmetry (``BallTrajectory.symmetry``).
+A ``BallTrajectory`` is the ball arithmetic's ``rwtoolkit.engines.Trajectory``: ``value(t, name)`` reads either
+engine's parameters by name (``parameter_names``) as arb balls.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from flint import arb
@@ -36,6 +38,9 @@ BASE_PREC = 256
 BITS_PER_STEP = 6
 #: The largest precision ``automatic_precision`` tries before a run is reported as not certified.
 MAX_MODEL_PREC = 2**15
+
+#: The reduced engine's coordinates of the paper's model, as ``BallTrajectory.value`` names them.
+REDUCED_COORDINATES = ("V", "w_tok", "c")
 
 #: (training set, evaluation set) of a ball run.
 Walks = tuple[WalkSet, WalkSet]
@@ -113,7 +118,18 @@ class StepRecord:
 
 @dataclass
 class BallTrajectory:
-    """A certified trajectory at one working precision: the recorded steps of either ball engine."""
+    """A certified trajectory at one working precision: the recorded steps of either ball engine, of the
+    model of record ``model``.
+
+    Read as every engine's ``rwtoolkit.engines.Trajectory``: ``parameter_names`` are the model's parameters
+    (generic engine) or the reduced coordinates V, w_tok, c (reduced engine), ``times`` the recorded steps,
+    ``value(t, name)`` a parameter (a numpy object array of balls) or the read-out ``loss`` or
+    ``mean_attention`` (on the evaluation set), ``loss(t)`` the training loss; ``reduced`` is the trajectory
+    itself where the reduced engine ran (its records hold ``StepRecord.reduced``), else None.
+    """
+
+    #: The arithmetic of every ball engine (``rwtoolkit.engines.Trajectory``).
+    arithmetic: ClassVar[str] = "balls"
 
     prec: int
     mu: Fraction
@@ -123,6 +139,54 @@ class BallTrajectory:
     symmetry: list[tuple[bool, bool]] | None = None
     #: why the run stopped early (balls too wide to continue), None when it reached the last step
     stopped: str | None = None
+    #: the model of record the engine ran (``rwtoolkit.models.Model``)
+    model: Any = None
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """V, w_tok, c where the reduced engine ran, else the model's parameters; () with no record."""
+        if not self.records:
+            return ()
+        if self.records[0].reduced is not None:
+            return REDUCED_COORDINATES
+        return tuple(self.records[0].state.params)
+
+    @property
+    def times(self) -> tuple[int, ...]:
+        """The recorded steps."""
+        return tuple(r.step for r in self.records)
+
+    def value(self, t: int, name: str) -> Any:
+        """Parameter ``name`` (``parameter_names``) at recorded step t as a numpy object array of balls, or
+        the read-out ``loss`` (the training loss) or ``mean_attention`` (on the evaluation set)."""
+        record = self._record(t)
+        if name == "loss":
+            return record.train_loss
+        if name == "mean_attention":
+            return np.array(record.evaluation.attention_profile, dtype=object)
+        if name not in self.parameter_names:
+            raise ValueError(
+                f"no parameter or read-out {name!r}: use {', '.join(self.parameter_names)}, loss, mean_attention"
+            )
+        if record.reduced is not None:
+            return np.array(getattr(record.reduced, name), dtype=object)
+        return record.state.params[name]
+
+    def loss(self, t: int) -> arb:
+        """The training loss at recorded step t (a ball)."""
+        return self._record(t).train_loss
+
+    @property
+    def reduced(self) -> BallTrajectory | None:
+        """The trajectory itself where the reduced engine ran (the reduced coordinates are its records'
+        ``StepRecord.reduced``), else None."""
+        return self if self.records and self.records[0].reduced is not None else None
+
+    def _record(self, t: int) -> StepRecord:
+        for record in self.records:
+            if record.step == t:
+                return record
+        raise ValueError(f"step {t} is not recorded: the recorded steps are {list(self.times)}")
 
     def max_relative_radius(self) -> float:
         """The widest ball (relative to its size, absolute below 1) over θ, the training loss and the mean

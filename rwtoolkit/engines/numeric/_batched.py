@@ -39,7 +39,7 @@ import sympy as sp
 import torch
 from tqdm import tqdm
 
-from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, validate
+from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model, validate
 from rwtoolkit.engines.numeric._embeddings import nominal_mu, positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_DERIVATIVES, LOSS_FUNCTIONS, Diverged
 from rwtoolkit.engines.numeric._metrics import (
@@ -471,6 +471,7 @@ def _train_batched(runs: Sequence[Run], progress: bool) -> list[TrainResult]:
                 history=history,
                 final=final,
                 trace={key: hist[key][b] for key in BATCHED_HISTORY_KEYS[3:]},
+                model=registered_model(model),
                 diverged=None
                 if step is None
                 else Diverged(f"the run left the loss domain or stopped being finite at step {step}", step),

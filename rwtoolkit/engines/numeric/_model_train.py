@@ -192,6 +192,7 @@ def train_model(
         params=kept if keep_params else None,
         description=model.describe(),
         trace=residuals,
+        model=model,
     )
 
 
@@ -232,7 +233,7 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
                 keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
             )  # fmt: skip
         except Diverged as err:
-            result = TrainResult(config, [], {}, description=net.describe(), diverged=err)
+            result = TrainResult(config, [], {}, description=net.describe(), diverged=err, model=net)
         finally:
             torch.set_num_threads(previous)
         results.append(result)

@@ -6,7 +6,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -81,19 +81,77 @@ class TrainResult:
     model with a K×K value matrix V (rw sweep's escape and symmetry-break steps read it).
     ``diverged``: the ``Diverged`` of a run that left the loss domain or stopped being finite (its history
     then ends there); ``observations[t]`` holds what ``train``'s ``observe(t, model)`` returned at recorded
-    step t. ``model`` is the trained FastModel/GenericModel of ``train``. None of these is in the JSON.
+    step t. ``net`` is the trained FastModel/GenericModel of ``train``; ``model`` the model of record every
+    torch engine ran (``rwtoolkit.models.Model``). None of these is in the JSON.
+
+    A ``TrainResult`` is the torch arithmetic's ``rwtoolkit.engines.Trajectory``: ``parameter_names`` (the
+    model's parameters in the generic engine; V, w and, with the ReLU head, A in the reduced ones), ``times``
+    (the recorded steps), ``value(t, name)`` and ``loss(t)`` as float64, and ``reduced`` (the result itself
+    where a reduced engine ran, else None).
     """
+
+    #: The arithmetic of every torch engine (``rwtoolkit.engines.Trajectory``).
+    arithmetic: ClassVar[str] = "torch"
 
     config: dict
     history: list[dict]
     final: dict
     snapshots: dict[int, dict] = field(default_factory=dict)
-    model: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/GenericModel
+    net: Any = field(default=None, repr=False, compare=False)  # the trained FastModel/GenericModel
     observations: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
     params: dict[int, dict] | None = None
     description: dict | None = None
     trace: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     diverged: Diverged | None = None
+    model: Any = field(default=None, repr=False, compare=False)  # the model of record
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """The parameters ``value`` reads, in the engine's order: those of ``final`` (none if it diverged)."""
+        return tuple(k for k in self.final if k not in _FINAL_READOUTS)
+
+    @property
+    def times(self) -> tuple[int, ...]:
+        """The recorded steps (those of ``history``)."""
+        return tuple(int(record["step"]) for record in self.history)
+
+    def value(self, t: int, name: str) -> np.ndarray:
+        """Parameter ``name`` (``parameter_names``) or the read-out ``loss``, ``accuracy`` or
+        ``mean_attention`` at recorded step t, as float64: a parameter at every recorded step with
+        ``record_params``, else at the last step (``final``)."""
+        if name in _READOUT_KEYS:
+            return np.asarray(self._record(t)[_READOUT_KEYS[name]], dtype=np.float64)
+        if name not in self.parameter_names:
+            raise ValueError(
+                f"no parameter or read-out {name!r}: use {', '.join((*self.parameter_names, *_READOUT_KEYS))}"
+            )
+        if self.params is not None and t in self.params:
+            return np.asarray(self.params[t][name], dtype=np.float64)
+        if t == self._last_step():
+            return np.asarray(self.final[name], dtype=np.float64)
+        raise ValueError(
+            f"{name} at step {t}: the parameters are kept at the last step only; "
+            "record them at every recorded step with TrainConfig(record_params=True)"
+        )
+
+    def loss(self, t: int) -> float:
+        """The training loss at recorded step t (``history``'s ``train_loss``)."""
+        return float(self._record(t)["train_loss"])
+
+    @property
+    def reduced(self) -> TrainResult | None:
+        """The result itself where a reduced engine ran (``description`` None), else None."""
+        return self if self.description is None else None
+
+    def _record(self, t: int) -> dict:
+        for record in self.history:
+            if record["step"] == t:
+                return record
+        raise ValueError(f"step {t} is not recorded: the recorded steps are {list(self.times)}")
+
+    def _last_step(self) -> int:
+        """The run's last step, at which ``final`` holds the parameters."""
+        return int(self.config["train"]["steps"] if "train" in self.config else self.config["steps"])
 
     def to_json(self) -> dict:
         """JSON-able dict, the one writer of every engine's ``metrics.json``.
@@ -142,7 +200,13 @@ class TrainResult:
 
     def W(self) -> np.ndarray:
         """The full trained W ∈ R^{(K+M)×(K+M)} (rebuilt from the rank-one updates on the fast path)."""
-        return self.model.full_W().cpu().numpy()
+        return self.net.full_W().cpu().numpy()
+
+
+#: The read-outs ``TrainResult.value`` reads, by the exact trajectory's names, and their ``history`` keys.
+_READOUT_KEYS = {"loss": "train_loss", "accuracy": "test_accuracy", "mean_attention": "attention_profile"}
+#: The entries of ``TrainResult.final`` that are not parameters.
+_FINAL_READOUTS = ("attention_profile", "test_accuracy")
 
 
 def _seed_sequences(seed: int) -> list[np.random.SeedSequence]:
@@ -242,7 +306,9 @@ def train_runs(runs: Sequence[Run], progress: bool = False, trace: bool = False)
             results.append(train(task, model, cfg, progress=progress, trace=trace))
         except Diverged as err:
             config = {"task": task.describe(), "model": model.to_dict(), "train": cfg.to_dict()}
-            results.append(TrainResult(config=config, history=[], final={}, diverged=err))
+            results.append(
+                TrainResult(config=config, history=[], final={}, diverged=err, model=registered_model(model))
+            )
     return results
 
 
@@ -373,10 +439,11 @@ def _train(
         history=history,
         final=final,
         snapshots=snapshots,
-        model=net,
+        net=net,
         observations=observations,
         trace=residuals,
         params=params,
+        model=registered_model(model),
     )
 
 

@@ -7,14 +7,16 @@ coordinates of Lemma B.1). Both take the same keyword arguments (``EngineArgumen
 as exact SymPy values (``value``). That is what ``rw derive`` prints and what the oracle writer writes for
 every trajectory. ``reduced`` is the trajectory in reduced coordinates where they exist (V, w_tok, c per
 state, each state's group evaluation from which the per-input values are expanded, symbolic p, μ, η, ε or an
-abstract loss, and the structure predicates' verdicts), else None.
+abstract loss, and the structure predicates' verdicts), else None. An ``ExactTrajectory`` is the exact
+arithmetic's ``rwtoolkit.engines.Trajectory`` (``arithmetic``, ``model``, ``parameter_names``, ``times``,
+``value``, ``loss(t)``, ``reduced``), read the same way as the torch and ball engines' results.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -51,20 +53,34 @@ class EngineArguments(TypedDict, total=False):
 @dataclass
 class ExactTrajectory(ABC):
     """θ(0..T) of exact gradient descent of ``model`` on ``task``'s population, from ``init``, with the
-    learning rate ``eta``, the ε of the loss ``eps`` and μ = ‖p_i‖² ``mu`` as the engine read them.
+    learning rate ``eta``, the ε of the loss ``eps``, μ = ‖p_i‖² ``mu`` and the per-sample loss ℓ ``ell`` as
+    the engine read them.
 
     ``states`` holds one state per step, of the engine's own type; ``value(t, name)`` reads any parameter
-    (``parameter_names``) or read-out (``readout_names``) at step t the same way for every engine.
+    (``parameter_names``) or read-out (``readout_names``) at step t the same way for every engine, and
+    ``loss(t)`` the population loss L at step t.
     """
+
+    #: The arithmetic of every exact engine (``rwtoolkit.engines.Trajectory``).
+    arithmetic: ClassVar[str] = "exact"
 
     task: CircleWalk | FiniteTask
     model: Model
     eta: sp.Expr
     eps: sp.Expr
     mu: sp.Expr
-    loss: Loss
+    ell: Loss
     init: str
     states: list[Any] = field(default_factory=list, kw_only=True)
+
+    @property
+    def times(self) -> tuple[int, ...]:
+        """The recorded steps: every step 0..T."""
+        return tuple(range(len(self.states)))
+
+    def loss(self, t: int) -> Any:
+        """The population loss L at step t (``value(t, "loss")``)."""
+        return self.value(t, "loss")
 
     @property
     @abstractmethod

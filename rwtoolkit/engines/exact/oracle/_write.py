@@ -117,7 +117,7 @@ def _config(traj: ExactTrajectory, per_input: bool) -> dict:
         "eta": str(traj.eta),
         "eps": str(traj.eps),
         "mu": str(traj.mu),
-        "loss": traj.loss.name,
+        "loss": traj.ell.name,
         "steps": len(traj.states) - 1,
         "population_size": traj.population_size,
         "per_input": per_input,
