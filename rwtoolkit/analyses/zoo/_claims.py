@@ -483,14 +483,13 @@ def r_squared(f: np.ndarray, p: np.ndarray, w: Sequence[Any]) -> Any:
 def _icl_run(N: int, steps: int, every: int) -> tuple[Any, dict[int, Any], int]:
     """The two-layer model's certified run (checkpoints every ``every`` steps) and its precision (one run
     serves both claims of a report)."""
-    from rwtoolkit.engines.balls import ball_model_trajectory
+    from rwtoolkit.engines import select
     from rwtoolkit.models import get_model
     from rwtoolkit.tasks import icl_markov_task
 
     task = icl_markov_task(2, N, ICL_ALPHA)
-    traj = ball_model_trajectory(
-        task, get_model("two_layer"), steps, ICL_ETA, ICL_EPS, keep=lambda t: t % every == 0
-    )
+    engine = select("two_layer", "balls", "zero").load()
+    traj = engine(task, get_model("two_layer"), steps, ICL_ETA, ICL_EPS, keep=lambda t: t % every == 0)
     return task, {r.step: r.state for r in traj.records}, traj.prec
 
 
