@@ -31,7 +31,7 @@ from rwtoolkit.analyses.check._properties import (
 )
 from rwtoolkit.analyses.check._protocol import LABELS, Factory, ImplementationError, Readouts, probe
 from rwtoolkit.analyses.check._settings import check_settings
-from rwtoolkit.engines.exact import START_ESTIMATE, job_estimate, model_job_estimate
+from rwtoolkit.engines.exact import START_ESTIMATE, JobEstimate
 from rwtoolkit.io import load_schema, write_json_atomic
 from rwtoolkit.models import get_model
 
@@ -228,17 +228,21 @@ def _no_factory(config: CheckConfig) -> None:
 
 def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
     """Seconds, memory kept and memory in passing of the exact reference of one configuration, without the
-    interpreter's start, by the engine ``exact_engine`` selects: the reduced engine's trajectory with its
-    per-input values (``rwtoolkit.engines.exact.job_estimate`` of the trajectory and its per-input oracle, an
-    upper bound of the read-outs converted from it; what passes is the per-input values' memory), the generic
-    engine's with its read-outs (``rwtoolkit.engines.exact.model_job_estimate``; all of it kept for the search's
-    replays)."""
+    interpreter's start, by the estimate of the engine ``exact_engine`` selects (``Engine.load_estimate``,
+    called as ``rw derive`` calls it, with ``readouts``: the trajectory read out as floats): the time of the
+    trajectory with its per-input values and read-outs, the memory it keeps (without the oracle's files) and
+    what passes besides while the per-input values are converted (the reduced engine's per-input oracle, an
+    upper bound of the read-outs converted from it; nothing for the generic engine, which keeps all of it for
+    the search's replays)."""
     base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
-    if exact_engine(config).generic:
-        est = model_job_estimate(config.task, model_of(config), steps, config.init, readouts=True)
-        return est.seconds - base.seconds, est.memory - base.memory, 0
-    est = job_estimate(config.task, steps, json=True, per_input=True)
-    kept = job_estimate(config.task, steps, json=False).memory
+    plan = exact_engine(config).load_estimate()
+    model = model_of(config)
+
+    def estimate(json: bool) -> JobEstimate:
+        job = plan(config.task, model, steps, json=json, per_input=True, readouts=True, init=config.init)
+        return job.estimate
+
+    est, kept = estimate(True), estimate(False).memory
     return est.seconds - base.seconds, kept - base.memory, est.memory - kept
 
 

@@ -436,11 +436,14 @@ def derive_job(
     json: bool = False,
     per_input: bool | None = None,
     verdict: bool = False,
+    readouts: bool = False,
     **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive``'s run planned before any work: its arguments and ``rwtoolkit.engines.exact.job_estimate``
     (time, memory and, with ``json``, the oracle's files), with the alternatives a refusal names. Every
     option of ``rw derive`` runs here (``verdict``: the structure predicates, statements about V, w_tok, c);
+    ``readouts`` (rw check's reference, the trajectory read out as floats) changes nothing: the read-outs
+    are converted from the per-input values, which ``json`` with ``per_input`` already bounds.
     ``arguments`` are ``derive``'s keyword arguments, checked when it runs.
 
     >>> from rwtoolkit.tasks import CircleWalk

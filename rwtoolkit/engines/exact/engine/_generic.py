@@ -255,13 +255,16 @@ def derive_model_job(
     json: bool = False,
     per_input: bool | None = None,
     verdict: bool = False,
+    readouts: bool = False,
     **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
     generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
     non-zero start, the abstract loss, a value that is not a positive rational; the symbol ``mu`` becomes 1,
-    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. ``arguments`` are
-    ``derive_model``'s keyword arguments (its defaults where one is not given).
+    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. With ``readouts`` (rw
+    check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
+    (``model_job_estimate(readouts=True)``). ``arguments`` are ``derive_model``'s keyword arguments (its
+    defaults where one is not given).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -288,12 +291,19 @@ def derive_model_job(
         positive_rational(arguments.get("sigma", "1/100"), "sigma")
     population = task.population()
     n = population.size
-    memory = 64 * n * population.N * 40 * (steps + 1) + 200 * 2**20
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
     header, columns = model_file_bytes(task, model, steps, per_input) if json else (0, 0)
+    if readouts:
+        read = model_job_estimate(task, model, steps, init, readouts=True)
+        seconds, memory = read.seconds, read.memory
+    else:
+        seconds, memory = (
+            model_estimate(task, model, steps, init),
+            64 * n * population.N * 40 * (steps + 1) + 200 * 2**20,
+        )
     return DeriveJob(
         {**arguments, "mu": mu},
-        JobEstimate(model_estimate(task, model, steps, init), memory, header, columns),
+        JobEstimate(seconds, memory, header, columns),
         f"--steps {steps} with --model {model.name} on {task!r}",
         "use fewer --steps, smaller K or N"
         + (", --no-per-input" if json and per_input else "")
