@@ -1,6 +1,6 @@
 """The one engine entry point: every registered engine loads, every specialisation names tests that exist,
 selection picks the specialisation only where it covers (model, arithmetic, start), and the architecture page
-lists each specialisation with its tests."""
+lists each specialisation with its tests and the one trajectory type every arithmetic's result implements."""
 
 import ast
 from pathlib import Path
@@ -57,3 +57,12 @@ def test_the_architecture_page_lists_every_specialisation_and_its_tests():
         assert engine.function.split(":")[1] in page, engine.name
         for node in engine.pinned_by:
             assert node.split("::")[1] in page, node
+
+
+def test_the_architecture_page_names_the_one_trajectory_type_and_its_implementations():
+    page = (ROOT / "docs/guide/architecture.md").read_text()
+    assert "`rwtoolkit.engines.Trajectory`" in page
+    for member in ("arithmetic", "model", "parameter_names", "times", "value(t, name)", "loss(t)", "reduced"):
+        assert f"`{member}`" in page, member
+    for result in ("ExactTrajectory", "TrainResult", "BallTrajectory"):
+        assert f"`{result}`" in page, result
