@@ -1,4 +1,5 @@
-"""``--model`` and ``--head-dim`` of every command: one reading of the model registry (rwtoolkit.models.MODELS)."""
+"""``--model``, ``--head-dim`` and ``--heads`` of every command: one reading of the model registry
+(``rwtoolkit.models.get_model``): a registered name, ``MODULE:ATTR`` or ``PATH.py:ATTR``."""
 
 from __future__ import annotations
 
@@ -8,13 +9,23 @@ import rwtoolkit.models
 from rwtoolkit.cli._task_args import parse_int
 
 
+def model_option_help(what: str = "") -> str:
+    """The help of ``--model``: the default, the registered models and the two forms of a model of your own."""
+    return (
+        f"the model (default {rwtoolkit.models.DEFAULT_MODEL}{'; ' + what if what else ''}): a registered name, "
+        f"or your own as {rwtoolkit.models.TARGET_FORMS} ({rwtoolkit.models.TARGET_KINDS}; "
+        f"docs/guide/models.md#your-own-model). Registered: {rwtoolkit.models.model_help()}"
+    )
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None:
-    """``--model NAME`` (the registered models, listed in --help) and ``--head-dim D``."""
+    """``--model NAME|MODULE:ATTR|PATH.py:ATTR`` (the registered models listed in --help), ``--head-dim D``
+    and ``--heads H``."""
     parser.add_argument(
         "--model",
         default=rwtoolkit.models.DEFAULT_MODEL,
-        choices=rwtoolkit.models.model_names(),
-        help=f"the model (default {rwtoolkit.models.DEFAULT_MODEL}{'; ' + what if what else ''}): {rwtoolkit.models.model_help()}",
+        metavar="MODEL",
+        help=model_option_help(what),
     )
     parser.add_argument(
         "--head-dim",
@@ -22,25 +33,28 @@ def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None
         dest="head_dim",
         metavar="D",
         help="head dimension d of a model that has one (key_query: W_K, W_Q of d rows, default 2; multi_head: "
-        "separate key and query of d rows per head, default merged W_h), integer >= 1",
+        "separate key and query of d rows per head, default merged W_h; your own model: its hyperparameter d), "
+        "integer >= 1",
     )
     parser.add_argument(
         "--heads",
         default=None,
         metavar="H",
-        help="number of heads H of a model that has several (multi_head), integer >= 1 (default 2)",
+        help="number of heads H of a model that has several (multi_head; your own model: its hyperparameter H), "
+        "integer >= 1 (default 2)",
     )
 
 
 def model_from_args(args: argparse.Namespace) -> rwtoolkit.models.Model:
-    """The model of ``--model`` / ``--head-dim``; one line naming the option when they do not go together.
+    """The model of ``--model`` / ``--head-dim`` / ``--heads``; one line naming the option when they do not go
+    together, or when ``--model`` names no model (``rwtoolkit.models.get_model``'s refusals).
 
     >>> model_from_args(argparse.Namespace(model="key_query", head_dim="3")).describe()
     {'name': 'key_query', 'd': 3}
     """
     name = getattr(args, "model", rwtoolkit.models.DEFAULT_MODEL)
     head_dim, heads = getattr(args, "head_dim", None), getattr(args, "heads", None)
-    takes = rwtoolkit.models.MODELS[name].HYPERPARAMETERS
+    takes = rwtoolkit.models.model_hyperparameters(name)
     if head_dim is not None and "d" not in takes:
         raise ValueError(f"--head-dim is out of place: --model {name} has no head dimension (leave it out)")
     if heads is not None and "H" not in takes:

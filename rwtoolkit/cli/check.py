@@ -143,7 +143,12 @@ def _model_args(args: argparse.Namespace) -> tuple[str, int | None, int | None]:
     from rwtoolkit.models import DEFAULT_MODEL
 
     chosen = model_from_args(args)
-    model, d, heads = chosen.name, chosen.hyperparameters.get("d"), chosen.hyperparameters.get("H")
+    # a model of your own travels as its target (MODULE:ATTR or PATH.py:ATTR), which get_model reads again
+    model, d, heads = (
+        chosen.target or chosen.name,
+        chosen.hyperparameters.get("d"),
+        chosen.hyperparameters.get("H"),
+    )
     if model != DEFAULT_MODEL and args.emit:
         raise ValueError(
             f"--emit writes frozen oracles of the paper's model (one_layer) only; --model {model} is checked "

@@ -147,7 +147,7 @@ def _command(model: rwtoolkit.models.Model) -> str:
     if model.name == rwtoolkit.models.DEFAULT_MODEL:
         return "rw stability"
     hyper = "".join(f" {k}={v}" for k, v in model.hyperparameters.items())
-    return f"rw stability --model {model.name}{hyper}"
+    return f"rw stability --model {model.target or model.name}{hyper}"
 
 
 def _one_thread(compute: Callable[[], dict]) -> dict:

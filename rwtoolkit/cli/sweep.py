@@ -46,10 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        choices=rwtoolkit.models.model_names(),
+        metavar="MODEL",
         help="the model of every run, replacing the spec's model field (default: the spec's, else "
         f"{rwtoolkit.models.DEFAULT_MODEL}, whose runs use the batched engine; another model trains each run with its "
-        f"tape gradient): {rwtoolkit.models.model_help()}",
+        f"tape gradient): a registered name, or your own as {rwtoolkit.models.TARGET_FORMS} "
+        f"(docs/guide/models.md#your-own-model). Registered: {rwtoolkit.models.model_help()}",
     )
     parser.add_argument(
         "--head-dim",

@@ -133,6 +133,10 @@ class Model(ABC):
     #: causal layer 1), which keeps only the task's symmetries that fix every position
     #: (``rwtoolkit.models.acting_group``).
     POSITION_SYMMETRIC: ClassVar[bool] = True
+    #: How ``--model`` named a model that is not registered, ``MODULE:ATTR`` or ``PATH.py:ATTR`` (set by
+    #: ``rwtoolkit.models.get_model``; None for a registered model): written by :meth:`describe`, so an output
+    #: file names the model a run can be repeated with.
+    target: str | None = None
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
@@ -161,5 +165,9 @@ class Model(ABC):
         return {name: arithmetic.zeros(shape) for name, shape in self.shapes(sizes).items()}
 
     def describe(self) -> dict[str, Any]:
-        """The model as written in output files: name and hyperparameters."""
-        return {"name": self.name, **self.hyperparameters}
+        """The model as written in output files: name and hyperparameters, and the ``target`` that names a model
+        that is not registered (``rwtoolkit.models.get_model(**model.describe())`` builds it again)."""
+        described = {"name": self.name, **self.hyperparameters}
+        if self.target is not None:
+            described["target"] = self.target
+        return described

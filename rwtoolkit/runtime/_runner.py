@@ -793,11 +793,12 @@ def expected_readouts(header_path: str | Path, P: np.ndarray) -> list[dict[str, 
         columns.close()
 
 
-def load_factory(target: str) -> Factory:
-    """The factory named by ``module:name`` or ``path/to/file.py:name``; one-line ValueError otherwise."""
+def _import_target(target: str, what: str) -> tuple[Any, str, str]:
+    """(module, its name as written, attribute name) of ``module:name`` or ``path/to/file.py:name``, the module
+    imported; one-line ValueError starting with ``target`` otherwise (``what`` names the attribute in it)."""
     module_name, sep, attr = target.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"{target!r} is not MODULE:FACTORY or path/to/file.py:FACTORY")
+        raise ValueError(f"{target!r} is not MODULE:{what} or path/to/file.py:{what}")
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name)
@@ -817,9 +818,31 @@ def load_factory(target: str) -> Factory:
             module = importlib.import_module(module_name)
     except ValueError:
         raise
-    except Exception as err:  # the user's module failed to import: one line
-        raise ValueError(f"{target!r}: importing {module_name} raised {type(err).__name__}: {err}") from None
+    except Exception as err:  # the user's module failed to import: one line (the error's first)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(
+            f"{target!r}: importing {module_name} raised {type(err).__name__}: {first}"
+        ) from None
+    return module, module_name, attr
+
+
+def load_factory(target: str) -> Factory:
+    """The factory named by ``module:name`` or ``path/to/file.py:name``; one-line ValueError otherwise."""
+    module, module_name, attr = _import_target(target, "FACTORY")
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise ValueError(f"{target!r}: {module_name} has no callable {attr}")
     return factory
+
+
+def load_attribute(target: str) -> Any:
+    """The object named by ``module:name`` or ``path/to/file.py:name`` (any object: ``--model`` reads a model
+    class, instance or factory this way, ``rwtoolkit.models.get_model``); one-line ValueError otherwise.
+
+    >>> load_attribute("fractions:Fraction").__name__
+    'Fraction'
+    """
+    module, module_name, attr = _import_target(target, "ATTR")
+    if not hasattr(module, attr):
+        raise ValueError(f"{target!r}: {module_name} has no attribute {attr}")
+    return getattr(module, attr)

@@ -42,7 +42,6 @@ from rwtoolkit.io import (
     plain,
 )
 from rwtoolkit.models import DEFAULT_MODEL as _DEFAULT_MODEL
-from rwtoolkit.models import model_names
 
 #: Runs computed together in one Dask task unless the spec says otherwise. For the shape of
 #: ``benchmarks/sweep_batched.py``, 32 runs per pack cost less per run than 8 or 64 (the arrays of
@@ -153,7 +152,7 @@ SPEC = Record(
         "record_every": Integer(1),
         "pack_size": Integer(1, 4096),
         "metrics": Boolean(),
-        "model": Choice(*model_names()),
+        "model": Text(1),  # a registered name, MODULE:ATTR or PATH.py:ATTR: _model reads it
         "head_dim": Integer(1),
         "heads": Integer(1),
     },
@@ -455,11 +454,15 @@ def _defaults() -> dict[str, Any]:
 
 
 def _model(data: dict, at: At) -> tuple[str, int | None, int | None]:
-    """The spec's ``model`` (one of ``rwtoolkit.models.MODELS``), its head dimension d and heads H (None without)."""
+    """The spec's ``model`` (a registered name, or ``MODULE:ATTR`` / ``PATH.py:ATTR`` of a model of your own,
+    ``rwtoolkit.models.get_model``), its head dimension d and heads H (None without)."""
     import rwtoolkit.models
 
     name = data.get("model", rwtoolkit.models.DEFAULT_MODEL)
-    takes = rwtoolkit.models.MODELS[name].HYPERPARAMETERS
+    try:
+        takes = rwtoolkit.models.model_hyperparameters(name)
+    except ValueError as err:
+        raise (at / "model").error(str(err)) from None
     for key, letter, what in (("head_dim", "d", "head dimension"), ("heads", "H", "number of heads")):
         if data.get(key) is not None and letter not in takes:
             raise (at / key).error(f"model {name} has no {what}; allowed: leave {key} out for this model")

@@ -73,7 +73,7 @@ def model_header(traj: ExactTrajectory) -> dict:
         section.update(definition=REDUCED_DEFINITION, coordinates=REDUCED_COORDINATES)
     else:
         section.update(
-            definition=model_summary(traj.model.name), hyperparameters=dict(traj.model.hyperparameters)
+            definition=model_summary(traj.model), hyperparameters=dict(traj.model.hyperparameters)
         )
     sizes = {"K": K, "N": N}
     section["parameters"] = traj.parameter_shapes()

@@ -1,0 +1,291 @@
+"""A model of your own, written with the tape in a folder of its own, runs in every command with no file of the
+toolkit edited (issue 41, item 1): ``--model PATH.py:ATTR`` and ``--model MODULE:ATTR``, and the refusals of a
+target that names no model, each one line with exit 2 before any work (docs/guide/models.md#your-own-model)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rwtoolkit.cli.main import main
+
+#: A new tape model: the paper's attention with an affine read-out f = V X S + b (a bias per label).
+MY_MODEL = '''
+"""The paper's attention with an affine read-out, written with the tape's primitives only."""
+
+from rwtoolkit.models import Model, Readouts
+
+
+class AffineReadOut(Model):
+    """Logits X̃ᵀ W x̃_N, attention S = softmax(logits), prediction f = V X S + b."""
+
+    name = "affine_read_out"
+    AXES = {"V": ("label", "token"), "W": ("embed", "embed"), "b": ("label",)}
+
+    def shapes(self, sizes):
+        return {"V": (sizes.K, sizes.K), "W": (sizes.D, sizes.D), "b": (sizes.K,)}
+
+    def forward(self, tape, params, inputs):
+        w = tape.matmul(params["W"], inputs.xN)
+        logits = tape.matmul(inputs.Xt.swapaxes(-1, -2), w)
+        S = tape.softmax(logits)
+        f = tape.add(tape.matmul(tape.attend(inputs.X, S), tape.swap(params["V"])), params["b"])
+        return Readouts(logits=logits, S=S, f=f)
+
+
+class Wide(AffineReadOut):
+    """The same with a hyperparameter it does not use (to show --head-dim reaching a model of your own)."""
+
+    name = "affine_read_out_wide"
+    HYPERPARAMETERS = ("d",)
+
+    def __init__(self, d=1):
+        self.d = d
+
+    @property
+    def hyperparameters(self):
+        return {"d": self.d}
+
+
+INSTANCE = AffineReadOut()
+'''
+
+#: An independent plain-PyTorch implementation of that model (rw check's protocol (a)) and a planted bug.
+IMPLEMENTATION = """
+import torch
+from torch import nn
+
+
+class Affine(nn.Module):
+    def __init__(self, K, M, dtype):
+        super().__init__()
+        self.K = K
+        self.V = nn.Parameter(torch.zeros(K, K, dtype=dtype))
+        self.W = nn.Parameter(torch.zeros(K + M, K + M, dtype=dtype))
+        self.b = nn.Parameter(torch.zeros(K, dtype=dtype))
+
+    def attention(self, Xt):
+        return torch.softmax(torch.einsum("nij,ik,nk->nj", Xt, self.W, Xt[:, :, -1]), dim=1)
+
+    def forward(self, Xt):
+        return torch.einsum("kl,nlj,nj->nk", self.V, Xt[:, : self.K, :], self.attention(Xt)) + self.b
+
+
+class NoBias(Affine):
+    def forward(self, Xt):
+        return super().forward(Xt) - self.b
+
+
+def model(config):
+    return Affine(config.K, config.M, config.torch_dtype)
+
+
+def no_bias(config):
+    return NoBias(config.K, config.M, config.torch_dtype)
+"""
+
+TARGET = "my_model.py:AffineReadOut"
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder outside the toolkit with the model and an implementation of it, the working folder."""
+    (tmp_path / "my_model.py").write_text(MY_MODEL)
+    (tmp_path / "affine_impl.py").write_text(IMPLEMENTATION)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_derive_gives_the_exact_trajectory_of_a_model_of_your_own(folder: Path) -> None:
+    """b(1) by hand: from zero f = 0, so ∂L/∂b_k = ℓ'(0) P(y = k) = -(1/ε)(1/K) and b(1) = η/(εK) = 10/3."""
+    argv = "derive --model my_model.py:AffineReadOut --K 3 --N 3 --p 1/2 --mu 2 --steps 2 --json out.json"
+    assert main(argv.split()) == 0
+    oracle = json.loads((folder / "out.json").read_text())
+    assert oracle["model"]["name"] == "affine_read_out"
+    assert oracle["model"]["definition"].startswith(f"{TARGET}: Logits")
+    assert [oracle["nodes"][i] for i in oracle["steps"][1]["b"]["exact"]] == ["10/3"] * 3
+
+
+def test_check_passes_an_implementation_of_a_model_of_your_own_and_fails_its_bug(folder: Path) -> None:
+    common = ["--model", TARGET, "--steps", "2", "--examples", "2"]
+    assert main(["check", "affine_impl.py:model", *common, "--json", "report.json"]) == 0
+    report = json.loads((folder / "report.json").read_text())
+    assert report["options"]["model"] == {"name": "affine_read_out", "target": TARGET}
+    assert main(["check", "affine_impl.py:no_bias", *common, "--json", "bug.json"]) == 1
+    failed = [
+        row["id"]
+        for row in json.loads((folder / "bug.json").read_text())["properties"]
+        if row["status"] == "fail"
+    ]
+    assert failed[0] == "b"
+
+
+def test_stability_reports_a_model_of_your_own_by_its_target(folder: Path, capsys) -> None:
+    argv = [
+        "stability",
+        "--model",
+        TARGET,
+        "--K",
+        "3",
+        "--N",
+        "4",
+        "--p",
+        "1",
+        "--steps",
+        "2",
+        "--json",
+        "s.json",
+    ]
+    assert main(argv) == 0
+    assert json.loads((folder / "s.json").read_text())["model"] == {
+        "name": "affine_read_out",
+        "target": TARGET,
+    }
+    assert f"rw stability --model {TARGET} " in capsys.readouterr().out
+
+
+def test_a_module_target_an_instance_and_hyperparameters_resolve(folder: Path, monkeypatch) -> None:
+    from rwtoolkit.models import get_model, is_registered
+
+    monkeypatch.syspath_prepend(str(folder))
+    by_module = get_model("my_model:AffineReadOut")
+    assert by_module.describe() == {"name": "affine_read_out", "target": "my_model:AffineReadOut"}
+    assert get_model("my_model.py:INSTANCE").describe()["target"] == "my_model.py:INSTANCE"
+    wide = get_model("my_model.py:Wide", d=3)
+    assert wide.describe() == {"name": "affine_read_out_wide", "d": 3, "target": "my_model.py:Wide"}
+    assert (
+        get_model(**wide.describe()).describe() == wide.describe()
+    )  # an output file's model builds it again
+    assert not is_registered(by_module)
+    registered = get_model("rwtoolkit.models.key_query:KeyQuery", d=2)  # the registered class: no target
+    assert registered.describe() == {"name": "key_query", "d": 2} and is_registered(registered)
+
+
+def test_sweep_spec_takes_a_model_of_your_own(folder: Path) -> None:
+    from rwtoolkit.analyses.sweep import SpecError, load_spec
+
+    spec = load_spec({"task": "circle", "model": TARGET, "fixed": {"K": 3, "N": 3, "steps": 2}})
+    assert spec.model == TARGET and spec.runs[0]["model"] == TARGET
+    with pytest.raises(SpecError, match=r"^spec: model: .*missing\.py does not exist"):
+        load_spec({"task": "circle", "model": "missing.py:M"})
+
+
+#: Bad targets (file contents, --model) and the one line each is refused with.
+BAD = {
+    "unknown_name": ("", "two_heads", "--model='two_heads' is not a registered model: use one of one_layer, "),
+    "missing_file": ("", "nowhere.py:M", "--model='nowhere.py:M': the file nowhere.py does not exist"),
+    "missing_module": (
+        "",
+        "no_such_module:M",
+        "importing no_such_module raised ModuleNotFoundError: No module",
+    ),
+    "broken_module": (
+        "import no_such_module\n",
+        "bad.py:M",
+        "importing bad.py raised ModuleNotFoundError: No module",
+    ),
+    "missing_attribute": ("", "bad.py:M", "--model='bad.py:M': bad.py has no attribute M"),
+    "wrong_kind": (
+        "M = {'V': 1}\n",
+        "bad.py:M",
+        "--model='bad.py:M' is a dict; it must be a rwtoolkit.models.Model",
+    ),
+    "wrong_class": ("class M:\n    pass\n", "bad.py:M", "--model='bad.py:M' is the class M; it must be"),
+    "not_two_arguments": (
+        "def M(S):\n    pass\n",
+        "bad.py:M",
+        "is a function that cannot be called as ATTR(S, L)",
+    ),
+    "registered_name": (
+        "from rwtoolkit.models import OneLayer\n\nclass M(OneLayer):\n    pass\n",
+        "bad.py:M",
+        "its name 'one_layer' is the registered model rwtoolkit.models.one_layer:OneLayer's; give it a name",
+    ),
+    "no_name": (
+        "from rwtoolkit.models import OneLayer\n\nclass M(OneLayer):\n    name = ''\n",
+        "bad.py:M",
+        "M sets no name",
+    ),
+}
+
+# Runs rwtoolkit.cli.main.main(argv) in a fresh interpreter; the last stdout line: exit code, heavy modules loaded.
+_HARNESS = """
+import json, sys
+from rwtoolkit.cli.main import main
+try:
+    code = main(json.loads(sys.argv[1]))
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "loaded": [m for m in ("torch", "sympy") if m in sys.modules]}))
+"""
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_target_that_names_no_model_is_refused_in_one_line_before_any_work(
+    tmp_path: Path, case: str
+) -> None:
+    text, target, line = BAD[case]
+    (tmp_path / "bad.py").write_text(text)
+    (tmp_path / "s.json").write_text(json.dumps({"task": "circle", "fixed": {"K": 3, "N": 3, "steps": 1}}))
+    argv = ["derive", "--model", target, "--steps", "1", "--json", "out.json"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _HARNESS, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"code": 2, "loaded": []}, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("rw derive: error: --model="), proc.stderr
+    assert line in proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stability", "--K", "3", "--N", "4", "--p", "1"],
+        ["check", "affine_impl.py:model"],
+        ["train", "--out", "out", "--population"],
+        ["sweep", "s.json", "--out", "out"],
+        ["derive", "--steps", "1", "--head-dim", "2"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_every_command_refuses_a_target_that_names_no_model(folder: Path, argv: list[str], capsys) -> None:
+    (folder / "s.json").write_text(json.dumps({"task": "circle", "fixed": {"K": 3, "N": 3, "steps": 1}}))
+    assert main([*argv, "--model", "nowhere.py:M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nowhere.py:M" in err and "nowhere.py does not exist" in err, err
+
+
+def test_head_dim_is_refused_for_a_model_of_your_own_without_one(folder: Path, capsys) -> None:
+    assert main(["derive", "--model", TARGET, "--steps", "1", "--head-dim", "2"]) == 2
+    assert (
+        "--head-dim is out of place: --model my_model.py:AffineReadOut has no head dimension"
+        in capsys.readouterr().err
+    )
+
+
+def test_help_names_the_two_forms_and_the_registered_models() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rwtoolkit.cli.main", "derive", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    text = " ".join(proc.stdout.split())
+    assert "MODULE:ATTR or PATH.py:ATTR" in text and "key_query:" in text and "relu_head:" in text
+
+
+def test_the_doc_example_runs_as_written() -> None:
+    """docs/guide/models.md#your-own-model shows the model this test writes, line for line."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "models.md").read_text()
+    block = doc.split("## Your own model", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert textwrap.dedent(block).strip() in MY_MODEL
