@@ -1,23 +1,30 @@
 """Models traced from PyTorch or JAX onto the tape (issue 41, item 2; docs/guide/bring-your-model.md).
 
 A tracer maps the user's forward pass, op by op, to a :class:`TracedProgram` of the neutral ops of
-:data:`OP_TABLE`; the program runs on :class:`~rwtoolkit.models.Tape` in every arithmetic. Nothing here imports
-torch or JAX until a tracer runs, and numpy only on first use of a name.
+:data:`OP_TABLE`; the program runs on :class:`~rwtoolkit.models.Tape` in every arithmetic. :func:`program_factory`
+turns the factory a user writes (``ATTR(S, L)`` returning a PyTorch module, or a JAX ``(apply, params)`` pair) into
+one that returns the traced program. Nothing here imports torch or JAX until a tracer runs, and numpy only on first
+use of a name.
 """
 
 from __future__ import annotations
 
+import collections.abc as _abc
 import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rwtoolkit.models.traced._program import OP_TABLE, Node, Op, TracedProgram, unknown_op
+    from rwtoolkit.models.traced._torch import trace_torch
 
 #: Where each name lives (imported by :func:`__getattr__` on first use).
 _LAZY = {
     **dict.fromkeys(
         ("OP_TABLE", "Node", "Op", "TracedProgram", "unknown_op"), "rwtoolkit.models.traced._program"
     ),
+    "trace_torch": "rwtoolkit.models.traced._torch",
 }
 
 
@@ -33,4 +40,56 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["OP_TABLE", "Node", "Op", "TracedProgram", "unknown_op"]
+def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
+    """The traced program of a user's factory, per (S, L): ``obj(S, L)`` returns a PyTorch ``nn.Module`` (traced
+    by :func:`trace_torch`) or a JAX pair ``(apply, params)``, ``params`` a flat dict name -> array (traced by
+    ``rwtoolkit.models.traced._jax.trace_jax``). Each (S, L) is traced once and kept.
+
+    >>> program_factory(3)
+    Traceback (most recent call last):
+    ...
+    ValueError: program_factory: expected a factory ATTR(S, L) returning a torch.nn.Module or a JAX (apply, params) pair, got int
+    """
+    if not callable(obj):
+        raise ValueError(
+            "program_factory: expected a factory ATTR(S, L) returning a torch.nn.Module or a JAX (apply, params) "
+            f"pair, got {type(obj).__name__}"
+        )
+    name = getattr(obj, "__name__", type(obj).__name__)
+    traced: dict[tuple[int, int], TracedProgram] = {}
+
+    def program(S: int, L: int) -> TracedProgram:
+        if (S, L) not in traced:
+            made = obj(S, L)
+            if (
+                isinstance(made, tuple)
+                and len(made) == 2
+                and callable(made[0])
+                and isinstance(made[1], _abc.Mapping)
+            ):
+                from rwtoolkit.models.traced._jax import trace_jax
+
+                traced[S, L] = trace_jax(made[0], made[1], S, L)
+            elif _is_torch_module(made):
+                from rwtoolkit.models.traced._torch import trace_torch
+
+                traced[S, L] = trace_torch(made, S, L)
+            else:
+                raise ValueError(
+                    f"{name}({S}, {L}) returned {type(made).__name__}: expected a torch.nn.Module or a JAX "
+                    "(apply, params) pair with params a dict name -> array"
+                )
+        return traced[S, L]
+
+    return program
+
+
+def _is_torch_module(made: _typing.Any) -> bool:
+    """Whether ``made`` is a torch.nn.Module (torch is loaded already where it is one)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(made, torch.nn.Module)
+
+
+__all__ = ["OP_TABLE", "Node", "Op", "TracedProgram", "program_factory", "trace_torch", "unknown_op"]

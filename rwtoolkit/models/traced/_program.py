@@ -143,8 +143,9 @@ class TracedProgram:
         for node in self.nodes:
             try:
                 values.append(OP_TABLE[node.op].run(run, node, [values[i] for i in node.inputs]))
-            except _Refused as refused:
-                raise ValueError(f"{node.op} at {node.source}: {refused}") from None
+            except (_Refused, ValueError) as refused:  # the op's or the tape's one line, with the user's line
+                why = str(refused).removeprefix(f"{node.op}: ")
+                raise ValueError(f"{node.op} at {node.source}: {why}") from None
         out = values[self.output]
         if isinstance(out, _Masked):
             raise ValueError(
@@ -552,7 +553,8 @@ def _op_masked_fill(run: _Run, node: Node, v: list[Any]) -> Any:
         raise _Refused(f"value {value}: only -inf (left out of the softmax) or a finite number")
     x = run.operand(v[0])
     kept = run.tape.scale(x, run.ar.asarray((~fill).astype(np.int64)))
-    return run.tape.add(kept, run.ar.asarray(np.where(fill, Fraction(value), 0).astype(object)))
+    filled = fill.astype(np.int64).astype(object) * Fraction(value)  # the exact rational the float holds
+    return run.tape.add(kept, run.ar.asarray(filled))
 
 
 def _op_where(run: _Run, node: Node, v: list[Any]) -> Any:

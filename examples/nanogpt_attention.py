@@ -1,0 +1,136 @@
+"""A nanoGPT-style transformer, written as the field's codebases write it, for ``--model`` (issue 41).
+
+Token and positional embeddings (``nn.Embedding``), per-head query, key, value and output maps (bias-free
+``nn.Linear``), scores divided by √(head size), a causal ``masked_fill(-inf)`` with a registered ``tril`` buffer,
+residual addition and an unembedding ``nn.Linear``; optionally a feed-forward block (ReLU or GELU) and
+``nn.LayerNorm`` before each block and the unembedding. Nothing from this toolkit is imported: the toolkit traces
+the module (``rwtoolkit.models.traced.program_factory``).
+
+A factory takes the alphabet size S and the sequence length L and returns the module, mapping token ids (n, L)
+int64 to logits (n, L, S). Its parameters are drawn by PyTorch's own initialisers under a fixed seed (the global
+generator is left as it was), so the same factory gives the same start every time.
+
+    one_layer(S, L)     one attention-only layer (2 heads of size 2, d_model 4)
+    two_layer(S, L)     two attention-only layers
+    with_mlp(S, L)      one layer with a ReLU feed-forward block
+    with_layer_norm(S, L)  one layer with layer norms and a GELU feed-forward block (floats and balls only)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: The width of the residual stream and the number of heads (head size D_MODEL // N_HEAD) of the examples.
+D_MODEL, N_HEAD = 4, 2
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention, nanoGPT's: q, k, v per head, softmax((q kᵀ) / √hs) with the future
+    masked to −∞, then the output map."""
+
+    def __init__(self, d_model: int, n_head: int, L: int) -> None:
+        super().__init__()
+        self.n_head = n_head
+        self.query = nn.Linear(d_model, d_model, bias=False)
+        self.key = nn.Linear(d_model, d_model, bias=False)
+        self.value = nn.Linear(d_model, d_model, bias=False)
+        self.proj = nn.Linear(d_model, d_model, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(L, L)).view(1, 1, L, L))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.size()
+        hs = C // self.n_head
+        q = self.query(x).view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.key(x).view(B, T, self.n_head, hs).transpose(1, 2)
+        v = self.value(x).view(B, T, self.n_head, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.tril[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+
+class MLP(nn.Module):
+    """The feed-forward block: Linear(d, 4d), ReLU or GELU, Linear(4d, d)."""
+
+    def __init__(self, d_model: int, activation: str) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d_model, 4 * d_model)
+        self.act = nn.ReLU() if activation == "relu" else nn.GELU()
+        self.out = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.act(self.fc(x)))
+
+
+class Block(nn.Module):
+    """x + attn(ln(x)), then x + mlp(ln(x)) where the block has a feed-forward part (ln: identity without norms)."""
+
+    def __init__(self, d_model: int, n_head: int, L: int, mlp: str | None, norm: bool) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model) if norm else nn.Identity()
+        self.attn = CausalSelfAttention(d_model, n_head, L)
+        self.ln2 = nn.LayerNorm(d_model) if norm and mlp else nn.Identity()
+        self.mlp = MLP(d_model, mlp) if mlp else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        if self.mlp is not None:
+            x = x + self.mlp(self.ln2(x))
+        return x
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, ``n_layer`` blocks, an optional final layer norm, the unembedding."""
+
+    def __init__(
+        self, S: int, L: int, n_layer: int, mlp: str | None = None, norm: bool = False, d_model: int = D_MODEL
+    ) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(S, d_model)
+        self.wpe = nn.Embedding(L, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, N_HEAD, L, mlp, norm) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d_model) if norm else nn.Identity()
+        self.lm_head = nn.Linear(d_model, S, bias=False)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, S) of the token ids ``idx`` (B, T)."""
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def build(S: int, L: int, n_layer: int, mlp: str | None = None, norm: bool = False, seed: int = 0) -> GPT:
+    """A float64 :class:`GPT` drawn by PyTorch's initialisers under ``seed`` (the global generator kept)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GPT(S, L, n_layer, mlp, norm).double()
+
+
+def one_layer(S: int, L: int) -> nn.Module:
+    """One attention-only layer: embeddings, causal self-attention with a residual, the unembedding."""
+    return build(S, L, 1)
+
+
+def two_layer(S: int, L: int) -> nn.Module:
+    """Two attention-only layers."""
+    return build(S, L, 2)
+
+
+def with_mlp(S: int, L: int) -> nn.Module:
+    """One layer with a ReLU feed-forward block (exact arithmetic decides each ReLU's sign)."""
+    return build(S, L, 1, mlp="relu")
+
+
+def with_layer_norm(S: int, L: int) -> nn.Module:
+    """One layer with pre-norms, a final norm and a GELU feed-forward block: floats and balls (an exact
+    arithmetic refuses GELU and layer norm and names the ball engine)."""
+    return build(S, L, 1, mlp="gelu", norm=True)
