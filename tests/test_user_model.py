@@ -166,6 +166,74 @@ def test_a_module_target_an_instance_and_hyperparameters_resolve(folder: Path, m
     assert registered.describe() == {"name": "key_query", "d": 2} and is_registered(registered)
 
 
+#: A PyTorch module (its class, a factory function and an instance) and a JAX factory, ATTR(S, L).
+FACTORIES = {
+    "tiny_torch.py": """
+from torch import nn
+
+
+class Tiny(nn.Module):
+    def __init__(self, S, L):
+        super().__init__()
+        self.emb = nn.Embedding(S, 4)
+        self.head = nn.Linear(4, S, bias=False)
+
+    def forward(self, tokens):
+        return self.head(self.emb(tokens))
+
+
+def tiny(S, L):
+    return Tiny(S, L)
+
+
+MODULE = Tiny(3, 2)
+""",
+    "tiny_jax.py": """
+import numpy as np
+
+
+def tiny(S, L):
+    params = {"emb": np.full((S, 4), 0.5), "head": np.full((4, S), 0.25)}
+
+    def apply(params, tokens):
+        return params["emb"][tokens] @ params["head"]
+
+    return apply, params
+""",
+}
+
+
+def test_a_pytorch_or_jax_factory_is_traced_into_a_sequence_model(folder: Path) -> None:
+    from rwtoolkit.models import SequenceModel, Sizes, get_model
+
+    for name, text in FACTORIES.items():
+        (folder / name).write_text(text)
+    sizes = Sizes(K=3, M=4, N=3)
+    for target in ("tiny_torch.py:tiny", "tiny_torch.py:Tiny"):
+        model = get_model(target)
+        assert isinstance(model, SequenceModel)
+        assert model.describe() == {"name": f"tiny_torch.{target[-4:]}", "target": target}
+        assert model.shapes(sizes) == {"emb.weight": (3, 4), "head.weight": (3, 4)}
+    jax_model = get_model("tiny_jax.py:tiny")
+    assert jax_model.describe() == {"name": "tiny_jax.tiny", "target": "tiny_jax.py:tiny"}
+    assert jax_model.shapes(sizes) == {"emb": (3, 4), "head": (4, 3)}
+    with pytest.raises(
+        ValueError, match=r"^--model='tiny_torch.py:MODULE' is a torch.nn.Module instance; give"
+    ):
+        get_model("tiny_torch.py:MODULE")
+    with pytest.raises(ValueError, match=r"^--model='tiny_jax.py:tiny' has no hyperparameter 'd'"):
+        get_model("tiny_jax.py:tiny", d=2)
+
+
+def test_a_tape_model_resolves_without_torch_or_jax(folder: Path) -> None:
+    code = (
+        "import sys; from rwtoolkit.models import get_model; get_model(sys.argv[1]); "
+        "print([m for m in ('torch', 'jax', 'sympy') if m in sys.modules])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, TARGET], capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
 def test_sweep_spec_takes_a_model_of_your_own(folder: Path) -> None:
     from rwtoolkit.analyses.sweep import SpecError, load_spec
 
@@ -177,7 +245,11 @@ def test_sweep_spec_takes_a_model_of_your_own(folder: Path) -> None:
 
 #: Bad targets (file contents, --model) and the one line each is refused with.
 BAD = {
-    "unknown_name": ("", "two_heads", "--model='two_heads' is not a registered model: use one of one_layer, "),
+    "unknown_name": (
+        "",
+        "two_heads",
+        "--model='two_heads' is not a registered model: use one of one_layer, ",
+    ),
     "missing_file": ("", "nowhere.py:M", "--model='nowhere.py:M': the file nowhere.py does not exist"),
     "missing_module": (
         "",

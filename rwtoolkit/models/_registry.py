@@ -297,14 +297,21 @@ def _kind(obj: Any) -> str:
 
 
 def _traced_model(target: str, factory: Any) -> Model:
-    """The sequence model of a PyTorch or JAX factory (``rwtoolkit.models.traced.program_factory``), named by its
-    ATTR, one per target and working folder, so it is traced once per sizes."""
+    """The sequence model of a PyTorch or JAX factory (``rwtoolkit.models.traced.program_factory``), named
+    ``MODULE.ATTR`` (the file's stem for a path: never a registered name), one per target and working folder, so
+    it is traced once per sizes."""
     key = (os.getcwd(), target)
     if key not in _TRACED:
         from rwtoolkit.models._sequence import SequenceModel
         from rwtoolkit.models.traced import program_factory
 
-        _TRACED[key] = SequenceModel(program_factory(factory), name=target.rpartition(":")[2])
+        module, _, attr = target.rpartition(":")
+        stem = (
+            os.path.splitext(os.path.basename(module))[0]
+            if module.endswith(".py") or "/" in module
+            else module
+        )
+        _TRACED[key] = SequenceModel(program_factory(factory), name=f"{stem}.{attr}")
     return _TRACED[key]
 
 
