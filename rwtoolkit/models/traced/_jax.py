@@ -103,6 +103,12 @@ _BATCH_SAFE = _ELEMENTWISE | {
     "square",
 }
 
+#: Neutral ops whose result's axes are their operands' (broadcast from the end): the axis roles pass through.
+_SAME_AXES = frozenset(
+    {"add", "sub", "mul", "div", "scale", "neg", "exp", "log", "sqrt", "rsqrt", "pow", "relu", "gelu"}
+    | {"softmax", "log_softmax", "expand", "masked_fill", "where"}
+)
+
 #: A hint appended to the refusal of a primitive the user may have reached for by a common spelling.
 _HINTS = {
     "tanh": " (jax.nn.gelu's default is the tanh form: jax.nn.gelu(x, approximate=False) is the erf form)",
@@ -731,6 +737,8 @@ class _Tracer:
     def p_gather(self, eqn: Any, ins: list[_Value], shape: tuple[Any, ...]) -> _Value:
         table, idx = ins
         dn = eqn.params["dimension_numbers"]
+        if isinstance(idx, _K) and len(idx.shape) == 1 and not isinstance(table, (_Ids, _OneHot, _Mark)):
+            return self.gather_slice(eqn, self.b.operand(table), np.asarray(idx.array), shape)
         rank = len(table.shape)
         rows = tuple(table.shape[1:])
         ok = (
@@ -760,6 +768,37 @@ class _Tracer:
             out = self.b.node("embedding", [t.ref, self.b.const(ids)], {}, shape, (*ids.shape, *t.actual[1:]))
             return out
         raise self.b.refuse("a gather at ids computed from the parameters")
+
+    def gather_slice(self, eqn: Any, p: _P, starts: np.ndarray, shape: tuple[Any, ...]) -> _Value:
+        """A gather at one constant start (how ``x[..., a:b]`` and ``x[:, i]`` trace at a symbolic batch
+        size): a slice on each axis of ``start_index_map``, the collapsed axes dropped."""
+        dn = eqn.params["dimension_numbers"]
+        sizes = [_int(s) for s in eqn.params["slice_sizes"]]
+        collapsed = tuple(int(a) for a in dn.collapsed_slice_dims)
+        if tuple(getattr(dn, "operand_batching_dims", ())) or tuple(dn.offset_dims) != tuple(
+            range(len(shape))
+        ):
+            raise self.b.refuse("a gather other than a slice at a constant position or rows at integer ids")
+        lo: list[int] = []
+        hi: list[int | None] = []
+        for axis, size in enumerate(sizes):
+            dim = _int(p.shape[axis])
+            if dim is None or size is None:
+                lo.append(0)
+                hi.append(None)
+                continue
+            start = 0
+            if axis in dn.start_index_map:
+                start = int(starts[list(dn.start_index_map).index(axis)])
+                if not 0 <= start <= dim - size:
+                    raise self.b.refuse(
+                        f"positions {start}..{start + size - 1} outside an axis of size {dim}"
+                    )
+            lo.append(start)
+            hi.append(start + size)
+        out = self.sliced(p, lo, hi, [1] * len(lo))
+        kept = [d for a, d in enumerate(out.actual) if a not in collapsed]
+        return self.b.reshape(out, kept, shape)
 
     def p_dot_general(self, eqn: Any, ins: list[_Value], shape: tuple[Any, ...]) -> _Value:
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -987,7 +1026,7 @@ def _parameter_axes(
             return origins(node.inputs[0], perm[axis] - len(perm), depth + 1)
         if node.op == "matmul":
             return origins(node.inputs[1], -1, depth + 1) if axis == -1 else []
-        if node.op in ("add", "sub", "mul", "div", "expand", "masked_fill", "neg", "relu", "gelu"):
+        if node.op in _SAME_AXES:
             return [o for i in node.inputs if i != P for o in origins(i, axis, depth + 1)]
         return []
 
