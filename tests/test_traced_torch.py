@@ -130,11 +130,13 @@ def test_exact_logits_from_zero_are_exactly_uniform(traced):
     assert all(value == 0 for value in out.value.flat)
 
 
-def test_exact_logits_at_a_dyadic_start_are_the_float_logits(traced):
-    module, program = traced["one_layer"]
+@pytest.mark.parametrize("name", ["one_layer", "with_mlp"])
+def test_exact_logits_at_a_dyadic_start_are_the_float_logits(traced, name):
+    module, program = traced[name]
     dyadic = {pname: np.round(value * 8) / 8 for pname, value in program.initial.items()}
     out = _exact_run(program, dyadic, TOKENS)
-    # exact: rationals and exponentials of rationals, no float inside (1/√2 entered as the rational it holds)
+    # exact: rationals and exponentials of rationals, no float inside (1/√2 entered as the rational it holds);
+    # with_mlp: each ReLU's sign decided exactly
     assert not any(sp.sympify(value).has(sp.Float) for value in out.value.flat)
     expected = _module_at(module, dyadic)(torch.as_tensor(TOKENS)).detach().numpy()
     np.testing.assert_allclose(EXACT.to_float(out.value), expected, rtol=0, atol=1e-12)
@@ -155,6 +157,54 @@ def test_exact_gradient_from_zero_equals_torch_autograd(traced):
     for pname, p in module.named_parameters():
         np.testing.assert_allclose(EXACT.to_float(grads[pname]), p.grad.numpy(), rtol=0, atol=1e-12)
     _module_at(module, program.initial)
+
+
+class _Einsum(torch.nn.Module):
+    """Attention spelled with einsum, a positional nn.Parameter sliced to T, triu and a bias read-out (minGPT)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Parameter(torch.randn(S, 4, dtype=torch.float64))
+        self.pos = torch.nn.Parameter(torch.randn(1, 8, 4, dtype=torch.float64))
+        self.W = torch.nn.Parameter(torch.randn(4, 4, dtype=torch.float64))
+        self.out = torch.nn.Linear(4, S).double()
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.tok[idx] + self.pos[:, :T, :]
+        scores = torch.einsum("btd,de,bse->bts", x, self.W, x) / 2.0
+        scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), float("-inf"))
+        y = (torch.softmax(scores, dim=-1) @ x).reshape(-1, 4)
+        return self.out(y).view(B, T, S)
+
+
+class _Flash(torch.nn.Module):
+    """nanoGPT's flash path: F.scaled_dot_product_attention(is_causal=True), and a one-hot skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(S, 4).double()
+        self.head = torch.nn.Linear(4, S, bias=False).double()
+
+    def forward(self, idx):
+        x = self.wte(idx).unsqueeze(1)
+        y = torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True).squeeze(1)
+        return self.head(torch.nn.functional.one_hot(idx, 4).double() + y)
+
+
+@pytest.mark.parametrize("cls", [_Einsum, _Flash])
+def test_the_fields_other_spellings_trace_to_the_module_values_and_gradients(cls):
+    torch.manual_seed(0)
+    module = cls()
+    program = trace_torch(module, S, L)
+    cotangent = np.random.default_rng(5).standard_normal(TOKENS.shape + (S,))
+    tape, params, out = _float_run(program, program.initial, TOKENS)
+    grads = tape.gradient(out, cotangent, params)
+    logits = module(torch.as_tensor(TOKENS))
+    np.testing.assert_allclose(out.value, logits.detach().numpy(), rtol=0, atol=1e-12)
+    (logits * torch.as_tensor(cotangent)).sum().backward()
+    for pname, p in module.named_parameters():
+        np.testing.assert_allclose(grads[pname], p.grad.numpy(), rtol=0, atol=1e-10, err_msg=pname)
 
 
 class _Sorted(torch.nn.Module):
@@ -255,3 +305,12 @@ def test_masked_fill_with_a_finite_value_fills_the_exact_rational_it_holds():
     out = program.run(tape, {"E": tape.input(EXACT.asarray([[3, 4], [5, 6]]))}, np.array([[0, 1]]))
     tenth = Fraction(0.1)  # 3602879701896397 / 2**55, not 1/10
     assert out.value[0].tolist() == [[3, fmpq(tenth.numerator, tenth.denominator)], [5, 6]]
+
+
+def test_importing_the_traced_package_loads_neither_torch_nor_jax():
+    import subprocess
+    import sys
+
+    code = "import sys, rwtoolkit.models.traced; print(sorted({'torch', 'jax', 'numpy'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

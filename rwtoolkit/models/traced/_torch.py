@@ -27,6 +27,8 @@ The module runs in eval mode while it is traced (dropout off); its training flag
 from __future__ import annotations
 
 import inspect
+import logging
+import math
 import operator
 import os
 import warnings
@@ -495,6 +497,58 @@ class _Tracer:
             "masked_fill", [self.value(x, source), self.value(mask, source)], {"value": float(value)}, source
         )
 
+    def op_scaled_dot_product_attention(self, node: Any, source: str) -> None:
+        """softmax(q kᵀ · scale, masked) v: a causal mask or a constant ``attn_mask`` (boolean: True takes part;
+        float: added, −∞ left out of the softmax); dropout and grouped-query attention refused."""
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        defaults = (None, None, None, None, 0.0, False, None, False)
+        given = dict(zip(names, node.args, strict=False))
+        a = {k: node.kwargs.get(k, given.get(k, d)) for k, d in zip(names, defaults, strict=True)}
+        if a["dropout_p"] or a["enable_gqa"]:
+            raise unknown_op("torch", "scaled_dot_product_attention with dropout or enable_gqa", source)
+        q, k, v = (self.value(a[x], source) for x in ("query", "key", "value"))
+        qs, ks = self.shape_of(a["query"]), self.shape_of(a["key"])
+        Lq, Lk, E = self.static_int(qs[-2]), self.static_int(ks[-2]), self.static_int(qs[-1])
+        if Lq is None or Lk is None or E is None:
+            raise ValueError(
+                f"torch trace: scaled_dot_product_attention at {source} has a batch-dependent length"
+            )
+        scale = a["scale"] if a["scale"] is not None else 1 / math.sqrt(E)
+        kt = self.emit("transpose", [k], {"dim0": -2, "dim1": -1}, source)
+        scores = self.emit(
+            "scale", [self.emit("matmul", [q, kt], {}, source)], {"value": float(scale)}, source
+        )
+        masks = []
+        if a["is_causal"]:
+            masks.append(~np.tril(np.ones((Lq, Lk), dtype=np.bool_)))
+        mask = a["attn_mask"]
+        if mask is not None:
+            if not self.is_const(mask):
+                raise ValueError(
+                    f"torch trace: scaled_dot_product_attention at {source} takes a computed attn_mask"
+                )
+            m = self.folded[mask].detach().cpu()
+            if m.dtype == self.torch.bool:
+                masks.append(~m.numpy())
+            else:
+                m = m.to(self.torch.float64).numpy()
+                out = m == -math.inf
+                finite = np.where(out, 0.0, m)
+                if not np.isfinite(finite).all():
+                    raise ValueError(
+                        f"torch trace: scaled_dot_product_attention at {source}: attn_mask holds +inf or NaN"
+                    )
+                if finite.any():
+                    scores = self.emit(
+                        "add", [scores, self.constant(self.torch.as_tensor(finite))], {}, source
+                    )
+                masks.append(out)
+        for m in masks:
+            ref = self.constant(self.torch.as_tensor(np.asarray(m, dtype=np.bool_)))
+            scores = self.emit("masked_fill", [scores, ref], {"value": -math.inf}, source)
+        weights = self.emit("softmax", [scores], {"axis": -1}, source)
+        self.ref[node] = self.emit("matmul", [weights, v], {}, source)
+
     def softmax_like(self, node: Any, source: str, op: str) -> None:
         x, dim = node.args[:2]
         self.ref[node] = self.emit(op, [self.value(x, source)], {"axis": int(dim)}, source)
@@ -660,22 +714,28 @@ def trace_torch(module: Any, S: int, L: int) -> TracedProgram:
     example = (torch.arange(2 * L, dtype=torch.int64) % S).reshape(2, L)
     training = module.training
     module.eval()
+    quiet = logging.root.manager.disable
     try:
-        with warnings.catch_warnings():
-            # torch.export's own deprecation notices about its internals (pytree specs), not the user's code
+        # torch.export's own deprecation notices about its internals (pytree specs) and the tracebacks its
+        # loggers print on a failure are not the user's: the refusal below is the one line
+        logging.disable(logging.CRITICAL)
+        # einsum's contraction order chosen by opt_einsum depends on the sizes, so it would fix the batch size
+        with warnings.catch_warnings(), torch.backends.opt_einsum.flags(enabled=False):
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             batch = torch.export.Dim("batch", min=1)
             exported = torch.export.export(module, (example,), dynamic_shapes=({0: batch},), strict=False)
             table = torch.export.default_decompositions()
-            table.pop(
-                torch.ops.aten.one_hot.default, None
-            )  # kept whole: its decomposition asserts on the ids
+            # kept whole: one_hot's decomposition asserts on the ids, and scaled dot-product attention's adds a
+            # guard for rows with every entry masked; each maps to the neutral ops directly
+            table.pop(torch.ops.aten.one_hot.default, None)
+            table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
             exported = exported.run_decompositions(table)
     except Exception as error:  # noqa: BLE001 - torch.export's many failures, each refused in one line
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"trace_torch: torch.export cannot trace {type(module).__name__}: {first}") from None
     finally:
+        logging.disable(quiet)
         module.train(training)
     users = [
         s.arg.name
