@@ -217,3 +217,39 @@ def test_stop_gradient_outside_the_softmax_is_refused_and_bad_arguments_are_one_
         with pytest.raises(ValueError, match=rf"^trace_jax: {field} ") as caught:
             trace_jax(*args)
         assert "\n" not in str(caught.value)
+
+
+def test_batch_sizes_written_into_the_function_and_fused_projections_trace_for_any_batch_size():
+    """``jnp.zeros((B, T, d))``, ``reshape(-1, d)``, a fused q/k/v map cut by ``jnp.split``, einsums with batch
+    axes, a numpy mask captured by the closure and a hand-written layer norm (rsqrt): the program, traced once,
+    gives JAX's logits and gradients at other batch sizes."""
+    d, H = 4, 2
+
+    def apply(p, t):
+        B, T = t.shape
+        x = jnp.zeros((B, T, d)) + p["E"][t] + p["P"][None, :T, :]
+        q, k, v = jnp.split((x.reshape(-1, d) @ p["Wqkv"]).reshape(B, T, 3 * d), 3, axis=-1)
+        q, k, v = (z.reshape(B, T, H, d // H) for z in (q, k, v))
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * (d // H) ** -0.5
+        s = jnp.where(np.tril(np.ones((T, T), bool))[None, None], s, -jnp.inf)
+        x = x + jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v).reshape(B, T, d)
+        m = x.mean(-1, keepdims=True)
+        x = (x - m) * jax.lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5) * p["g"] + p["b"]
+        return jnp.einsum("btc,sc->bts", x, p["U"])
+
+    rng = np.random.default_rng(5)
+    shapes = {"E": (S, d), "P": (L, d), "Wqkv": (d, 3 * d), "U": (S, d), "g": (d,), "b": (d,)}
+    params = {k: rng.standard_normal(shape) for k, shape in shapes.items()}
+    program = trace_jax(apply, params, S, L)
+    for tokens in (TOKENS, TOKENS[3:4]):
+        tape = Tape(FLOAT64)
+        values = {k: tape.input(v) for k, v in params.items()}
+        out = program.run(tape, values, tokens)
+        assert np.abs(out.value - _jax_logits(apply, params, tokens)).max() <= 1e-12
+        cotangent = rng.standard_normal(out.shape)
+        got = tape.gradient(out, cotangent, values)
+        with jax.enable_x64(True):
+            want = jax.grad(lambda p, t=tokens, c=cotangent: jnp.sum(apply(p, jnp.asarray(t)) * c))(
+                {k: jnp.asarray(v) for k, v in params.items()}
+            )
+        assert max(np.abs(got[k] - np.asarray(want[k])).max() for k in params) <= 1e-10

@@ -396,6 +396,8 @@ class _Tracer:
             isinstance(x, _Ids) or (isinstance(x, _K) and _uniform(x)) for x in ins
         ):
             return [self.ids_elementwise(eqn, ins, out_shapes[0])]
+        if name == "split":
+            return self.split(eqn, ins, out_shapes)
         handler: Callable[[Any, list[_Value], tuple[Any, ...]], _Value] | None = getattr(
             self, "p_" + name, None
         )
@@ -416,7 +418,7 @@ class _Tracer:
                 if _int(d) is None and not _same(d, self.b.batch):
                     raise self.b.refuse(f"a constant of shape {s} (a size {d} depending on the batch size)")
         params = _at_batch_one(eqn.params, self.b.batch)
-        arrays = [x.array for x in ins]  # type: ignore[attr-defined]
+        arrays = [_array(x) for x in ins]
         result = eqn.primitive.bind(*arrays, **params)
         results = result if eqn.primitive.multiple_results else [result]
         return [_K(np.asarray(r), s) for r, s in zip(results, out_shapes, strict=True)]
@@ -426,7 +428,7 @@ class _Tracer:
         for x in ins:
             if isinstance(x, _Ids) and not _same_shape(x.shape, shape):
                 raise self.b.refuse(f"token ids of shape {x.shape} broadcast to {shape}")
-        args = [x.table if isinstance(x, _Ids) else np.asarray(x.array).reshape(-1)[0] for x in ins]  # type: ignore[attr-defined]
+        args = [x.table if isinstance(x, _Ids) else _array(x).reshape(-1)[0] for x in ins]
         table = np.asarray(eqn.primitive.bind(*args, **eqn.params))
         return _Ids(table, shape)
 
@@ -682,7 +684,7 @@ class _Tracer:
         ]
         return self.b.node("concat", [p.ref for p in parts], {"axis": axis}, shape, actual)
 
-    def sliced(self, p: _P, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int]) -> _P:
+    def sliced(self, p: _P, starts: Sequence[int], stops: Sequence[int | None], steps: Sequence[int]) -> _P:
         shape = list(p.shape)
         for a, (lo, hi, step) in enumerate(zip(starts, stops, steps, strict=True)):
             size = _int(p.shape[a])
@@ -690,9 +692,10 @@ class _Tracer:
                 if (lo, step) == (0, 1) and hi is None:
                     continue
                 raise self.b.refuse("a slice along the batch axis")
-            if (lo, hi, step) == (0, size, 1):
+            stop = size if hi is None else hi
+            if (lo, stop, step) == (0, size, 1):
                 continue
-            shape[a] = len(range(lo, hi, step))
+            shape[a] = len(range(lo, stop, step))
             if _is_one(p.actual[a]) and size != 1:  # broadcast: every position holds the same entries
                 p = _P(p.ref, tuple(shape), p.actual)
                 continue
@@ -701,19 +704,31 @@ class _Tracer:
             p = self.b.node(
                 "slice",
                 [p.ref],
-                {"axis": a, "start": lo, "stop": hi, "step": step},
+                {"axis": a, "start": lo, "stop": stop, "step": step},
                 tuple(shape),
                 tuple(actual),
             )
         return p
+
+    def split(self, eqn: Any, ins: list[_Value], shapes: list[tuple[Any, ...]]) -> list[_Value]:
+        """``jnp.split``: one slice per part along ``axis``."""
+        p = self.b.operand(ins[0])
+        axis = int(eqn.params["axis"])
+        parts: list[_Value] = []
+        start = 0
+        for size in eqn.params["sizes"]:
+            lo = [start if a == axis else 0 for a in range(len(p.shape))]
+            hi = [start + int(size) if a == axis else _int(d) for a, d in enumerate(p.shape)]
+            parts.append(self.sliced(p, lo, hi, [1] * len(lo)))
+            start += int(size)
+        return parts
 
     def p_slice(self, eqn: Any, ins: list[_Value], shape: tuple[Any, ...]) -> _Value:
         p = self.b.operand(ins[0])
         lo = [int(s) for s in eqn.params["start_indices"]]
         hi = [_int(s) for s in eqn.params["limit_indices"]]
         steps = eqn.params["strides"] or (1,) * len(lo)
-        hi = [None if h is None else h for h in hi]
-        return self.sliced(p, lo, hi, [int(s) for s in steps])  # type: ignore[arg-type]
+        return self.sliced(p, lo, hi, [int(s) for s in steps])
 
     def p_dynamic_slice(self, eqn: Any, ins: list[_Value], shape: tuple[Any, ...]) -> _Value:
         x, *starts = ins
@@ -721,17 +736,18 @@ class _Tracer:
             raise self.b.refuse("a slice at positions computed from the parameters or the tokens")
         p = self.b.operand(x)
         sizes = [_int(s) for s in eqn.params["slice_sizes"]]
-        lo, hi = [], []
+        lo: list[int] = []
+        hi: list[int | None] = []
         for a, (s, k) in enumerate(zip(starts, sizes, strict=True)):
             dim = _int(p.shape[a])
             if dim is None or k is None:
                 lo.append(0)
                 hi.append(None)
                 continue
-            start = min(max(int(np.asarray(s.array).reshape(())), 0), dim - k)  # type: ignore[attr-defined]
+            start = min(max(int(_array(s).reshape(())), 0), dim - k)
             lo.append(start)
             hi.append(start + k)
-        return self.sliced(p, lo, hi, [1] * len(lo))  # type: ignore[arg-type]
+        return self.sliced(p, lo, hi, [1] * len(lo))
 
     # tables and products -----------------------------------------------------------------------------
     def p_gather(self, eqn: Any, ins: list[_Value], shape: tuple[Any, ...]) -> _Value:
@@ -828,6 +844,12 @@ class _Tracer:
         batch = _broadcast(a.actual[:nb], b.actual[:nb])
         out = self.b.node("matmul", [a.ref, b.ref], {}, (*batch, m, n), (*batch, m, n))
         return self.b.reshape(out, (*batch, *m_dims, *n_dims), shape)
+
+
+def _array(v: _Value) -> np.ndarray:
+    """A constant's array (the caller has checked that ``v`` is one)."""
+    assert isinstance(v, _K)
+    return np.asarray(v.array)
 
 
 def _product(dims: Sequence[Any]) -> Any:
@@ -978,12 +1000,12 @@ def _program(
             if items[ref][0] == "node":
                 stack.extend(items[ref][2])
     number = {i: i for i in range(len(names) + 1)}
-    constants = []
+    constants: list[np.ndarray] = []
     for ref, item in enumerate(items):
         if item[0] == "const" and ref in live:
             number[ref] = len(names) + 1 + len(constants)
             constants.append(item[1])
-    nodes = []
+    nodes: list[Node] = []
     for ref, item in enumerate(items):
         if item[0] == "node" and ref in live:
             number[ref] = len(names) + 1 + len(constants) + len(nodes)
