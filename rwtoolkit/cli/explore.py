@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+import rwtoolkit.models
+from rwtoolkit.cli._models import add_model_arguments, model_from_args
 from rwtoolkit.io import check_memory, check_output_dir
 
 if TYPE_CHECKING:
@@ -40,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the stability of stuck manifolds (verdict stays 'stuck' instead of stuck-attracting/"
         "-neutral/-repelling, computed at the spec's training settings)",
     )
+    add_model_arguments(
+        parser,
+        "another model keeps the signal and the reference accuracies and gets stuck_proof's verdict at each "
+        "point; the one-step, manifold and stability checks and --train are one_layer's",
+    )
 
 
 def _check_memory(spec: TaskSpec) -> None:
@@ -70,8 +77,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--steps={args.steps!r} is not an integer: steps must be in 1..8") from None
         if not 1 <= steps <= 8:
             raise ValueError(f"--steps={steps} is out of range: steps must be in 1..8")
+    model = model_from_args(args)
+    if args.train and model.name != rwtoolkit.models.DEFAULT_MODEL:
+        raise ValueError(
+            f"--train is out of place with --model {model.target or model.name}: explore's training runs are "
+            "specific to one_layer (sine embeddings); train it with rw train --model, or leave out --train"
+        )
     check_output_dir(args.out, "--out", files=("REPORT.md", "explore.json"))
-    from rwtoolkit.analyses.explore import explore, write_report  # SymPy and torch load here, not for --help
+    from rwtoolkit.analyses.explore import (  # SymPy and torch load here, not for --help
+        explore,
+        model_lines,
+        write_report,
+    )
     from rwtoolkit.tasks import load_task_spec
 
     spec = load_task_spec(args.spec)
@@ -79,8 +96,12 @@ def run(args: argparse.Namespace) -> int:
         spec.explore["steps"] = steps
     if args.train:
         _check_memory(spec)
-    result = explore(spec, train=args.train, progress=sys.stderr.isatty(), stability=not args.no_stability)
+    result = explore(
+        spec, train=args.train, progress=sys.stderr.isatty(), stability=not args.no_stability, model=model
+    )
     written = write_report(result, args.out)
+    for line in model_lines(result):  # another model: which it is, and which checks ran and did not (why)
+        print(line)
     for point in result.points:
         for check in point.checks:
             values = ", ".join(f"{k}={v}" for k, v in {**point.params, **check.values}.items())

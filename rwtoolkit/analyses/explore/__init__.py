@@ -10,16 +10,20 @@
 from rwtoolkit.analyses.explore._explore import (
     EXPLORE_WORDS,
     GENERIC_VALUES,
+    MODEL_CHECKS,
+    ONE_LAYER_CHECKS,
     VERDICTS,
     ExploreResult,
     Point,
     PointCheck,
     explore,
+    is_one_layer,
 )
 from rwtoolkit.analyses.explore._report import (
     EXPLORE_FORMAT,
     EXPLORE_FORMAT_VERSION,
     explore_json,
+    model_lines,
     write_report,
 )
 from rwtoolkit.analyses.explore._signal import SignalSummary, signal_summary
@@ -32,6 +36,8 @@ __all__ = [
     "EXPLORE_FORMAT_VERSION",
     "EXPLORE_WORDS",
     "GENERIC_VALUES",
+    "MODEL_CHECKS",
+    "ONE_LAYER_CHECKS",
     "VERDICTS",
     "ExploreResult",
     "Manifold",
@@ -42,8 +48,10 @@ __all__ = [
     "TrainRun",
     "explore",
     "explore_json",
+    "is_one_layer",
     "manifold_check",
     "mean_label",
+    "model_lines",
     "one_step_check",
     "reference_accuracies",
     "signal_summary",

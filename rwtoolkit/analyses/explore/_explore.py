@@ -22,6 +22,13 @@ the spec: η, ε, μ = M/2 of the sine embeddings, up to ``STABILITY_STEPS`` ste
 ``stuck-attracting``, ``stuck-neutral`` or ``stuck-repelling``, with the rate and the predicted escape
 at float64 rounding. It stays ``stuck`` when the analysis is off (``stability=False``) or cannot run
 (a single input, or more reduced coordinates than ``rwtoolkit.analyses.stability`` accepts), and says why.
+
+Another model (``model=``: any ``rwtoolkit.models.get_model`` target, a model of your own included) keeps what reads
+the task alone (the signal, the reference accuracies) and runs ``stuck_proof(task, model)`` at every point, which
+decides the claim: stuck (proved, or the scores agree within their balls for the steps checked), escapes (certified),
+undecided (the proof was not attempted, with the reason). The one-step and manifold checks and the stability of the
+manifold are written for the paper's reduced model: each is listed as not run, in one line saying why
+(``ONE_LAYER_CHECKS``; ``MODEL_CHECKS`` are the ones that run); training (``train=True``) is refused.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from rwtoolkit.analyses.explore._stuck import Manifold, OneStep, manifold_check,
 from rwtoolkit.analyses.explore._train import TrainRun, reference_accuracies, train_runs
 from rwtoolkit.analyses.stability import StabilitySummary
 from rwtoolkit.io import STUCK_WORDS, Verdict, Wording
+from rwtoolkit.models import DEFAULT_MODEL, Model, get_model
 from rwtoolkit.tasks import CircleWalk, FiniteTask, TaskSpec
 
 #: Tolerance of "above the constant-prediction accuracy" for exact-population accuracies: they are float64
@@ -70,6 +78,30 @@ VERDICTS = (
 )
 #: Longest linearisation of a stuck point (steps of the spec's training run, at most this many).
 STABILITY_STEPS = 100
+#: What ``explore`` runs for a model other than one_layer: what reads the task alone, and stuck_proof.
+MODEL_CHECKS = (
+    "the token-average signal C (it reads the task alone)",
+    "the Bayes and constant-prediction accuracies (they read the task alone)",
+    "stuck_proof(task, model) at every point (rwtoolkit.engines.exact.stuck_proof): the verdict",
+)
+#: The checks written for the paper's reduced model, each with the one line why it does not run for another model.
+ONE_LAYER_CHECKS = {
+    "one_step": "the one-step check is specific to one_layer: f(X) ∝ E[e_y] after step 1 when C = 0 is a "
+    "property of its reduced coordinates (rwtoolkit.engines.exact.derive)",
+    "manifold": "the manifold check is specific to one_layer: exact GD with ℓ' abstract "
+    '(derive(loss="any")) follows its reduced coordinates only',
+    "stability": "the stability of the stuck manifold is specific to one_layer: it linearises at the sine "
+    "embeddings of --train (rw stability --model MODEL analyses another model's manifold)",
+}
+
+
+def is_one_layer(model: Model) -> bool:
+    """Whether ``model`` is the paper's reduced model, the one every check of ``explore`` is written for.
+
+    >>> is_one_layer(get_model("one_layer")), is_one_layer(get_model("key_query"))
+    (True, False)
+    """
+    return model.name == DEFAULT_MODEL  # the registry refuses the name on any other class
 
 
 @dataclass
@@ -79,8 +111,8 @@ class PointCheck:
     values: dict[str, sp.Expr]  # the symbol values substituted ({} when the point had no symbol)
     task: CircleWalk | FiniteTask
     signal_is_zero: bool
-    one_step: OneStep
-    manifold: Manifold
+    one_step: OneStep | None  # None for a model other than one_layer (``ONE_LAYER_CHECKS``)
+    manifold: Manifold | None  # the same
     bayes_accuracy: sp.Expr
     constant_accuracy: sp.Expr
     runs: list[TrainRun] | None = None
@@ -93,6 +125,7 @@ class PointCheck:
     proof: dict[str, Any] | None = (
         None  # rwtoolkit.engines.exact.stuck_proof of a stuck point (stuck for every t?)
     )
+    proof_note: str = ""  # another model: why stuck_proof was not attempted, when it was not
 
     @property
     def contradicting_runs(self) -> list[tuple[str, int, float]]:
@@ -136,7 +169,15 @@ class PointCheck:
     def stuck(self) -> Verdict | None:
         """The claim "GD from zero keeps every input on one score vector at every step checked (any loss)":
         holds at the steps checked, refuted (a step separates two inputs), inconclusive; None at an informative
-        point (C ≠ 0 and the first step's scores are not all ∝ E[e_y]), where the claim does not arise."""
+        point (C ≠ 0 and the first step's scores are not all ∝ E[e_y]), where the claim does not arise.
+
+        For a model other than one_layer (no one-step or manifold check) ``stuck_proof`` decides: proved or
+        evidence for the steps checked hold, escapes refutes, a proof not attempted is inconclusive."""
+        if self.one_step is None or self.manifold is None:
+            if self.proof is None:
+                return Verdict.INCONCLUSIVE
+            refuted = STUCK_WORDS.verdict(self.proof["verdict"]) is Verdict.REFUTED
+            return Verdict.REFUTED if refuted else Verdict.HOLDS
         if not self.signal_is_zero and not self.one_step.shared:
             return None
         if self.signal_is_zero and self.one_step.shared and self.manifold.invariant is True:
@@ -154,6 +195,13 @@ class PointCheck:
     def reason(self) -> str:
         """One line explaining the verdict."""
         C = "C = 0" if self.signal_is_zero else "C ≠ 0"
+        if (
+            self.one_step is None or self.manifold is None
+        ):  # another model: stuck_proof's verdict, or why none
+            proved = (
+                f"{self.proof['verdict']}: {self.proof['why']}" if self.proof is not None else self.proof_note
+            )
+            return f"{C}; {proved}"
         one = (
             "every f(X) ∝ E[e_y] after step 1"
             if self.one_step.shared
@@ -198,6 +246,12 @@ class ExploreResult:
     spec: TaskSpec
     points: list[Point]
     trained: bool
+    model: Model = field(default_factory=lambda: get_model(DEFAULT_MODEL))  # the model the checks ran on
+
+    @property
+    def not_run(self) -> dict[str, str]:
+        """The checks that did not run, each with the one line why (``ONE_LAYER_CHECKS``; none for one_layer)."""
+        return {} if is_one_layer(self.model) else dict(ONE_LAYER_CHECKS)
 
 
 def _evaluation_values(summary: SignalSummary) -> tuple[list[sp.Expr], list[str]]:
@@ -233,6 +287,19 @@ def stuck_for_every_t(task: CircleWalk | FiniteTask, steps: int) -> dict[str, An
             "why": f"no proof attempted: {err}",
             "steps": steps,
         }
+
+
+def model_stuck_proof(
+    task: CircleWalk | FiniteTask, model: Model, steps: int
+) -> tuple[dict[str, Any] | None, str]:
+    """(``stuck_proof(task, model)``, "") at a point of a model other than one_layer, or (None, why not): there no
+    exact check has run before it, so a proof that is not attempted leaves the point undecided, not stuck."""
+    from rwtoolkit.engines.exact import stuck_proof
+
+    try:
+        return stuck_proof(task, model, steps=max(2, min(steps, 6))), ""
+    except ValueError as err:  # above its work bound (the estimate and the alternative are in the message)
+        return None, f"stuck_proof not attempted: {err}"
 
 
 def stuck_stability(
@@ -284,10 +351,21 @@ def stuck_stability(
 
 
 def explore(
-    spec: TaskSpec, train: bool = False, progress: bool = False, stability: bool = True
+    spec: TaskSpec,
+    train: bool = False,
+    progress: bool = False,
+    stability: bool = True,
+    model: Model | str = DEFAULT_MODEL,
 ) -> ExploreResult:
     """Run every check the spec asks for (see the module docstring); ``train`` adds numeric runs,
-    ``stability`` the stability of each stuck point's manifold."""
+    ``stability`` the stability of each stuck point's manifold; ``model`` (a ``rwtoolkit.models.get_model`` target)
+    another model than one_layer: the checks that read the task, and ``stuck_proof`` (``MODEL_CHECKS``)."""
+    model = get_model(model) if isinstance(model, str) else model
+    if train and not is_one_layer(model):
+        raise ValueError(
+            f"train=True is out of place with model {model.target or model.name}: explore's training runs are "
+            "specific to one_layer (sine embeddings); train it with rw train --model, or leave out train"
+        )
     settings = spec.explore
     points: list[Point] = []
     for params in spec.points():
@@ -305,6 +383,13 @@ def explore(
         if task.symbols:  # every parameter was substituted above; a leftover symbol is a bug
             raise RuntimeError(f"task still has free parameters {sorted(map(str, task.symbols))}")
         bayes, constant = reference_accuracies(task)
+        if not is_one_layer(model):
+            check = PointCheck(values, task, signal_summary(task).is_zero, None, None, bayes, constant)
+            check.proof, check.proof_note = model_stuck_proof(task, model, int(settings["steps"]))
+            if check.stuck is Verdict.HOLDS:
+                check.stability_note = f"stability not analysed: {ONE_LAYER_CHECKS['stability']}"
+            point.checks.append(check)
+            continue
         check = PointCheck(
             values=values,
             task=task,
@@ -331,4 +416,4 @@ def explore(
 
                 check.accuracy_tol = accuracy_tolerance(float(constant), int(spec.train["test_size"]))
         point.checks.append(check)
-    return ExploreResult(spec, points, train)
+    return ExploreResult(spec, points, train, model)

@@ -2,6 +2,11 @@
 
 Exact values are written as SymPy strings (they parse back with ``sympy.sympify``) next to floats;
 no NaN can reach a file (``json.dumps(allow_nan=False)``). Same spec and settings ⇒ same bytes.
+
+For a model other than one_layer explore.json also has ``model`` (its ``describe()``: a model of your own names its
+target) and ``checks`` (``ran``: ``MODEL_CHECKS``; ``not_run``: each check of ``ONE_LAYER_CHECKS`` with why), a
+check's ``one_step`` and ``manifold`` are null, and REPORT.md says the same under "Model"; for one_layer neither key
+is written (the file is the one it has always been).
 """
 
 from __future__ import annotations
@@ -13,7 +18,13 @@ from typing import Any
 
 import sympy as sp
 
-from rwtoolkit.analyses.explore._explore import STUCK_CONTRADICTION_NOTE, ExploreResult, Point, PointCheck
+from rwtoolkit.analyses.explore._explore import (
+    MODEL_CHECKS,
+    STUCK_CONTRADICTION_NOTE,
+    ExploreResult,
+    Point,
+    PointCheck,
+)
 from rwtoolkit.engines.exact import exact_json
 from rwtoolkit.io import Verdict, save_figure_atomic, write_text_atomic
 from rwtoolkit.tasks import CircleWalk, FiniteTask, is_numeric
@@ -38,22 +49,27 @@ def _task_info(task: CircleWalk | FiniteTask) -> dict[str, Any]:
 
 
 def _check_json(check: PointCheck) -> dict[str, Any]:
+    one, many = check.one_step, check.manifold
     out: dict[str, Any] = {
         "values": {k: sp.sstr(v) for k, v in check.values.items()},
         "task": _task_info(check.task),
         "signal_is_zero": check.signal_is_zero,
-        "one_step": {
-            "scores_parallel_to_mean_label": check.one_step.parallel_to_mean_label,
-            "scores_identical": check.one_step.identical,
-            "mean_label": [sp.sstr(v) for v in check.one_step.mean_label],
-            "witness": check.one_step.witness,
+        "one_step": None
+        if one is None
+        else {
+            "scores_parallel_to_mean_label": one.parallel_to_mean_label,
+            "scores_identical": one.identical,
+            "mean_label": [sp.sstr(v) for v in one.mean_label],
+            "witness": one.witness,
         },
-        "manifold": {
-            "steps": check.manifold.steps,
-            "shared": check.manifold.shared,
-            "invariant": check.manifold.invariant,
-            "first_break": check.manifold.first_break,
-            "witness": check.manifold.witness,
+        "manifold": None
+        if many is None
+        else {
+            "steps": many.steps,
+            "shared": many.shared,
+            "invariant": many.invariant,
+            "first_break": many.first_break,
+            "witness": many.witness,
         },
         "bayes_accuracy": exact_json(check.bayes_accuracy),
         "constant_accuracy": exact_json(check.constant_accuracy),
@@ -150,10 +166,17 @@ def _point_json(point: Point) -> dict[str, Any]:
 def explore_json(result: ExploreResult) -> dict[str, Any]:
     """The result as a JSON-ready dict (format "rw-explore", version ``EXPLORE_FORMAT_VERSION``)."""
     spec = result.spec
+    model: dict[str, Any] = {}
+    if result.not_run:  # a model other than one_layer: which it is, and which checks ran
+        model = {
+            "model": result.model.describe(),
+            "checks": {"ran": list(MODEL_CHECKS), "not_run": result.not_run},
+        }
     return {
         "format": EXPLORE_FORMAT,
         "version": EXPLORE_FORMAT_VERSION,
         "name": spec.name,
+        **model,
         "spec": spec.raw,
         "settings": {
             "explore": {k: str(v) if not isinstance(v, int) else v for k, v in spec.explore.items()},
@@ -161,6 +184,19 @@ def explore_json(result: ExploreResult) -> dict[str, Any]:
         },
         "points": [_point_json(p) for p in result.points],
     }
+
+
+def model_lines(result: ExploreResult) -> list[str]:
+    """The model and the checks that ran and did not (one line each, with why), for a model other than one_layer;
+    [] for one_layer. ``rw explore`` prints them and REPORT.md lists them."""
+    if not result.not_run:
+        return []
+    described = result.model.describe()
+    return [
+        f"model: {described.get('target') or described['name']} ({described['name']})",
+        *(f"ran: {line}" for line in MODEL_CHECKS),
+        *(f"not run: {line}" for line in result.not_run.values()),
+    ]
 
 
 def _fmt_params(values: dict[str, Any]) -> str:
@@ -193,6 +229,18 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
         "(rw stability; docs/stability.md), with the rate and the predicted escape at float64 rounding.",
         "",
     ]
+    if result.not_run:
+        lines += [
+            "## Model",
+            "",
+            *(f"- {line}" for line in model_lines(result)),
+            "",
+            "Verdicts for this model come from stuck_proof: **stuck** (proved for all t, or the scores agree "
+            "within their balls for the steps checked: its verdict says which), **escapes** (two inputs' scores "
+            "differ, certified), **undecided** (stuck_proof not attempted, with the reason). The exact checks "
+            "above are one_layer's and did not run.",
+            "",
+        ]
     for i, point in enumerate(result.points):
         sig = point.signal
         task = point.task
@@ -230,17 +278,20 @@ def _report_markdown(result: ExploreResult, plots: dict[tuple[int, int], str]) -
                 "| --- | --- | --- | --- | --- | --- | --- |",
             ]
             for check in point.checks:
-                marks = " ".join({True: "✓", False: "✗", None: "?"}[s] for s in check.manifold.shared)
+                marks, one = "not run", "not run"  # another model (see "Model")
+                if check.manifold is not None and check.one_step is not None:
+                    marks = " ".join({True: "✓", False: "✗", None: "?"}[s] for s in check.manifold.shared)
+                    one = "yes" if check.one_step.shared else "no"
                 lines.append(
                     f"| {_fmt_params({k: str(v) for k, v in check.values.items()})} "
                     f"| {'yes' if check.signal_is_zero else 'no'} "
-                    f"| {'yes' if check.one_step.shared else 'no'} | {marks} | **{check.verdict}**"
+                    f"| {one} | {marks} | **{check.verdict}**"
                     f"{' (contradicted by training, see below)' if check.contradiction else ''} "
                     f"| {check.bayes_accuracy} | {check.constant_accuracy} |"
                 )
             lines.append("")
             for check in point.checks:
-                details = [w for w in (check.one_step.witness, check.manifold.witness) if w]
+                details = [w.witness for w in (check.one_step, check.manifold) if w is not None and w.witness]
                 lines.append(
                     f"- {_fmt_params({k: str(v) for k, v in check.values.items()})}: {check.reason}"
                     + (f" (witness: {'; '.join(details)})" if details else "")
