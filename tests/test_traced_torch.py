@@ -314,3 +314,21 @@ def test_importing_the_traced_package_loads_neither_torch_nor_jax():
     code = "import sys, rwtoolkit.models.traced; print(sorted({'torch', 'jax', 'numpy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+class _Branching(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(S, S)
+
+    def forward(self, idx):
+        if idx[0, 0] > 0:  # control flow on the token values: no one program for every input
+            return self.wte(idx)
+        return 2 * self.wte(idx)
+
+
+def test_a_forward_that_branches_on_the_tokens_is_refused_in_one_line_with_nothing_else_printed(capfd):
+    with pytest.raises(ValueError, match=r"^trace_torch: torch.export cannot trace _Branching: ") as refused:
+        trace_torch(_Branching(), S, L)
+    assert "\n" not in str(refused.value)
+    assert capfd.readouterr() == ("", "")

@@ -26,11 +26,14 @@ The module runs in eval mode while it is traced (dropout off); its training flag
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import logging
 import math
 import operator
 import os
+import sysconfig
 import warnings
 from pathlib import Path
 from typing import Any
@@ -60,17 +63,21 @@ _UNARY = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "neg": "
 _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "rsub": "sub"}
 
 
-def _torch_dir() -> str:
+def _library_dirs() -> tuple[str, ...]:
+    """The folders whose frames are not the user's: torch's, this toolkit's and Python's standard library."""
     import torch
 
-    return str(Path(torch.__file__).resolve().parent)
+    return (
+        str(Path(torch.__file__).resolve().parent),
+        str(Path(__file__).resolve().parents[2]),
+        str(Path(sysconfig.get_paths()["stdlib"]).resolve()),
+    )
 
 
-def _source(node: Any, fallback: str) -> str:
+def _source(node: Any, fallback: str, libraries: tuple[str, ...]) -> str:
     """``file:line`` of the user's frame that made ``node``: the innermost frame of its stack trace outside
-    torch and this toolkit (``fallback`` where the trace has none)."""
+    ``libraries`` (``fallback`` where the trace has none)."""
     trace = node.meta.get("stack_trace") or ""
-    skip = (_torch_dir(), str(Path(__file__).resolve().parents[2]))
     found = None
     for line in trace.splitlines():
         line = line.strip()
@@ -79,7 +86,7 @@ def _source(node: Any, fallback: str) -> str:
         path, _, rest = line[len('File "') :].partition('", line ')
         number = rest.split(",")[0]
         resolved = str(Path(path).resolve()) if path and not path.startswith("<") else path
-        if resolved.startswith(skip) or "site-packages" in resolved or not number.isdigit():
+        if resolved.startswith(libraries) or not number.isdigit():
             continue
         found = f"{_display(path)}:{number}"
     return found or fallback
@@ -119,6 +126,8 @@ class _Tracer:
         self.torch = torch
         self.module, self.S, self.L = module, S, L
         self.fallback = _module_source(module)
+        self.libraries = _library_dirs()
+        self.param_of: dict[Any, str] = {}  # placeholder -> the parameter's name
         self.constants: list[np.ndarray] = []
         self.nodes: list[tuple[str, tuple[tuple[str, int], ...], dict[str, Any], str]] = []
         # fx node -> ("param", i) | ("tokens", 0) | ("const", k) | ("node", k); or a folded torch value
@@ -208,10 +217,9 @@ class _Tracer:
             **signature.inputs_to_buffers,
         }
         lifted = getattr(signature, "inputs_to_lifted_tensor_constants", {})
-        self.param_of: dict[Any, str] = {}
         output = None
         for node in ep.graph.nodes:
-            source = _source(node, self.fallback)
+            source = _source(node, self.fallback, self.libraries)
             if node.op == "placeholder":
                 if node.name == tokens_name:
                     self.ref[node] = ("tokens", 0)
@@ -289,6 +297,8 @@ class _Tracer:
         if target is operator.getitem:
             self.getitem(node, source)
             return
+        if any(word in name for word in ("rand", "bernoulli", "normal", "uniform", "dropout", "multinomial")):
+            raise unknown_op("torch", name, source)  # a random draw is no constant of the program
         if all(self.is_const(a) for a in flat) and not any(
             isinstance(a.meta.get("val"), (torch.SymInt, torch.SymFloat)) for a in flat
         ):
@@ -618,7 +628,7 @@ class _Tracer:
 
     # axes ------------------------------------------------------------------------------------------
     def use(self, weight: Any, how: tuple[str, Any]) -> None:
-        if weight in getattr(self, "param_of", {}):
+        if weight in self.param_of:
             self.uses.setdefault(self.param_of[weight], []).append(how)
 
     def axes(
@@ -716,11 +726,16 @@ def trace_torch(module: Any, S: int, L: int) -> TracedProgram:
     module.eval()
     quiet = logging.root.manager.disable
     try:
-        # torch.export's own deprecation notices about its internals (pytree specs) and the tracebacks its
-        # loggers print on a failure are not the user's: the refusal below is the one line
+        # torch.export's own deprecation notices about its internals (pytree specs), and the tracebacks and
+        # graphs its loggers and prints write to stderr on a failure, are not the user's: the refusal below is
+        # the one line
         logging.disable(logging.CRITICAL)
         # einsum's contraction order chosen by opt_einsum depends on the sizes, so it would fix the batch size
-        with warnings.catch_warnings(), torch.backends.opt_einsum.flags(enabled=False):
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stderr(io.StringIO()),
+            torch.backends.opt_einsum.flags(enabled=False),
+        ):
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             batch = torch.export.Dim("batch", min=1)
