@@ -387,3 +387,61 @@ def test_stuck_points_get_the_stability_verdict_of_rw_stability(task, kind):
     expected = stability_summary(linearise(check.task, 40, eta=0.1, mu=32.0, eps=0.1), (1e-2, 1e-4))
     assert check.verdict == f"stuck-{kind}" and check.stability == expected
     assert expected.line() in check.reason
+
+
+def test_explore_runs_stuck_proof_for_another_model_and_says_which_checks_did_not_run(tmp_path, capsys):
+    """--model key_query on the circle walk K = 3, N = 4 with p symbolic: C vanishes at p = 0 and 1 only, so the
+    points are p = 0, 1 and the generic 1/2. From zero W_K = W_Q = 0 get no gradient (each is multiplied by the
+    other), the attention stays uniform for one step and V(1) = (η/ε) E[e_y x̄ᵀ] as in the paper's model; at p = 1/2
+    inputs 0 and 1 of the population then differ by 10·(E[e_y x̄ᵀ](x̄_1 − x̄_0))_0 = −5/64 on label 0 at t = 1
+    (computed below from the population alone), which stuck_proof certifies: escapes."""
+    from fractions import Fraction
+
+    from rwtoolkit.io import STUCK_WORDS, Verdict
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": "p"}}, "explore": {"steps": 1}}
+        )
+    )
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o"), "--model", "key_query"]) == 0
+    printed = capsys.readouterr().out
+    assert "model: key_query (key_query)" in printed
+    assert (
+        printed.count("not run: ") == 3 and "not run: the one-step check is specific to one_layer" in printed
+    )
+    data = json.loads((tmp_path / "o" / "explore.json").read_text())
+    assert data["model"] == {"name": "key_query", "d": 2}
+    assert sorted(data["checks"]["not_run"]) == ["manifold", "one_step", "stability"]
+    checks = {c["values"]["p"]: c for c in data["points"][0]["checks"]}
+    assert {p: c["verdict"] for p, c in checks.items()} == {"0": "stuck", "1/2": "escapes", "1": "stuck"}
+    assert checks["1"]["stuck_proof"]["verdict"] == STUCK_WORDS.word(Verdict.PROVED)
+    assert checks["1"]["one_step"] is None and checks["1"]["manifold"] is None
+    escape = checks["1/2"]["stuck_proof"]
+    assert escape["verdict"] == STUCK_WORDS.word(Verdict.REFUTED) and escape["model"] == data["model"]
+    pop = CircleWalk(3, 4, sp.Rational(1, 2)).population()
+    xbar = [[Fraction(list(seq).count(k), 4) for k in range(3)] for seq in pop.tokens.tolist()]
+    probs = [Fraction(str(q)) for q in pop.exact_probs()]
+    m = [
+        [
+            sum(q * (y == a) * x[b] for q, y, x in zip(probs, pop.labels.tolist(), xbar, strict=True))
+            for b in range(3)
+        ]
+        for a in range(3)
+    ]
+    first, second = [n for n, q in enumerate(probs) if q != 0][:2]
+    gap = 10 * sum(m[0][b] * (xbar[second][b] - xbar[first][b]) for b in range(3))
+    assert gap == Fraction(-5, 64)
+    assert escape["ball_check"]["escape_step"] == 1 and escape["ball_check"]["label"] == 0
+    assert escape["ball_check"]["difference"].startswith(f"[{float(gap):.9f} +/-")
+    assert "**escapes**" in (tmp_path / "o" / "REPORT.md").read_text()
+
+
+def test_explore_refuses_train_for_another_model_before_any_work(tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"task": {"family": "qa2"}}))
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o"), "--model", "key_query", "--train"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--train is out of place with --model key_query" in err
+    assert not (tmp_path / "o").exists()
