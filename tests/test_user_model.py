@@ -361,3 +361,27 @@ def test_the_doc_example_runs_as_written() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "models.md").read_text()
     block = doc.split("## Your own model", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert textwrap.dedent(block).strip() in MY_MODEL
+
+
+def test_explore_gives_stuck_proofs_verdict_for_a_model_of_your_own(folder: Path, capsys) -> None:
+    """The circle walk K = 3, N = 4, p = 1: the inputs are x, x+1, x+2 with label x + 3 = x, so every input holds
+    each token once, x̄ = (1/3, 1/3, 1/3) for all and C = 0; the paper's model is stuck there for all t, and the
+    bias b adds a label vector that starts as a multiple of 1 (its first step is η/(εK) on every label, as derived
+    above). rw explore keeps the task's checks and takes its verdict from stuck_proof of the model, in the one
+    stuck vocabulary."""
+    from rwtoolkit.io import STUCK_WORDS, Verdict
+
+    spec = {"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1}}, "explore": {"steps": 1}}
+    (folder / "spec.json").write_text(json.dumps(spec))
+    assert main(["explore", "spec.json", "--out", "out", "--model", TARGET]) == 0
+    printed = capsys.readouterr().out
+    proved = STUCK_WORDS.word(Verdict.PROVED)
+    assert f"model: {TARGET} (affine_read_out)" in printed
+    assert f": stuck, {proved} (C = 0; {proved}: a symmetry of order " in printed
+    assert printed.count("not run: ") == 3 and "ran: stuck_proof(task, model)" in printed
+    data = json.loads((folder / "out" / "explore.json").read_text())
+    assert data["model"] == {"name": "affine_read_out", "target": TARGET}
+    check = data["points"][0]["checks"][0]
+    assert check["stuck_proof"]["verdict"] == proved and check["stuck_proof"]["model"] == data["model"]
+    assert check["signal_is_zero"] and check["one_step"] is None and check["stability"]["analysed"] is False
+    assert f"- model: {TARGET} (affine_read_out)" in (folder / "out" / "REPORT.md").read_text()
