@@ -1,30 +1,26 @@
 """Gradient descent on the exact population loss, for any model of the registry, in any arithmetic.
 
 The population loss is L(θ) = Σ_n w_n ℓ(e_{y_n}ᵀ f_θ(X_n)) over a finite population with exact weights w_n
-(a task's inputs and probabilities, docs/theory.md#task). Its gradient is the tape's reverse pass of the
-model's forward, seeded with ∂L/∂f = w_n ℓ'(z_n) e_{y_n}; one step is θ ← θ − η ∇L. This is the generic path of
-every engine; the hand-tuned fast paths of the paper's model are specialisations tested equal to it.
+(a task's inputs and probabilities, docs/theory.md#task), or for a model with next-token logits the
+cross-entropy at every position (``rwtoolkit.models.CrossEntropy``, MATH §14). Its gradient is the tape's reverse
+pass of the model's forward, seeded by the objective (``rwtoolkit.models.Objective``): ∂L/∂f = w_n ℓ'(z_n) e_{y_n}
+for a loss of the prediction, ∂L/∂logits_i = w_n (softmax(logits_i) − e_{x_{i+1}}) / L for the cross-entropy;
+one step is θ ← θ − η ∇L. This is the generic path of every engine; the hand-tuned fast paths of the paper's model
+are specialisations tested equal to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from rwtoolkit.models._arith import Arithmetic, Array
+from rwtoolkit.models._losses import ElementLoss, Objective, as_objective
 from rwtoolkit.models._model import Inputs, Model, embed
-from rwtoolkit.models._tape import Tape
-
-
-class ElementLoss(Protocol):
-    """ℓ and ℓ' applied to an array z of label values z = e_yᵀ f, in the arrays' arithmetic."""
-
-    def value(self, z: Array) -> Array: ...
-
-    def derivative(self, z: Array) -> Array: ...
+from rwtoolkit.models._tape import Tape, Var
 
 
 @dataclass(frozen=True)
@@ -53,18 +49,27 @@ def batch(
 
 @dataclass
 class Evaluation:
-    """A state θ and everything evaluated at it: read-outs per input, the population loss and its gradient."""
+    """A state θ and everything evaluated at it: read-outs per input, the population loss and its gradient.
+
+    ``logits`` and ``S`` are None for a model without one attention over the N positions (a sequence model),
+    ``token_logits`` None for a model without next-token logits (``rwtoolkit.models.Readouts``)."""
 
     params: dict[str, Array]
-    logits: Array  # (n, N) attention logits
-    S: Array  # (n, N)
+    logits: Array | None  # (n, N) attention logits
+    S: Array | None  # (n, N)
     f: Array  # (n, K)
     z: Array  # (n,) e_yᵀ f
-    loss: Any  # Σ_n w_n ℓ(z_n)
+    loss: Any  # the objective: Σ_n w_n ℓ(z_n), or the cross-entropy on token_logits
     gradient: dict[str, Array] | None
+    token_logits: Array | None = None  # (n, N-1, K) next-token logits at every position
 
     def mean_attention(self, weights: Array, arithmetic: Arithmetic) -> Array:
-        """E[S_j], j = 1..N."""
+        """E[S_j], j = 1..N; one line for a model without S."""
+        if self.S is None:
+            raise ValueError(
+                "mean attention: this model has no attention S over the N positions (a sequence model's "
+                "attention is per layer, head and position); read its loss, accuracy and prediction f"
+            )
         return arithmetic.sum(self.S * weights.reshape((-1, 1)), 0)
 
     def accuracy(self, batch: Batch, arithmetic: Arithmetic) -> Any:
@@ -81,23 +86,29 @@ def evaluate(
     arithmetic: Arithmetic,
     params: Mapping[str, Array],
     batch: Batch,
-    loss: ElementLoss,
+    loss: ElementLoss | Objective,
     gradient: bool = True,
 ) -> Evaluation:
-    """The model's read-outs at ``params`` on ``batch``, the population loss and (if asked) its gradient."""
+    """The model's read-outs at ``params`` on ``batch``, the population loss and (if asked) its gradient.
+
+    ``loss`` is the objective (``rwtoolkit.models.Objective``: a ``CrossEntropy`` on next-token logits) or a
+    loss ℓ of the label score (an ``ElementLoss``, read as its ``PredictionLoss``); the objective gives the
+    loss and the cotangent the tape's reverse pass starts from.
+    """
     tape = Tape(arithmetic)
     inputs = {name: tape.input(value) for name, value in params.items()}
     out = model.forward(tape, inputs, batch.inputs)
     f = out.f.value
-    rows = np.arange(batch.size)
-    z = f[rows, batch.labels]
-    total = arithmetic.sum(batch.weights * loss.value(z), 0)
-    grads = None
-    if gradient:
-        seed = arithmetic.zeros(tuple(f.shape))
-        seed[rows, batch.labels] = batch.weights * loss.derivative(z)
-        grads = tape.gradient(out.f, seed, inputs)
-    return Evaluation(dict(params), out.logits.value, out.S.value, f, z, total, grads)
+    z = f[np.arange(batch.size), batch.labels]
+    total, seeded, seed = as_objective(loss).apply(arithmetic, out, batch, gradient)
+    grads = tape.gradient(seeded, seed, inputs) if seeded is not None else None
+    return Evaluation(
+        dict(params), _value(out.logits), _value(out.S), f, z, total, grads, _value(out.token_logits)
+    )
+
+
+def _value(v: Var | None) -> Array | None:
+    return None if v is None else v.value
 
 
 def gradient_steps(
@@ -105,7 +116,7 @@ def gradient_steps(
     arithmetic: Arithmetic,
     params: Mapping[str, Array],
     batch: Batch,
-    loss: ElementLoss,
+    loss: ElementLoss | Objective,
     eta: Any | Mapping[str, Any],
     steps: int,
 ) -> Iterator[Evaluation]:
@@ -131,7 +142,7 @@ def descend(
     arithmetic: Arithmetic,
     params: Mapping[str, Array],
     batch: Batch,
-    loss: ElementLoss,
+    loss: ElementLoss | Objective,
     eta: Any | Mapping[str, Any],
     steps: int,
     progress: Callable[[int], None] | None = None,

@@ -45,14 +45,17 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Inputs:
-    """A batch of inputs in one arithmetic: X (n, K, N), X̃ = [X; P] (n, K+M, N) and x̃_N (K+M,).
+    """A batch of inputs in one arithmetic: X (n, K, N), X̃ = [X; P] (n, K+M, N), x̃_N (K+M,) and the token ids.
 
-    Built by :func:`embed` from token ids; the query column N of X is zero, so x̃_N = [0; p_N].
+    Built by :func:`embed` from token ids; the query column N of X is zero, so x̃_N = [0; p_N]. ``tokens``
+    (n, N-1) int64 are those ids, 0-based: a sequence model reads them (``rwtoolkit.models.SequenceModel``,
+    its embedding is its own), the models of the paper's form read X̃.
     """
 
     X: Array
     Xt: Array
     xN: Array
+    tokens: np.ndarray | None = None
 
     @property
     def K(self) -> int:
@@ -87,7 +90,7 @@ def embed(arithmetic: Arithmetic, tokens: np.ndarray, K: int, P: Array) -> Input
     Pn = P.reshape((1, M, L + 1)) + arithmetic.zeros((n, M, L + 1))
     Xt = _concat_rows(X, Pn)
     xN = _concat_rows(arithmetic.zeros((K,)), P[:, L])
-    return Inputs(X=X, Xt=Xt, xN=xN)
+    return Inputs(X=X, Xt=Xt, xN=xN, tokens=tokens)
 
 
 def _concat_rows(top: Array, bottom: Array) -> Array:
@@ -101,11 +104,19 @@ def _concat_rows(top: Array, bottom: Array) -> Array:
 
 @dataclass
 class Readouts:
-    """What a forward pass gives per input: attention logits (n, N), attention S (n, N), prediction f (n, K)."""
+    """What a forward pass gives per input: attention logits (n, N), attention S (n, N), prediction f (n, K),
+    and the next-token logits at every position (n, N-1, K) of a model that has them.
 
-    logits: Var
-    S: Var
+    ``token_logits[:, i]`` are the logits of the token after position i + 1 (MATH §14); a model with them
+    (``Model.TOKEN_LOGITS``) trains on the objectives of ``rwtoolkit.models.OBJECTIVES``, and its prediction is
+    f = softmax(token_logits[:, -1]). A model without one attention over the N positions (a sequence model: its
+    attention is per layer, head and query position) has ``logits`` and ``S`` None; what reads S refuses it.
+    """
+
+    logits: Var | None
+    S: Var | None
     f: Var
+    token_logits: Var | None = None
 
 
 class Model(ABC):
@@ -137,6 +148,10 @@ class Model(ABC):
     #: ``rwtoolkit.models.get_model``; None for a registered model): written by :meth:`describe`, so an output
     #: file names the model a run can be repeated with.
     target: str | None = None
+    #: Whether ``forward`` gives next-token logits at every position (``Readouts.token_logits``): such a model
+    #: trains on the cross-entropy objectives ``rwtoolkit.models.OBJECTIVES`` (``"lm"`` by default), the others
+    #: on a loss ℓ(e_yᵀ f) of their prediction.
+    TOKEN_LOGITS: ClassVar[bool] = False
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
@@ -163,6 +178,16 @@ class Model(ABC):
     def zeros(self, arithmetic: Arithmetic, sizes: Sizes) -> dict[str, Array]:
         """The zero initialisation: every parameter zero."""
         return {name: arithmetic.zeros(shape) for name, shape in self.shapes(sizes).items()}
+
+    def initial(self, arithmetic: Arithmetic, sizes: Sizes) -> dict[str, Array] | None:
+        """The model's own start (``--init own``), exact in an exact arithmetic, or None: it has none (the
+        models of record start from zero or a drawn start; a sequence program brings its own)."""
+        return None
+
+    def parameter_axes(self, sizes: Sizes) -> dict[str, tuple[str | None, ...]]:
+        """What each axis of each parameter indexes at ``sizes``: ``AXES`` (a sequence model's program
+        declares its own per sizes)."""
+        return self.AXES
 
     def describe(self) -> dict[str, Any]:
         """The model as written in output files: name and hyperparameters, and the ``target`` that names a model
