@@ -16,6 +16,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from collections.abc import Callable
 
+    from rwtoolkit.models.traced._jax import trace_jax
     from rwtoolkit.models.traced._program import OP_TABLE, Node, Op, TracedProgram, unknown_op
     from rwtoolkit.models.traced._torch import trace_torch
 
@@ -24,6 +25,7 @@ _LAZY = {
     **dict.fromkeys(
         ("OP_TABLE", "Node", "Op", "TracedProgram", "unknown_op"), "rwtoolkit.models.traced._program"
     ),
+    "trace_jax": "rwtoolkit.models.traced._jax",
     "trace_torch": "rwtoolkit.models.traced._torch",
 }
 
@@ -43,7 +45,7 @@ def __dir__() -> list[str]:
 def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
     """The traced program of a user's factory, per (S, L): ``obj(S, L)`` returns a PyTorch ``nn.Module`` (traced
     by :func:`trace_torch`) or a JAX pair ``(apply, params)``, ``params`` a flat dict name -> array (traced by
-    ``rwtoolkit.models.traced._jax.trace_jax``). Each (S, L) is traced once and kept.
+    :func:`trace_jax`). Each (S, L) is traced once and kept.
 
     >>> program_factory(3)
     Traceback (most recent call last):
@@ -67,13 +69,9 @@ def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
                 and callable(made[0])
                 and isinstance(made[1], _abc.Mapping)
             ):
-                from rwtoolkit.models.traced._jax import trace_jax
-
-                traced[S, L] = trace_jax(made[0], made[1], S, L)
+                traced[S, L] = __getattr__("trace_jax")(made[0], made[1], S, L)
             elif _is_torch_module(made):
-                from rwtoolkit.models.traced._torch import trace_torch
-
-                traced[S, L] = trace_torch(made, S, L)
+                traced[S, L] = __getattr__("trace_torch")(made, S, L)
             else:
                 raise ValueError(
                     f"{name}({S}, {L}) returned {type(made).__name__}: expected a torch.nn.Module or a JAX "
@@ -92,4 +90,13 @@ def _is_torch_module(made: _typing.Any) -> bool:
     return torch is not None and isinstance(made, torch.nn.Module)
 
 
-__all__ = ["OP_TABLE", "Node", "Op", "TracedProgram", "program_factory", "trace_torch", "unknown_op"]
+__all__ = [
+    "OP_TABLE",
+    "Node",
+    "Op",
+    "TracedProgram",
+    "program_factory",
+    "trace_jax",
+    "trace_torch",
+    "unknown_op",
+]
