@@ -371,13 +371,20 @@ def test_explore_gives_stuck_proofs_verdict_for_a_model_of_your_own(folder: Path
     stuck vocabulary."""
     from rwtoolkit.io import STUCK_WORDS, Verdict
 
-    spec = {"task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1}}, "explore": {"steps": 1}}
+    spec = {
+        "name": "c",
+        "task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1}},
+        "explore": {"steps": 1},
+    }
     (folder / "spec.json").write_text(json.dumps(spec))
     assert main(["explore", "spec.json", "--out", "out", "--model", TARGET]) == 0
     printed = capsys.readouterr().out
     proved = STUCK_WORDS.word(Verdict.PROVED)
     assert f"model: {TARGET} (affine_read_out)" in printed
-    assert f": stuck, {proved} (C = 0; {proved}: a symmetry of order " in printed
+    line = (
+        f"\nc (as given): stuck, {proved} (C = 0; {proved}: a symmetry of order 18: "  # docs/guide/explore.md
+    )
+    assert line in printed
     assert printed.count("not run: ") == 3 and "ran: stuck_proof(task, model)" in printed
     data = json.loads((folder / "out" / "explore.json").read_text())
     assert data["model"] == {"name": "affine_read_out", "target": TARGET}
