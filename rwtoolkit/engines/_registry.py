@@ -24,7 +24,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rwtoolkit.models import Model
 
 #: The arithmetics an engine runs in: exact rationals (SymPy, python-flint), torch floats, arb balls.
 ARITHMETICS = ("exact", "torch", "balls")
@@ -138,17 +141,37 @@ SPECIALISATIONS: tuple[Engine, ...] = (
 )
 
 
-def select(model: str, arithmetic: str, start: str, *, many: bool = False, specialise: bool = True) -> Engine:
+def select(
+    model: str | Model, arithmetic: str, start: str, *, many: bool = False, specialise: bool = True
+) -> Engine:
     """The engine that runs gradient descent of ``model`` in ``arithmetic`` from ``start``.
 
     The first registered specialisation covering (model, arithmetic, start) (``many``: a batch of runs of one
     shape, as rw sweep trains them), else the arithmetic's generic engine; ``specialise=False`` always gives
-    the generic engine (the path every specialisation is pinned against).
+    the generic engine (the path every specialisation is pinned against). ``model`` is a registered name or a
+    model: a model that is not the registered class of its name (a sequence model, a model of your own) gets
+    the generic engine.
     """
     if arithmetic not in GENERIC:
         raise ValueError(f"arithmetic={arithmetic!r} is not one of {', '.join(ARITHMETICS)}")
+    if not isinstance(model, str):
+        model = _registered_name(model)
+        if model is None:
+            return GENERIC[arithmetic]
     if specialise:
         for engine in SPECIALISATIONS:
             if engine.covers(model, arithmetic, start, many):
                 return engine
     return GENERIC[arithmetic]
+
+
+def _registered_name(model: Model) -> str | None:
+    """``model``'s registered name where its class is the one registered under it, else None (no import: the
+    registry names each class by ``"module:Class"``)."""
+    from rwtoolkit.models import REGISTRY
+
+    entry = REGISTRY.get(model.name)
+    cls = type(model)
+    return (
+        model.name if entry is not None and entry.target == f"{cls.__module__}:{cls.__qualname__}" else None
+    )

@@ -399,7 +399,9 @@ def _escape(
     return {
         "measured": first_above(r, 1 / threshold),
         "final_growth": finite_or_none(r[-1]),
-        "final_attention_deviation": finite_or_none(float((states[-1].S.double() - 1 / task.N).abs().max())),
+        "final_attention_deviation": None  # a model without attention S (a sequence model)
+        if states[-1].S is None
+        else finite_or_none(float((states[-1].S.double() - 1 / task.N).abs().max())),
     }
 
 

@@ -279,6 +279,8 @@ def run_trajectory(
     walks: Walks | None = None,
     keep: Callable[[int], bool] | None = None,
     progress: bool = False,
+    init: str = "zero",
+    objective: str | None = None,
 ) -> BallTrajectory:
     """The reduced ball engine: GD of ``one_layer`` from zero in reduced coordinates, every quantity a ball.
 
@@ -286,7 +288,8 @@ def run_trajectory(
     ``walks`` (default the task's population, both), the positions any P with PᵀP = μI (the caller encloses
     P's Gram matrix), ``prec`` bits (None: ``automatic_precision``), recorded at the steps ``keep`` selects
     (default all) and the last. If the balls no longer show z + ε > 0 the run stops (``stopped``) with the
-    steps recorded so far. ValueError for another model (the generic engine runs it).
+    steps recorded so far. ValueError for another model, ``init`` other than ``"zero"`` or an ``objective``
+    (the generic engine runs them).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -298,6 +301,11 @@ def run_trajectory(
         raise ValueError(
             f"model={model.name!r}: the reduced ball engine runs {', '.join(REDUCED_MODELS)} only "
             "(rwtoolkit.engines.select gives the generic ball engine for another model)"
+        )
+    if init != "zero" or objective is not None:
+        raise ValueError(
+            f"init={init!r}, objective={objective!r}: the reduced ball engine runs from zero on the loss of its "
+            "prediction (rwtoolkit.engines.select gives the generic ball engine for another start)"
         )
     train_set, eval_set = walks if walks is not None else (WalkSet.population(task.population()),) * 2
     mu_q, eta_q, eps_q = rational(mu), rational(eta), rational(eps)

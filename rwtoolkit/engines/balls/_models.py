@@ -5,8 +5,10 @@ the tape) run in python-flint ``arb`` balls: every entry of θ(t), S, f and the 
 contains the exact real value. This is how claims about late times (hundreds of steps, where exact
 arithmetic grows without bound) are decided: a comparison is decided when its balls do not overlap,
 and undecided otherwise (raise the precision). The positions are ``rwtoolkit.models.rational_positions(N, μ)``
-(exact rationals), the start is zero, the loss is ℓ(z) = −log(z + ε), as in ``rwtoolkit.engines.exact.derive_model``,
-so the balls enclose that exact trajectory step for step (``tests/test_zoo.py``).
+(exact rationals), the start is zero (or the model's own, ``init="own"``: a sequence program's float64 start as
+the exact rationals it holds), the loss is ℓ(z) = −log(z + ε), or for a model with next-token logits its
+cross-entropy objective (``rwtoolkit.models.CrossEntropy``), as in ``rwtoolkit.engines.exact.derive_model``,
+so the balls enclose that exact trajectory step for step (``tests/test_zoo.py``, tests/test_sequence_model.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from rwtoolkit.models import ArithmeticLoss
 #: Estimated seconds per counted ball multiply-add of one step (``ball_step_ops``): the largest of the
 #: two-layer model's 1.9e-8 to 6.2e-8 measured at N = 4..6 on the 2-core development machine.
 SECONDS_PER_BALL_OP = 6e-8
+#: A sequence program's counted multiply-add (``rwtoolkit.models.forward_operations``) costs this many of those:
+#: its tape records many small arrays. Measured 12-22 with tests/test_sequence_model.py's one-layer program from
+#: its own start on binary_markov (N = 3) and icl_markov (S = 2, N = 4, 5), 50 and 200 steps.
+SEQUENCE_OP_WEIGHT = 16.0
 #: The longest certified run accepted without ``--steps`` being lowered (an hour at the estimate).
 MAX_BALL_SECONDS = 3600.0
 
@@ -93,12 +99,16 @@ def ball_batch(task: Any, mu: object = 1) -> Any:
 
 def ball_step_ops(task: Any, model: Any, mu: object = 1, inputs: int | None = None) -> int:
     """Ball multiply-adds of one step (forward and backward) on ``inputs`` inputs (default the task's
-    population), the basis of the time estimate."""
-    from rwtoolkit.models import Sizes, rational_positions
+    population), the basis of the time estimate: for a model with next-token logits, three forward passes of
+    its program per input, counted by ``rwtoolkit.models.forward_operations`` and weighted by
+    ``SEQUENCE_OP_WEIGHT``."""
+    from rwtoolkit.models import Sizes, forward_operations, rational_positions
 
     K, N = task.K, task.N
     n = task.population_size() if inputs is None else inputs
     M = int(rational_positions(N, rational(mu)).shape[0])
+    if model.TOKEN_LOGITS:
+        return int(SEQUENCE_OP_WEIGHT * 3 * n * forward_operations(model, Sizes(K=K, M=M, N=N)))
     D = K + M
     params = model.parameter_count(Sizes(K=K, M=M, N=N))
     return 3 * n * N * N * D * (1 + params // D)
@@ -131,6 +141,8 @@ def ball_model_trajectory(
     walks: Walks | None = None,
     keep: Callable[[int], bool] | None = None,
     progress: bool = False,
+    init: str = "zero",
+    objective: str | None = None,
 ) -> BallTrajectory:
     """The generic ball engine: GD of any model of record from zero, θ(t) and the read-outs in balls.
 
@@ -139,7 +151,10 @@ def ball_model_trajectory(
     ``rwtoolkit.models.rational_positions(N, μ)``, ``prec`` bits (None: ``automatic_precision``, ValueError if
     no precision up to ``MAX_MODEL_PREC`` keeps every ball tight), recorded at the steps ``keep`` selects
     (default all) and the last. Each record's ``state`` is a ``rwtoolkit.models.Evaluation`` on the training
-    set. Refuses (ValueError, before any work) a run estimated above ``MAX_BALL_SECONDS``.
+    set. ``init``: ``"zero"``, or ``"own"``, the model's own start (``Model.initial``) as exact balls;
+    ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
+    another model, which trains on −log(z + ε)). Refuses (ValueError, before any work) a run estimated above
+    ``MAX_BALL_SECONDS``, another start or objective.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -147,6 +162,13 @@ def ball_model_trajectory(
     >>> float(traj.records[1].state.params["V"][0, 2]) > 0, traj.prec, traj.symmetry
     (True, 262, None)
     """
+    from rwtoolkit.models import objective_name
+
+    name = objective_name(model, objective)
+    if init not in BALL_INITS:
+        raise ValueError(
+            f"init={init!r} is not one of {', '.join(BALL_INITS)} (the generic ball engine's starts)"
+        )
     n = None if walks is None else walks[0].size + (0 if walks[1] is walks[0] else walks[1].size)
     seconds = ball_estimate(task, model, steps, mu, prec, n)
     if seconds > MAX_BALL_SECONDS:
@@ -156,11 +178,28 @@ def ball_model_trajectory(
         )
 
     def run(bits: int) -> BallTrajectory:
-        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress)
+        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress, init, name)
 
     traj = automatic_precision(run, steps) if prec is None else run(prec)
     traj.model = model
     return traj
+
+
+#: The starts of the generic ball engine: zero, and the model's own (``Model.initial``), both exact.
+BALL_INITS = ("zero", "own")
+
+
+def _start(model: Any, ar: Any, sizes: Any, init: str) -> dict[str, Any]:
+    """θ(0) in balls: zero, or the model's own start (each value the exact ball of the rational it is)."""
+    if init == "zero":
+        return dict(model.zeros(ar, sizes))
+    own = model.initial(ar, sizes)
+    if own is None:
+        raise ValueError(
+            f"init='own': model {model.name} has no start of its own (a sequence program's initial "
+            "parameters); use zero"
+        )
+    return dict(own)
 
 
 def _batch(ar: Any, walks: WalkSet, P: Any) -> Any:
@@ -171,6 +210,8 @@ def _batch(ar: Any, walks: WalkSet, P: Any) -> Any:
 
 def _readout(state: Any, weights: Any) -> Readout:
     """Predictions, mean attention Σ_i w_i S_ij and Σ_i w_i (S_ij - S_i1) (token positions) of one evaluation."""
+    if state.S is None:  # a sequence model: no attention over the N positions
+        return Readout([predict(list(row)) for row in state.f], [], [])
     S, n = state.S, state.S.shape[0]
     zero = arb(0)
     profile = [sum((weights[i] * S[i, j] for i in range(n)), zero) for j in range(S.shape[1])]
@@ -191,8 +232,10 @@ def _run(
     walks: Walks | None,
     keep: Callable[[int], bool] | None,
     progress: bool,
+    init: str,
+    objective: str | None,
 ) -> BallTrajectory:
-    from rwtoolkit.models import evaluate, gradient_steps, rational_positions
+    from rwtoolkit.models import CrossEntropy, evaluate, gradient_steps, rational_positions
 
     previous = ctx.prec
     ctx.prec = prec
@@ -204,8 +247,8 @@ def _run(
             P = ar.asarray(rational_positions(task.N, rational(mu)))
             data = _batch(ar, walks[0], P)
             evaluation = data if walks[1] is walks[0] else _batch(ar, walks[1], P)
-        loss = BallLogLoss(eps)
-        start = model.zeros(ar, data.inputs.sizes)
+        loss = BallLogLoss(eps) if objective is None else CrossEntropy(objective)
+        start = _start(model, ar, data.inputs.sizes, init)
         traj = BallTrajectory(prec, rational(mu))
         bar = tqdm(
             total=steps + 1,

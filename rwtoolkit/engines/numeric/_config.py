@@ -111,7 +111,9 @@ class TrainConfig:
     rotation-invariant parameters (V circulant, u = w_tok constant), exact by the rotation symmetry
     as in ``rwtoolkit.engines.exact.derive(rotate=True)``; K times fewer training inputs. ``record_params``: keep
     the parameters (V, w = W x̃_N and, with the ReLU head, A) at every recorded step in
-    ``TrainResult.params`` (JSON key "params"), not only at the end in ``final``.
+    ``TrainResult.params`` (JSON key "params"), not only at the end in ``final``. ``objective``: the
+    cross-entropy objective of a model with next-token logits (``rwtoolkit.models.OBJECTIVES``; None: the
+    model's default), trained by the generic engine (``train_model_runs``) and written by ``to_dict`` where set.
     """
 
     steps: int = 50
@@ -134,6 +136,7 @@ class TrainConfig:
     record_steps: Sequence[int] | None = None
     rotate: bool = False
     record_params: bool = False
+    objective: str | None = None
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -165,6 +168,7 @@ class TrainConfig:
             else sorted({int(s) for s in self.record_steps}),
             "rotate": bool(self.rotate),
             "record_params": bool(self.record_params),
+            **({} if self.objective is None else {"objective": self.objective}),
         }
 
 
@@ -244,6 +248,11 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     check_loss(cfg.loss)
     if cfg.init not in INIT_NAMES:
         raise ValueError(f"init={cfg.init!r} is not one of {', '.join(INIT_NAMES)}")
+    if cfg.objective is not None:
+        raise ValueError(
+            f"objective={cfg.objective!r}: the paper's model trains on a loss of its prediction f (loss=); "
+            "the cross-entropy objectives are a sequence model's (train_model_runs)"
+        )
     if cfg.init == "gaussian":
         _positive(cfg.sigma, "sigma")
     if not _is_int(cfg.seed) or cfg.seed < 0:

@@ -194,6 +194,11 @@ class GenericModel:
         X[:, :, :-1] = torch.nn.functional.one_hot(tokens, K).transpose(1, 2).to(X.dtype)
         Xt = torch.cat([X, self.P.expand(n, M, N)], dim=1)  # (n, K+M, N) the matrices X̃
         out = self.model.forward(Tape(self.ar), self.params, Inputs(X=X, Xt=Xt, xN=self.xt_N))
+        if out.S is None:
+            raise ValueError(
+                f"model {self.model.name} has no attention S: the reduced torch engines run the paper's models "
+                "(rwtoolkit.engines.select gives the generic engine for another)"
+            )
         S = out.S.value
         return out.f.value, S, torch.einsum("nkj,nj->nk", X, S)
 

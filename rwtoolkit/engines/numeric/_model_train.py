@@ -7,7 +7,10 @@ and that return the same ``TrainResult``. ``train_model_runs`` is the engine in 
 signature (runs of (task, ModelConfig, TrainConfig)); ``train_model`` one run with an explicit P. The data are the task's exact population
 with float weights; the positions are any float (M, N) array P (``rw train`` passes its --pos embeddings).
 The Gaussian init draws every parameter i.i.d. N(0, σ²) in the order of ``model.shapes`` from the init stream
-of ``seed`` (``rwtoolkit.engines.numeric.init_generator``, the stream ``train`` draws from).
+of ``seed`` (``rwtoolkit.engines.numeric.init_generator``, the stream ``train`` draws from); ``own`` is the model's
+own start (``Model.initial``: a sequence program's float64 initial values). A model with next-token logits (a
+``rwtoolkit.models.SequenceModel``) trains on its cross-entropy objective (``"lm"`` by default, ``"last"``;
+``rwtoolkit.models.CrossEntropy``) and records no attention (it has no S over the N positions).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,10 +30,10 @@ from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
 from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
 from rwtoolkit.io import check_memory, format_bytes
-from rwtoolkit.models import Model, Sizes, batch, gradient_steps
+from rwtoolkit.models import CrossEntropy, Model, Sizes, batch, gradient_steps, objective_name
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
-#: Keys of every history record of ``train_model``.
+#: Keys of every history record of ``train_model`` (the last two for a model with an attention S).
 MODEL_HISTORY_KEYS = ("step", "train_loss", "test_accuracy", "parent_attention", "attention_profile")
 #: Fixed memory for torch's first kernels and allocator (as ``memory_estimate``'s overhead).
 _OVERHEAD_BYTES = 32 * 2**20
@@ -60,14 +64,24 @@ def population_size(task: CircleWalk | FiniteTask) -> int:
 def initial_model_parameters(
     model: Model, sizes: Sizes, init: str, sigma: float, seed: int
 ) -> dict[str, np.ndarray]:
-    """θ(0) as float64 arrays: zeros, or i.i.d. N(0, σ²) in the order of ``model.shapes`` (init stream of ``seed``)."""
+    """θ(0) as float64 arrays: zeros, i.i.d. N(0, σ²) in the order of ``model.shapes`` (init stream of ``seed``),
+    or the model's own start (``own``; one line for a model without one)."""
     from rwtoolkit.engines.numeric._train import init_generator
+    from rwtoolkit.models import FLOAT64
 
     shapes = model.shapes(sizes)
     if init == "zero":
         return {name: np.zeros(shape) for name, shape in shapes.items()}
+    if init == "own":
+        own = model.initial(FLOAT64, sizes)
+        if own is None:
+            raise ValueError(
+                f"init='own': model {model.name} has no start of its own (a sequence program's initial "
+                "parameters); use zero or gaussian"
+            )
+        return own
     if init != "gaussian":
-        raise ValueError(f"init={init!r} is not one of zero, gaussian")
+        raise ValueError(f"init={init!r} is not one of zero, gaussian, own")
     rng = init_generator(seed)
     return {name: rng.normal(0.0, sigma, size=shape) for name, shape in shapes.items()}
 
@@ -90,8 +104,12 @@ def train_model(
     progress: bool = False,
     config: dict | None = None,
     trace: bool = False,
+    objective: str | None = None,
 ) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
+
+    ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused
+    for a model without them, which trains on ``loss``), recorded in the config where it is one.
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
     the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
@@ -108,6 +126,7 @@ def train_model(
     ([0.333..., 0.333..., 0.333...], [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
     """
     check_loss(loss)
+    chosen = objective_name(model, objective)
     if loss not in LOSS_FUNCTIONS:
         raise ValueError(f"loss={loss!r} is not one of {', '.join(LOSS_FUNCTIONS)}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
@@ -128,7 +147,7 @@ def train_model(
     ar = TorchArithmetic(getattr(torch, dtype), device)
     pop = task.population()
     data = batch(ar, pop.tokens, pop.labels, ar.asarray(pop.float_probs()), K, ar.asarray(P))
-    ell = TensorLoss(loss, eps)
+    ell = TensorLoss(loss, eps) if chosen is None else CrossEntropy(chosen)
     start = {
         k: ar.asarray(v)
         for k, v in initial_model_parameters(model, data.inputs.sizes, init, sigma, seed).items()
@@ -140,7 +159,7 @@ def train_model(
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
     for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
         current = state.params
-        if loss == "log" and bool((state.z + eps <= 0).any()):
+        if chosen is None and loss == "log" and bool((state.z + eps <= 0).any()):
             raise Diverged(
                 f"log-loss -log(z+eps) is undefined at step {t}: z+eps <= 0 (lower eta or raise eps)", t
             )
@@ -149,14 +168,15 @@ def train_model(
         if residuals is not None:
             trace_step(residuals, t, ar.to_float(current["V"]))
         if t == steps or record_steps is None or t in record_steps:
-            profile = state.mean_attention(data.weights, ar)
-            record = {
+            record: dict[str, Any] = {
                 "step": t,
                 "train_loss": float(state.loss),
                 "test_accuracy": float(state.accuracy(data, ar)),
-                "parent_attention": float(profile[N - 2]),
-                "attention_profile": [float(x) for x in profile.cpu().tolist()],
             }
+            if state.S is not None:
+                profile = state.mean_attention(data.weights, ar)
+                record["parent_attention"] = float(profile[N - 2])
+                record["attention_profile"] = [float(x) for x in profile.cpu().tolist()]
             _check_finite(record, t)
             history.append(record)
             if keep_params:
@@ -170,7 +190,8 @@ def train_model(
             bar.update(1)
     bar.close()
     final = {k: ar.to_float(v).tolist() for k, v in current.items()}
-    final["attention_profile"] = history[-1]["attention_profile"]
+    if "attention_profile" in history[-1]:
+        final["attention_profile"] = history[-1]["attention_profile"]
     cfg = {
         "steps": steps,
         "eta": eta,
@@ -183,6 +204,7 @@ def train_model(
         "device": device,
         "population": True,
         "inputs": data.size,
+        **({} if chosen is None else {"objective": chosen}),
         **(config or {}),
     }
     return TrainResult(
@@ -231,6 +253,7 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
                 sigma=cfg.sigma, seed=cfg.seed, dtype=cfg.dtype, device=cfg.device,
                 record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
                 keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
+                objective=cfg.objective,
             )  # fmt: skip
         except Diverged as err:
             result = TrainResult(config, [], {}, description=net.describe(), diverged=err, model=net)
@@ -263,6 +286,9 @@ def _check_run(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConf
                 f"{option} is an option of the paper model's reduced engines: the generic engine trains "
                 f"{net.name} on the exact population with a number eta and a named loss"
             )
+    objective_name(net, cfg.objective)
+    if cfg.init == "own":  # one line for a model without a start of its own
+        initial_model_parameters(net, Sizes(K=task.K, M=model.M, N=task.N), "own", 0.0, 0)
     memory = model_memory_estimate(task, net, model.M, cfg.steps, cfg.dtype)
     check_memory(
         memory,

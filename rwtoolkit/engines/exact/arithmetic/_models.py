@@ -17,7 +17,7 @@ import sympy as sp
 from flint import fmpq
 from sympy.core.sympify import converter
 
-from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom
+from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom, has_atoms
 from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
 from rwtoolkit.models import ObjectArithmetic
 
@@ -76,6 +76,23 @@ def to_sympy(value: Any) -> Any:
 
 #: The exact arithmetic: fmpq rationals, SymPy expressions where exponentials of non-zero logits enter.
 EXACT = ObjectArithmetic("exact", exact_element, exp=_exp, sign=_sign, to_float=_float, sqrt=_sqrt)
+
+
+def _log(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
+    expr = sp.sympify(x)
+    # SymPy's log would study a large argument holding exponential atoms again: it is positive (a probability).
+    return exact_element(sp.log(expr, evaluate=not has_atoms(expr)))
+
+
+def exact_log(a: np.ndarray) -> np.ndarray:
+    """The elementwise natural logarithm of positive exact elements, as SymPy's exact ``log`` (log(1/2) =
+    −log 2): the value of a cross-entropy objective in the exact arithmetic (``rwtoolkit.models.CrossEntropy``,
+    whose gradient needs no logarithm). EXACT itself has none, so a model's forward pass holds no logarithm.
+
+    >>> exact_log(EXACT.asarray([[1, "1/2"]])).tolist()
+    [[0, -log(2)]]
+    """
+    return EXACT.apply(_log, a)
 
 
 class ExactLoss:

@@ -212,6 +212,17 @@ _FORWARD = 1 / 3
 #: Reading a trajectory out as floats (certified doubles of every parameter, S and f), its accuracy's exact
 #: argmax decisions and near-ties (``rw check``): this fraction of the derivation (0.1-0.25 measured).
 _READOUTS = 0.25
+#: A model with next-token logits (``rwtoolkit.models.SequenceModel``), seconds per multiply-add of a pass
+#: (``sequence_multiply_adds``), measured on the 2-core machine with a one-layer attention-only program (d = 2)
+#: on binary_markov (N = 3, 8 inputs) and icl_markov (S = 2, N = 4, 16 inputs). From zero only the read-out's
+#: bias moves (every other parameter enters the logits in a product of two zeros), so the passes stay cheap at
+#: every step: 0.6e-6 to 3.3e-5 s measured over five steps. From a non-zero start (``--init own``, gaussian)
+#: every logit is an exponential atom from step 0 and they nest one level deeper each step: 3.5-6.3e-4 s at
+#: t = 0, 2.4e-3 to 1.2e-2 s at t = 1, over 0.57 s at t = 2 (binary_markov: more than 400 s for the third
+#: state, where the first two took 6 s); later steps are taken as 50 times the last.
+_SEQUENCE_ZERO_OP = 3.3e-5
+_SEQUENCE_START_OPS = (6.3e-4, 1.2e-2, 0.6)
+_SEQUENCE_NESTING = 50.0
 #: Peak memory besides the interpreter's: bytes per second of exact work (expressions kept for later steps;
 #: 12 MB after 12 s and 85 MB after 200 s measured for learned_positions).
 _MODEL_MEMORY_PER_SECOND = 1e6
@@ -233,6 +244,16 @@ def multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
     return int(3 * n * N * sizes.D * (1 + model.parameter_count(sizes) / sizes.D))
 
 
+def sequence_multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
+    """Multiply-adds of one pass (evaluation and gradient) of a model with next-token logits on the task's
+    population: three forward passes of its program (``rwtoolkit.models.forward_operations``) per sequence."""
+    from rwtoolkit.models import Sizes, forward_operations
+
+    population = task.population()
+    sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
+    return 3 * population.size * forward_operations(model, sizes)  # type: ignore[arg-type]
+
+
 def model_job_estimate(
     task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero", readouts: bool = False
 ) -> JobEstimate:
@@ -246,8 +267,25 @@ def model_job_estimate(
     >>> est = model_job_estimate(CircleWalk(5, 5, "1/3"), get_model("learned_positions"), 3)
     >>> 3 < est.seconds < 60, est.memory < 2**30
     (True, True)
+
+    A model with next-token logits costs ``sequence_multiply_adds`` per pass at the rates of its start (the
+    ``_SEQUENCE_*`` constants: exponential atoms nesting from step 0 after a non-zero start).
     """
     n = task.population().size
+    if model.TOKEN_LOGITS:
+        ops = sequence_multiply_adds(task, model)
+        seconds = 0.0
+        for t in range(steps + 1):
+            if init == "zero":
+                rate = _SEQUENCE_ZERO_OP
+            elif t < len(_SEQUENCE_START_OPS):
+                rate = _SEQUENCE_START_OPS[t]
+            else:
+                rate = _SEQUENCE_START_OPS[-1] * _SEQUENCE_NESTING ** (t + 1 - len(_SEQUENCE_START_OPS))
+            seconds += ops * rate * (_FORWARD if t == steps else 1.0)
+        if readouts:
+            seconds *= 1 + _READOUTS
+        return JobEstimate(_START + seconds, int(_BASE_MEMORY + _MODEL_MEMORY_PER_SECOND * seconds), 0, 0)
     ops = multiply_adds(task, model) * (n + _FIXED_INPUTS) / n
     name = model.name
     first, rational, atom, growth = _MODEL_RATES.get(name, (2, _RATIONAL_OP, _ATOM_OP, _NESTING))

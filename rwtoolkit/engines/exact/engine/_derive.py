@@ -32,7 +32,7 @@ from rwtoolkit.engines.exact.engine._population import (
     rooted_walks,
 )
 from rwtoolkit.engines.exact.engine._trajectory import EngineArguments, ExactTrajectory
-from rwtoolkit.models import ArithmeticLoss, Model, get_model
+from rwtoolkit.models import ArithmeticLoss, Model, get_model, objective_name
 from rwtoolkit.tasks import ABSTRACT_LOSS, CircleWalk, FiniteTask, Task, check_int, check_loss, exact
 
 #: The abstract loss of ``loss="any"`` (``rwtoolkit.tasks.ABSTRACT_LOSS``): ℓ is the undefined function ``ell``, ℓ' the undefined ``dell``.
@@ -341,13 +341,15 @@ def derive(
     init: str = "zero",
     sigma: object = "1/100",
     seed: int = 0,
+    objective: str | None = None,
 ) -> Trajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     The reduced exact engine: ``rwtoolkit.engines.select("one_layer", "exact", "zero")`` selects it and calls it
     as the generic ``derive_model``, ``derive(task, model=model, steps=steps, eta=…, eps=…, mu=…, loss=…,
     init=…, sigma=…, seed=…, progress=…)``: ``model`` must be the paper's model (``one_layer``; None is it),
-    ``init`` "zero" (``sigma`` and ``seed`` then play no part, as in ``derive_model``).
+    ``init`` "zero" (``sigma`` and ``seed`` then play no part, as in ``derive_model``), ``objective`` None (the
+    paper's model has no next-token logits: ``rwtoolkit.models.objective_name`` refuses another in one line).
 
     ``eta``, ``eps``, ``mu`` (μ = ‖p_i‖²) are read by ``rwtoolkit.tasks.exact``: numbers, "7/10", or symbol names.
     ``loss`` is a name of ``rwtoolkit.tasks.LOSSES`` ("log": ℓ = -log(z+ε), "squared", "exp"), "any" (ℓ, ℓ' the
@@ -371,6 +373,7 @@ def derive(
     """
     steps = check_int(steps, "steps", 0)
     model = get_model("one_layer") if model is None else model
+    objective_name(model, objective)
     if model.name != "one_layer" or init != "zero":
         raise ValueError(
             f"model={model.name!r}, init={init!r}: the reduced engine runs the paper's model (one_layer) from "
@@ -451,6 +454,7 @@ def derive_job(
     >>> job.arguments["mu"], job.what, job.estimate.per_input_bytes > 0
     ('mu', '--steps 2 on CircleWalk(K=3, N=3, p=1/2)', True)
     """
+    objective_name(model, arguments.get("objective"))  # the paper's model: none but its loss
     est = job_estimate(task, steps, json=json, per_input=per_input)
     alternatives = (
         "use fewer --steps, smaller K or N"

@@ -6,9 +6,16 @@ The generic path: the model's one definition (``rwtoolkit.models``) evaluated an
 ``rwtoolkit.engines.exact.derive`` (tests/test_models.py shows it equal to this one); every other model, and any model from a
 non-zero start, runs here.
 
-Initialisations: ``zero`` (every parameter 0) or ``gaussian``: i.i.d. N(0, σ²) entries drawn by numpy's
+Initialisations: ``zero`` (every parameter 0), ``gaussian``: i.i.d. N(0, σ²) entries drawn by numpy's
 ``default_rng(seed)`` parameter by parameter in the model's order, each rounded to the nearest multiple of 2^-20
-so that the start is an exact rational (the same seed gives the same rationals on every machine).
+so that the start is an exact rational (the same seed gives the same rationals on every machine), or ``own``: the
+model's own start (``Model.initial``: a sequence program's float64 initial values, each the exact dyadic rational
+it holds).
+
+Objectives: a model of record trains on its loss ℓ(e_yᵀ f) (``loss``); a model with next-token logits (a
+``rwtoolkit.models.SequenceModel``) on the cross-entropy ``objective`` (``"lm"`` by default, or ``"last"``;
+``rwtoolkit.models.CrossEntropy``), whose value holds SymPy's exact logarithms (``exact_log``) and whose
+gradient none.
 """
 
 from __future__ import annotations
@@ -22,19 +29,32 @@ import numpy as np
 import sympy as sp
 from tqdm import tqdm
 
-from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, to_sympy
+from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, exact_log, to_sympy
 from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT, DeriveJob, JobEstimate, model_job_estimate
 from rwtoolkit.engines.exact.engine._derive import make_loss
 from rwtoolkit.engines.exact.engine._trajectory import EngineArguments, ExactTrajectory
-from rwtoolkit.models import Batch, Model, Sizes, batch, descend, rational_positions
+from rwtoolkit.models import (
+    Batch,
+    CrossEntropy,
+    Model,
+    Sizes,
+    batch,
+    descend,
+    objective_name,
+    rational_positions,
+)
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
 
 #: Initialisations of the generic path.
-INITS = ("zero", "gaussian")
+INITS = ("zero", "gaussian", "own")
 #: Grid of a Gaussian start: entries are multiples of 2^-GRID_BITS.
 GRID_BITS = 20
 #: Most steps from a non-zero start (nested exponentials grow with every step).
 MAX_EXP_STEPS = 3
+#: Most steps of a model with next-token logits (a sequence model) from a non-zero start: its logits are
+#: exponential atoms from step 0 and nest one level deeper at every step; the certified ball engine is the
+#: reference beyond (MATH §14).
+MAX_SEQUENCE_EXP_STEPS = 2
 
 
 #: The read-outs of a generic trajectory, in the order they are written.
@@ -51,6 +71,9 @@ class ModelTrajectory(ExactTrajectory):
 
     P: np.ndarray
     batch: Batch
+    #: The cross-entropy objective of a model with next-token logits (``"lm"``, ``"last"``), else None: the loss
+    #: ``ell`` of its prediction.
+    objective: str | None = None
 
     @property
     def K(self) -> int:
@@ -90,6 +113,9 @@ class ModelTrajectory(ExactTrajectory):
 
     @property
     def readout_names(self) -> tuple[str, ...]:
+        """``MODEL_READOUTS``; without ``mean_attention`` for a model with no attention S (a sequence model)."""
+        if self.states and self.states[0].S is None:
+            return tuple(name for name in MODEL_READOUTS if name != "mean_attention")
         return MODEL_READOUTS
 
     def value(self, t: int, name: str) -> Any:
@@ -120,6 +146,14 @@ def initial_parameters(
         raise ValueError(f"--init={init!r} is not one of {', '.join(INITS)}")
     if init == "zero":
         return model.zeros(EXACT, sizes)
+    if init == "own":
+        own = model.initial(EXACT, sizes)
+        if own is None:
+            raise ValueError(
+                f"--init own: model {model.name} has no start of its own (a sequence program's initial "
+                "parameters); use --init zero or gaussian"
+            )
+        return own
     scale = Fraction(str(sigma))
     if not scale > 0:
         raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
@@ -204,13 +238,16 @@ def derive_model(
     init: str = "zero",
     sigma: object = "1/100",
     seed: int = 0,
+    objective: str | None = None,
     progress: bool = False,
 ) -> ModelTrajectory:
     """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
 
     ``eta``, ``eps`` as for ``derive``; ``mu`` must be a positive rational (the positions are built from it).
-    The generic exact engine (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the
-    same keyword arguments and returns the same interface, ``ExactTrajectory``.
+    ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
+    a model without them, which trains on ``loss``). The generic exact engine
+    (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the same keyword arguments and
+    returns the same interface, ``ExactTrajectory``.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -219,10 +256,12 @@ def derive_model(
     ([[0, 0, 0, 0, 0, 0, 0]], [1/3, 1/3, 1/3])
     """
     steps = check_int(steps, "steps", 0)
-    if init != "zero" and steps > MAX_EXP_STEPS:
+    name = objective_name(model, objective)
+    most = MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
+    if init != "zero" and steps > most:
         raise ValueError(
-            f"--steps {steps} from --init {init}: the exact generic engine takes at most {MAX_EXP_STEPS} steps "
-            "from a non-zero start (nested exponentials); use fewer steps or rw train for a float trajectory"
+            f"--steps {steps} from --init {init}: the exact generic engine takes at most {most} steps "
+            f"from a non-zero start (nested exponentials); {_beyond(model)}"
         )
     eta_x, eps_x, mu_x = (positive_rational(v, n) for v, n in ((eta, "eta"), (eps, "eps"), (mu, "mu")))
     lossfn = make_loss(loss, eps_x)
@@ -237,14 +276,33 @@ def derive_model(
         EXACT,
         start,
         data,
-        lossfn.elementwise(),
+        lossfn.elementwise() if name is None else CrossEntropy(name, log=exact_log),
         exact_element(eta_x),
         steps,
         lambda t: bar.update(1),
     )
     bar.close()
-    label = init if init == "zero" else f"gaussian(sigma={sigma}, seed={seed}, grid=2^-{GRID_BITS})"
-    return ModelTrajectory(task, model, eta_x, eps_x, mu_x, lossfn, label, P, data, states=states)
+    return ModelTrajectory(
+        task, model, eta_x, eps_x, mu_x, lossfn, _label(init, sigma, seed), P, data, name, states=states
+    )
+
+
+def _label(init: str, sigma: object, seed: int) -> str:
+    """How a trajectory names its start."""
+    if init == "gaussian":
+        return f"gaussian(sigma={sigma}, seed={seed}, grid=2^-{GRID_BITS})"
+    if init == "own":
+        return "own (the model's initial values, each float64 the exact dyadic rational it holds)"
+    return init
+
+
+def _beyond(model: Model) -> str:
+    """What to run instead beyond the exact engine's steps from a non-zero start."""
+    if model.TOKEN_LOGITS:
+        return (
+            'use fewer steps, or the certified ball engine (rwtoolkit.engines.select(model, "balls", init))'
+        )
+    return "use fewer steps or rw train for a float trajectory"
 
 
 def derive_model_job(
@@ -260,7 +318,9 @@ def derive_model_job(
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
     generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
-    non-zero start, the abstract loss, a value that is not a positive rational; the symbol ``mu`` becomes 1,
+    non-zero start, ``MAX_SEQUENCE_EXP_STEPS`` for a model with next-token logits, naming the ball engine, an
+    objective the model has not, ``--init own`` for a model without a start of its own, the abstract loss, a
+    value that is not a positive rational, an oracle file of a sequence model; the symbol ``mu`` becomes 1,
     with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. With ``readouts`` (rw
     check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
     (``model_job_estimate(readouts=True)``). ``arguments`` are ``derive_model``'s keyword arguments (its
@@ -278,8 +338,18 @@ def derive_model_job(
             "--verdict applies to the paper's model from zero init (its structure predicates are statements "
             "about the reduced coordinates); drop it"
         )
-    if init != "zero" and steps > MAX_EXP_STEPS:
-        raise ValueError(f"--steps={steps} is out of range with --init {init}: at most {MAX_EXP_STEPS}")
+    objective_name(model, arguments.get("objective"))
+    most = MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
+    if init != "zero" and steps > most:
+        raise ValueError(
+            f"--steps={steps} is out of range with --init {init}: at most {most}"
+            + (f" (nested exponentials); {_beyond(model)}" if model.TOKEN_LOGITS else "")
+        )
+    if json and model.TOKEN_LOGITS:
+        raise ValueError(
+            f"--json: the oracle file holds per-input attention S, which model {model.name} (next-token logits, "
+            "no attention over the N positions) has not; drop --json (the trajectory is printed)"
+        )
     if loss == "any":
         raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
     notes = ()
@@ -287,9 +357,13 @@ def derive_model_job(
         mu, notes = "1", ("the generic engine needs a rational mu; using --mu 1",)
     for value, name in ((arguments.get("eta", 1), "eta"), (arguments.get("eps", "1/10"), "eps"), (mu, "mu")):
         positive_rational(value, name)
-    if init != "zero":
+    if init == "gaussian":
         positive_rational(arguments.get("sigma", "1/100"), "sigma")
     population = task.population()
+    if init == "own":  # refused before any work where the model has no start of its own
+        initial_parameters(
+            model, Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N), init, 0, 0
+        )
     n = population.size
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
     header, columns = model_file_bytes(task, model, steps, per_input) if json else (0, 0)

@@ -38,7 +38,8 @@ READOUT_AXES: dict[str, tuple[str, ...]] = {
 class EngineArguments(TypedDict, total=False):
     """The keyword arguments every exact engine takes besides ``task``, ``model`` and ``steps``
     (``engine.load()(task, model=model, steps=steps, **arguments)``): learning rate, ε, μ, loss, start,
-    the scale and seed of a Gaussian start, and a progress bar."""
+    the scale and seed of a Gaussian start, the cross-entropy objective of a model with next-token logits
+    (``rwtoolkit.models.OBJECTIVES``; None: the model's default), and a progress bar."""
 
     eta: object
     eps: object
@@ -47,6 +48,7 @@ class EngineArguments(TypedDict, total=False):
     init: str
     sigma: object
     seed: int
+    objective: str | None
     progress: bool
 
 

@@ -1,0 +1,311 @@
+"""The sequence model and the cross-entropy objectives (issue 41, items 4-6; MATH §14), in every arithmetic.
+
+A hand-written sequence program (a one-layer, one-head, attention-only nanoGPT-style model written with the
+tape's primitives) runs through the generic loop ``rwtoolkit.models.gradient_steps`` in the exact arithmetic, torch
+float64 and balls. The oracles are independent: the objectives' values and gradients are torch's
+``F.cross_entropy`` per position weighted by the exact probabilities, differentiated by autograd, and the GD
+trajectories a plain torch autograd loop of the same network.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+import torch.nn.functional as F
+from flint import fmpq
+
+from rwtoolkit.models import (
+    CrossEntropy,
+    SequenceModel,
+    Tape,
+    batch,
+    evaluate,
+    get_model,
+    objective_name,
+    rational_positions,
+)
+from rwtoolkit.tasks import binary_markov_task
+
+#: The head dimension: 1/√2 is irrational, so the scores' scale is the float's dyadic rational.
+D = 2
+
+
+class TinyGPT:
+    """One layer, one head, attention only, written as nanoGPT writes it: token and positional embeddings
+    (gathered rows), bias-free query, key, value and output maps, scores scaled by 1/√d (the float
+    1/√2 = 0.7071067811865476 as the exact dyadic rational it is), a causal mask, the residual, an
+    unembedding with a bias. A ``SequenceProgram``."""
+
+    def __init__(self, S: int, L: int, d: int = D, seed: int = 0, scale: float = 0.5) -> None:
+        self.S, self.L, self.d = S, L, d
+        self.parameters = {
+            "E": (S, d),
+            "P": (L, d),
+            "W_Q": (d, d),
+            "W_K": (d, d),
+            "W_V": (d, d),
+            "W_O": (d, d),
+            "U": (d, S),
+            "b": (S,),
+        }
+        rng = np.random.default_rng(seed)
+        self.initial = {name: rng.normal(0.0, scale, size=shape) for name, shape in self.parameters.items()}
+        self.axes = {
+            "E": ("token", None),
+            "P": ("position", None),
+            "W_Q": (None, None),
+            "W_K": (None, None),
+            "W_V": (None, None),
+            "W_O": (None, None),
+            "U": (None, "token"),
+            "b": ("token",),
+        }
+        self.inv_sqrt_d = Fraction(1 / math.sqrt(d))
+
+    def run(self, tape: Tape, params, tokens: np.ndarray):
+        n, L = tokens.shape
+        h = tape.reshape(tape.gather(params["E"], tokens.reshape(-1, 1), axis=0), (n, L, self.d))
+        h = tape.add(h, params["P"])
+        q, k, v = (tape.matmul(h, params[w]) for w in ("W_Q", "W_K", "W_V"))
+        scores = tape.scale(tape.matmul(q, tape.swap(k)), tape.ar.asarray(self.inv_sqrt_d))
+        attention = tape.softmax(scores, mask=np.tril(np.ones((L, L), dtype=bool)))
+        h = tape.add(h, tape.matmul(tape.matmul(attention, v), params["W_O"]))
+        return tape.add(tape.matmul(h, params["U"]), params["b"])
+
+
+def tiny_model() -> SequenceModel:
+    return SequenceModel(lambda S, L: TinyGPT(S, L), name="tiny_gpt")
+
+
+def torch_logits(params: dict[str, torch.Tensor], tokens: torch.Tensor, d: int = D) -> torch.Tensor:
+    """The same network in plain torch (nanoGPT's spelling), independent of the tape."""
+    L = tokens.shape[1]
+    h = params["E"][tokens] + params["P"]
+    q, k, v = h @ params["W_Q"], h @ params["W_K"], h @ params["W_V"]
+    scores = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(d))
+    causal = torch.tril(torch.ones(L, L, dtype=torch.bool))
+    attention = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    h = h + (attention @ v) @ params["W_O"]
+    return h @ params["U"] + params["b"]
+
+
+def torch_objective(
+    logits: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor, last: bool
+) -> torch.Tensor:
+    """Σ_x π(x) · mean over positions of F.cross_entropy (the last position only with ``last``)."""
+    n, L, S = logits.shape
+    per = F.cross_entropy(logits.reshape(n * L, S), targets.reshape(n * L), reduction="none").reshape(n, L)
+    per = per[:, -1:] if last else per
+    return (weights * per.mean(dim=1)).sum()
+
+
+def population(task):
+    pop = task.population()
+    targets = np.concatenate([pop.tokens[:, 1:], pop.labels[:, None]], axis=1)
+    return pop, targets
+
+
+def float_batch(task):
+    from rwtoolkit.models import FLOAT64
+
+    pop = task.population()
+    P = FLOAT64.asarray(rational_positions(pop.N, 1))
+    return batch(FLOAT64, pop.tokens, pop.labels, np.asarray(pop.float_probs()), pop.K, P)
+
+
+@pytest.mark.parametrize("name", ["lm", "last"])
+def test_cross_entropy_value_and_gradient_equal_torch_cross_entropy_weighted_by_the_exact_probabilities(name):
+    from rwtoolkit.models import FLOAT64
+
+    task = binary_markov_task("1/3", "3/5", 4)
+    model = tiny_model()
+    data = float_batch(task)
+    start = model.initial(FLOAT64, data.inputs.sizes)
+    ours = evaluate(model, FLOAT64, start, data, CrossEntropy(name))
+    pop, targets = population(task)
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in start.items()}
+    logits = torch_logits(params, torch.tensor(pop.tokens))
+    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    theirs = torch_objective(logits, torch.tensor(targets), weights, last=name == "last")
+    theirs.backward()
+    assert abs(float(ours.loss) - theirs.item()) < 1e-12
+    for key, tensor in params.items():
+        assert np.abs(ours.gradient[key] - tensor.grad.numpy()).max() < 1e-12, key
+    assert np.abs(ours.token_logits - logits.detach().numpy()).max() < 1e-12
+    # the prediction is the softmax of the last position's logits; a sequence model has no attention S
+    assert np.abs(ours.f - torch.softmax(logits[:, -1], -1).detach().numpy()).max() < 1e-12
+    assert ours.S is None and ours.logits is None
+
+
+def test_last_is_lm_restricted_to_the_last_position():
+    """'last' against an independent formula: −Σ π log softmax(logits_L)[label], its gradient nonzero only at L."""
+    from rwtoolkit.models import FLOAT64
+
+    task = binary_markov_task("1/3", "3/5", 4)
+    model = tiny_model()
+    data = float_batch(task)
+    start = model.initial(FLOAT64, data.inputs.sizes)
+    last = evaluate(model, FLOAT64, start, data, CrossEntropy("last"))
+    pop = task.population()
+    weights = np.asarray(pop.float_probs())
+    lg = last.token_logits[:, -1, :]
+    logp = lg - np.log(np.exp(lg).sum(axis=1, keepdims=True))
+    assert abs(last.loss - -(weights * logp[np.arange(pop.size), pop.labels]).sum()) < 1e-12
+    # its cotangent at the logits: π (softmax − e_label) at L, zero before
+    tape = Tape(FLOAT64)
+    inputs = {k: tape.input(v) for k, v in start.items()}
+    out = model.forward(tape, inputs, data.inputs)
+    _, seeded, seed = CrossEntropy("last").apply(FLOAT64, out, data, True)
+    assert seeded is out.token_logits
+    assert not seed[:, :-1].any()
+    expected = weights[:, None] * (np.exp(logp) - np.eye(2)[pop.labels])
+    assert np.abs(seed[:, -1] - expected).max() < 1e-15
+
+
+def exact_values(value) -> bool:
+    """Every entry an fmpq or a SymPy expression without a float."""
+    entries = value.ravel().tolist() if isinstance(value, np.ndarray) else [value]
+    return all(isinstance(x, fmpq) or (isinstance(x, sp.Basic) and not x.atoms(sp.Float)) for x in entries)
+
+
+def torch_descent(
+    task, start: dict[str, np.ndarray], steps: int, last: bool = False
+) -> list[dict[str, np.ndarray]]:
+    """θ(0..steps) of full-batch GD in plain torch float64 autograd (η = 1): the independent reference."""
+    pop, targets = population(task)
+    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    tokens, targets_t = torch.tensor(pop.tokens), torch.tensor(targets)
+    params = {k: torch.tensor(np.asarray(v, dtype=np.float64)) for k, v in start.items()}
+    out = [{k: v.numpy().copy() for k, v in params.items()}]
+    for _ in range(steps):
+        for v in params.values():
+            v.requires_grad_(True)
+        torch_objective(torch_logits(params, tokens), targets_t, weights, last).backward()
+        with torch.no_grad():
+            params = {k: (v - v.grad).detach() for k, v in params.items()}
+        out.append({k: v.numpy().copy() for k, v in params.items()})
+    return out
+
+
+def test_exact_gd_from_zero_equals_torch_float64_gd_stays_exact_and_the_balls_enclose_it():
+    from rwtoolkit.engines import select
+    from rwtoolkit.engines.exact.arithmetic._models import EXACT
+    from rwtoolkit.engines.numeric import ModelConfig, TrainConfig
+
+    task = binary_markov_task("1/3", "3/5", 3)
+    model = tiny_model()
+    engine = select(model, "exact", "zero")
+    assert engine.name == "generic exact engine"
+    traj = engine.load()(task, model=model, steps=2)
+    reference = torch_descent(
+        task, {k: np.zeros(s) for k, s in model.shapes(traj.batch.inputs.sizes).items()}, 2
+    )
+    [run] = select(model, "torch", "zero").load()(
+        [
+            (
+                task,
+                ModelConfig(K=2, N=3, M=4, registered=model),
+                TrainConfig(steps=2, population=True, record_params=True),
+            )
+        ]
+    )
+    balls = select(model, "balls", "zero").load()(task, model, 2)
+    for t in range(3):
+        params = traj.states[t].params
+        for key, value in params.items():
+            assert exact_values(value), (t, key)
+            assert np.abs(EXACT.to_float(value) - reference[t][key]).max() < 1e-12, (t, key)
+            assert np.abs(run.value(t, key) - reference[t][key]).max() < 1e-12, (t, key)
+            ball = balls.records[t].state.params[key]
+            assert all(holds(b, x) for b, x in zip(ball.ravel(), value.ravel(), strict=True)), (t, key)
+        assert exact_values(traj.states[t].loss)
+        assert holds(balls.records[t].train_loss, traj.states[t].loss)
+    assert np.abs(reference[2]["b"]).max() > 1e-3  # the read-out's bias moved: the test compares a motion
+    assert traj.readout_names == ("loss", "accuracy", "mean_f") and run.config["objective"] == "lm"
+
+
+def test_exact_gd_from_the_programs_own_start_equals_torch_and_the_balls_enclose_it():
+    """One step from the program's float64 start (entering as its dyadic rationals): every logit an exponential
+    atom; exact = plain torch within 1e-12, and the ball engine's trajectory holds the exact values."""
+    from rwtoolkit.engines import select
+    from rwtoolkit.engines.exact.arithmetic._models import EXACT
+
+    task = binary_markov_task("1/3", "3/5", 3)
+    model = tiny_model()
+    traj = select(model, "exact", "own").load()(task, model=model, steps=1, init="own")
+    sizes = traj.batch.inputs.sizes
+    start = traj.states[0].params
+    assert all(
+        Fraction(int(start[k].ravel()[0].p), int(start[k].ravel()[0].q))
+        == Fraction(model.program(sizes).initial[k].ravel()[0])
+        for k in start
+    )
+    reference = torch_descent(task, model.program(sizes).initial, 1)
+    balls = select(model, "balls", "own").load()(task, model, 1, init="own")
+    for t in range(2):
+        for key, value in traj.states[t].params.items():
+            assert exact_values(value), (t, key)
+            exact = EXACT.to_float(value)
+            assert np.abs(exact - reference[t][key]).max() < 1e-12, (t, key)
+            ball = balls.records[t].state.params[key]
+            assert all(holds(b, x) for b, x in zip(ball.ravel(), value.ravel(), strict=True)), (t, key)
+        assert holds(balls.records[t].train_loss, traj.states[t].loss)
+
+
+def _dyadic(part: tuple) -> fmpq:
+    sign, man, exp, _ = part
+    q = fmpq(man * 2**exp) if exp >= 0 else fmpq(man, 2**-exp)
+    return -q if sign else q
+
+
+def holds(ball, exact) -> bool:
+    """Whether the ball meets a certified 256-bit enclosure of the exact value (the exact engine's own
+    interval evaluation of its atoms): a wrong ball misses an interval 2^-250 wide."""
+    from flint import arb, ctx
+
+    from rwtoolkit.engines.exact.arithmetic._decide import enclose
+
+    lo, hi = enclose(sp.sympify(exact), 256)._mpi_
+    previous, ctx.prec = ctx.prec, 2048
+    try:
+        return bool(ball.overlaps(arb(_dyadic(lo)).union(arb(_dyadic(hi)))))
+    finally:
+        ctx.prec = previous
+
+
+def test_a_model_without_next_token_logits_refuses_the_cross_entropy_objectives():
+    with pytest.raises(
+        ValueError, match=r"^--objective lm: model one_layer gives a prediction f, no next-token"
+    ):
+        objective_name(get_model("one_layer"), "lm")
+    with pytest.raises(ValueError, match=r"^--objective='all' is not one of lm, last$"):
+        objective_name(tiny_model(), "all")
+    assert objective_name(tiny_model(), None) == "lm" and objective_name(get_model("key_query"), None) is None
+
+
+def test_the_exact_estimate_of_a_sequence_model_refuses_steps_beyond_its_limit_naming_the_ball_engine():
+    from rwtoolkit.engines.exact import derive_model_job
+
+    task = binary_markov_task("1/3", "3/5", 3)
+    with pytest.raises(ValueError, match=r"at most 2 \(nested exponentials\).*ball engine"):
+        derive_model_job(task, tiny_model(), 3, init="own")
+    with pytest.raises(ValueError, match=r"^--init own: model key_query has no start of its own"):
+        derive_model_job(task, get_model("key_query"), 1, init="own")
+    zero = derive_model_job(task, tiny_model(), 2).estimate.seconds
+    own = [derive_model_job(task, tiny_model(), s, init="own").estimate.seconds for s in (1, 2)]
+    # measured: 0.1 s from zero, 6 s for one step from the own start, over 400 s for two
+    assert zero < 2 and 2 < own[0] < 30 and own[1] > 100
+
+
+def test_select_gives_every_arithmetics_generic_engine_for_a_sequence_model():
+    from rwtoolkit.engines import GENERIC, select
+
+    for arithmetic in ("exact", "torch", "balls"):
+        for start in ("zero", "any"):
+            assert select(tiny_model(), arithmetic, start) is GENERIC[arithmetic]
+    assert select(get_model("one_layer"), "exact", "zero").name == "reduced exact engine"
