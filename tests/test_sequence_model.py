@@ -309,3 +309,30 @@ def test_select_gives_every_arithmetics_generic_engine_for_a_sequence_model():
         for start in ("zero", "any"):
             assert select(tiny_model(), arithmetic, start) is GENERIC[arithmetic]
     assert select(get_model("one_layer"), "exact", "zero").name == "reduced exact engine"
+
+
+def test_rw_derive_runs_a_sequence_model_of_your_own(tmp_path, monkeypatch, capsys):
+    """b(1) by hand: from zero every logit is 0, so ∂L/∂b = 1/2 − (the targets' law), the stationary law
+    (q, p)/(p + q) = (9/14, 5/14) at every position, and b(1) = η (9/14 − 1/2, 5/14 − 1/2) = (1/7, −1/7)."""
+    import inspect
+    import json
+
+    from rwtoolkit.cli.main import main
+
+    source = "from __future__ import annotations\n\nimport math\nfrom fractions import Fraction\n\nimport numpy as np\n\n"
+    source += "from rwtoolkit.models import SequenceModel, Tape\n\n"
+    source += "D = 2\n\n\n" + inspect.getsource(TinyGPT)
+    source += '\n\nmodel = SequenceModel(lambda S, L: TinyGPT(S, L), name="tiny_gpt")\n'
+    (tmp_path / "tiny.py").write_text(source)
+    (tmp_path / "task.json").write_text(
+        json.dumps({"task": {"family": "binary_markov", "params": {"p": "1/3", "q": "3/5", "N": 3}}})
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main("derive --model tiny.py:model --spec task.json --mu 1 --steps 1".split()) == 0
+    out = capsys.readouterr().out
+    assert "objective=lm" in out and "b = 1/7\n    -1/7" in out.split("t = 1")[1]
+    assert main("derive --model tiny.py:model --spec task.json --mu 1 --init own --steps 3".split()) == 2
+    assert (
+        "at most 2 (nested exponentials); use fewer steps, or the certified ball engine"
+        in capsys.readouterr().err
+    )

@@ -45,9 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--init",
         default="zero",
-        choices=("zero", "gaussian"),
-        help="zero (default), or gaussian: i.i.d. N(0, sigma^2) entries from --seed, rounded to multiples "
-        "of 2^-20 so that the start is exact (runs the generic engine, at most 3 steps)",
+        choices=("zero", "gaussian", "own"),
+        help="zero (default), gaussian: i.i.d. N(0, sigma^2) entries from --seed, rounded to multiples "
+        "of 2^-20 so that the start is exact (runs the generic engine, at most 3 steps), or own: the model's own "
+        "start (a traced or sequence program's float64 initial values, each the exact dyadic rational it "
+        "holds; at most 2 steps)",
+    )
+    parser.add_argument(
+        "--objective",
+        default=None,
+        choices=("lm", "last"),  # rwtoolkit.models.OBJECTIVES
+        help="a model with next-token logits (a traced or sequence model): lm (default), the cross-entropy at "
+        "every position, weighted by each sequence's exact probability; last: at the last position only",
     )
     parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
     parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
@@ -150,9 +159,11 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
 
     reduced = traj.reduced
     settings = "" if reduced is not None else f", model={traj.model.describe()}, init={traj.init}"
+    objective = getattr(traj, "objective", None)  # a model with next-token logits: its cross-entropy
+    loss = f"loss={traj.ell.name}" if objective is None else f"objective={objective}"
     lines = [
         f"rw derive: {traj.task!r}{settings}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
-        f"loss={traj.ell.name}, population={traj.population_size} inputs"
+        f"{loss}, population={traj.population_size} inputs"
     ]
     for t in range(len(traj.states)):
         lines.append(f"\nt = {t}")
@@ -171,7 +182,10 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
         accuracy = traj.value(t, "accuracy")
         lines.append("loss = " + _show(traj.value(t, "loss")))
         lines.append("accuracy = " + ("undecided" if accuracy is None else _show(accuracy)))
-        lines.append("mean attention = " + _show(list(traj.value(t, "mean_attention"))))
+        if "mean_attention" in traj.readout_names:
+            lines.append("mean attention = " + _show(list(traj.value(t, "mean_attention"))))
+        else:  # no attention S over the positions (a sequence model): its mean prediction
+            lines.append("mean f = " + _show(list(traj.value(t, "mean_f"))))
     return _footnote("\n".join(lines), json)
 
 
@@ -281,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
     seed = parse_int(args.seed, "seed", 0)
     task = task_or_spec(args, "rw derive")
-    engine = select(model.name, "exact", args.init)
+    engine = select(model, "exact", args.init)
     job = engine.load_estimate()(
         task,
         model,
@@ -293,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
         init=args.init,
         sigma=args.sigma,
         seed=seed,
+        objective=args.objective,
         json=bool(args.json),
         per_input=args.per_input,
         verdict=args.verdict,

@@ -381,6 +381,11 @@ def derive_model_job(
         f"--steps {steps} with --model {model.name} on {task!r}",
         "use fewer --steps, smaller K or N"
         + (", --no-per-input" if json and per_input else "")
+        + (
+            ', the certified ball engine (rwtoolkit.engines.select(model, "balls", init))'
+            if model.TOKEN_LOGITS
+            else ""
+        )
         + ", or rw train --model for a float trajectory",
         notes,
     )
