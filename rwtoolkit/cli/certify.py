@@ -1,66 +1,135 @@
-"""``rw certify``: the certified (ball-arithmetic) trajectory, DIR/certify.json and DIR/CERTIFY.md, both atomic."""
+"""``rw certify``: the certified (ball-arithmetic) trajectory, DIR/certify.json and DIR/CERTIFY.md, both atomic.
+
+Without ``--model`` (or with ``--model one_layer``) it certifies the paper's statements on the paper's model
+(``rwtoolkit.engines.balls.certify``); with another model (a registered name, ``MODULE:ATTR`` or ``PATH.py:ATTR``,
+a traced PyTorch or JAX model included) it runs that model's certified trajectory on the task's population
+(``ball_model_job`` plans it, the ball engine ``select`` gives runs it) and writes per recorded step the loss's
+enclosure and the widest parameter radius.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 
-from rwtoolkit.cli._task_args import add_task_arguments, parse_int, task_from_args
+from rwtoolkit.cli._models import add_model_arguments
+from rwtoolkit.cli._task_args import (
+    add_spec_argument,
+    add_task_arguments,
+    parse_int,
+    task_from_args,
+    task_or_spec,
+)
 
 FLOAT_GRAMS = ("computed", "ideal", "none")
 
+#: The model whose statements ``rw certify`` certifies (Theorems 3.1 and 4.1's); any other runs its trajectory.
+PAPER_MODEL = "one_layer"
+
+#: The options of the paper's certification and their defaults (given with another model: refused in one line).
+PAPER_DEFAULTS = {
+    "M": "1000",
+    "pos": "sine",
+    "train_size": "1000",
+    "test_size": "1000",
+    "seed": "0",
+    "prec": "128",
+    "tol": "1e-20",
+    "max_prec": "2048",
+    "parent_threshold": "1/2",
+    "float_gram": "computed",
+    "float_tol": "1e-9",
+}
+#: The options of another model's certified trajectory (given with the paper's model: refused in one line).
+MODEL_OPTIONS = ("spec", "init", "objective", "mu", "max_seconds", "head_dim", "heads")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Task and training options as in ``rw train`` (the exact model only), precision and comparison options."""
+    """Task and training options as in ``rw train`` (the exact model only), precision and comparison options;
+    ``--model`` and its options (``--spec``, ``--init``, ``--objective``, ``--mu``, ``--max-seconds``) for the
+    certified trajectory of another model."""
     add_task_arguments(
         parser, "circle: clockwise probability, a number in [0, 1] such as 1/2 or 1 (required)"
     )
+    add_spec_argument(parser, "rw certify --model")
+    add_model_arguments(
+        parser,
+        "one_layer certifies the paper's statements; another model gets its certified trajectory on the "
+        "task's population (docs/certify.md#another-model)",
+    )
     a = parser.add_argument
-    a("--M", default="1000", help="positional dimension (sine: M > N; onehot: M = N) (default 1000)")
+    a("--M", default=None, help="positional dimension (sine: M > N; onehot: M = N) (default 1000)")
     a(
         "--pos",
         choices=("sine", "onehot"),
-        default="sine",
+        default=None,
         help="positional embeddings (default sine, μ = M/2)",
     )
     a("--eta", default="1", help="learning rate, an exact positive rational such as 1 or 1/2 (default 1)")
     a("--eps", default="1/10", help="ε of the log-loss -log(z + ε), exact positive rational (default 1/10)")
     a("--steps", default="50", help="GD steps >= 0 (default 50)")
-    a("--train-size", default="1000", help="sampled training walks >= 1, each of weight 1/n (default 1000)")
-    a("--test-size", default="1000", help="sampled evaluation walks >= 1 (default 1000)")
+    a("--train-size", default=None, help="sampled training walks >= 1, each of weight 1/n (default 1000)")
+    a("--test-size", default=None, help="sampled evaluation walks >= 1 (default 1000)")
     a(
         "--population",
         action="store_true",
-        help="train and evaluate on the exact population (small tasks only)",
+        help="train and evaluate on the exact population (small tasks only; another model always does)",
     )
     a(
         "--seed",
-        default="0",
+        default=None,
         help="sampling seed >= 0, the walks rw train draws with the same seed (default 0)",
     )
     a("--record-steps", default=None, help="comma-separated steps to record (default: every step)")
-    a("--prec", default="128", help="starting working precision in bits (default 128)")
+    a(
+        "--prec",
+        default=None,
+        help="starting working precision in bits (default 128; another model: the ball engine's own, "
+        "256 + 6·steps bits, doubled while a ball is not tight)",
+    )
     a(
         "--tol",
-        default="1e-20",
+        default=None,
         help="widest relative ball radius accepted before the precision doubles (default 1e-20)",
     )
-    a("--max-prec", default="2048", help="largest precision tried, bits (default 2048)")
+    a("--max-prec", default=None, help="largest precision tried, bits (default 2048)")
     a(
         "--parent-threshold",
-        default="1/2",
+        default=None,
         help="the parent-attention statement's threshold in (0, 1] (default 1/2)",
     )
     a(
         "--float-gram",
         choices=FLOAT_GRAMS,
-        default="computed",
+        default=None,
         help="compare a float64 rwtoolkit.engines.numeric run with this Gram matrix against the enclosure (default computed; none: skip)",
     )
     a(
         "--float-tol",
-        default="1e-9",
+        default=None,
         help="relative excess beyond which a float value leaves the enclosure (default 1e-9)",
+    )
+    a(
+        "--init",
+        default=None,
+        choices=("zero", "own"),  # rwtoolkit.engines.balls BALL_INITS
+        help="another model: zero (default), or own: the model's own start (a traced or sequence program's "
+        "float64 initial values, each the exact dyadic rational it holds)",
+    )
+    a(
+        "--objective",
+        default=None,
+        choices=("lm", "last"),  # rwtoolkit.models.OBJECTIVES
+        help="another model with next-token logits: lm (default), the cross-entropy at every position weighted "
+        "by each sequence's exact probability; last: at the last position only",
+    )
+    a("--mu", default=None, help="another model: μ = ‖p_i‖² > 0 of its rational positions (default 1)")
+    a(
+        "--max-seconds",
+        default=None,
+        dest="max_seconds",
+        help="another model: refuse up front when the estimated time exceeds this many seconds "
+        "(default and at most 3600)",
     )
     a("--out", required=True, metavar="DIR", help="output folder for certify.json and CERTIFY.md")
 
@@ -88,6 +157,36 @@ def _positive_float(text: str, name: str, high: float) -> float:
     return value
 
 
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _paper(args: argparse.Namespace) -> bool:
+    """Whether the options ask for the paper's certification (``one_layer``); an option of the other kind given
+    is refused in one line."""
+    paper = getattr(args, "model", PAPER_MODEL) == PAPER_MODEL
+    if paper:
+        for dest in MODEL_OPTIONS:
+            if getattr(args, dest, None) is not None:
+                raise ValueError(
+                    f"{_flag(dest)} applies with --model (a model other than {PAPER_MODEL}, whose certified "
+                    f"trajectory it runs); {PAPER_MODEL} certifies the paper's statements: drop {_flag(dest)}"
+                )
+        for dest, default in PAPER_DEFAULTS.items():
+            if getattr(args, dest, None) is None:
+                setattr(args, dest, default)
+    else:
+        given = [dest for dest in PAPER_DEFAULTS if dest != "prec" and getattr(args, dest, None) is not None]
+        if args.population:
+            given.append("population")
+        if given:
+            raise ValueError(
+                f"{_flag(given[0])} applies to the paper's model ({PAPER_MODEL}) only; --model "
+                f"{args.model} runs on the task's exact population: drop {_flag(given[0])}"
+            )
+    return paper
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate everything, certify, optionally compare a float64 run, write both files.
 
@@ -97,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
     from rwtoolkit.io import check_output_dir, write_json_atomic, write_text_atomic
 
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
+    if not _paper(args):
+        return _run_model(args, out)
     from rwtoolkit.engines.balls import (
         MAX_PREC,
         MIN_PREC,
@@ -153,5 +254,78 @@ def run(args: argparse.Namespace) -> int:
         print(tolerance_line(data))
     if data["float_comparison"]:
         print(data["float_comparison"]["summary"])
+    print(f"wrote {js} and {md}")
+    return 0
+
+
+def _run_model(args: argparse.Namespace, out: object) -> int:
+    """The certified trajectory of ``--model`` on the task's population: every argument checked, the task and
+    the model built, the run planned (``ball_model_job``: refused in one line when it cannot fit), run by the
+    ball engine ``select`` gives, both files written atomically. Exit 0 whatever its outcome (a run that ends
+    inconclusive is a result)."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from rwtoolkit.cli._models import model_from_args
+    from rwtoolkit.io import check_disk, check_memory, format_bytes, write_json_atomic, write_text_atomic
+
+    steps = parse_int(args.steps, "steps", 0)
+    record = _steps_list(args.record_steps, steps)
+    prec = None
+    if args.prec is not None:
+        from rwtoolkit.engines.balls import MAX_PREC, MIN_PREC
+
+        prec = parse_int(args.prec, "prec", MIN_PREC)
+        if prec > MAX_PREC:
+            raise ValueError(f"--prec={prec} is out of range: must be in [{MIN_PREC}, {MAX_PREC}]")
+    max_seconds = 3600 if args.max_seconds is None else parse_int(args.max_seconds, "max-seconds", 1)
+    if getattr(args, "spec", None) is None and args.task == "circle" and args.p is None:
+        raise ValueError("--p is required: the certified engine needs a number in [0, 1], e.g. --p 1/2")
+    init = args.init or "zero"
+    task = task_or_spec(args, "rw certify")
+    if task.symbols:
+        raise ValueError(
+            f"the task's probabilities are symbolic ({task!r}): the certified engine needs numbers"
+        )
+    model = model_from_args(args)
+    from rwtoolkit.engines import select
+    from rwtoolkit.engines.balls import (
+        ball_model_job,
+        model_certify_json,
+        model_certify_markdown,
+        model_certify_summary,
+    )
+
+    job = ball_model_job(
+        task,
+        model,
+        steps,
+        eta=args.eta,
+        eps=args.eps,
+        mu=1 if args.mu is None else args.mu,
+        prec=prec,
+        init=init,
+        objective=args.objective,
+        record_steps=record,
+        max_seconds=max_seconds,
+    )
+    est = job.estimate
+    summary = (
+        f"~{est.seconds:.3g} s at {job.bits} bits, ~{format_bytes(est.memory)} of memory, "
+        f"~{format_bytes(est.file_bytes)} of files"
+    )
+    check_memory(est.memory, f"{job.what} (estimated at {summary})", job.alternatives)
+    check_disk(est.file_bytes, Path(str(out)), f"{job.what} (estimated at {summary})", job.alternatives)
+    print(f"rw certify: estimated {summary}", file=sys.stderr)
+    engine = select(model, "balls", init)
+    chosen = set(job.recorded)
+    started = time.perf_counter()
+    traj = engine.load()(task, model, steps, progress=True, keep=lambda t: t in chosen, **job.arguments)
+    wall = time.perf_counter() - started
+    data = model_certify_json(task, model, job, traj)
+    js = write_json_atomic(data, Path(str(out)) / "certify.json")
+    md = write_text_atomic(model_certify_markdown(data), Path(str(out)) / "CERTIFY.md")
+    print(model_certify_summary(data, wall))
     print(f"wrote {js} and {md}")
     return 0

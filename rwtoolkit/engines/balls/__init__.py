@@ -3,6 +3,8 @@
 Two engines run gradient descent in balls with one signature and one result, ``BallTrajectory``: the generic
 ``ball_model_trajectory`` (any model of record) and its registered specialisation ``run_trajectory`` (the
 paper's model from zero in reduced coordinates); ``rwtoolkit.engines.select(model, "balls", start)`` chooses.
+``ball_model_job`` plans a run of the generic engine before any work (estimate, refusal) and
+``model_certify_json`` / ``model_certify_markdown`` report it (``rw certify --model``).
 
 ``certify(task, ...)`` encloses every quantity of full-batch GD from zero init on the exact model
 (sine embeddings enclosed entry by entry, Lemma E.5 checked against the enclosure) and returns typed
@@ -16,6 +18,14 @@ from rwtoolkit.engines.balls._compare import compare_float
 from rwtoolkit.engines.balls._engine import State, run_trajectory
 from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
 from rwtoolkit.engines.balls._gram import GramEnclosure, enclose_gram, sine_embeddings
+from rwtoolkit.engines.balls._model_certify import (
+    BallEstimate,
+    BallJob,
+    ball_model_job,
+    model_certify_json,
+    model_certify_markdown,
+    model_certify_summary,
+)
 from rwtoolkit.engines.balls._models import (
     BallLogLoss,
     ball_arithmetic,
@@ -31,14 +41,20 @@ from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 __all__ = [
     "MAX_PREC",
     "MIN_PREC",
+    "BallEstimate",
+    "BallJob",
     "BallLogLoss",
     "ball_arithmetic",
     "ball_batch",
     "ball_estimate",
+    "ball_model_job",
     "ball_model_trajectory",
     "to_ball",
     "certify_json",
     "certify_markdown",
+    "model_certify_json",
+    "model_certify_markdown",
+    "model_certify_summary",
     "compare_float",
     "tolerance_line",
     "Certification",

@@ -260,7 +260,13 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
 
 
 class _Undecided(ArithmeticError):
-    """The balls became too wide to continue (the log-loss domain z + ε > 0 is no longer certified)."""
+    """The balls cannot decide what the next step needs (the log-loss domain z + ε > 0, a ReLU input's sign):
+    the run ends there, inconclusive. ``settled``: the undecided ball was already tight (narrower than 2^-64),
+    so a higher precision is not what it lacks (``automatic_precision`` keeps such a run as it is)."""
+
+    def __init__(self, message: str, settled: bool = False) -> None:
+        super().__init__(message)
+        self.settled = settled
 
 
 #: The models the reduced ball engine runs (its entry in ``rwtoolkit.engines.SPECIALISATIONS``).

@@ -9,6 +9,10 @@ and undecided otherwise (raise the precision). The positions are ``rwtoolkit.mod
 the exact rationals it holds), the loss is ℓ(z) = −log(z + ε), or for a model with next-token logits its
 cross-entropy objective (``rwtoolkit.models.CrossEntropy``), as in ``rwtoolkit.engines.exact.derive_model``,
 so the balls enclose that exact trajectory step for step (``tests/test_zoo.py``, tests/test_sequence_model.py).
+
+A ReLU whose input ball straddles 0 has no certified derivative: the run ends there, inconclusive
+(``BallTrajectory.stopped`` says "inconclusive at step t: a ReLU input straddles 0 (entry ...)"), with the
+certified steps before it kept; never a pass and never a traceback.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from flint import arb, ctx, fmpq
 from tqdm import tqdm
 
+from rwtoolkit.engines.balls._balls import ball_interval
+from rwtoolkit.engines.balls._engine import _Undecided
 from rwtoolkit.engines.balls._trajectory import (
     BASE_PREC,
     BITS_PER_STEP,
@@ -38,9 +45,11 @@ from rwtoolkit.models import ArithmeticLoss
 #: two-layer model's 1.9e-8 to 6.2e-8 measured at N = 4..6 on the 2-core development machine.
 SECONDS_PER_BALL_OP = 6e-8
 #: A sequence program's counted multiply-add (``rwtoolkit.models.forward_operations``) costs this many of those:
-#: its tape records many small arrays. Measured 12-22 with tests/test_sequence_model.py's one-layer program from
-#: its own start on binary_markov (N = 3) and icl_markov (S = 2, N = 4, 5), 50 and 200 steps.
-SEQUENCE_OP_WEIGHT = 16.0
+#: its tape records many small arrays. Measured 3.3-21 (30 steps at 512 bits on binary_markov N = 3 and
+#: icl_markov S = 2, N = 5, from zero and from the program's own start) over tests/test_sequence_model.py's
+#: one-layer program and examples/nanogpt_attention.py's one_layer, two_layer and with_mlp (12-22 for the first
+#: alone, from its own start); 8 keeps every one within 3x. benchmarks/traced_balls.py compares 200-step runs.
+SEQUENCE_OP_WEIGHT = 8.0
 #: The longest certified run accepted without ``--steps`` being lowered (an hour at the estimate).
 MAX_BALL_SECONDS = 3600.0
 
@@ -63,10 +72,34 @@ def _sign(x: arb) -> int | None:
 
 def ball_arithmetic() -> Any:
     """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, log, sqrt, erf and sign on one ball;
-    π at the working precision)."""
+    π at the working precision). A ReLU input whose ball straddles 0 raises ``_Undecided`` (the ball engines'
+    typed inconclusive outcome), naming the entry and its ball.
+
+    >>> import numpy as np
+    >>> ar = ball_arithmetic()
+    >>> ar.positive(np.array([arb(2), arb(0), arb(-1)], dtype=object)).tolist()
+    [1.00000000000000, 0, 0]
+    >>> ar.positive(np.array([[arb(1), arb("0 +/- 1e-30")]], dtype=object))
+    Traceback (most recent call last):
+    rwtoolkit.engines.balls._engine._Undecided: a ReLU input straddles 0 (entry (0, 1) ∈ [-1.01e-30, 1.01e-30])
+    """
     from rwtoolkit.models import ObjectArithmetic
 
-    return ObjectArithmetic(
+    class BallArithmetic(ObjectArithmetic):
+        def positive(self, a: Any) -> Any:
+            one, zero = arb(1), arb(0)
+            out = np.empty(np.shape(a), dtype=object)
+            for index, x in np.ndenumerate(np.asarray(a, dtype=object)):
+                s = _sign(x)
+                if s is None:
+                    raise _Undecided(
+                        f"a ReLU input straddles 0 (entry {index} ∈ {ball_interval(x)})",
+                        settled=_tight(x),
+                    )
+                out[index] = one if s > 0 else zero
+            return out
+
+    return BallArithmetic(
         "arb",
         to_ball,
         exp=lambda v: v.exp(),
@@ -77,6 +110,11 @@ def ball_arithmetic() -> Any:
         erf=lambda v: v.erf(),
         pi=arb.pi,
     )
+
+
+def _tight(x: arb) -> bool:
+    """A ball narrower than 2^-64 relative (absolute below 1): more precision is not what it lacks."""
+    return bool(x.is_finite() and float(x.rad()) <= 2.0**-64 * max(1.0, abs(float(x.mid()))))
 
 
 class BallLogLoss(ArithmeticLoss):
@@ -115,17 +153,27 @@ def ball_step_ops(task: Any, model: Any, mu: object = 1, inputs: int | None = No
 
 
 def ball_estimate(
-    task: Any, model: Any, steps: int, mu: object = 1, prec: int | None = None, inputs: int | None = None
+    task: Any,
+    model: Any,
+    steps: int,
+    mu: object = 1,
+    prec: int | None = None,
+    inputs: int | None = None,
+    init: str = "zero",
 ) -> float:
     """Estimated seconds of ``ball_model_trajectory`` at ``prec`` bits (default its first automatic precision)
     on ``inputs`` inputs (default the task's population); a ball operation costs about √(prec/256) times
-    more at higher precision (measured 3.5× at 3856 bits)."""
+    more at higher precision (measured 3.5× at 3856 bits). A model with next-token logits from zero computes
+    mostly with exact balls (its values at zero, 0 and 1/n, are exact; bias-free layers stay at 0), whose cost
+    does not grow with the precision: that run's estimate has no precision factor (measured: 200 steps of
+    examples/nanogpt_attention.py's one_layer took 0.029 s a step at 1456 bits, 5 steps 0.021 s a step at 286)."""
     bits = BASE_PREC + BITS_PER_STEP * steps if prec is None else prec
+    grows = not (model.TOKEN_LOGITS and init == "zero")
     return (
         SECONDS_PER_BALL_OP
         * ball_step_ops(task, model, mu, inputs)
         * (steps + 1)
-        * max(1.0, (bits / 256) ** 0.5)
+        * (max(1.0, (bits / 256) ** 0.5) if grows else 1.0)
     )
 
 
@@ -154,7 +202,8 @@ def ball_model_trajectory(
     set. ``init``: ``"zero"``, or ``"own"``, the model's own start (``Model.initial``) as exact balls;
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
     another model, which trains on −log(z + ε)). Refuses (ValueError, before any work) a run estimated above
-    ``MAX_BALL_SECONDS``, another start or objective.
+    ``MAX_BALL_SECONDS``, another start or objective. A ReLU input the balls cannot sign ends the run
+    inconclusive at that step (``BallTrajectory.stopped``, ``stopped_at``; ``outcome`` is inconclusive).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -170,7 +219,7 @@ def ball_model_trajectory(
             f"init={init!r} is not one of {', '.join(BALL_INITS)} (the generic ball engine's starts)"
         )
     n = None if walks is None else walks[0].size + (0 if walks[1] is walks[0] else walks[1].size)
-    seconds = ball_estimate(task, model, steps, mu, prec, n)
+    seconds = ball_estimate(task, model, steps, mu, prec, n, init)
     if seconds > MAX_BALL_SECONDS:
         raise ValueError(
             f"steps={steps}: the certified run is estimated at {seconds:.0f} s, above {MAX_BALL_SECONDS:.0f} s; "
@@ -256,18 +305,25 @@ def _run(
             unit="step",
             disable=not (progress and sys.stderr.isatty()),
         )
-        for t, state in enumerate(gradient_steps(model, ar, start, data, loss, to_ball(eta), steps)):
-            if keep is None or keep(t) or t == steps:
-                train = _readout(state, data.weights)
-                if evaluation is data:
-                    test = train
-                else:
-                    test = _readout(
-                        evaluate(model, ar, state.params, evaluation, loss, False), evaluation.weights
-                    )
-                traj.records.append(StepRecord(t, state.loss, test, train, state=state))
-            bar.update(1)
-        bar.close()
+        done = 0  # steps whose state (and, before the last, gradient) is certified
+        try:
+            for t, state in enumerate(gradient_steps(model, ar, start, data, loss, to_ball(eta), steps)):
+                if keep is None or keep(t) or t == steps:
+                    train = _readout(state, data.weights)
+                    if evaluation is data:
+                        test = train
+                    else:
+                        test = _readout(
+                            evaluate(model, ar, state.params, evaluation, loss, False), evaluation.weights
+                        )
+                    traj.records.append(StepRecord(t, state.loss, test, train, state=state))
+                done = t + 1
+                bar.update(1)
+        except _Undecided as why:  # θ(done) is not certified: its evaluation or its gradient is undecided
+            traj.stopped = f"inconclusive at step {done}: {why} at {prec} bits"
+            traj.stopped_at, traj.settled = done, why.settled
+        finally:
+            bar.close()
         return traj
     finally:
         ctx.prec = previous

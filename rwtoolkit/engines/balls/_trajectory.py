@@ -30,6 +30,7 @@ from flint import arb
 
 from rwtoolkit.engines.balls._balls import relative_radius, sign
 from rwtoolkit.engines.balls._walks import WalkSet
+from rwtoolkit.io import Verdict
 
 #: The working precision (bits) chosen by ``automatic_precision``: BASE_PREC + BITS_PER_STEP·steps, doubled
 #: in the per-step part while a kept ball is not finite or wider than 2^-64 relative (naive interval GD
@@ -137,8 +138,13 @@ class BallTrajectory:
     #: (token and position logits equal, V's rows constant) at every step 0..steps, certified by exact zeros
     #: of the reduced coordinates; None when the engine keeps no such coordinates (the generic engine).
     symmetry: list[tuple[bool, bool]] | None = None
-    #: why the run stopped early (balls too wide to continue), None when it reached the last step
+    #: why the run stopped early (balls too wide to continue, a ReLU input straddling 0), None when it reached
+    #: the last step; the steps before ``stopped_at`` are certified (kept in ``records``), that one is not
     stopped: str | None = None
+    stopped_at: int | None = None
+    #: the undecided ball that stopped the run was already tight: ``automatic_precision`` does not raise the
+    #: precision for it (a value within 2^-64 of 0, such as a ReLU input that is exactly 0 in exact arithmetic)
+    settled: bool = False
     #: the model of record the engine ran (``rwtoolkit.models.Model``)
     model: Any = None
 
@@ -199,10 +205,17 @@ class BallTrajectory:
             widest = max(widest, max(relative_radius(b) for b in balls))
         return widest
 
+    @property
+    def outcome(self) -> Verdict:
+        """``Verdict.HOLDS`` when every step is certified, ``Verdict.INCONCLUSIVE`` when the run stopped
+        (``stopped`` says at which step and why); never a pass for a stopped run."""
+        return Verdict.HOLDS if self.stopped is None else Verdict.INCONCLUSIVE
+
     def tight(self) -> bool:
         """Every ball of θ (and of f, in the generic engine) finite and narrower than 2^-64 relative (or
-        absolute near 0) at every recorded step, and the run not stopped."""
-        if self.stopped is not None:
+        absolute near 0) at every recorded step, and the run not stopped (or stopped by a ``settled`` ball:
+        then the steps before the stop are what is judged)."""
+        if self.stopped is not None and not self.settled:
             return False
         for r in self.records:
             for x in r.coordinates():
