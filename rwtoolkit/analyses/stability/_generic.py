@@ -68,12 +68,15 @@ from rwtoolkit.analyses.stability._report import MAX_SECONDS, check_run_options,
 from rwtoolkit.analyses.stability._views import StabilityOptions
 from rwtoolkit.models import (
     Batch,
+    CrossEntropy,
     ElementLoss,
     Model,
+    Objective,
     Sizes,
     batch,
     descend,
     evaluate,
+    objective_name,
     rational_positions,
 )
 from rwtoolkit.tasks import CircleWalk, FiniteTask
@@ -193,7 +196,7 @@ def off_manifold_jacobian(
     arithmetic: Any,
     params: Mapping[str, Any],
     data: Batch,
-    loss: ElementLoss,
+    loss: ElementLoss | Objective,
     eta: float,
     off: Sequence[str] | Manifold,
 ) -> tuple[Any, Any]:
@@ -237,14 +240,23 @@ def _positions(task: CircleWalk | FiniteTask, mu_q: Fraction, kind: str) -> tupl
     return np.asarray(rational_positions(task.N, mu_q), dtype=np.float64), "rational_positions(N, mu)"
 
 
+def _loss(model: Model, eps: float) -> Any:
+    """The loss GD runs on: the log-loss −log(f_y + ε) of the prediction, or, for a model with next-token logits
+    (a sequence model), its cross-entropy objective (``rwtoolkit.models.objective_name``: ``"lm"``; ε unused)."""
+    from rwtoolkit.engines.numeric import TensorLoss
+
+    objective = objective_name(model, None)
+    return TensorLoss("log", eps) if objective is None else CrossEntropy(objective)
+
+
 def _trajectory(
     model: Model, task: CircleWalk | FiniteTask, P: np.ndarray, eps: float, eta: float, steps: int
 ):
     import torch
 
-    from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+    from rwtoolkit.engines.numeric import TorchArithmetic
 
-    ar, loss = TorchArithmetic(torch.float64), TensorLoss("log", eps)
+    ar, loss = TorchArithmetic(torch.float64), _loss(model, eps)
     data = _population(task, ar, P)
     states = descend(model, ar, model.zeros(ar, data.inputs.sizes), data, loss, eta, steps)
     if not all(bool(torch.isfinite(v).all()) for s in states for v in s.params.values()):
@@ -377,7 +389,7 @@ def _escape(
     """One Gaussian-init run: its escape step (None within the run), final r(T) and max |S − 1/N| at T."""
     import torch
 
-    from rwtoolkit.engines.numeric import TensorLoss, TorchArithmetic
+    from rwtoolkit.engines.numeric import TorchArithmetic
 
     ar = TorchArithmetic(getattr(torch, dtype))
     rng = np.random.default_rng(seed)
@@ -385,7 +397,7 @@ def _escape(
         n: ar.asarray(sigma * rng.standard_normal(s))
         for n, s in model.shapes(Sizes(K=task.K, M=P.shape[0], N=task.N)).items()
     }
-    states = descend(model, ar, init, _population(task, ar, P), TensorLoss("log", eps), eta, steps)
+    states = descend(model, ar, init, _population(task, ar, P), _loss(model, eps), eta, steps)
     Q = torch.as_tensor(manifold.off, dtype=torch.float64)
     norms = [
         float(
@@ -446,7 +458,13 @@ class ModelView:
         return {"model": self.model.describe()}
 
     def config(self) -> dict[str, Any]:
-        return {"margin_per_step": MARGIN, "manifold": self.opts.manifold, "stuck_tolerance": STUCK_TOL}
+        objective = objective_name(self.model, None)
+        return {
+            "margin_per_step": MARGIN,
+            "manifold": self.opts.manifold,
+            "stuck_tolerance": STUCK_TOL,
+            **({} if objective is None else {"objective": objective}),
+        }
 
     def body(self) -> dict[str, Any]:
         """The manifold of the first μ (each block of ``results`` has its own)."""

@@ -2,7 +2,7 @@
 
 Route (a), symmetry (:func:`fixed_subspace`). A symmetry (τ, λ, π) of the task (``rwtoolkit.tasks.task_symmetries``:
 tokens renamed by τ, labels by λ, key positions moved by π, the population law unchanged) acts on the
-parameters through the model's axes (``Model.AXES``): a label axis by the permutation matrix of λ, a token
+parameters through the model's axes (``Model.parameter_axes``): a label axis by the permutation matrix of λ, a token
 axis by τ's, an embedding axis by O = diag(T_τ, Q_π) with Q_π = P Π Pᵀ/μ + (I − P Pᵀ/μ) the orthogonal map
 taking p_j to p_π(j) (PᵀP = μI, the query p_N fixed). The loss is invariant, L(g·θ) = L(θ), so its gradient
 is equivariant and the fixed subspace Fix(G) = {θ : g·θ = θ for all g} is mapped into itself by every GD
@@ -67,11 +67,11 @@ def fixed_subspace(model: Model, task: Task, group: Any) -> Subspace:
     )
 
 
-def head_count(model: Model) -> int:
-    """The size of the model's head axis (1 for a model without one)."""
-    for name, roles in model.AXES.items():
+def head_count(model: Model, sizes: Sizes) -> int:
+    """The size of the model's head axis at ``sizes`` (1 for a model without one)."""
+    for name, roles in model.parameter_axes(sizes).items():
         if "head" in roles:
-            return model.shapes(Sizes(K=1, M=1, N=1))[name][roles.index("head")]
+            return model.shapes(sizes)[name][roles.index("head")]
     return 1
 
 
@@ -83,16 +83,16 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
     >>> identical_heads(get_model("multi_head", H=3), CircleWalk(3, 4, 1)).dim  # one head's V and W
     58
     """
-    H = head_count(model)
+    K, N = task.K, task.N
+    sizes = Sizes(K=K, M=N, N=N)
+    H = head_count(model, sizes)
     if H == 1:
         return None
-    K, N = task.K, task.N
 
     class _Identity:
         tokens = labels = tuple(range(K))
         positions = tuple(range(N - 1))
 
-    sizes = Sizes(K=K, M=N, N=N)
     total = model.parameter_count(sizes)
     shift = coordinate_permutation(model, _Identity(), K, N, heads=[(h + 1) % H for h in range(H)])
     return Subspace.from_vectors(
@@ -101,9 +101,17 @@ def identical_heads(model: Model, task: Task) -> Subspace | None:
 
 
 def trajectory_subspace(
-    model: Model, task: Task, steps: int = 4, eta: object = 1, eps: object = "1/10"
+    model: Model,
+    task: Task,
+    steps: int = 4,
+    eta: object = 1,
+    eps: object = "1/10",
+    objective: str | None = None,
 ) -> Subspace | None:
     """The span of θ(1..steps) of GD from zero with the log-loss, rationalised; None without a rational basis.
+
+    A model with next-token logits trains on its cross-entropy objective instead (``objective``, by default
+    ``"lm"``: ``rwtoolkit.models.objective_name``).
 
     The trajectories (μ = 1, 2, 3, P = √μ·I_N) run in 60-digit arithmetic (``mpmath``) through the model's
     one definition (``rwtoolkit.models.descend``): the basis is a guess, proved or refuted by the induction step.
@@ -113,8 +121,16 @@ def trajectory_subspace(
     >>> trajectory_subspace(get_model("one_layer"), CircleWalk(3, 4, 1), steps=4).dim
     3
     """
-    from rwtoolkit.models import ArithmeticLoss, ObjectArithmetic, batch, descend
+    from rwtoolkit.models import (
+        ArithmeticLoss,
+        CrossEntropy,
+        ObjectArithmetic,
+        batch,
+        descend,
+        objective_name,
+    )
 
+    objective = objective_name(model, objective)
     P = positions(task.N)  # the coordinates of the induction step
     pop = task.population()
     with mpmath.workdps(SPAN_DIGITS):
@@ -141,9 +157,8 @@ def trajectory_subspace(
         for mu in SPAN_MU:  # P = √μ·I_N at several μ: a span that holds for every μ must hold for these
             data = batch(ar, pop.tokens, pop.labels, weights, task.K, ar.asarray(P) * mpmath.sqrt(mu))
             start = model.zeros(ar, sizes)
-            states = descend(
-                model, ar, start, data, ArithmeticLoss("log", convert(eps), ar), convert(eta), steps
-            )
+            loss = ArithmeticLoss("log", convert(eps), ar) if objective is None else CrossEntropy(objective)
+            states = descend(model, ar, start, data, loss, convert(eta), steps)
             rows += [
                 [x for name in shapes for x in np.asarray(st.params[name], dtype=object).ravel().tolist()]
                 for st in states[1:]

@@ -49,7 +49,7 @@ from rwtoolkit.engines.exact.arithmetic._function_field import (
     key_of,
 )
 from rwtoolkit.io import DECISION_WORDS, Verdict
-from rwtoolkit.models import Model, Sizes, Tape, batch
+from rwtoolkit.models import CrossEntropy, Model, ObjectArithmetic, Sizes, Tape, batch, objective_name
 from rwtoolkit.tasks import Task
 
 #: The outcomes of a decision, as ``DECISION_WORDS`` writes the one verdict vocabulary (a proof is never
@@ -207,6 +207,9 @@ class Induction:
     #: (a certified witness in ``signal_witness``) or "undecided"; None when the pass did not reach it.
     signal: str | None = None
     signal_witness: dict[str, Any] | None = None
+    #: The objective decided for (a model with next-token logits: its cross-entropy, ``"lm"`` or ``"last"``);
+    #: None: every loss ℓ of the label score.
+    objective: str | None = None
 
     @property
     def stuck_for_all_t(self) -> bool:
@@ -222,9 +225,14 @@ class Induction:
                 else "but its points' predictions depend on the input"
             )
             rates = "per-parameter rates too" if self.per_parameter_rates else "one rate for all parameters"
+            loss = (
+                "every loss"
+                if self.objective is None
+                else f"its objective (cross-entropy {self.objective!r})"
+            )
             return (
                 f"invariant (proved): one GD step maps the {self.subspace.dim}-dimensional subspace into itself "
-                f"for every η ({rates}) and every loss; with θ(0) = 0 on it, GD stays on it for every t; {at}"
+                f"for every η ({rates}) and {loss}; with θ(0) = 0 on it, GD stays on it for every t; {at}"
             )
         if self.outcome == REFUTED:
             return f"not invariant (refuted, witness at α = {self.witness and self.witness['alpha']}): {self.reason}"
@@ -245,6 +253,7 @@ class Induction:
             "reason": self.reason,
             "signal": self.signal,
             "signal_witness": self.signal_witness,
+            **({} if self.objective is None else {"objective": self.objective}),
             **self.details,
         }
 
@@ -282,8 +291,16 @@ def positions(N: int) -> np.ndarray:
     return P
 
 
-def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
+def induction_step(task: Task, model: Model, subspace: Subspace, objective: str | None = None) -> Induction:
     """Decide whether one GD step maps ``subspace`` into itself for every η and every loss (module docstring).
+
+    A model with next-token logits (``Model.TOKEN_LOGITS``, a sequence model) trains on its cross-entropy
+    objective (``objective``, by default ``"lm"``: ``rwtoolkit.models.objective_name``), a loss of all its logits,
+    not of one label score: for it the step is decided for that objective (its exact gradient,
+    ``rwtoolkit.models.CrossEntropy``, in the function field), for every η. Its prediction and its objective are
+    softmaxes of logits built from its attention's softmaxes, which the function field cannot take (an atom is
+    the exponential of a polynomial): a cheap pass (:func:`exponentials_nest`) says so first, and the outcome is
+    undecided with that reason, before the field's work.
 
     The positions are P = √μ·I_N with √μ an indeterminate too, so a proof holds for every μ > 0 at once (and,
     since the dynamics depend on P only through PᵀP = μI, for every orthogonal P of equal norms μ,
@@ -299,6 +316,7 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     'proved'
     """
     start = time.perf_counter()
+    objective = objective_name(model, objective)
     tokens, labels, weights = _population(task)
     K, N = task.K, task.N
     shapes = model.shapes(Sizes(K=K, M=N, N=N))
@@ -310,9 +328,13 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         "per_parameter_rates": subspace.splits_by_parameter(),
         "chance_level": chance_level(task),
         "subspace": subspace,
+        "objective": objective,
     }
+    loss = None if objective is None else CrossEntropy(objective, log=_unread_log)
 
-    def run(arithmetic: FieldArithmetic, field_: FunctionField) -> tuple[Tape, dict[str, Any], Any, Any]:
+    def run(
+        arithmetic: FieldArithmetic, field_: FunctionField
+    ) -> tuple[Tape, dict[str, Any], Any, Any, tuple[Any, Any]]:
         alpha = field_.variables()[:r]
         root_mu = field_.variables()[r]
         P = np.empty((N, N), dtype=object)
@@ -331,7 +353,9 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         tape = Tape(arithmetic)
         inputs = {name: tape.input(value) for name, value in params.items()}
         out = model.forward(tape, inputs, data.inputs)
-        return tape, inputs, out, data
+        # the objective's read-out and cotangent (its softmaxes recorded in the first pass too)
+        seeded = (None, None) if loss is None else loss.apply(arithmetic, out, data, gradient=True)[1:]
+        return tape, inputs, out, data, seeded
 
     def undecided(reason: str) -> Induction:
         return Induction(
@@ -344,6 +368,10 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
             **common,
         )
 
+    if objective is not None:
+        nested = exponentials_nest(model, subspace, tokens, labels, weights, K, N)
+        if nested:
+            return undecided(nested)
     # pass 1: the logits as polynomials in α, for the exponential atoms
     field1 = FunctionField(names)
     first = FieldArithmetic(field1, None)
@@ -355,7 +383,7 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     field2 = FunctionField(names + atoms.names())
     arithmetic = FieldArithmetic(field2, atoms)
     try:
-        tape, inputs, out, data = run(arithmetic, field2)
+        tape, inputs, out, data, (seeded, seed) = run(arithmetic, field2)
     except ValueError as error:  # a logit with an exponential inside: two_layer's layer 2 reads layer 1
         return undecided(
             f"{error}: exponentials nest (a logit is built from another softmax), and the function field "
@@ -371,7 +399,11 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     labels_tied = all(is_zero(f[n, k] - f[n, 0]) for n in range(data.size) for k in range(1, K))
     order = list(shapes)
     components = []
-    for members in groups.values():
+    if objective is not None:  # the objective's gradient, one component
+        grads = tape.gradient(seeded, seed, inputs)
+        flat = [x for name in order for x in np.asarray(grads[name], dtype=object).ravel().tolist()]
+        components.append((list(range(data.size)), subspace.residual(flat)))
+    for members in groups.values() if objective is None else ():
         seed = arithmetic.zeros(tuple(f.shape))
         for n in members:
             seed[n, data.labels[n]] = data.weights[n]
@@ -379,7 +411,11 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
         flat = [x for name in order for x in np.asarray(grads[name], dtype=object).ravel().tolist()]
         components.append((members, subspace.residual(flat)))
     outside = [(members, res) for members, res in components if not all(is_zero(x) for x in res)]
-    signal, signal_witness = token_signal(field2, atoms, r, out.S.value, data, tokens, weights, K)
+    signal, signal_witness = (
+        (None, None)  # no attention S over the N positions (a sequence model)
+        if out.S is None
+        else token_signal(field2, atoms, r, out.S.value, data, tokens, weights, K)
+    )
     common.update(
         classes=len(groups),
         input_independent=input_independent,
@@ -389,9 +425,209 @@ def induction_step(task: Task, model: Model, subspace: Subspace) -> Induction:
     )
     if not outside:
         return Induction(PROVED, seconds=time.perf_counter() - start, **common)
-    witness, reason = _witness(field2, atoms, r, z, components, outside, subspace)
+    if objective is not None:
+        witness, reason = _objective_witness(field2, atoms, r, outside[0][1], subspace, objective)
+    else:
+        witness, reason = _witness(field2, atoms, r, z, components, outside, subspace)
     outcome = REFUTED if witness is not None else UNDECIDED
     return Induction(outcome, seconds=time.perf_counter() - start, witness=witness, reason=reason, **common)
+
+
+def _unread_log(a: np.ndarray) -> np.ndarray:
+    """The logarithms of a cross-entropy's value, never read by the induction step (it reads the gradient, which
+    needs none: MATH §14): zeros, so the function field, which has no logarithm, can seed the reverse pass."""
+    out = np.empty(np.shape(a), dtype=object)
+    out.fill(fmpq(0))
+    return out
+
+
+class _Nested(ValueError):
+    """Raised by the probe of :func:`exponentials_nest` where the function field cannot go on."""
+
+
+class _Depth:
+    """An element of the probe of :func:`exponentials_nest`: an exact constant ``c``, or a value that depends on
+    the free coordinates (``c`` None) with ``depth`` the nesting of exponentials of such values in it (0: a
+    rational function of α). A sum or product of two α-dependent values counts as α-dependent (a cancellation
+    is not seen), so the probe may call nested what the field would take, never the other way round."""
+
+    __slots__ = ("c", "depth")
+
+    def __init__(self, c: fmpq | None, depth: int = 0) -> None:
+        self.c, self.depth = c, depth
+
+    @staticmethod
+    def of(x: Any) -> _Depth:
+        if isinstance(x, _Depth):
+            return x
+        if isinstance(x, fmpq):
+            return _Depth(x)
+        if isinstance(x, (int, np.integer)):
+            return _Depth(fmpq(int(x)))
+        return _Depth(
+            fmpq(int(x.numerator), int(x.denominator))
+        )  # a Python Fraction: a float constant's rational
+
+    def __add__(self, other: Any) -> _Depth:
+        b = _Depth.of(other)
+        if self.c is not None and b.c is not None:
+            return _Depth(self.c + b.c)
+        if self.c == 0:
+            return b
+        if b.c == 0:
+            return self
+        return _Depth(None, max(self.depth, b.depth))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> _Depth:
+        return _Depth(None if self.c is None else -self.c, self.depth)
+
+    def __sub__(self, other: Any) -> _Depth:
+        return self + (-_Depth.of(other))
+
+    def __rsub__(self, other: Any) -> _Depth:
+        return _Depth.of(other) + (-self)
+
+    def __mul__(self, other: Any) -> _Depth:
+        b = _Depth.of(other)
+        if self.c is not None and b.c is not None:
+            return _Depth(self.c * b.c)
+        if self.c == 0 or b.c == 0:
+            return _Depth(fmpq(0))
+        return _Depth(None, max(self.depth, b.depth))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> _Depth:
+        b = _Depth.of(other)
+        if b.c == 0:
+            raise ZeroDivisionError("the probe divided by an exact zero")
+        if self.c is not None and b.c is not None:
+            return _Depth(self.c / b.c)
+        if self.c == 0:
+            return self
+        return _Depth(None, max(self.depth, b.depth))
+
+    def __rtruediv__(self, other: Any) -> _Depth:
+        return _Depth.of(other) / self
+
+    def __pow__(self, e: int) -> _Depth:
+        return _Depth(None if self.c is None else self.c**e, self.depth) if e else _Depth(fmpq(1))
+
+    def __repr__(self) -> str:
+        return f"_Depth({self.c}, {self.depth})"
+
+
+class _Probe(ObjectArithmetic):
+    """The arithmetic of :class:`_Depth` elements; ``stopped`` is the reason it stopped (a model's program may
+    reword the error it raised, with the op and the user's line)."""
+
+    def __init__(self) -> None:
+        self.stopped = ""
+        super().__init__("function field", _Depth.of, exp=self._exp_element, sign=self._sign_element)
+
+    def _stop(self, why: str) -> _Nested:
+        self.stopped = why
+        return _Nested(why)
+
+    def _exp_element(self, x: Any) -> _Depth:
+        x = _Depth.of(x)
+        if x.c is not None:
+            if x.c != 0:
+                raise ValueError("a logit has a non-zero constant term (the subspace is not linear)")
+            return _Depth(fmpq(1))
+        if x.depth:
+            raise self._stop(
+                "exponentials nest on the subspace (a softmax reads logits built from another softmax: the "
+                "prediction's and the objective's from the attention's), and the function field of the induction "
+                "step has an atom only for the exponential of a polynomial"
+            )
+        return _Depth(None, 1)
+
+    def _sign_element(self, x: Any) -> int:
+        x = _Depth.of(x)
+        if x.c is None:
+            raise self._stop(
+                "a ReLU's input depends on the free coordinates: it has no one sign on the subspace"
+            )
+        return (x.c > 0) - (x.c < 0)
+
+
+def exponentials_nest(
+    model: Model,
+    subspace: Subspace,
+    tokens: np.ndarray,
+    labels: np.ndarray,
+    weights: Sequence[fmpq],
+    K: int,
+    N: int,
+) -> str:
+    """Why the function field cannot run ``model`` with its objective at a generic point of ``subspace``, or "".
+
+    One forward pass and the objective's softmaxes in a probe arithmetic whose elements are an exact constant or
+    "depends on α" with the nesting depth of exponentials (:class:`_Depth`, no polynomial algebra: milliseconds
+    where the field takes minutes before it meets the nested exponential): the reason where an exponential's
+    argument already holds an exponential of α, or a ReLU's input depends on α. An exact arithmetic's refusal
+    (GELU, layer norm: one line naming the ball engine) is raised as it is.
+    """
+    arithmetic = _Probe()
+    free = [any(b[j] != 0 for b in subspace.basis) for j in range(subspace.total)]
+    params = subspace.unflatten([_Depth(None) if f else _Depth(fmpq(0)) for f in free])
+    P = np.empty((N, N), dtype=object)
+    P.fill(_Depth(fmpq(0)))
+    for j in range(N):
+        P[j, j] = _Depth(None)  # √μ
+    data = batch(arithmetic, tokens, labels, list(weights), K, P)
+    tape = Tape(arithmetic)
+    inputs = {name: tape.input(value) for name, value in params.items()}
+    try:
+        out = model.forward(tape, inputs, data.inputs)
+        objective = objective_name(model, None)
+        if objective is not None:
+            CrossEntropy(objective, log=_unread_log).apply(arithmetic, out, data, gradient=True)
+    except ValueError as error:
+        if arithmetic.stopped:  # the probe's reason, as the model's program words it (its op and line)
+            return str(error)
+        raise
+    return ""
+
+
+def _objective_witness(
+    field_: FunctionField, atoms: Atoms, r: int, residual: list[Any], subspace: Subspace, objective: str
+) -> tuple[dict[str, Any] | None, str]:
+    """A certified point where the objective's gradient has a component outside 𝓜 (so the step leaves it for
+    every η > 0), or None."""
+    previous = ctx.prec
+    ctx.prec = WITNESS_PREC
+    try:
+        for point in WITNESS_POINTS:
+            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
+            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
+            values = alpha + atoms.values(alpha)
+            for j, x in enumerate(residual):
+                if is_zero(x):
+                    continue
+                v = field_.evaluate(x, values)
+                if not v.contains(0):
+                    entry = _entry_name(subspace, j)
+                    return (
+                        {
+                            "alpha": [str(a) for a in exact_alpha],
+                            "mu": str(WITNESS_ROOT_MU**2),
+                            "loss": f"cross-entropy {objective!r}",
+                            "entry": entry,
+                            "residual": v.str(10, radius=True),
+                        },
+                        f"the gradient of the objective ({objective!r}) has the component {v.str(6)} ≠ 0 along "
+                        f"{entry} outside the subspace (certified)",
+                    )
+        return (
+            None,
+            "the objective's gradient leaves the subspace as a function, but no tried point certified it",
+        )
+    finally:
+        ctx.prec = previous
 
 
 def token_signal(

@@ -28,7 +28,16 @@ from flint import ctx
 from rwtoolkit.engines.exact.analysis._candidates import fixed_subspace, identical_heads, trajectory_subspace
 from rwtoolkit.engines.exact.analysis._invariance import Induction, Subspace, induction_step, positions
 from rwtoolkit.io import DECISION_WORDS, STUCK_WORDS, Verdict
-from rwtoolkit.models import Model, Sizes, acting_group, batch, descend, get_model
+from rwtoolkit.models import (
+    CrossEntropy,
+    Model,
+    Sizes,
+    acting_group,
+    batch,
+    descend,
+    get_model,
+    objective_name,
+)
 from rwtoolkit.tasks import Task, task_symmetries
 
 #: Steps of the trajectory (span and ball check), and the precision of the balls (bits).
@@ -43,9 +52,18 @@ MAX_SPAN_STEPS = 16
 
 
 def trajectory_check(
-    task: Task, model: Model, steps: int, eta: object = 1, eps: object = "1/10", mu: object = 1
+    task: Task,
+    model: Model,
+    steps: int,
+    eta: object = 1,
+    eps: object = "1/10",
+    mu: object = 1,
+    objective: str | None = None,
 ) -> dict:
-    """The first step (if any) at which two inputs' scores differ, certified in ball arithmetic (μ, P = √μ·I_N)."""
+    """The first step (if any) at which two inputs' scores differ, certified in ball arithmetic (μ, P = √μ·I_N).
+
+    GD on the log-loss, or on its cross-entropy objective for a model with next-token logits (``objective``, by
+    default ``"lm"``: ``rwtoolkit.models.objective_name``)."""
     previous = ctx.prec
     ctx.prec = BALL_PREC
     try:
@@ -58,7 +76,9 @@ def trajectory_check(
         probs = pop.exact_probs()
         support = [n for n, q in enumerate(probs) if q != 0]
         start = model.zeros(ar, Sizes(K=task.K, M=task.N, N=task.N))
-        states = descend(model, ar, start, data, BallLogLoss(eps), to_ball(eta), steps)
+        objective = objective_name(model, objective)
+        loss = BallLogLoss(eps) if objective is None else CrossEntropy(objective)
+        states = descend(model, ar, start, data, loss, to_ball(eta), steps)
         first = support[0]
         for t, state in enumerate(states):
             for n in support[1:]:
@@ -76,15 +96,25 @@ def trajectory_check(
         ctx.prec = previous
 
 
-def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK_STEPS) -> dict[str, Any]:
+def stuck_proof(
+    task: Task, model: Model | str = "one_layer", steps: int = STUCK_STEPS, objective: str | None = None
+) -> dict[str, Any]:
     """Both routes, the induction certificates and the verdict (module docstring); JSON-ready, and the same
     bytes for the same task (no timings: ``benchmarks/stuck_proof.py`` measures them).
+
+    A model with next-token logits (a sequence model: a PyTorch or JAX program traced, or written with the tape)
+    is decided for its cross-entropy objective (``objective``, by default ``"lm"``), on the part of the task's
+    group that leaves it unchanged (``rwtoolkit.models.acting_group``: positions fixed, labels renamed as the
+    tokens); the report names the objective. From zero such a model without biases never moves when every
+    gradient vanishes at θ = 0 (each parameter reaches the logits through a product with another, all zero):
+    then the trajectory's span is {0}, proved invariant, and the report says that every parameter stays at 0.
 
     >>> from rwtoolkit.tasks import CircleWalk
     >>> stuck_proof(CircleWalk(3, 4, 1))["verdict"]
     'stuck for all t (proved)'
     """
     model = get_model(model) if isinstance(model, str) else model
+    objective = objective_name(model, objective)
     size = model.parameter_count(Sizes(K=task.K, M=task.N, N=task.N))
     work = size * task.population_size()
     if work > MAX_STUCK_WORK:
@@ -94,15 +124,21 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
         )
     group = acting_group(model, task_symmetries(task))  # what of the task's group the model respects
     fixed = fixed_subspace(model, task, group)
-    by_symmetry = induction_step(task, model, fixed)
-    span, by_trajectory = _closed_span(task, model, steps)
-    check = trajectory_check(task, model, steps)
+    by_symmetry = induction_step(task, model, fixed, objective)
+    span, by_trajectory = _closed_span(task, model, steps, objective)
+    check = trajectory_check(task, model, steps, objective=objective)
     proved = [r for r in (by_symmetry, by_trajectory) if r is not None and r.stuck_for_all_t]
     if proved:
         verdict = Verdict.PROVED
         if by_symmetry.stuck_for_all_t:
             why = f"a symmetry of order {group.order}: " + "; ".join(
                 group.describe(getattr(task, "vocab", None))
+            )
+        elif span is not None and span.dim == 0:
+            why = (
+                "every parameter stays at 0: every gradient vanishes at θ = 0 (proved: {0} is invariant), where "
+                "every input gets the same prediction; the symmetry's subspace "
+                f"(dim {fixed.dim}, order {group.order}): {by_symmetry.line()}"
             )
         else:
             why = (
@@ -125,6 +161,7 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
         "verdict": STUCK_WORDS.word(verdict),
         "why": why,
         "model": model.describe(),
+        **({} if objective is None else {"objective": objective}),
         "group": group.to_json(),
         "symmetry": by_symmetry.to_json(),
         "trajectory": by_trajectory.to_json()
@@ -136,17 +173,19 @@ def stuck_proof(task: Task, model: Model | str = "one_layer", steps: int = STUCK
     }
 
 
-def _closed_span(task: Task, model: Model, steps: int) -> tuple[Subspace | None, Induction | None]:
+def _closed_span(
+    task: Task, model: Model, steps: int, objective: str | None = None
+) -> tuple[Subspace | None, Induction | None]:
     """The trajectory's span over T = steps, 2·steps, ... (up to ``MAX_SPAN_STEPS``) until the induction step
     proves it or it stops growing: the smallest span of the trajectory that is closed under the step."""
     T, span, result = steps, None, None
     while True:
-        grown = trajectory_subspace(model, task, T)
+        grown = trajectory_subspace(model, task, T, objective=objective)
         if grown is None:
             return span, result
         if span is not None and grown.dim == span.dim:
             return span, result
-        span, result = grown, induction_step(task, model, grown)
+        span, result = grown, induction_step(task, model, grown, objective)
         if DECISION_WORDS.verdict(result.outcome) is Verdict.PROVED or 2 * T > MAX_SPAN_STEPS:
             return span, result
         T *= 2
