@@ -298,8 +298,8 @@ def test_the_exact_estimate_of_a_sequence_model_refuses_steps_beyond_its_limit_n
         derive_model_job(task, get_model("key_query"), 1, init="own")
     zero = derive_model_job(task, tiny_model(), 2).estimate.seconds
     own = [derive_model_job(task, tiny_model(), s, init="own").estimate.seconds for s in (1, 2)]
-    # measured: 0.1 s from zero, 6 s for one step from the own start, over 400 s for two
-    assert zero < 2 and 2 < own[0] < 30 and own[1] > 100
+    # measured: 0.1 s from zero, 6 s for one step from the own start, 901 s for two
+    assert zero < 2 and 2 < own[0] < 30 and 300 < own[1] < 2700
 
 
 def test_select_gives_every_arithmetics_generic_engine_for_a_sequence_model():

@@ -218,10 +218,10 @@ _READOUTS = 0.25
 #: bias moves (every other parameter enters the logits in a product of two zeros), so the passes stay cheap at
 #: every step: 0.6e-6 to 3.3e-5 s measured over five steps. From a non-zero start (``--init own``, gaussian)
 #: every logit is an exponential atom from step 0 and they nest one level deeper each step: 3.5-6.3e-4 s at
-#: t = 0, 2.4e-3 to 1.2e-2 s at t = 1, over 0.57 s at t = 2 (binary_markov: more than 400 s for the third
-#: state, where the first two took 6 s); later steps are taken as 50 times the last.
+#: t = 0, 2.4e-3 to 1.2e-2 s at t = 1, 1.27 s at t = 2 (binary_markov: 895 s for the third state, where the
+#: first two took 6 s); later steps are taken as 50 times the last.
 _SEQUENCE_ZERO_OP = 3.3e-5
-_SEQUENCE_START_OPS = (6.3e-4, 1.2e-2, 0.6)
+_SEQUENCE_START_OPS = (6.3e-4, 1.2e-2, 1.3)
 _SEQUENCE_NESTING = 50.0
 #: Peak memory besides the interpreter's: bytes per second of exact work (expressions kept for later steps;
 #: 12 MB after 12 s and 85 MB after 200 s measured for learned_positions).
