@@ -392,3 +392,114 @@ def test_explore_gives_stuck_proofs_verdict_for_a_model_of_your_own(folder: Path
     assert check["stuck_proof"]["verdict"] == proved and check["stuck_proof"]["model"] == data["model"]
     assert check["signal_is_zero"] and check["one_step"] is None and check["stability"]["analysed"] is False
     assert f"- model: {TARGET} (affine_read_out)" in (folder / "out" / "REPORT.md").read_text()
+
+
+#: The nanoGPT-style example traced from PyTorch (issue 41): a model of your own named by its path.
+NANOGPT = str(Path(__file__).resolve().parent.parent / "examples" / "nanogpt_attention.py") + ":one_layer"
+
+
+def _circle_spec(folder: Path) -> None:
+    spec = {
+        "name": "c",
+        "task": {"family": "circle", "params": {"K": 3, "N": 4, "p": 1}},
+        "explore": {"steps": 1},
+    }
+    (folder / "spec.json").write_text(json.dumps(spec))
+
+
+def test_explore_runs_a_traced_pytorch_model_end_to_end(folder: Path, capsys) -> None:
+    """rw explore --model examples/nanogpt_attention.py:one_layer: exit 0, and stuck_proof's verdict: from zero
+    every gradient of the bias-free model vanishes, so every parameter stays at 0 (proved)."""
+    _circle_spec(folder)
+    assert main(["explore", "spec.json", "--out", "out", "--model", NANOGPT]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "c (as given): stuck, stuck for all t (proved) (C = 0; stuck for all t (proved): every parameter stays at 0"
+        in printed
+    )
+    data = json.loads((folder / "out" / "explore.json").read_text())
+    assert data["model"] == {"name": "nanogpt_attention.one_layer", "target": NANOGPT}
+    proof = data["points"][0]["checks"][0]["stuck_proof"]
+    assert proof["objective"] == "lm" and proof["trajectory"]["subspace"]["dim"] == 0
+
+
+def _population_objective(task):
+    """The 'lm' objective of the example's module as a function of its flat parameters, with torch alone."""
+    import importlib.util
+    from fractions import Fraction
+
+    import numpy as np
+    import torch
+
+    path, attr = NANOGPT.rsplit(":", 1)
+    spec = importlib.util.spec_from_file_location("nanogpt_for_stability", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    net = getattr(module, attr)(task.K, task.N - 1)
+    names = [n for n, _ in net.named_parameters()]
+    shapes = [p.shape for _, p in net.named_parameters()]
+    pop = task.population()
+    tokens = torch.as_tensor(np.asarray(pop.tokens), dtype=torch.int64)
+    targets = torch.cat([tokens[:, 1:], torch.as_tensor(np.asarray(pop.labels))[:, None]], dim=1)
+    weights = torch.tensor([float(Fraction(str(q))) for q in pop.exact_probs()], dtype=torch.float64)
+
+    def objective(flat):
+        params, start = {}, 0
+        for name, shape in zip(names, shapes, strict=True):
+            size = int(torch.Size(shape).numel())
+            params[name] = flat[start : start + size].reshape(shape)
+            start += size
+        logits = torch.func.functional_call(net, params, (tokens,))
+        ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+        return (weights * ce.mean(1)).sum()
+
+    return objective, sum(int(p.numel()) for p in net.parameters())
+
+
+def test_stability_of_a_traced_model_linearises_its_objective_around_zero(folder: Path) -> None:
+    """rw stability --model <traced>: exit 0; GD from zero leaves every parameter at 0 (the zero manifold is {0}),
+    and A_0 = I − η ∇²L(0) of the 'lm' objective: its largest |eigenvalue| equals torch's Hessian's (1e-9)."""
+    import torch
+
+    from rwtoolkit.tasks import CircleWalk
+
+    argv = ["stability", "--model", NANOGPT, "--K", "3", "--N", "4", "--p", "1", "--steps", "3"]
+    assert main([*argv, "--sigmas", "1e-2", "--seeds", "1", "--json", "st.json"]) == 0
+    report = json.loads((folder / "st.json").read_text())
+    assert report["config"]["objective"] == "lm"
+    assert report["manifold"]["kind"] == "zero" and report["manifold"]["dim"] == 0
+    objective, total = _population_objective(CircleWalk(3, 4, 1))
+    H = torch.autograd.functional.hessian(objective, torch.zeros(total, dtype=torch.float64))
+    A = torch.eye(total, dtype=torch.float64) - report["config"]["eta"] * H
+    radius = float(torch.linalg.eigvals(A).abs().max())
+    assert abs(report["results"][0]["steps"][0]["radius"] - radius) < 1e-9 and radius > 1 + 1e-3
+
+
+def test_train_population_of_a_traced_model_stays_at_chance_from_zero(folder: Path, capsys) -> None:
+    """rw train --model <traced> --population from zero: exit 0, the objective 'lm' in the config, and the loss of
+    the uniform prediction, log 3, at every step (every gradient vanishes at 0)."""
+    import math
+
+    argv = ["train", "--model", NANOGPT, "--K", "3", "--N", "4", "--p", "1", "--population", "--steps", "3"]
+    assert main([*argv, "--out", "tr"]) == 0
+    assert "parent_attention" not in capsys.readouterr().out
+    metrics = json.loads((folder / "tr" / "metrics.json").read_text())
+    assert metrics["config"]["objective"] == "lm"
+    assert [abs(h["train_loss"] - math.log(3)) < 1e-12 for h in metrics["history"]] == [True] * 4
+
+
+def test_a_two_run_sweep_with_a_traced_model_runs(folder: Path) -> None:
+    import pandas as pd
+
+    spec = {
+        "task": "circle",
+        "model": NANOGPT,
+        "fixed": {"K": 3, "N": 4, "M": 8, "steps": 2, "init": "gaussian", "sigma": 0.1},
+        "grid": {"p": ["1/3", "1"]},
+        "pack_size": 2,
+    }
+    (folder / "sweep.json").write_text(json.dumps(spec))
+    assert main(["sweep", "sweep.json", "--out", "sw", "--workers", "1"]) == 0
+    rows = pd.read_parquet(folder / "sw" / "results.parquet")
+    assert len(rows) == 2 and set(rows["model"]) == {NANOGPT}
+    assert rows["final_accuracy"].between(0, 1).all()

@@ -240,9 +240,12 @@ def run(args: argparse.Namespace) -> int:
     last = result.history[-1]
     loss = last["train_loss"]
     about = "" if paper else f"model {net.name} {net.hyperparameters}, "
+    attention = (  # a sequence model has no attention over the N positions to report
+        f", parent_attention {last['parent_attention']:.4g}" if "parent_attention" in last else ""
+    )
     print(
         f"wrote {path}: {about}step {last['step']}, train_loss {loss:.6g}{_loss_note(args.loss, loss)}, "
-        f"test_accuracy {last['test_accuracy']:.4g}, parent_attention {last['parent_attention']:.4g}"
+        f"test_accuracy {last['test_accuracy']:.4g}{attention}"
     )
     return 0
 
