@@ -15,7 +15,7 @@ statements, each with a verdict of the one vocabulary (``rwtoolkit.io.Verdict``)
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_json, precision
 from rwtoolkit.engines.balls._certify import Certification, Statement, certify, statements, walk_sets
 from rwtoolkit.engines.balls._compare import compare_float
-from rwtoolkit.engines.balls._engine import State, run_trajectory
+from rwtoolkit.engines.balls._engine import State, Undecided, run_trajectory
 from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
 from rwtoolkit.engines.balls._gram import GramEnclosure, enclose_gram, sine_embeddings
 from rwtoolkit.engines.balls._model_certify import (
@@ -64,6 +64,7 @@ __all__ = [
     "State",
     "Statement",
     "StepRecord",
+    "Undecided",
     "BallTrajectory",
     "WalkSet",
     "ball_json",

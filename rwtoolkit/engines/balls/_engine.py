@@ -218,7 +218,7 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
                 raise ValueError(
                     f"the log-loss -log(z + eps) is undefined: z + eps ∈ {ball_interval(z + eps)} <= 0 for input {i}"
                 )
-            raise _Undecided(
+            raise Undecided(
                 f"the balls no longer show z + eps > 0 (input {i}: z + eps ∈ {ball_interval(z + eps)})"
             )
         loss -= weights[i] * (z + eps).log()
@@ -259,7 +259,7 @@ def _step(ws: WalkSet, st: State, tab: _Tables, fw: _Pass, weights: list[arb], e
     return loss, new
 
 
-class _Undecided(ArithmeticError):
+class Undecided(ArithmeticError):
     """The balls cannot decide what the next step needs (the log-loss domain z + ε > 0, a ReLU input's sign):
     the run ends there, inconclusive. ``settled``: the undecided ball was already tight (narrower than 2^-64),
     so a higher precision is not what it lacks (``automatic_precision`` keeps such a run as it is)."""
@@ -356,7 +356,7 @@ def _run(
             fw = _forward(train_set, st, tab)
             try:
                 loss, new = _step(train_set, st, tab, fw, w_train, eta_b, mu_b, eps_b)
-            except _Undecided as why:
+            except Undecided as why:
                 traj.stopped = f"step {t} at {prec} bits: {why}"
                 break
             if keep is None or keep(t) or t == steps:

@@ -26,7 +26,7 @@ from flint import arb, ctx, fmpq
 from tqdm import tqdm
 
 from rwtoolkit.engines.balls._balls import ball_interval
-from rwtoolkit.engines.balls._engine import _Undecided
+from rwtoolkit.engines.balls._engine import Undecided
 from rwtoolkit.engines.balls._trajectory import (
     BASE_PREC,
     BITS_PER_STEP,
@@ -72,7 +72,7 @@ def _sign(x: arb) -> int | None:
 
 def ball_arithmetic() -> Any:
     """The ``rwtoolkit.models`` arithmetic of arb balls (object arrays; exp, log, sqrt, erf and sign on one ball;
-    π at the working precision). A ReLU input whose ball straddles 0 raises ``_Undecided`` (the ball engines'
+    π at the working precision). A ReLU input whose ball straddles 0 raises ``Undecided`` (the ball engines'
     typed inconclusive outcome), naming the entry and its ball.
 
     >>> import numpy as np
@@ -81,7 +81,7 @@ def ball_arithmetic() -> Any:
     [1.00000000000000, 0, 0]
     >>> ar.positive(np.array([[arb(1), arb("0 +/- 1e-30")]], dtype=object))
     Traceback (most recent call last):
-    rwtoolkit.engines.balls._engine._Undecided: a ReLU input straddles 0 (entry (0, 1) ∈ [-1.01e-30, 1.01e-30])
+    rwtoolkit.engines.balls._engine.Undecided: a ReLU input straddles 0 (entry (0, 1) ∈ [-1.01e-30, 1.01e-30])
     """
     from rwtoolkit.models import ObjectArithmetic
 
@@ -92,7 +92,7 @@ def ball_arithmetic() -> Any:
             for index, x in np.ndenumerate(np.asarray(a, dtype=object)):
                 s = _sign(x)
                 if s is None:
-                    raise _Undecided(
+                    raise Undecided(
                         f"a ReLU input straddles 0 (entry {index} ∈ {ball_interval(x)})",
                         settled=_tight(x),
                     )
@@ -319,7 +319,7 @@ def _run(
                     traj.records.append(StepRecord(t, state.loss, test, train, state=state))
                 done = t + 1
                 bar.update(1)
-        except _Undecided as why:  # θ(done) is not certified: its evaluation or its gradient is undecided
+        except Undecided as why:  # θ(done) is not certified: its evaluation or its gradient is undecided
             traj.stopped = f"inconclusive at step {done}: {why} at {prec} bits"
             traj.stopped_at, traj.settled = done, why.settled
         finally:
