@@ -74,7 +74,9 @@ def torch_trajectory(
             n, L
         )
         loss = (weights * per.mean(dim=1)).sum()
-        out.append((float(loss.detach()), {k: v.detach().numpy().copy() for k, v in module.named_parameters()}))
+        out.append(
+            (float(loss.detach()), {k: v.detach().numpy().copy() for k, v in module.named_parameters()})
+        )
         if t < steps:
             loss.backward()
             with torch.no_grad():

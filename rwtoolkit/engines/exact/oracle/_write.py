@@ -72,9 +72,7 @@ def model_header(traj: ExactTrajectory) -> dict:
     if traj.reduced is not None:
         section.update(definition=REDUCED_DEFINITION, coordinates=REDUCED_COORDINATES)
     else:
-        section.update(
-            definition=model_summary(traj.model), hyperparameters=dict(traj.model.hyperparameters)
-        )
+        section.update(definition=model_summary(traj.model), hyperparameters=dict(traj.model.hyperparameters))
     sizes = {"K": K, "N": N}
     section["parameters"] = traj.parameter_shapes()
     section["readouts"] = {name: [sizes[a] for a in READOUT_AXES[name]] for name in traj.readout_names}
