@@ -25,6 +25,8 @@ HOSTED = {
     Path("rwtoolkit/analyses/check/pytest_plugin.py"): {"pytest"},
     # The frozen fixtures' test file: copied out by rw check --emit, run by pytest beside its runtime copy.
     Path("rwtoolkit/analyses/check/_fixture_test.py"): {"pytest", "rwcheck_runtime"},
+    # The JAX tracer runs only on a JAX factory the user's own code built (JAX is the `jax` extra).
+    Path("rwtoolkit/models/traced/_jax.py"): {"jax"},
 }
 
 
