@@ -33,7 +33,8 @@ label 0, accuracy P(y = 0), which is 1/K for a task with uniform labels).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction as PyFraction
 from typing import Any
@@ -66,6 +67,38 @@ WITNESS_PREC = 200
 WITNESS_ROOT_MU = fmpq(6, 5)
 #: ε of the log-loss −log(z + ε) a refutation's witness uses.
 WITNESS_EPS = fmpq(1, 10)
+
+
+@dataclass(frozen=True)
+class _WitnessPoint:
+    """One tried point: the exact α, and the balls of the field's variables (α, √μ) and atoms there."""
+
+    alpha: list[fmpq]
+    values: list[arb]
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """The point as a witness records it."""
+        return {"alpha": [str(a) for a in self.alpha], "mu": str(WITNESS_ROOT_MU**2)}
+
+
+@contextmanager
+def _witness_precision() -> Iterator[None]:
+    """Ball evaluation at ``WITNESS_PREC`` bits inside the block, the caller's precision restored after."""
+    previous = ctx.prec
+    ctx.prec = WITNESS_PREC
+    try:
+        yield
+    finally:
+        ctx.prec = previous
+
+
+def _witness_points(atoms: Atoms, r: int) -> Iterator[_WitnessPoint]:
+    """The points of ``WITNESS_POINTS`` for ``r`` coordinates α (read inside ``_witness_precision``)."""
+    for point in WITNESS_POINTS:
+        alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
+        balls = [arb(a) for a in alpha] + [arb(WITNESS_ROOT_MU)]
+        yield _WitnessPoint(alpha, balls + atoms.values(balls))
 
 
 def rational(x: object) -> fmpq:
@@ -598,23 +631,17 @@ def _objective_witness(
 ) -> tuple[dict[str, Any] | None, str]:
     """A certified point where the objective's gradient has a component outside 𝓜 (so the step leaves it for
     every η > 0), or None."""
-    previous = ctx.prec
-    ctx.prec = WITNESS_PREC
-    try:
-        for point in WITNESS_POINTS:
-            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
-            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
-            values = alpha + atoms.values(alpha)
+    with _witness_precision():
+        for point in _witness_points(atoms, r):
             for j, x in enumerate(residual):
                 if is_zero(x):
                     continue
-                v = field_.evaluate(x, values)
+                v = field_.evaluate(x, point.values)
                 if not v.contains(0):
                     entry = _entry_name(subspace, j)
                     return (
                         {
-                            "alpha": [str(a) for a in exact_alpha],
-                            "mu": str(WITNESS_ROOT_MU**2),
+                            **point.where,
                             "loss": f"cross-entropy {objective!r}",
                             "entry": entry,
                             "residual": v.str(10, radius=True),
@@ -622,12 +649,10 @@ def _objective_witness(
                         f"the gradient of the objective ({objective!r}) has the component {v.str(6)} ≠ 0 along "
                         f"{entry} outside the subspace (certified)",
                     )
-        return (
-            None,
-            "the objective's gradient leaves the subspace as a function, but no tried point certified it",
-        )
-    finally:
-        ctx.prec = previous
+    return (
+        None,
+        "the objective's gradient leaves the subspace as a function, but no tried point certified it",
+    )
 
 
 def token_signal(
@@ -670,28 +695,20 @@ def token_signal(
     live = [(a, c) for a, c in groups.values() if any(x != 0 for x in c)]
     if not live:
         return "zero", None
-    previous = ctx.prec
-    ctx.prec = WITNESS_PREC
-    try:
-        for point in WITNESS_POINTS:
-            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
-            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
-            values = alpha + atoms.values(alpha)
+    with _witness_precision():
+        for point in _witness_points(atoms, r):
             for y in range(K):
                 for k in range(K):
                     total = arb(0)
                     for attended, c in live:
                         if c[y] != 0:
-                            total += arb(c[y]) * field_.evaluate(attended[k], values)
+                            total += arb(c[y]) * field_.evaluate(attended[k], point.values)
                     if not total.contains(0):
                         return "non-zero", {
-                            "alpha": [str(a) for a in exact_alpha],
-                            "mu": str(WITNESS_ROOT_MU**2),
+                            **point.where,
                             "entry": [y, k],
                             "value": total.str(10, radius=True),
                         }
-    finally:
-        ctx.prec = previous
     return "undecided", None
 
 
@@ -712,14 +729,9 @@ def _witness(
     subspace: Subspace,
 ) -> tuple[dict[str, Any] | None, str]:
     """A certified point where the step leaves 𝓜 (the log-loss first, then a bump loss), or None."""
-    previous = ctx.prec
-    ctx.prec = WITNESS_PREC
-    try:
-        for point in WITNESS_POINTS:
-            exact_alpha = [point[i % len(point)] * (1 + i // len(point)) for i in range(r)]
-            where = {"alpha": [str(a) for a in exact_alpha], "mu": str(WITNESS_ROOT_MU**2)}
-            alpha = [arb(a) for a in exact_alpha] + [arb(WITNESS_ROOT_MU)]
-            values = alpha + atoms.values(alpha)
+    with _witness_precision():
+        for point in _witness_points(atoms, r):
+            values, where = point.values, point.where
             zeta = [field_.evaluate(z[members[0]], values) for members, _ in components]
             # (1) the log-loss: ℓ'(z) = −1/(z + ε); the step leaves 𝓜 where Σ_k ℓ'(ζ_k) G_k has a non-zero residual
             total = [arb(0)] * subspace.total
@@ -762,9 +774,7 @@ def _witness(
                                 f"the inputs with score ζ_{k} push {_entry_name(subspace, j)} off the subspace by "
                                 f"{v.str(6)} (certified; the scores are certified distinct)",
                             )
-        return None, (
-            f"{len(outside)} score class(es) have a gradient component outside the subspace as functions, "
-            f"but no tried point certified it"
-        )
-    finally:
-        ctx.prec = previous
+    return None, (
+        f"{len(outside)} score class(es) have a gradient component outside the subspace as functions, "
+        f"but no tried point certified it"
+    )
