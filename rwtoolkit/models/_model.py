@@ -184,6 +184,23 @@ class Model(ABC):
         models of record start from zero or a drawn start; a sequence program brings its own)."""
         return None
 
+    def own_start(self, arithmetic: Arithmetic, sizes: Sizes, others: str) -> dict[str, Array]:
+        """``initial`` (``--init own``), or one line naming the starts ``others`` where the model has none.
+
+        >>> from rwtoolkit.models import FLOAT64, get_model
+        >>> get_model("one_layer").own_start(FLOAT64, Sizes(K=3, M=4, N=4), "zero")
+        Traceback (most recent call last):
+        ...
+        ValueError: --init own: model one_layer has no start of its own (a sequence program's initial parameters); use --init zero
+        """
+        own = self.initial(arithmetic, sizes)
+        if own is None:
+            raise ValueError(
+                f"--init own: model {self.name} has no start of its own (a sequence program's initial "
+                f"parameters); use --init {others}"
+            )
+        return own
+
     def parameter_axes(self, sizes: Sizes) -> dict[str, tuple[str | None, ...]]:
         """What each axis of each parameter indexes at ``sizes``: ``AXES`` (a sequence model's program
         declares its own per sizes)."""

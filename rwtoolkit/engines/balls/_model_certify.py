@@ -141,11 +141,8 @@ def ball_model_job(
     limit = min(float(max_seconds), MAX_BALL_SECONDS)
     population = task.population()  # refuses a population beyond its enumeration limit
     sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
-    if init == "own" and model.initial(ball_arithmetic(), sizes) is None:
-        raise ValueError(
-            f"--init own: model {model.name} has no start of its own (a traced or sequence program's initial "
-            "parameters); use --init zero"
-        )
+    if init == "own":  # refused before any work where the model has no start of its own
+        model.own_start(ball_arithmetic(), sizes, "zero")
     bits = BASE_PREC + BITS_PER_STEP * max(steps, 1) if prec is None else prec
     seconds = ball_estimate(task, model, steps, mu_q, bits, None, init)
     recorded = sorted({t for t in range(steps + 1) if record_steps is None or t in record_steps} | {steps})

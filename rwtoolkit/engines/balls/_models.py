@@ -242,13 +242,7 @@ def _start(model: Any, ar: Any, sizes: Any, init: str) -> dict[str, Any]:
     """θ(0) in balls: zero, or the model's own start (each value the exact ball of the rational it is)."""
     if init == "zero":
         return dict(model.zeros(ar, sizes))
-    own = model.initial(ar, sizes)
-    if own is None:
-        raise ValueError(
-            f"init='own': model {model.name} has no start of its own (a sequence program's initial "
-            "parameters); use zero"
-        )
-    return dict(own)
+    return dict(model.own_start(ar, sizes, "zero"))
 
 
 def _batch(ar: Any, walks: WalkSet, P: Any) -> Any:

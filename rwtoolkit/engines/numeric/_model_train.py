@@ -73,13 +73,7 @@ def initial_model_parameters(
     if init == "zero":
         return {name: np.zeros(shape) for name, shape in shapes.items()}
     if init == "own":
-        own = model.initial(FLOAT64, sizes)
-        if own is None:
-            raise ValueError(
-                f"init='own': model {model.name} has no start of its own (a sequence program's initial "
-                "parameters); use zero or gaussian"
-            )
-        return own
+        return model.own_start(FLOAT64, sizes, "zero or gaussian")
     if init != "gaussian":
         raise ValueError(f"init={init!r} is not one of zero, gaussian, own")
     rng = init_generator(seed)

@@ -147,13 +147,7 @@ def initial_parameters(
     if init == "zero":
         return model.zeros(EXACT, sizes)
     if init == "own":
-        own = model.initial(EXACT, sizes)
-        if own is None:
-            raise ValueError(
-                f"--init own: model {model.name} has no start of its own (a sequence program's initial "
-                "parameters); use --init zero or gaussian"
-            )
-        return own
+        return model.own_start(EXACT, sizes, "zero or gaussian")
     scale = Fraction(str(sigma))
     if not scale > 0:
         raise ValueError(f"--sigma={sigma} is out of range: sigma must be > 0")
