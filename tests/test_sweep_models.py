@@ -48,7 +48,10 @@ def test_a_key_query_spec_adds_model_and_head_dim_to_every_run():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"model": "nope"}, "spec: model: 'nope' is not one of the choices; allowed: one_layer, key_query"),
+        (
+            {"model": "nope"},
+            "spec: model: --model='nope' is not a registered model: use one of one_layer, key_query, ",
+        ),
         ({"head_dim": 2}, "spec: head_dim: model one_layer has no head dimension"),
         ({"model": "key_query", "head_dim": 0}, "spec: head_dim: 0 is out of range"),
         (

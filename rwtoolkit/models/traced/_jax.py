@@ -275,7 +275,8 @@ class _Builder:
             raise self.refuse("the token ids are used as numbers (only as ids: x[ids], jax.nn.one_hot)")
         if isinstance(v, _OneHot):
             raise self.refuse("a boolean one-hot is used before its cast (jax.nn.one_hot casts it)")
-        assert isinstance(v, _Mark)
+        if not isinstance(v, _Mark):
+            raise TypeError(f"trace_jax: an operand of unknown kind {type(v).__name__}")
         raise self.mark_refusal(v)
 
     def mark_refusal(self, m: _Mark) -> _Refusal:
@@ -848,7 +849,8 @@ class _Tracer:
 
 def _array(v: _Value) -> np.ndarray:
     """A constant's array (the caller has checked that ``v`` is one)."""
-    assert isinstance(v, _K)
+    if not isinstance(v, _K):
+        raise TypeError(f"trace_jax: {type(v).__name__} is not a constant")
     return np.asarray(v.array)
 
 
