@@ -45,6 +45,24 @@ def add_model_arguments(parser: argparse.ArgumentParser, what: str = "") -> None
     )
 
 
+#: The objectives of a model with next-token logits, as ``--objective`` offers them: ``rwtoolkit.models.OBJECTIVES``
+#: (written out here, so that ``rw --help`` loads no numpy; tests/test_train_sequence.py pins them equal).
+OBJECTIVE_CHOICES = ("lm", "last")
+
+
+def add_objective_argument(parser: argparse.ArgumentParser, what: str = "a model") -> None:
+    """``--objective lm|last``: the cross-entropy objective (``rwtoolkit.models.CrossEntropy``) of ``what`` with
+    next-token logits (a traced or sequence model); default None, the model's own (``lm``;
+    ``rwtoolkit.models.objective_name`` refuses it for a model without next-token logits)."""
+    parser.add_argument(
+        "--objective",
+        default=None,
+        choices=OBJECTIVE_CHOICES,
+        help=f"{what} with next-token logits (a traced or sequence model): lm (default), the cross-entropy at "
+        "every position, weighted by each sequence's exact probability; last: at the last position only",
+    )
+
+
 def model_from_args(args: argparse.Namespace) -> rwtoolkit.models.Model:
     """The model of ``--model`` / ``--head-dim`` / ``--heads``; one line naming the option when they do not go
     together, or when ``--model`` names no model (``rwtoolkit.models.get_model``'s refusals).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from rwtoolkit.cli._models import add_model_arguments
+from rwtoolkit.cli._models import add_model_arguments, add_objective_argument
 from rwtoolkit.cli._task_args import (
     add_spec_argument,
     add_task_arguments,
@@ -116,13 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="another model: zero (default), or own: the model's own start (a traced or sequence program's "
         "float64 initial values, each the exact dyadic rational it holds)",
     )
-    a(
-        "--objective",
-        default=None,
-        choices=("lm", "last"),  # rwtoolkit.models.OBJECTIVES
-        help="another model with next-token logits: lm (default), the cross-entropy at every position weighted "
-        "by each sequence's exact probability; last: at the last position only",
-    )
+    add_objective_argument(parser, "another model")
     a("--mu", default=None, help="another model: μ = ‖p_i‖² > 0 of its rational positions (default 1)")
     a(
         "--max-seconds",

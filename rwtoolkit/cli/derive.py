@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rwtoolkit.cli._models import add_model_arguments, model_from_args
+from rwtoolkit.cli._models import add_model_arguments, add_objective_argument, model_from_args
 from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
 from rwtoolkit.io import check_output_file
 
@@ -51,13 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "start (a traced or sequence program's float64 initial values, each the exact dyadic rational it "
         "holds; at most 2 steps)",
     )
-    parser.add_argument(
-        "--objective",
-        default=None,
-        choices=("lm", "last"),  # rwtoolkit.models.OBJECTIVES
-        help="a model with next-token logits (a traced or sequence model): lm (default), the cross-entropy at "
-        "every position, weighted by each sequence's exact probability; last: at the last position only",
-    )
+    add_objective_argument(parser)
     parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
     parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")

@@ -18,7 +18,8 @@ TASKS = ("circle", "qa1", "qa2")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``rw train``, one per ModelConfig/TrainConfig field (defaults: the paper's Fig 4 setting, p = 1/2)."""
     a = parser.add_argument
-    from rwtoolkit.cli._models import add_model_arguments
+    from rwtoolkit.cli._models import add_model_arguments, add_objective_argument
+    from rwtoolkit.cli._task_args import add_spec_argument
 
     add_model_arguments(
         parser,
@@ -26,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pos/--M/--mu embeddings as P, --init/--sigma/--seed drawn in the order of its parameters; "
         "its metrics.json holds the model, config and per-step loss, accuracy and mean attention",
     )
+    add_objective_argument(parser, "another model")
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
+    add_spec_argument(parser, "rw train")
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
     a("--N", type=int, default=None, help="circle: walk length incl. the label, >= 2 (default 97; QA: 17/19)")
     a("--p", default=None, help="circle: clockwise probability in [0, 1], e.g. 1/2 or 0.7 (default 1/2)")
@@ -51,7 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="ideal",
         help="fast path: P^T P = mu*I exactly (ideal, default) or the float Gram matrix of P (computed)",
     )
-    a("--init", choices=("zero", "gaussian"), default="zero", help="initialisation (default zero)")
+    a(
+        "--init",
+        choices=("zero", "gaussian", "own"),
+        default="zero",
+        help="initialisation: zero (default), gaussian (--sigma, --seed), or own: the model's own start (a traced "
+        "or sequence program's float64 initial values)",
+    )
     a("--sigma", type=float, default=0.01, help="std of the Gaussian init, > 0 (default 0.01)")
     a(
         "--normalize-attention",
@@ -143,9 +152,22 @@ def _loss_note(loss: str, value: float) -> str:
 
 
 def _task(args: argparse.Namespace) -> CircleWalk | FiniteTask:
-    """The task of --task/--K/--N/--p (the exact population checked against its limit with --population)."""
+    """The task of --spec (a task of the catalogue, one point: ``task_or_spec``, as rw derive reads it) or of
+    --task/--K/--N/--p (the exact population checked against its limit with --population)."""
     from rwtoolkit.tasks import MAX_EXACT_WALKS, CircleWalk, qa_task1, qa_task2
 
+    if args.spec is not None:
+        from rwtoolkit.cli._task_args import task_or_spec
+
+        task = task_or_spec(args, "rw train")
+        if task.symbols:
+            raise ValueError(f"the task's probabilities are symbolic ({task!r}): rw train needs numbers")
+        if args.population and task.population_size() > MAX_EXACT_WALKS:
+            raise ValueError(
+                f"--population: the task of --spec {args.spec} has {task.population_size()} inputs, above the "
+                f"limit of {MAX_EXACT_WALKS} for the exact population; give a smaller task"
+            )
+        return task
     if args.task == "circle":
         K, N = 6 if args.K is None else args.K, 97 if args.N is None else args.N
         task = CircleWalk(K, N, _numeric_p("1/2" if args.p is None else args.p))
@@ -179,14 +201,18 @@ def run(args: argparse.Namespace) -> int:
         )
     from rwtoolkit.cli._models import model_from_args
     from rwtoolkit.cli._task_args import renamed_flag
-    from rwtoolkit.models import DEFAULT_MODEL
+    from rwtoolkit.models import DEFAULT_MODEL, FLOAT64, Sizes, objective_name
 
     renamed_flag(args, "rw train", "--mu", "--pos-norm")
     net = model_from_args(args)
     paper = net.name == DEFAULT_MODEL
     if not paper:
         _refuse_paper_only(args, net.name)
+    objective = objective_name(net, args.objective)  # one line for a model without next-token logits
     path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    task = _task(args)
+    if args.init == "own":  # one line for a model without a start of its own, before the engine loads
+        net.own_start(FLOAT64, Sizes(K=task.K, M=args.M, N=task.N), "zero or gaussian")
     from rwtoolkit.engines import select
     from rwtoolkit.engines.numeric import (  # torch loads here, not for --help
         ModelConfig,
@@ -195,7 +221,6 @@ def run(args: argparse.Namespace) -> int:
         write_json_atomic,
     )
 
-    task = _task(args)
     model = ModelConfig(
         K=task.K,
         N=task.N,
@@ -229,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         record_steps=None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps"),
         rotate=args.rotate,
         record_params=args.record_params,
+        objective=objective,
     )
     # The paper's model (with --normalize-attention / --relu-width: the variant it names) trains on its
     # registered specialisation; a model named with --model on the generic engine, its tape gradient.
@@ -240,6 +266,8 @@ def run(args: argparse.Namespace) -> int:
     last = result.history[-1]
     loss = last["train_loss"]
     about = "" if paper else f"model {net.name} {net.hyperparameters}, "
+    if objective is not None:  # a model with next-token logits: what it trained on, from where
+        about += f"objective {objective}, init {args.init}, "
     attention = (  # a sequence model has no attention over the N positions to report
         f", parent_attention {last['parent_attention']:.4g}" if "parent_attention" in last else ""
     )
