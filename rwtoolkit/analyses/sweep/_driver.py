@@ -76,8 +76,9 @@ def plan_packs(spec: Spec) -> list[Pack]:
     return packs
 
 
-#: The columns a run of a model other than one_layer adds (those in its config: heads for a model with H).
-MODEL_COLUMNS = ("model", "head_dim", "heads")
+#: The columns a run of a model other than one_layer adds (those in its config: heads for a model with H,
+#: objective for a model with next-token logits).
+MODEL_COLUMNS = ("model", "head_dim", "heads", "objective")
 
 
 def _schema(config: dict):
@@ -91,6 +92,7 @@ def _schema(config: dict):
         **dict.fromkeys(("p", "pos", "gram", "loss", "init", "dtype"), pa.string()),
         "normalize_attention": pa.bool_(),
         "model": pa.string(),
+        "objective": pa.string(),
         "head_dim": pa.int64(),
         "heads": pa.int64(),
     }

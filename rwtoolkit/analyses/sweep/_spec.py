@@ -153,6 +153,8 @@ SPEC = Record(
         "pack_size": Integer(1, 4096),
         "metrics": Boolean(),
         "model": Text(1),  # a registered name, MODULE:ATTR or PATH.py:ATTR: _model reads it
+        # rwtoolkit.models.OBJECTIVES, the cross-entropy of a sequence model: _objective reads it
+        "objective": Choice("lm", "last"),
         "head_dim": Integer(1),
         "heads": Integer(1),
     },
@@ -177,6 +179,9 @@ class Spec:
     head_dim: int | None = None
     #: The model's number of heads H (None for a model with one head).
     heads: int | None = None
+    #: The cross-entropy objective of a model with next-token logits (``rwtoolkit.models.OBJECTIVES``: the spec's
+    #: ``objective``, default ``lm``), None for a model trained on a loss of its prediction f.
+    objective: str | None = None
 
 
 def config_hash(config: dict) -> str:
@@ -339,8 +344,10 @@ def load_spec(
     """Read, validate and expand a spec (a JSON/YAML file or a dict); ``SpecError`` names the bad field.
 
     ``model`` / ``head_dim`` / ``heads`` (``rw sweep --model/--head-dim/--heads``) replace the spec's. A run
-    of a model other than the default ``one_layer`` also holds ``model`` and ``head_dim``, and ``heads`` for a
-    model with several (so its config hash differs from the paper model's); a ``one_layer`` run is as before.
+    of a model other than the default ``one_layer`` also holds ``model`` and ``head_dim``, ``heads`` for a
+    model with several and ``objective`` for a model with next-token logits (a sequence model: the spec's
+    ``objective``, lm or last, default lm), so its config hash differs from the paper model's; a ``one_layer``
+    run is as before.
     Every field is checked before anything is computed, and every registered model sweeps.
 
     >>> spec = load_spec({"task": "circle", "fixed": {"K": 3, "steps": 2},
@@ -391,6 +398,7 @@ def _load(data: dict, label: str) -> Spec:
     if count > MAX_RUNS:
         raise at.error(f"the spec declares {count} runs, above the limit of {MAX_RUNS}: split it into sweeps")
     model_name, d, H = _model(data, at)
+    objective = _objective(data, at, model_name, d, H)
     for field in V_FIELDS:
         if not _has_value_matrix(model_name, d, H) and field in {*fixed, *grid, *random_axes}:
             raise _given(data, field, at).error(
@@ -404,6 +412,7 @@ def _load(data: dict, label: str) -> Spec:
     extra = {}
     if model_name != _DEFAULT_MODEL:
         extra = {"model": model_name, "head_dim": d} | ({"heads": H} if H is not None else {})
+        extra |= {"objective": objective} if objective is not None else {}
     runs = []
     for combo in itertools.product(*grid.values()):
         for draw in draws:
@@ -435,6 +444,7 @@ def _load(data: dict, label: str) -> Spec:
         model=model_name,
         head_dim=d,
         heads=H,
+        objective=objective,
     )
 
 
@@ -471,6 +481,21 @@ def _model(data: dict, at: At) -> tuple[str, int | None, int | None]:
     except ValueError as err:
         raise (at / "head_dim").error(str(err)) from None
     return name, model.hyperparameters.get("d"), model.hyperparameters.get("H")
+
+
+def _objective(data: dict, at: At, name: str, d: int | None, H: int | None) -> str | None:
+    """The spec's ``objective`` for a model with next-token logits (default ``lm``), None for another model;
+    one line naming the field where the model has no next-token logits (``rwtoolkit.models.objective_name``)."""
+    import rwtoolkit.models
+
+    model = rwtoolkit.models.get_model(name, d=d, H=H)
+    try:
+        return rwtoolkit.models.objective_name(model, data.get("objective"))
+    except ValueError:
+        raise (at / "objective").error(
+            f"model {name} gives a prediction f, no next-token logits, and trains on its loss; allowed: leave "
+            "objective out for this model (lm or last are a sequence model's)"
+        ) from None
 
 
 def _has_value_matrix(name: str, d: int | None, H: int | None) -> bool:

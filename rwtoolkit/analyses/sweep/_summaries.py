@@ -2,7 +2,8 @@
 
 * ``final_accuracy``: exact population accuracy at the last step (nearest float), ``opt`` = max(p, 1-p)
   (the Bayes accuracy), ``accuracy_over_opt``; ``final_loss``; ``parent_attention`` (mean attention on
-  position N-1 at the last step); ``v_direction_error`` (‖V/‖V‖ - Πᵀ/‖Πᵀ‖‖_F, Theorem 3.1; null when V = 0).
+  position N-1 at the last step; null for a model without attention S over the positions, a sequence model);
+  ``v_direction_error`` (‖V/‖V‖ - Πᵀ/‖Πᵀ‖‖_F, Theorem 3.1; null when V = 0).
 * ``escape_step``: the first t >= 1 with ρ(t) = ‖V - mean(V)·1‖_F/‖V‖_F above ``escape_threshold``, the
   escape of ``rwtoolkit.analyses.stability`` (docs/stability.md#escape). ``symmetry_break_step``: the first t >= 1 with
   V's circulant residual ‖V - C(V)‖_F/‖V‖_F above the same threshold: the rotation symmetry of the
@@ -98,7 +99,8 @@ def run_summaries(config: dict, history: dict[str, np.ndarray], final: dict, div
     out["final_accuracy"] = final["test_accuracy"]
     out["accuracy_over_opt"] = final["test_accuracy"] / opt
     out["final_loss"] = float(history["train_loss"][-1])
-    out["parent_attention"] = float(history["parent_attention"][-1])
+    attention = float(history["parent_attention"][-1])  # NaN: a model without attention S (a sequence model)
+    out["parent_attention"] = attention if math.isfinite(attention) else None
     out["v_direction_error"] = final["v_direction_error"]
     out["escape_step"] = _first_above(history["ones_residual"], tau)
     out["symmetry_break_step"] = _first_above(history["circulant_residual"], tau)
