@@ -76,6 +76,7 @@ def test_a_sweep_spec_field_pos_norm_is_read_as_mu_with_a_warning():
 
 OLD_NAMES = [
     ("rwtoolkit.engines.balls", "Trajectory", "rwtoolkit.engines.balls.BallTrajectory"),
+    ("rwtoolkit.engines.exact", "Trajectory", "rwtoolkit.engines.exact.ReducedTrajectory"),
     ("rwtoolkit.analyses.explore", "task_symbols", r"task.symbols \(rwtoolkit.tasks.Task\)"),
     ("rwtoolkit.analyses.explore", "substitute", r"task.substitute\(values\) \(rwtoolkit.tasks.Task\)"),
     (
@@ -100,12 +101,14 @@ def test_an_old_name_warns_and_names_its_replacement(module, old, replacement):
 def test_the_old_names_give_what_the_new_ones_give():
     import rwtoolkit.analyses.explore
     import rwtoolkit.engines.balls
+    import rwtoolkit.engines.exact
     from rwtoolkit.analyses.check import strategies
 
     task = majority_task(3, "q")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert rwtoolkit.engines.balls.Trajectory is rwtoolkit.engines.balls.BallTrajectory
+        assert rwtoolkit.engines.exact.Trajectory is rwtoolkit.engines.exact.ReducedTrajectory
         assert rwtoolkit.analyses.explore.task_symbols(task) == list(task.symbols) == [symbol("q")]
         assert (
             rwtoolkit.analyses.explore.substitute(task, {symbol("q"): 1}).prob_values

@@ -12,7 +12,7 @@ from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, pars
 from rwtoolkit.io import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
-    from rwtoolkit.engines.exact import DeriveJob, ExactTrajectory, Trajectory
+    from rwtoolkit.engines.exact import DeriveJob, ExactTrajectory, ReducedTrajectory
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
 _SHOW_CHARS = 160
@@ -201,7 +201,7 @@ def _clip(text: str, json: str | None = None) -> str:
     return f"{text[:_WITNESS_CHARS]} … ({len(text)} characters; {_exact_in(json)})"
 
 
-def render_verdicts(traj: Trajectory, json: str | None = None) -> str:
+def render_verdicts(traj: ReducedTrajectory, json: str | None = None) -> str:
     """One line per step and structure predicate: proved, refuted (with the witness) or undecided (``json``:
     the oracle file written, which keeps a long witness whole)."""
     from rwtoolkit.engines.exact import verdict_json

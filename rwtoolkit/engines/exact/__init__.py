@@ -67,8 +67,8 @@ from rwtoolkit.engines.exact.engine import (
     ExactTrajectory,
     JobEstimate,
     ModelTrajectory,
+    ReducedTrajectory,
     StepState,
-    Trajectory,
     circle_first_moments,
     derive,
     derive_estimate,
@@ -125,7 +125,7 @@ __all__ = [
     "MAX_WORK",
     "Check",
     "StepState",
-    "Trajectory",
+    "ReducedTrajectory",
     "derive",
     "derive_estimate",
     "derive_job",
@@ -200,10 +200,13 @@ __all__ = [
     "write_signal_json",
 ]
 
-# Kept one release (docs/changelog.md): the schemas are rwtoolkit.io.load_schema("oracle" | "oracle-v1" | "signal").
+# Kept one release (docs/changelog.md): the schemas are rwtoolkit.io.load_schema("oracle" | "oracle-v1" | "signal");
+# the reduced engine's trajectory is ReducedTrajectory (Trajectory was also the name of every engine's protocol,
+# rwtoolkit.engines.Trajectory).
 __getattr__ = _deprecated_attributes(
     "rwtoolkit.engines.exact",
     {
+        "Trajectory": ("rwtoolkit.engines.exact.ReducedTrajectory", lambda: ReducedTrajectory),
         "load_oracle_schema": (
             'rwtoolkit.io.load_schema("oracle"), or "oracle-v1" for version 1',
             lambda: lambda version=2: _load_schema({1: "oracle-v1", 2: "oracle"}[version]),

@@ -24,8 +24,8 @@ from rwtoolkit.engines.exact.engine._cost import (
 from rwtoolkit.engines.exact.engine._derive import (
     DELL,
     ELL,
+    ReducedTrajectory,
     StepState,
-    Trajectory,
     derive,
     derive_estimate,
     derive_job,
@@ -75,7 +75,7 @@ __all__ = [
     "DELL",
     "ELL",
     "StepState",
-    "Trajectory",
+    "ReducedTrajectory",
     "derive",
     "derive_estimate",
     "INITS",

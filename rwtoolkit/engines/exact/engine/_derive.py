@@ -264,7 +264,7 @@ REDUCED_READOUTS = ("loss", "accuracy", "mean_attention", "mean_logits", "mean_f
 
 
 @dataclass
-class Trajectory(ExactTrajectory):
+class ReducedTrajectory(ExactTrajectory):
     """The exact trajectory θ(0..T) of full-batch GD from zero init on ``task`` (see ``derive``), in the
     reduced coordinates: an ``ExactTrajectory`` that is its own reduced view."""
 
@@ -303,7 +303,7 @@ class Trajectory(ExactTrajectory):
         return list(value) if name in ("w_tok", "c") else value
 
     @property
-    def reduced(self) -> Trajectory:
+    def reduced(self) -> ReducedTrajectory:
         return self
 
 
@@ -342,7 +342,7 @@ def derive(
     sigma: object = "1/100",
     seed: int = 0,
     objective: str | None = None,
-) -> Trajectory:
+) -> ReducedTrajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
     The reduced exact engine: ``rwtoolkit.engines.select("one_layer", "exact", "zero")`` selects it and calls it
@@ -396,7 +396,7 @@ def derive(
     else:
         raise ValueError(f"task={task!r} must be a CircleWalk or a FiniteTask (e.g. qa_task1())")
     K, N = inputs.K, inputs.N
-    traj = Trajectory(task, model, eta, eps, mu, lossfn, init, inputs)
+    traj = ReducedTrajectory(task, model, eta, eps, mu, lossfn, init, inputs)
 
     def evaluator(V: sp.Matrix, w_tok: sp.Matrix, c: sp.Matrix, gradients: bool) -> Callable[[], GroupPass]:
         if action is not None:

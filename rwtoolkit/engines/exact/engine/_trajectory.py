@@ -128,7 +128,7 @@ class ExactTrajectory(ABC):
     @abstractmethod
     def reduced(self) -> Any:
         """The trajectory in reduced coordinates (V, w_tok, c) where they exist, else None: a
-        ``rwtoolkit.engines.exact.Trajectory``, whose states are ``StepState``s."""
+        ``rwtoolkit.engines.exact.ReducedTrajectory``, whose states are ``StepState``s."""
 
 
 __all__ = ["READOUT_AXES", "EngineArguments", "ExactTrajectory"]

@@ -36,7 +36,7 @@ from tqdm import tqdm
 from rwtoolkit.engines.exact.arithmetic._json import long_integers
 from rwtoolkit.engines.exact.arithmetic._models import to_sympy
 from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT
-from rwtoolkit.engines.exact.engine._derive import StepState, Trajectory
+from rwtoolkit.engines.exact.engine._derive import ReducedTrajectory, StepState
 from rwtoolkit.engines.exact.engine._trajectory import READOUT_AXES, ExactTrajectory
 from rwtoolkit.engines.exact.oracle._balls import BallTable
 from rwtoolkit.engines.exact.oracle._nodes import NodeTable, nested_map
@@ -224,7 +224,9 @@ class _GroupValues:
         )
 
 
-def _step_columns(state: StepState, traj: Trajectory, table: NodeTable, balls: BallTable) -> dict[str, Any]:
+def _step_columns(
+    state: StepState, traj: ReducedTrajectory, table: NodeTable, balls: BallTable
+) -> dict[str, Any]:
     """The per-group tables of one step and the maps that expand them to inputs."""
     ev = state.evaluated
     inputs = traj.inputs
@@ -252,7 +254,7 @@ def _step_columns(state: StepState, traj: Trajectory, table: NodeTable, balls: B
     }
 
 
-def _rows(traj: Trajectory, chunk: int) -> Iterable[tuple[int, np.ndarray]]:
+def _rows(traj: ReducedTrajectory, chunk: int) -> Iterable[tuple[int, np.ndarray]]:
     """(rotation r, rooted input indices) chunks in ``task.population()`` order (input r·n + i)."""
     inputs = traj.inputs
     for r in range(inputs.K if inputs.rotation else 1):
@@ -261,7 +263,7 @@ def _rows(traj: Trajectory, chunk: int) -> Iterable[tuple[int, np.ndarray]]:
 
 
 def _expand(
-    cols: dict[str, Any], ev: Any, traj: Trajectory, quantity: str, part: str, r: int, rows: np.ndarray
+    cols: dict[str, Any], ev: Any, traj: ReducedTrajectory, quantity: str, part: str, r: int, rows: np.ndarray
 ) -> np.ndarray:
     """Rows of the per-input ``quantity`` (S, logits, f) for rooted inputs ``rows`` rotated by r."""
     inputs = traj.inputs
@@ -285,7 +287,7 @@ class _ReducedColumns:
     """The per-input values of a trajectory in reduced coordinates: expanded chunk by chunk from the
     engine's groups (rooted inputs, rotated by r for a circle)."""
 
-    def __init__(self, traj: Trajectory) -> None:
+    def __init__(self, traj: ReducedTrajectory) -> None:
         self.traj, self.inputs = traj, traj.inputs
 
     def weights(self) -> list[sp.Expr]:
