@@ -14,11 +14,23 @@ generator is left as it was), so the same factory gives the same start every tim
     two_layer(S, L)     two attention-only layers
     with_mlp(S, L)      one layer with a ReLU feed-forward block
     with_layer_norm(S, L)  one layer with layer norms and a GELU feed-forward block (floats and balls only)
+
+The training loop a researcher writes for it, full-batch on the population of sequences ``rw check`` hands over
+(``config.tokens``, ``config.labels``, their exact probabilities ``config.weights``), with ``F.cross_entropy`` at
+every position and ``torch.optim.SGD``; ``rw check`` compares it with the model traced from the same factory:
+
+    rw check examples/nanogpt_attention.py:training --model examples/nanogpt_attention.py:one_layer
+    rw check examples/nanogpt_attention.py:training_two_layer --model examples/nanogpt_attention.py:two_layer
+
+examples/bugs_nanogpt.py plants three loop bugs (the loss at the last position only; an unweighted mean over
+the population; momentum left on) that ``rw check`` fails at their first quantity.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -134,3 +146,47 @@ def with_layer_norm(S: int, L: int) -> nn.Module:
     """One layer with pre-norms, a final norm and a GELU feed-forward block: floats and balls (an exact
     arithmetic refuses GELU and layer norm and names the ball engine)."""
     return build(S, L, 1, mlp="gelu", norm=True)
+
+
+def train(
+    net: nn.Module,
+    config: Any,
+    last_only: bool = False,
+    weighted: bool = True,
+    momentum: float = 0.0,
+) -> Iterator[dict[str, Any]]:
+    """Full-batch training of ``net`` on the population ``config`` hands over, yielding the state at t = 0, 1, …:
+    every parameter by its name, the logits and the loss.
+
+    The loss is the cross-entropy of the logits at position i against token i + 1, averaged over the positions
+    and weighted by each sequence's exact probability; one step of ``torch.optim.SGD`` at lr η. The keyword
+    arguments plant one mistake each (examples/bugs_nanogpt.py): the loss at the last position only, an
+    unweighted mean over the sequences, momentum left on.
+    """
+    seqs = torch.as_tensor(config.sequences)  # (n, L + 1): x_1..x_N
+    x, y = seqs[:, :-1], seqs[:, 1:]  # inputs x_1..x_L, next tokens x_2..x_N
+    weights = torch.as_tensor(config.weights, dtype=torch.float64)
+    opt = torch.optim.SGD(net.parameters(), lr=float(config.eta), momentum=momentum)
+    while True:
+        logits = net(x)  # (n, L, S)
+        B, T, S = logits.shape
+        ce = F.cross_entropy(logits.reshape(B * T, S), y.reshape(B * T), reduction="none").view(B, T)
+        per_sequence = ce[:, -1] if last_only else ce.mean(dim=1)
+        loss = (weights * per_sequence).sum() if weighted else per_sequence.mean()
+        state = {name: p.detach().clone() for name, p in net.named_parameters()}
+        yield {**state, "token_logits": logits.detach(), "loss": loss.item()}
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def training(
+    config: Any, build_net: Callable[[int, int], nn.Module] = one_layer, **bug: Any
+) -> Iterator[dict]:
+    """``rw check``'s training-loop protocol: :func:`train` on a fresh one-layer model (the factory's own start)."""
+    return train(build_net(config.K, config.L), config, **bug)
+
+
+def training_two_layer(config: Any) -> Iterator[dict]:
+    """:func:`training` of the two-layer model."""
+    return training(config, two_layer)

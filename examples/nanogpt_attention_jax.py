@@ -17,12 +17,16 @@ import (JAX computes in float32 otherwise).
     one_layer(S, L)     one attention-only layer (2 heads of size 2, d_model 4)
     two_layer(S, L)     two attention-only layers
     params_from(module) the parameters of a PyTorch module, by name, as float64 arrays (same names)
+    training(config)    the port's own training loop, for ``rw check`` against the traced PyTorch model:
+
+    rw check examples/nanogpt_attention_jax.py:training --model examples/nanogpt_attention.py:one_layer
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import jax
@@ -37,16 +41,19 @@ D_MODEL, N_HEAD = 4, 2
 Params = dict[str, Any]
 
 
-def attention(params: Params, prefix: str, x: jax.Array) -> jax.Array:
+def attention(
+    params: Params, prefix: str, x: jax.Array, mask_offset: int = 0, scale: float | None = None
+) -> jax.Array:
     """Multi-head causal self-attention: q, k, v per head, softmax(q kᵀ · 1/√hs) with the future masked to −∞,
-    then the output map (nanoGPT's CausalSelfAttention)."""
+    then the output map (nanoGPT's CausalSelfAttention). ``mask_offset`` and ``scale`` plant the port bugs of
+    examples/bugs_nanogpt.py (a mask one position off; scores not divided by √hs)."""
     B, T, C = x.shape
     hs = C // N_HEAD
     q = (x @ params[prefix + "query.weight"].T).reshape(B, T, N_HEAD, hs).transpose(0, 2, 1, 3)
     k = (x @ params[prefix + "key.weight"].T).reshape(B, T, N_HEAD, hs).transpose(0, 2, 1, 3)
     v = (x @ params[prefix + "value.weight"].T).reshape(B, T, N_HEAD, hs).transpose(0, 2, 1, 3)
-    att = (q @ jnp.swapaxes(k, -2, -1)) * (1.0 / math.sqrt(hs))
-    tril = jnp.tril(jnp.ones((T, T)))
+    att = (q @ jnp.swapaxes(k, -2, -1)) * (1.0 / math.sqrt(hs) if scale is None else scale)
+    tril = jnp.tril(jnp.ones((T, T)), k=mask_offset)
     att = jnp.where(tril == 0, -jnp.inf, att)
     att = jax.nn.softmax(att, axis=-1)
     y = att @ v  # (B, nh, T, hs)
@@ -54,14 +61,14 @@ def attention(params: Params, prefix: str, x: jax.Array) -> jax.Array:
     return y @ params[prefix + "proj.weight"].T
 
 
-def forward(params: Params, idx: jax.Array, n_layer: int) -> jax.Array:
+def forward(params: Params, idx: jax.Array, n_layer: int, **bug: Any) -> jax.Array:
     """Logits (B, T, S) of the token ids ``idx`` (B, T): embeddings, ``n_layer`` residual attention blocks, the
     unembedding."""
     B, T = idx.shape
     pos = jnp.arange(T)
     x = params["wte.weight"][idx] + params["wpe.weight"][pos]
     for i in range(n_layer):
-        x = x + attention(params, f"blocks.{i}.attn.", x)
+        x = x + attention(params, f"blocks.{i}.attn.", x, **bug)
     return x @ params["lm_head.weight"].T
 
 
@@ -108,3 +115,36 @@ def params_from(module: Any) -> Params:
     """The parameters of a PyTorch module (examples/nanogpt_attention.py's), by name, as float64 arrays: the port
     at the module's own start."""
     return {name: p.detach().cpu().double().numpy().copy() for name, p in module.named_parameters()}
+
+
+def loss_fn(
+    params: Params, x: jax.Array, y: jax.Array, weights: jax.Array, n_layer: int, **bug: Any
+) -> jax.Array:
+    """The cross-entropy of the logits at position i against token i + 1, averaged over the positions, weighted
+    by each sequence's probability."""
+    logp = jax.nn.log_softmax(forward(params, x, n_layer, **bug), axis=-1)  # (n, L, S)
+    ce = -jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]  # (n, L)
+    return jnp.sum(weights * ce.mean(axis=1))
+
+
+def training(config: Any, **bug: Any) -> Iterator[dict[str, Any]]:
+    """``rw check``'s training-loop protocol: full-batch GD with ``jax.grad`` from ``config.start`` (the PyTorch
+    model's own start, under the same names), yielding every parameter, the logits and the loss at t = 0, 1, …"""
+    params = {name: jnp.asarray(value) for name, value in config.start.items()}
+    n_layer = len({name.split(".")[1] for name in params if name.startswith("blocks.")})
+    seqs = jnp.asarray(config.sequences)
+    x, y = seqs[:, :-1], seqs[:, 1:]
+    weights, eta = jnp.asarray(config.weights), float(config.eta)
+    while True:
+        loss, grads, logits = _step(params, x, y, weights, n_layer, **bug)
+        yield {**params, "token_logits": logits, "loss": float(loss)}
+        params = {name: params[name] - eta * grads[name] for name in params}
+
+
+@partial(jax.jit, static_argnames=("n_layer", "mask_offset", "scale"))
+def _step(
+    params: Params, x: jax.Array, y: jax.Array, weights: jax.Array, n_layer: int, **bug: Any
+) -> tuple[jax.Array, Params, jax.Array]:
+    """The loss, its gradient and the logits at ``params``, compiled once per shape."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y, weights, n_layer, **bug)
+    return loss, grads, forward(params, x, n_layer, **bug)

@@ -29,16 +29,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--task",
         default=None,
-        choices=("circle", "finite", "any"),
-        help="configurations drawn: circle walks (K 3..5, N 2..5), small finite tasks, or either (default: "
-        "the model's; circle walks, finite tasks for tied_embedding and untied_embedding)",
+        choices=("circle", "finite", "any", "sequence"),
+        help="configurations drawn: circle walks (K 3..5, N 2..5), small finite tasks, or either, or sequence "
+        "tasks (in-context Markov chains and binary (p, q) sources, S = 2, N 3..5: a model with next-token "
+        "logits, the only tasks it takes) (default: the model's; circle walks, finite tasks for tied_embedding "
+        "and untied_embedding, sequence tasks for a sequence model)",
     )
-    from rwtoolkit.cli._models import add_model_arguments
+    from rwtoolkit.cli._models import add_model_arguments, add_objective_argument
 
     add_model_arguments(
         parser,
-        "any other is checked against the generic exact engine rwtoolkit.models.descend, rwtoolkit.analyses.check._models",
+        "any other is checked against the generic exact engine rwtoolkit.models.descend, rwtoolkit.analyses.check._models; "
+        "a model with next-token logits from its own start, against its certified ball trajectory where the exact "
+        "estimate is above a minute (docs/check.md#sequence-models)",
     )
+    add_objective_argument(parser, "--model")
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwtoolkit/schemas/report.schema.json)"
     )
@@ -190,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         model=model,
         head_dim=head_dim,
         heads=heads,
+        objective=args.objective,
     )
     limit = parse_int(args.max_seconds, "max-seconds", 1)
     factory = load_factory(args.target)

@@ -94,7 +94,12 @@ GENERIC: dict[str, Engine] = {
         estimate="rwtoolkit.engines.exact:derive_model_job",
     ),
     "torch": Engine("generic torch engine", "torch", "rwtoolkit.engines.numeric:train_model_runs"),
-    "balls": Engine("generic ball engine", "balls", "rwtoolkit.engines.balls:ball_model_trajectory"),
+    "balls": Engine(
+        "generic ball engine",
+        "balls",
+        "rwtoolkit.engines.balls:ball_model_trajectory",
+        estimate="rwtoolkit.engines.balls:ball_model_job",
+    ),
 }
 
 #: The hand-tuned engines of the paper's model, most specific first; each pinned equal to its generic engine.

@@ -69,6 +69,7 @@ from ._runner import (
     scaled_error,
     with_steps,
 )
+from ._sequence import SEQUENCE_READOUTS, run_sequence, sequence_quantities
 from .oracle_format import OracleFormatError
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "PROTOCOLS",
     "QUANTITIES",
     "READOUTS",
+    "SEQUENCE_READOUTS",
     "RUNTIME_FOLDER",
     "START_SIGMA",
     "CheckConfig",
@@ -115,7 +117,9 @@ __all__ = [
     "readouts_from_oracle",
     "run",
     "run_model",
+    "run_sequence",
     "scaled_error",
+    "sequence_quantities",
     "torch_inputs",
     "torch_losses",
     "with_steps",

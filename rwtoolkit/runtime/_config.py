@@ -126,6 +126,9 @@ class CheckConfig:
     start_values: Mapping[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     #: T, the steps the kit reads (a loop yields T + 1 states); set when the factory is called.
     steps: int | None = field(default=None, compare=False)
+    #: A sequence model's objective ("lm": the cross-entropy at every position; "last": at position L only),
+    #: None for a model trained on ℓ(e_yᵀ f). A sequence model reads token ids, not X̃: see ``sequences``.
+    objective: str | None = None
 
     def __post_init__(self) -> None:
         if self.model == PAPER_MODEL:
@@ -149,6 +152,39 @@ class CheckConfig:
         if self.start_values is None:
             return {name: np.zeros(shape) for name, shape in self.shapes.items()}
         return {name: np.array(value, dtype=np.float64) for name, value in self.start_values.items()}
+
+    # a sequence model's views ------------------------------------------------------------------------
+    @property
+    def L(self) -> int:
+        """The tokens a sequence model reads: x_1..x_L, L = N − 1 (``tokens`` has L columns)."""
+        return self.N - 1
+
+    @property
+    def sequences(self) -> np.ndarray:
+        """Every sequence x_1..x_N of the population, (n, N) int64: ``tokens`` then ``labels``."""
+        return np.concatenate([np.asarray(self.tokens), np.asarray(self.labels).reshape(-1, 1)], axis=1)
+
+    @property
+    def targets(self) -> np.ndarray:
+        """The next token at every position, x_2..x_N (n, L): the logits at position i predict x_{i+1}."""
+        return self.sequences[:, 1:]
+
+    def sequence_loss(self, logits: Any) -> Any:
+        """A sequence model's objective on torch logits (n, L, S), as ``rwtoolkit.models.CrossEntropy`` defines
+        it (tested equal): "lm", Σ_n π_n (1/L) Σ_i CE(logits_{n,i}, x_{n,i+1}); "last", Σ_n π_n CE(logits_{n,L},
+        x_{n,N}); the cross-entropy CE(l, y) = −log softmax(l)_y, π_n the population's exact probabilities."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.objective not in ("lm", "last"):
+            raise ValueError(f"objective={self.objective!r}: this config's model is not a sequence model")
+        targets = torch.as_tensor(self.targets)
+        if self.objective == "last":
+            logits, targets = logits[:, -1:, :], targets[:, -1:]
+        n, m, S = logits.shape
+        ce = F.cross_entropy(logits.reshape(n * m, S), targets.reshape(n * m), reduction="none")
+        weights = torch.as_tensor(self.weights, dtype=logits.dtype)
+        return (weights * ce.reshape(n, m).mean(dim=1)).sum()
 
     # views ----------------------------------------------------------------------------------------
     @property
@@ -187,6 +223,11 @@ class CheckConfig:
         """One line naming every value the trajectory depends on."""
         task = self.task
         name = ", ".join(f"{k}={v}" for k, v in task.items()) if isinstance(task, Mapping) else repr(task)
+        if self.objective is not None:  # a sequence model: no P, μ or ε
+            return (
+                f"{name}, eta={self.eta}, objective={self.objective}, dtype={self.dtype}, model={self.model}, "
+                f"init={self.init}"
+            )
         text = (
             f"{name}, P={self.embedding} M={self.M} seed={self.seed}, mu={self.mu}, eta={self.eta}, "
             f"eps={self.eps}, loss={self.loss}, dtype={self.dtype}"

@@ -80,6 +80,7 @@ LABELS = {
     "w_tok": "w_tok",
     "c": "c (w_pos = Σ_j c_j p_j)",
     "P": "P",
+    "token_logits": "token logits",
 }
 #: Accuracies are sums of at most a few thousand float probabilities: exact up to this.
 ACCURACY_ATOL = 1e-12
@@ -125,7 +126,7 @@ class Readouts:
         return f"the training loop yields no {quantity!r}"
 
 
-def _array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
+def readout_array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
     """``value`` as a float64 array of ``shape``, or ImplementationError naming it."""
     if hasattr(value, "detach"):  # a torch tensor (possibly on a GPU, possibly requiring grad)
         value = value.detach().cpu().double().numpy()
@@ -141,7 +142,7 @@ def _array(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
 _LOW_PRECISION = ("float16", "bfloat16", "float32")
 
 
-def _precision(value: object, what: str, dtype: str) -> None:
+def check_precision(value: object, what: str, dtype: str) -> None:
     """Refuse a JAX array of lower precision than the check's float64: JAX computes in float32 unless
     x64 is on, so every value would miss the float64 tolerances by rounding alone."""
     found = str(getattr(value, "dtype", ""))
@@ -153,7 +154,7 @@ def _precision(value: object, what: str, dtype: str) -> None:
         )
 
 
-def _is_module(impl: object) -> bool:
+def is_torch_module(impl: object) -> bool:
     torch = sys.modules.get("torch")  # a torch module exists only if torch has been imported
     return torch is not None and isinstance(impl, torch.nn.Module)
 
@@ -217,9 +218,9 @@ def _adopt(impl: object) -> object:
 def build(factory: Factory, config: Any) -> object:
     """``factory(config)``; refuses anything that is none of the protocols (a)-(d)."""
     impl = _adopt(factory(config))
-    if _is_module(impl) or isinstance(impl, (Iterator, Functional)):
+    if is_torch_module(impl) or isinstance(impl, (Iterator, Functional)):
         return impl
-    if isinstance(impl, Supervised) and _is_module(impl.module):
+    if isinstance(impl, Supervised) and is_torch_module(impl.module):
         return impl
     raise ImplementationError(
         f"the factory returned {type(impl).__name__}: expected a torch.nn.Module with parameters V and W, "
@@ -406,18 +407,19 @@ def run_model(factory: Factory, config: Any, steps: int, shapes: Mapping[str, tu
     ``attention(Xt)`` -> S, trained by the kit as in ``run``; (b) an iterator yielding at t = 0, 1, … a
     mapping with every parameter's name and any of ``"S"``, ``"f"``, ``"loss"``, ``"accuracy"`` (or a tuple
     of the parameters in the order of ``shapes``). The read-outs are keyed by the parameters' names.
+    A sequence model's config (``config.objective`` set) is run by ``run_sequence`` instead.
     """
     impl = build(factory, with_steps(config, steps))
     if isinstance(impl, Functional):
         return _run_functional(impl, config, steps, dict(shapes))
     if isinstance(impl, Supervised):
         return _run_model_module(impl.module, config, steps, dict(shapes), impl)
-    if _is_module(impl):
+    if is_torch_module(impl):
         return _run_model_module(impl, config, steps, dict(shapes))
     return _run_model_loop(impl, config, steps, dict(shapes))  # type: ignore[arg-type]
 
 
-def _listed(names: Mapping[str, object] | tuple[str, ...]) -> str:
+def listed_names(names: Mapping[str, object] | tuple[str, ...]) -> str:
     """'V and W', 'V, W_K and W_Q'."""
     items = list(names)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
@@ -447,7 +449,7 @@ def _run_model_module(
     others = [name for name, p in module.named_parameters() if id(p) not in ids]
     if others:
         raise ImplementationError(
-            f"the module has parameters other than {_listed(shapes)}: {', '.join(others)}"
+            f"the module has parameters other than {listed_names(shapes)}: {', '.join(others)}"
         )
     K, N = config.K, config.N
     Xt = torch_inputs(config, P)
@@ -468,7 +470,7 @@ def _run_model_module(
             raise ImplementationError(
                 f"forward(Xt) returned {type(f).__name__}, expected a tensor of shape {(n, K)}"
             )
-        f_np = _array(f, "forward(Xt)", (n, K))
+        f_np = readout_array(f, "forward(Xt)", (n, K))
         if supervised is None:
             loss = (weights * config.loss_fn(f.gather(1, labels[:, None])[:, 0])).sum()
         else:
@@ -478,13 +480,13 @@ def _run_model_module(
                     f"loss(f, labels, weights) returned {type(loss).__name__}, expected a scalar tensor"
                 )
         for name, p in params.items():
-            series[name].append(_array(p, name, shapes[name]))
+            series[name].append(readout_array(p, name, shapes[name]))
         series["f"].append(f_np)
         series["loss"].append(np.array(float(loss.detach())))
         series["accuracy"].append(np.array(accuracy(f_np, config)))
         if callable(attention):
             with torch.no_grad():
-                series["S"].append(_array(attention(Xt), "attention(Xt)", (n, N)))
+                series["S"].append(readout_array(attention(Xt), "attention(Xt)", (n, N)))
         if t == steps:
             break
         if supervised is not None and supervised.optimizer is not None:
@@ -516,10 +518,14 @@ def _run_functional(
         )
     missing = [name for name in shapes if name not in impl.params]
     if missing:
-        raise ImplementationError(f"Functional.params has no {missing[0]!r} (expected {_listed(shapes)})")
+        raise ImplementationError(
+            f"Functional.params has no {missing[0]!r} (expected {listed_names(shapes)})"
+        )
     extra = sorted(set(impl.params) - set(shapes))
     if extra:
-        raise ImplementationError(f"Functional.params has parameters other than {_listed(shapes)}: {extra}")
+        raise ImplementationError(
+            f"Functional.params has parameters other than {listed_names(shapes)}: {extra}"
+        )
     out, series = _model_start("functional", steps, model_quantities(shapes))
     out.P = P
     if impl.attention is None:
@@ -527,23 +533,23 @@ def _run_functional(
     params: Mapping[str, Any] = impl.params
     for t in range(steps + 1):
         for name in shapes:
-            _precision(params[name], f"{name} at t={t}", config.dtype)
-            series[name].append(_array(params[name], f"{name} at t={t}", shapes[name]))
+            check_precision(params[name], f"{name} at t={t}", config.dtype)
+            series[name].append(readout_array(params[name], f"{name} at t={t}", shapes[name]))
         f = impl.forward(params, Xt)
-        _precision(f, f"forward(params, Xt) at t={t}", config.dtype)
-        f_np = _array(f, f"forward(params, Xt) at t={t}", (n, K))
+        check_precision(f, f"forward(params, Xt) at t={t}", config.dtype)
+        f_np = readout_array(f, f"forward(params, Xt) at t={t}", (n, K))
         series["f"].append(f_np)
         if impl.loss is not None:
             value = impl.loss(params, Xt)
-            _precision(value, f"loss(params, Xt) at t={t}", config.dtype)
-            series["loss"].append(_array(value, f"loss(params, Xt) at t={t}", ()))
+            check_precision(value, f"loss(params, Xt) at t={t}", config.dtype)
+            series["loss"].append(readout_array(value, f"loss(params, Xt) at t={t}", ()))
         else:
             series["loss"].append(np.array(_objective(f_np, config)))
         series["accuracy"].append(np.array(accuracy(f_np, config)))
         if impl.attention is not None:
             S = impl.attention(params, Xt)
-            _precision(S, f"attention(params, Xt) at t={t}", config.dtype)
-            series["S"].append(_array(S, f"attention(params, Xt) at t={t}", (n, N)))
+            check_precision(S, f"attention(params, Xt) at t={t}", config.dtype)
+            series["S"].append(readout_array(S, f"attention(params, Xt) at t={t}", (n, N)))
         if t == steps:
             break
         params = _functional_step(impl, params, Xt, config, shapes, t)
@@ -565,7 +571,7 @@ def _functional_step(
         grads = impl.grad(params, Xt)
         if not isinstance(grads, Mapping) or any(name not in grads for name in shapes):
             raise ImplementationError(
-                f"grad(params, Xt) at t={t} must return a mapping with {_listed(shapes)}, got {type(grads).__name__}"
+                f"grad(params, Xt) at t={t} must return a mapping with {listed_names(shapes)}, got {type(grads).__name__}"
             )
         return {name: params[name] - eta * grads[name] for name in shapes}
     import torch
@@ -622,8 +628,8 @@ def _run_model_loop(
                     f"allowed: {', '.join(names)}, {', '.join(optional)}, P"
                 )
             for name in names:
-                _precision(state[name], f"{name} at t={t}", config.dtype)
-                series[name].append(_array(state[name], f"{name} at t={t}", shapes[name]))
+                check_precision(state[name], f"{name} at t={t}", config.dtype)
+                series[name].append(readout_array(state[name], f"{name} at t={t}", shapes[name]))
             _append_optional(out, state, optional, t)
     finally:
         close = getattr(loop, "close", None)
@@ -645,7 +651,7 @@ def _append_optional(out: Readouts, state: Mapping, shapes: Mapping[str, tuple[i
                 )
             out.values[key] = None
             continue
-        values.append(_array(state[key], f"{key} at t={t}", shape))
+        values.append(readout_array(state[key], f"{key} at t={t}", shape))
         if t > 0 and len(values) != t + 1:
             raise ImplementationError(f"state {t} of the training loop has {key!r} but state 0 had none")
 

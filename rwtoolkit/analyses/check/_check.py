@@ -12,7 +12,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from rwtoolkit.analyses.check._compare import MARGIN, Mismatch, exact_engine, trajectory_key, unit_roundoff
+from rwtoolkit.analyses.check._compare import (
+    MARGIN,
+    REFERENCE_NOTE,
+    Mismatch,
+    reference_engine,
+    trajectory_key,
+    unit_roundoff,
+)
 from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of
 from rwtoolkit.analyses.check._isolation import isolated_search
 from rwtoolkit.analyses.check._models import (
@@ -68,6 +75,8 @@ class Report:
     protocol: str
     options: CheckOptions
     results: list[PropertyResult]
+    #: What a sequence model's trajectories were compared with (``describe_reference``), one entry per kind.
+    references: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -87,11 +96,15 @@ class Report:
         }
         if o.generic:  # the paper's model writes the report it always wrote
             options["model"] = get_model(o.model, d=o.head_dim, H=o.heads).describe()
+        if o.objective is not None:  # a sequence model
+            options["objective"] = o.objective
+            if self.references:
+                options["reference"] = "; ".join(self.references)
         return {
             "implementation": self.implementation,
             "protocol": self.protocol,
             "options": options,
-            "tolerance": tolerance_rule(o.dtype),
+            "tolerance": tolerance_rule(o.dtype, o.objective is not None),
             "properties": [r.to_json() for r in self.results],
             "counts": self.counts(),
             "exit_code": self.exit_code,
@@ -101,8 +114,11 @@ class Report:
         o = self.options
         lines = [
             f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
-            f"{o.examples} examples per property, task {o.task}, loss {', '.join(o.losses)}" + _model_text(o),
-            f"tolerance: {tolerance_rule(o.dtype)}",
+            f"{o.examples} examples per property, task {o.task}, "
+            + (f"objective {o.objective}" if o.objective else f"loss {', '.join(o.losses)}")
+            + _model_text(o),
+            f"tolerance: {tolerance_rule(o.dtype, o.objective is not None)}",
+            *(["reference: " + "; ".join(self.references)] if self.references else []),
             "",
         ]
         width = max(len(s) for s in STATUSES)
@@ -126,12 +142,22 @@ def _model_text(options: CheckOptions) -> str:
         return ""
     described = get_model(options.model, d=options.head_dim, H=options.heads).describe()
     words = [str(described.pop("name"))] + [f"{k}={v}" for k, v in described.items()]
+    if options.objective is not None:  # a sequence model: token ids, no P; its reference on the next line
+        return f", model {' '.join(words)} (rwtoolkit.models.descend from its own start)"
     return f", model {' '.join(words)} (exact: rwtoolkit.models.descend, P = rational_positions(N, μ))"
 
 
-def tolerance_rule(dtype: str) -> str:
-    """The tolerance rule printed in every report, with the dtype's unit roundoff."""
+def tolerance_rule(dtype: str, sequence: bool = False) -> str:
+    """The tolerance rule printed in every report, with the dtype's unit roundoff; ``sequence``: a sequence
+    model's (no positional embeddings: μ = 1 in the rule; no accuracy compared)."""
     unit = unit_roundoff(dtype)
+    if sequence:
+        return (
+            f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + ηT), u = {unit:.3g} ({dtype} unit "
+            "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| (the rule "
+            "of the paper's model with μ = 1: a sequence model has no positional embeddings P); the bugs this "
+            "suite targets move some value by 1e-3 or more."
+        )
     return (
         f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
         "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| with "
@@ -182,6 +208,8 @@ class CheckEstimate:
     costliest_seconds: float
     #: The configurations drawn ahead: every example's, or the first ``_DRAWN`` standing for them all.
     drawn: int
+    #: "exact", or "reference" for a sequence model (exact or certified balls, ``reference_engine``).
+    kind: str = "exact"
 
     def describe(self) -> str:
         """'~12 s, ~310 MiB of memory (10 exact trajectories; the costliest ~3.1 s: CircleWalk(...), ...)'."""
@@ -189,7 +217,7 @@ class CheckEstimate:
 
         count = f"{self.trajectories}" if self.drawn >= self.trajectories else f"~{self.trajectories}"
         return (
-            f"~{self.seconds:.3g} s, ~{format_bytes(self.memory)} of memory ({count} exact trajectories; the "
+            f"~{self.seconds:.3g} s, ~{format_bytes(self.memory)} of memory ({count} {self.kind} trajectories; the "
             f"costliest ~{self.costliest_seconds:.3g} s: {self.costliest})"
         )
 
@@ -227,16 +255,24 @@ def _no_factory(config: CheckConfig) -> None:
 
 
 def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
-    """Seconds, memory kept and memory in passing of the exact reference of one configuration, without the
-    interpreter's start, by the estimate of the engine ``exact_engine`` selects (``Engine.load_estimate``,
-    called as ``rw derive`` calls it, with ``readouts``: the trajectory read out as floats): the time of the
-    trajectory with its per-input values and read-outs, the memory it keeps (without the oracle's files) and
-    what passes besides while the per-input values are converted (the reduced engine's per-input oracle, an
-    upper bound of the read-outs converted from it; nothing for the generic engine, which keeps all of it for
-    the search's replays)."""
+    """Seconds, memory kept and memory in passing of the reference of one configuration, without the
+    interpreter's start, by the estimate of the engine ``reference_engine`` selects (``Engine.load_estimate``).
+    The exact engine's is called as ``rw derive`` calls it, with ``readouts``: the time of the trajectory with
+    its per-input values and read-outs, the memory it keeps (without the oracle's files) and what passes
+    besides while the per-input values are converted (the reduced engine's per-input oracle, an upper bound of
+    the read-outs converted from it; nothing for the generic engine, which keeps all of it for the search's
+    replays). The ball engine's (a sequence model's certified reference) as ``rw certify --model`` calls it:
+    its seconds at its first precision and the memory of its recorded steps."""
     base = START_ESTIMATE  # the interpreter, in every estimate: counted once, by the check
-    plan = exact_engine(config).load_estimate()
+    engine = reference_engine(config, steps)
     model = model_of(config)
+    if engine.arithmetic == "balls":
+        job = engine.load_estimate()(
+            config.task, model, steps, eta=config.eta, init=config.init, objective=config.objective
+        )
+        # the recorded balls kept are a few kilobytes; what the run needs in passing is its tape
+        return job.estimate.seconds, 0, max(0, job.estimate.memory - base.memory)
+    plan = engine.load_estimate()
 
     def estimate(json: bool) -> JobEstimate:
         job = plan(config.task, model, steps, json=json, per_input=True, readouts=True, init=config.init)
@@ -281,6 +317,7 @@ def estimate_check(options: CheckOptions) -> CheckEstimate:
         costliest=costs[costliest][1].describe(),
         costliest_seconds=seconds[costliest],
         drawn=len(drawn),
+        kind="exact" if options.objective is None else "reference",
     )
 
 
@@ -313,7 +350,9 @@ def check(
     if freeze:
         gc.freeze()
     try:
-        readouts = probe(factory, options.dtype, options.model, options.head_dim, options.heads)
+        readouts = probe(
+            factory, options.dtype, options.model, options.head_dim, options.heads, options.objective
+        )
         with _one_torch_thread():
             return _check(factory, options, name, progress, readouts)
     finally:
@@ -346,14 +385,17 @@ def _check(
     readouts: Readouts,
 ) -> Report:
     rows = (
-        trajectory_statements(options.model, options.head_dim, TRAJECTORY) if options.generic else TRAJECTORY
+        trajectory_statements(options.model, options.head_dim, TRAJECTORY, options.objective)
+        if options.generic
+        else TRAJECTORY
     )
     results: list[PropertyResult] = []
+    references: list[str] = []
     for prop in PROPERTIES:
         if progress is not None:
             progress(prop.id)
         if prop.id == "trajectory":
-            results += _trajectory_rows(prop, factory, options, readouts, rows)
+            results += _trajectory_rows(prop, factory, options, readouts, rows, references)
             continue
         reason = _not_checked(prop, options, readouts)
         if reason is not None:
@@ -369,7 +411,7 @@ def _check(
                 if not readouts.provided(q)
             ]
         results.append(result)
-    return Report(name, readouts.protocol, options, results)
+    return Report(name, readouts.protocol, options, results, references)
 
 
 def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> str | None:
@@ -378,9 +420,10 @@ def _not_checked(prop: Property, options: CheckOptions, readouts: Readouts) -> s
         return f"a statement about the paper's model (one_layer), not --model {options.model}"
     init = check_settings(options.model).init
     if options.generic and prop.id in ZERO_START_ONLY and init != "zero":
+        why = "its own start" if init == "own" else "from zero it never moves"
         return (
             f"a statement about the zero start; --model {options.model} is checked from config.start "
-            f"(init {init}: from zero it never moves)"
+            f"(init {init}: {why})"
         )
     if (
         options.generic
@@ -439,11 +482,19 @@ def _row(pid: str, statement: str, error: BaseException | None, notes: list[str]
 
 
 def _trajectory_rows(
-    prop: Property, factory: Factory, options: CheckOptions, readouts, statements: dict[str, str]
+    prop: Property,
+    factory: Factory,
+    options: CheckOptions,
+    readouts,
+    statements: dict[str, str],
+    references: list[str],
 ) -> list[PropertyResult]:
-    """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked."""
-    notes: list[str] = []
-    error = _search(prop, factory, options, notes)
+    """One search over the trajectory, reported per read-out: pass, fail at the first divergence, not checked.
+    The references the search compared with (its notes "reference: ...") go to ``references``."""
+    found: list[str] = []
+    error = _search(prop, factory, options, found)
+    references += sorted({n[len(REFERENCE_NOTE) :] for n in found if n.startswith(REFERENCE_NOTE)})
+    notes = [n for n in found if not n.startswith(REFERENCE_NOTE)]
     failure, quantity = _failure(error) if error is not None else (None, "")
     rows = []
     marked = False  # a crash (no quantity) fails the first row the implementation provides

@@ -21,6 +21,7 @@ from typing import Any, overload
 
 import numpy as np
 import sympy as sp
+from flint import arb
 
 from rwtoolkit.analyses.check._config import START_SIGMA, CheckConfig, config_json, model_of
 from rwtoolkit.analyses.check._protocol import (
@@ -51,6 +52,7 @@ MARGIN = 256
 
 __all__ = [
     "MARGIN",
+    "REFERENCE_NOTE",
     "Divergence",
     "ExpectedSteps",
     "Mismatch",
@@ -58,9 +60,11 @@ __all__ = [
     "assert_matches_exact",
     "compare",
     "exact_engine",
+    "describe_reference",
     "exact_trajectory",
     "expected_steps",
     "near_tie_steps",
+    "reference_engine",
     "scaled_error",
     "tolerance",
 ]
@@ -123,6 +127,62 @@ def exact_engine(config: CheckConfig) -> Engine:
     return select(config.model, "exact", config.init)
 
 
+#: How ``compare`` notes the reference it compared with (``describe_reference``), for the report.
+REFERENCE_NOTE = "reference: "
+
+#: The most seconds the exact reference of one configuration may be estimated at: beyond, a model with
+#: next-token logits is compared with its certified ball trajectory instead (``reference_engine``). From a
+#: sequence model's own float64 start the exact engine nests exponentials from step 1 (estimated at hours).
+EXACT_REFERENCE_SECONDS = 60.0
+
+_REFERENCE: dict[tuple, Engine] = {}
+
+
+def reference_engine(config: CheckConfig, steps: int) -> Engine:
+    """The engine of ``config``'s reference trajectory at t = 0..``steps``: ``exact_engine(config)``, or, for a
+    model with next-token logits whose exact estimate (``rwtoolkit.engines.Engine.load_estimate``, as
+    ``reference_cost`` calls it) exceeds ``EXACT_REFERENCE_SECONDS`` or refuses the run, the generic ball
+    engine ``select(model, "balls", start)``: a certified enclosure of the same trajectory, at the precision
+    its automatic choice reaches (every ball narrower than 2⁻⁶⁴ relative, ``BallTrajectory.tight``).
+
+    >>> from rwtoolkit.analyses.check import build_config, for_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> config = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), "key_query")
+    >>> reference_engine(config, 2).name
+    'generic exact engine'
+    """
+    exact = exact_engine(config)
+    if config.objective is None:
+        return exact
+    key = (*_reference_key(config), steps)
+    if key not in _REFERENCE:
+        try:
+            seconds = exact.load_estimate()(
+                config.task,
+                model_of(config),
+                steps,
+                json=False,
+                per_input=True,
+                readouts=True,
+                init=config.init,
+            ).estimate.seconds
+        except ValueError:  # the exact engine refuses the run (too many steps from this start)
+            seconds = float("inf")
+        fits = seconds <= EXACT_REFERENCE_SECONDS
+        _REFERENCE[key] = exact if fits else select(config.model, "balls", config.init)
+    return _REFERENCE[key]
+
+
+def describe_reference(engine: Engine) -> str:
+    """How a report names a reference: 'the exact trajectory' or 'the certified ball trajectory (...)'."""
+    if engine.arithmetic == "balls":
+        return (
+            "the certified ball trajectory (rwtoolkit.engines.balls: the exact estimate is above "
+            f"{EXACT_REFERENCE_SECONDS:.0f} s; every ball narrower than 2^-64 relative, compared at its midpoint)"
+        )
+    return "the exact trajectory"
+
+
 def exact_trajectory(
     config: CheckConfig, steps: int, memo: bool = True, engine: Engine | None = None
 ) -> ExactTrajectory:
@@ -137,6 +197,18 @@ def exact_trajectory(
     key = (*_reference_key(config), steps, engine.name)
     if key in _EXACT:
         return _EXACT[key]
+    if engine.arithmetic == "balls":  # a certified reference (``reference_engine``)
+        traj = engine.load()(
+            config.task,
+            model_of(config),
+            steps,
+            eta=config.eta,
+            init=config.init,
+            objective=config.objective,
+        )
+        if memo:
+            _EXACT[key] = traj
+        return traj
     traj = engine.load()(
         config.task,
         model=model_of(config),
@@ -168,6 +240,7 @@ def _reference_key(config: CheckConfig) -> tuple:
         config.head_dim,
         config.heads,
         config.init,
+        config.objective,
     )
 
 
@@ -263,6 +336,8 @@ def per_input(traj: ExactTrajectory, t: int, name: str) -> Any:
     reduced = traj.reduced
     if reduced is not None:
         return [list(row) for row in reduced.value(t, name)]
+    if traj.arithmetic == "balls":  # a certified reference: the generic ball engine's records
+        return traj.value(t, name)
     return getattr(traj.states[t], name)
 
 
@@ -309,12 +384,13 @@ class ExpectedSteps(Sequence[Mapping[str, np.ndarray]]):
     """
 
     def __init__(self, config: CheckConfig, steps: int, engine: Engine | None = None) -> None:
-        self.trajectory = exact_trajectory(config, steps, engine=engine)
+        self.engine = reference_engine(config, steps) if engine is None else engine
+        self.trajectory = exact_trajectory(config, steps, engine=self.engine)
         self._config = config
         self._near = near_tie(config.dtype)
         self.quantities = quantities(config)
         self._floats_of: dict[int, tuple[object, float]] = {}
-        self._rows = [_Row(self, t) for t in range(len(self.trajectory.states))]
+        self._rows = [_Row(self, t) for t in range(len(self.trajectory.times))]
         self._compared: dict[int, bool] = {}
 
     def __len__(self) -> int:
@@ -354,7 +430,7 @@ class ExpectedSteps(Sequence[Mapping[str, np.ndarray]]):
         if q == "W_xN":
             w_tok, c = self._reduced(t)
             return np.concatenate([self.floats(w_tok), self._config.P @ self.floats(c)])
-        if q in ("S", "f"):
+        if q in ("S", "f", "token_logits"):
             return self.floats(per_input(self.trajectory, t, q))
         if q in self.trajectory.parameter_names or q == "loss":
             return self.floats(self.trajectory.value(t, q))
@@ -380,9 +456,17 @@ class ExpectedSteps(Sequence[Mapping[str, np.ndarray]]):
         for index, value in np.ndenumerate(exact):
             hit = memo.get(id(value))
             if hit is None or hit[0] is not value:
-                hit = memo[id(value)] = (value, float(EXACT.to_float(np.array(value, dtype=object))))
+                hit = memo[id(value)] = (value, _nearest_double(value))
             out[index] = hit[1]
         return out
+
+
+def _nearest_double(value: Any) -> float:
+    """The double nearest an exact value, or a certified ball's midpoint (``reference_engine``: its balls are
+    narrower than 2⁻⁶⁴ relative, so the midpoint's double is as near every point of it as float64 can be)."""
+    if isinstance(value, arb):
+        return float(value.mid())
+    return float(EXACT.to_float(np.array(value, dtype=object)))
 
 
 class _Row(Mapping[str, np.ndarray]):
@@ -437,6 +521,12 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     expected = expected_steps(config, steps)
     others = tuple(q for q in expected.quantities if q != "accuracy")
     diff = first_difference(readouts, expected, limit, frozenset(), others)
+    notes = [REFERENCE_NOTE + describe_reference(expected.engine)] if config.objective is not None else []
+    stopped = getattr(expected.trajectory, "stopped", None)
+    if stopped is not None and diff is None:  # a certified reference that could not decide a later step
+        notes.append(
+            f"t >= {len(expected)} not compared on {config.describe()}: the certified reference is {stopped}"
+        )
     if readouts.provided("accuracy"):
         # the accuracy is the last quantity of a step: compared at the steps before the first divergence
         reached = expected[: len(expected) if diff is None else diff.step]
@@ -445,8 +535,10 @@ def compare(readouts: Readouts, config: CheckConfig, steps: int, rtol: float | N
     if diff is not None:
         raise Mismatch(Divergence.of(diff, config))
     if not readouts.provided("accuracy"):
-        return []
-    return [f"accuracy at t={t} not compared: an exact near-tie in f" for t in expected.not_compared()]
+        return notes
+    return notes + [
+        f"accuracy at t={t} not compared: an exact near-tie in f" for t in expected.not_compared()
+    ]
 
 
 def own_positions(readouts: Readouts, config: CheckConfig) -> CheckConfig:

@@ -89,7 +89,11 @@ def build_config(
 
 
 def for_model(
-    config: CheckConfig, model: str, head_dim: int | None = None, heads: int | None = None
+    config: CheckConfig,
+    model: str,
+    head_dim: int | None = None,
+    heads: int | None = None,
+    objective: str | None = None,
 ) -> CheckConfig:
     """The same task, μ, η, ε, loss and dtype for ``model``, with P = ``rwtoolkit.models.rational_positions(N, μ)``.
 
@@ -99,6 +103,10 @@ def for_model(
     (``init``, ``check_settings(model).init``) and, when that is not zero, θ(0) in float64 (``start``: the
     exact dyadic start of ``exact_start``) come with it. The paper's model keeps the config as it is.
 
+    A sequence model (next-token logits) reads token ids, not X̃: its config has no P (M = 0), μ = 1 and ε are
+    not read, its ``objective`` is ``objective`` ("lm" by default) and its start its own (``init="own"``: the
+    program's float64 initial values, each the dyadic rational it holds).
+
     >>> cfg = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), "key_query")
     >>> cfg.M, cfg.head_dim, cfg.shapes
     (4, 2, {'V': (3, 3), 'W_K': (2, 7), 'W_Q': (2, 7)})
@@ -106,6 +114,27 @@ def for_model(
     spec = get_model(model, d=head_dim, H=heads)  # one-line ValueError for an unknown model or hyperparameter
     if model == DEFAULT_MODEL:
         return replace(config, model=model, head_dim=None, heads=None, init="zero", start_values=None)
+    if spec.TOKEN_LOGITS:
+        from rwtoolkit.models import FLOAT64, objective_name
+
+        sizes = Sizes(K=config.K, M=0, N=config.N)
+        return replace(
+            config,
+            P=np.zeros((0, config.N)),
+            embedding="none",
+            seed=0,
+            mu=Fraction(1),
+            model=model,
+            head_dim=None,
+            heads=None,
+            shapes=spec.shapes(sizes),
+            init="own",
+            start_values={
+                name: np.asarray(value, dtype=np.float64)
+                for name, value in spec.own_start(FLOAT64, sizes, "zero").items()
+            },
+            objective=objective_name(spec, objective),
+        )
     P = np.asarray(rational_positions(config.N, config.mu), dtype=np.float64)
     other = replace(
         config,
@@ -152,6 +181,17 @@ def config_json(config: CheckConfig) -> dict[str, Any]:
     """The config as a report writes it (exact values as strings such as "3/10"): sizes, P's embedding and
     seed, μ, η, ε, loss, dtype, the model and its start when they are not the paper's, and the task."""
     task = config.task
+    if config.objective is not None:  # a sequence model: no P, μ, ε or ℓ
+        return {
+            "K": config.K,
+            "N": config.N,
+            "eta": str(config.eta),
+            "objective": config.objective,
+            "dtype": config.dtype,
+            "model": model_of(config).describe(),
+            "init": {"name": config.init},
+            "task": _finite_json(task),
+        }
     out: dict[str, Any] = {
         "K": config.K,
         "N": config.N,
@@ -171,10 +211,14 @@ def config_json(config: CheckConfig) -> dict[str, Any]:
     if isinstance(task, CircleWalk):
         out["task"] = {"name": "circle", "p": str(task.p)}
     else:
-        out["task"] = {
-            "name": "finite",
-            "tokens": task.tokens.tolist(),
-            "labels": task.labels.tolist(),
-            "probs": [str(q) for q in task.prob_values],
-        }
+        out["task"] = _finite_json(task)
     return out
+
+
+def _finite_json(task: Any) -> dict[str, Any]:
+    return {
+        "name": "finite",
+        "tokens": task.tokens.tolist(),
+        "labels": task.labels.tolist(),
+        "probs": [str(q) for q in task.prob_values],
+    }

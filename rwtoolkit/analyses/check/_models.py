@@ -65,10 +65,27 @@ def parameter_names(model: str, head_dim: int | None = None) -> tuple[str, ...]:
     return tuple(get_model(model, d=head_dim).shapes(Sizes(K=1, M=1, N=1)))
 
 
-def trajectory_statements(model: str, head_dim: int | None, readouts: dict[str, str]) -> dict[str, str]:
+def trajectory_statements(
+    model: str, head_dim: int | None, readouts: dict[str, str], objective: str | None = None
+) -> dict[str, str]:
     """The trajectory rows of the report for ``model``: its parameters, then the read-outs of ``readouts``
-    (the paper model's statements of S, f, loss, accuracy)."""
-    start = "zero" if check_settings(model).init == "zero" else "config.start"
+    (the paper model's statements of S, f, loss, accuracy); for a sequence model (``objective`` set) its
+    parameters, its token logits and its objective, against the reference ``rw check`` chose."""
+    init = check_settings(model).init
+    if objective is not None:
+        where = f"{model}, from its own start, objective {objective}"
+        names = tuple(get_model(model).shapes(Sizes(K=2, M=0, N=3)))
+        rows = {
+            name: f"{name}(t) equals the reference trajectory of rwtoolkit.models.descend ({where}), t = 0..T"
+            for name in names
+        }
+        return {
+            **rows,
+            "token_logits": "the next-token logits of every sequence at every position equal the reference's",
+            "loss": f"the population objective ({objective}, each sequence weighted by its exact probability) "
+            "equals the reference's",
+        }
+    start = "zero" if init == "zero" else "config.start"
     rows = {
         name: f"{name}(t) equals the exact trajectory of rwtoolkit.models.descend ({model}, from {start}), t = 0..T"
         for name in parameter_names(model, head_dim)

@@ -22,7 +22,7 @@ from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
 from rwtoolkit.engines.exact import MAX_EXP_STEPS
 from rwtoolkit.engines.numeric import positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, Model, get_model
+from rwtoolkit.models import DEFAULT_MODEL, Model, get_model, objective_name
 from rwtoolkit.tasks import LOSSES, CircleWalk
 
 
@@ -31,7 +31,8 @@ class CheckOptions:
     """How much to check: GD steps t = 0..``steps``, hypothesis ``examples`` per property, ``dtype``, ``task``.
 
     ``task``: "circle" (circle walks, K in 3..5, N in 2..5), "finite" (small finite tasks) or "any";
-    None (the default): the model's own (``check_settings(model).task``).
+    "sequence" (sequence tasks, the one kind of a sequence model); None (the default): the model's own
+    (``check_settings(model).task``).
     """
 
     steps: int = 2
@@ -43,6 +44,8 @@ class CheckOptions:
     model: str = DEFAULT_MODEL
     head_dim: int | None = None
     heads: int | None = None
+    #: A sequence model's objective ("lm" or "last"; None: "lm" for a sequence model, refused for another).
+    objective: str | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -61,9 +64,13 @@ class CheckOptions:
         bad = [name for name in self.losses if name not in LOSSES]
         if bad or not self.losses:
             raise ValueError(f"losses={self.losses!r} must be a non-empty tuple of {', '.join(LOSSES)}")
-        get_model(self.model, d=self.head_dim, H=self.heads)  # one line: unknown model or hyperparameter
+        spec = get_model(
+            self.model, d=self.head_dim, H=self.heads
+        )  # one line: unknown model or hyperparameter
         init = check_settings(self.model).init
-        if init != "zero" and self.steps > MAX_EXP_STEPS:
+        # a sequence model's objective ("lm" unless told); one line for another model's
+        object.__setattr__(self, "objective", objective_name(spec, self.objective))
+        if init == "gaussian" and self.steps > MAX_EXP_STEPS:
             raise ValueError(
                 f"steps={self.steps} is out of range for model={self.model!r}: it is checked from its exact "
                 f"dyadic start (init {init}), from which the exact generic engine takes at most {MAX_EXP_STEPS} "
@@ -71,8 +78,12 @@ class CheckOptions:
             )
         if self.task is None:  # the model's own (a frozen dataclass: set once, here)
             object.__setattr__(self, "task", check_settings(self.model).task)
-        if self.task not in ("circle", "finite", "any"):
-            raise ValueError(f"task={self.task!r} is not one of circle, finite, any")
+        allowed = ("sequence",) if spec.TOKEN_LOGITS else ("circle", "finite", "any")
+        if self.task not in allowed:
+            raise ValueError(
+                f"task={self.task!r} is not one of {', '.join(allowed)}"
+                + (" (the tasks of a model with next-token logits)" if spec.TOKEN_LOGITS else "")
+            )
 
     @property
     def model_spec(self) -> Model:
@@ -88,7 +99,9 @@ class CheckOptions:
         drawn = check_configs(task=str(self.task), dtype=self.dtype, loss_names=self.losses)
         if not self.generic:
             return drawn
-        return drawn.map(lambda config: for_model(config, self.model, self.head_dim, self.heads))
+        return drawn.map(
+            lambda config: for_model(config, self.model, self.head_dim, self.heads, self.objective)
+        )
 
 
 #: The exact engine reaches t = 4 on the drawn configurations (K, N <= 7) in seconds; its work grows about

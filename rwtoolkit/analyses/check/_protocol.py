@@ -23,6 +23,8 @@ from rwtoolkit.runtime import (
     model_quantities,
     run,
     run_model,
+    run_sequence,
+    sequence_quantities,
 )
 
 __all__ = [
@@ -51,15 +53,20 @@ def quantities(config: Any) -> tuple[str, ...]:
     >>> quantities(config), quantities(for_model(config, "key_query"))[:3]
     (('V', 'W_xN', 'S', 'f', 'loss', 'accuracy'), ('V', 'W_K', 'W_Q'))
     """
+    if config.objective is not None:  # a sequence model: its parameters, the token logits, the objective
+        return sequence_quantities(config.shapes)
     return QUANTITIES if config.model == DEFAULT_MODEL else model_quantities(config.shapes)
 
 
 def run_config(factory: Factory, config: Any, steps: int) -> Readouts:
     """The implementation's read-outs at t = 0..steps on ``config``, through its model's protocol: the paper's
-    (``rwtoolkit.runtime.run``: V and W, read out as W x̃_N) or another model's parameters by their names
+    (``rwtoolkit.runtime.run``: V and W, read out as W x̃_N), a sequence model's (``rwtoolkit.runtime.run_sequence``:
+    its parameters by name, token logits, objective) or another model's parameters by their names
     (``rwtoolkit.runtime.run_model`` with ``config.shapes``)."""
     if config.model == DEFAULT_MODEL:
         return run(factory, config, steps)
+    if config.objective is not None:  # a sequence model: token ids in, next-token logits out
+        return run_sequence(factory, config, steps)
     return run_model(factory, config, steps, config.shapes)
 
 
@@ -69,6 +76,7 @@ def probe(
     model: str = DEFAULT_MODEL,
     head_dim: int | None = None,
     heads: int | None = None,
+    objective: str | None = None,
 ) -> Readouts:
     """Run the implementation on one small config for one step before any work starts.
 
@@ -78,14 +86,18 @@ def probe(
     Returns its read-outs (which say the protocol and what it provides); raises ``ImplementationError`` (one line) when the
     factory fails, returns something else, has wrong shapes, or gives NaN/inf at t = 0.
     """
-    from rwtoolkit.tasks import CircleWalk
+    from rwtoolkit.analyses.check._settings import check_settings
+    from rwtoolkit.tasks import CircleWalk, binary_markov_task
 
-    config = build_config(
-        CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype
+    task = (
+        binary_markov_task("1/3", "3/5", 3)
+        if check_settings(model).task == "sequence"
+        else CircleWalk(3, 3, "1/2")
     )
+    config = build_config(task, mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype)
     generic = model != DEFAULT_MODEL
     if generic:
-        config = for_model(config, model, head_dim, heads)
+        config = for_model(config, model, head_dim, heads, objective)
     try:
         readouts = run_config(factory, config, 1)
     except ImplementationError:

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 
 class CheckSettings(NamedTuple):
-    """How ``rw check`` checks one model: its start (``init``: "zero" or "gaussian") and the tasks it draws
-    unless told (``task``: "circle" or "finite")."""
+    """How ``rw check`` checks one model: its start (``init``: "zero", "gaussian" or "own") and the tasks it
+    draws unless told (``task``: "circle", "finite" or "sequence")."""
 
     init: str = "zero"
     task: str = "circle"
@@ -41,10 +41,23 @@ MODEL_CHECK_SETTINGS: dict[str, CheckSettings] = {
 }
 
 
+#: A sequence model (next-token logits: traced from PyTorch or JAX, or written on the tape) is checked from its
+#: own start on sequence tasks: from zero a bias-free one never moves (every embedding and map is 0, so is every
+#: gradient), and its logits are over the S symbols of a sequence, not a circle walk's next node.
+SEQUENCE_SETTINGS = CheckSettings(init="own", task="sequence")
+
+
 def check_settings(model: str) -> CheckSettings:
-    """How ``rw check`` checks ``model`` (a registry name): its row of ``MODEL_CHECK_SETTINGS``, else the default
-    (from zero, on circle walks)."""
-    return MODEL_CHECK_SETTINGS.get(model, CheckSettings())
+    """How ``rw check`` checks ``model`` (a registry name or a target, ``MODULE:ATTR`` / ``PATH.py:ATTR``): its row
+    of ``MODEL_CHECK_SETTINGS``; ``SEQUENCE_SETTINGS`` for a model with next-token logits; else the default (from
+    zero, on circle walks)."""
+    if model in MODEL_CHECK_SETTINGS:
+        return MODEL_CHECK_SETTINGS[model]
+    from rwtoolkit.models import get_model, is_target
+
+    if is_target(model) and get_model(model).TOKEN_LOGITS:
+        return SEQUENCE_SETTINGS
+    return CheckSettings()
 
 
-__all__ = ["MODEL_CHECK_SETTINGS", "CheckSettings", "check_settings"]
+__all__ = ["MODEL_CHECK_SETTINGS", "SEQUENCE_SETTINGS", "CheckSettings", "check_settings"]

@@ -623,7 +623,31 @@ def _invalid_case(draw, which: str) -> InvalidCase:
 # ---------------------------------------------------------------------------------------------
 # whole configurations for checking an implementation
 # ---------------------------------------------------------------------------------------------
-TASK_KINDS = ("circle", "finite", "any")
+TASK_KINDS = ("circle", "finite", "any", "sequence")
+#: The sequence lengths N (the model reads L = N − 1 tokens) of the sequence tasks a check draws.
+SEQUENCE_N = (3, 5)
+
+
+@st.composite
+def sequence_tasks(draw, N: tuple[int, int] = SEQUENCE_N) -> FiniteTask:
+    """A sequence task over S = 2 symbols with N in the range: in-context Markov chains (each row of the chain
+    drawn from Dirichlet(1, 1), ``rwtoolkit.tasks.icl_markov_task``) or the binary (p, q) source
+    (``binary_markov_task``, p and q in (0, 1) with denominators up to 6); named by its parameters."""
+    from rwtoolkit.tasks import binary_markov_task, icl_markov_task
+
+    n = draw(st.integers(*N), label="N")
+    if draw(st.sampled_from(["icl_markov", "binary_markov"]), label="family") == "icl_markov":
+        return _named(icl_markov_task(2, n, 1), f"icl_markov(S=2, N={n}, alpha=1)")
+    p = draw(rationals(0, 1, 6, open_low=True).filter(lambda x: x < 1), label="p")
+    q = draw(rationals(0, 1, 6, open_low=True).filter(lambda x: x < 1), label="q")
+    return _named(binary_markov_task(p, q, n), f"binary_markov(p={p}, q={q}, N={n})")
+
+
+def _named(task: FiniteTask, name: str) -> FiniteTask:
+    """``task`` under ``name`` (what a check's configuration prints)."""
+    return FiniteTask(
+        task.tokens.tolist(), task.labels.tolist(), list(task.prob_values), vocab=task.vocab, name=name
+    )
 
 
 def _draw_check_config(
@@ -656,10 +680,16 @@ def check_configs(
     M_max: int = M_MAX,
 ) -> CheckConfig:
     """A ``CheckConfig``: a circle walk (K, N in the ranges) or a small finite task (``task="finite"``,
-    K ≤ 4, N ≤ 4, up to 5 inputs; ``"any"``: either), μ, an embedding with ‖p_i‖² = μ, η, ε, a loss."""
+    K ≤ 4, N ≤ 4, up to 5 inputs; ``"any"``: either), μ, an embedding with ‖p_i‖² = μ, η, ε, a loss; or a
+    sequence task (``"sequence"``, ``sequence_tasks``) and η ≤ 1, for a sequence model (``for_model`` then
+    gives its objective and start)."""
     if task not in TASK_KINDS:
         raise ValueError(f"task={task!r} is not one of {', '.join(TASK_KINDS)}")
     kind = draw(st.sampled_from(["circle", "finite"])) if task == "any" else task
+    if kind == "sequence":  # a sequence model: no P, μ, ε or ℓ; its objective comes with the model
+        the_task = draw(sequence_tasks(), label="task")
+        eta = draw(etas(1), label="eta")
+        return build_config(the_task, 1, eta, 1, "onehot", M=the_task.N, dtype=dtype)
     if kind == "circle":
         the_task = draw(circle_configs(K=K, N=N), label="task").task()
     else:

@@ -43,6 +43,9 @@ MAX_MODEL_PREC = 2**15
 #: The reduced engine's coordinates of the paper's model, as ``BallTrajectory.value`` names them.
 REDUCED_COORDINATES = ("V", "w_tok", "c")
 
+#: The per-input read-outs of the generic engine's records that ``BallTrajectory.value`` reads by name.
+PER_INPUT = ("f", "token_logits")
+
 #: (training set, evaluation set) of a ball run.
 Walks = tuple[WalkSet, WalkSet]
 
@@ -164,15 +167,20 @@ class BallTrajectory:
 
     def value(self, t: int, name: str) -> Any:
         """Parameter ``name`` (``parameter_names``) at recorded step t as a numpy object array of balls, or
-        the read-out ``loss`` (the training loss) or ``mean_attention`` (on the evaluation set)."""
+        the read-out ``loss`` (the training loss) or ``mean_attention`` (on the evaluation set); where the
+        generic engine ran, also the per-input read-outs on the training set ``f`` (n, K) and, for a model
+        with next-token logits, ``token_logits`` (n, L, K)."""
         record = self._record(t)
         if name == "loss":
             return record.train_loss
         if name == "mean_attention":
             return np.array(record.evaluation.attention_profile, dtype=object)
+        if name in PER_INPUT and record.state is not None and getattr(record.state, name) is not None:
+            return getattr(record.state, name)
         if name not in self.parameter_names:
             raise ValueError(
                 f"no parameter or read-out {name!r}: use {', '.join(self.parameter_names)}, loss, mean_attention"
+                + (", f, token_logits" if record.state is not None else "")
             )
         if record.reduced is not None:
             return np.array(getattr(record.reduced, name), dtype=object)
