@@ -92,8 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         dest="per_input",
-        help="with --json: write (or not) the per-input logits, S, f (default: when the population has "
-        "at most 4096 inputs)",
+        help="with --json: write (or not) the per-input logits, S, f (a sequence model's token_logits, f; "
+        "default: when the population has at most 4096 inputs)",
     )
 
 

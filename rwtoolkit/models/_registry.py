@@ -109,17 +109,19 @@ def model_names() -> tuple[str, ...]:
 
 def model_summary(model: str | Model) -> str:
     """A model's one-line summary: a registered model's is the line ``--help`` prints; a model named by
-    ``MODULE:ATTR`` or ``PATH.py:ATTR`` is summarised by that target and the first line of its class docstring.
+    ``MODULE:ATTR`` or ``PATH.py:ATTR`` is summarised by that target and the first line of its class docstring, a
+    model built in Python under a name of its own by that name and the same line.
 
     >>> model_summary("one_layer")
     "the paper's one-layer transformer f = V X S(X̃ᵀ W x̃_N) (merged key-query W)"
     """
     if isinstance(model, str):
         return REGISTRY[model].summary
-    if model.target is None:
+    if model.target is None and model.name in REGISTRY:
         return REGISTRY[model.name].summary
+    head = model.target if model.target is not None else model.name
     doc = (type(model).__doc__ or "").strip()
-    return f"{model.target}: {doc.splitlines()[0]}" if doc else model.target
+    return f"{head}: {doc.splitlines()[0]}" if doc else head
 
 
 #: The two forms that name a model that is not registered (``--help`` and the refusals say them).

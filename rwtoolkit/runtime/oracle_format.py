@@ -8,9 +8,10 @@ doubles through it and adds the exact values on request.
 The per-input file is a zip of deflated ``.npy`` members (what ``numpy.savez_compressed`` writes, so
 ``numpy.load`` opens it), written member by member in chunks of inputs: the population (``tokens``,
 ``labels``, ``weight``, ``weight_error``, ``weight_exact``) and, per step t, ``S/t``, ``f/t``,
-``logits/t``, each with ``…_error/t`` (a certified bound on the distance of each double to the exact
-value) and ``…_exact/t`` (the index of the exact value in the header's node table, -1 where it is
-not written). Members carry no time stamps: the same oracle always gives the same bytes.
+``logits/t`` (a sequence model's: ``token_logits/t``, n × L × K, and ``f/t``; the header's
+``model.per_input`` names them with their shapes), each with ``…_error/t`` (a certified bound on the
+distance of each double to the exact value) and ``…_exact/t`` (the index of the exact value in the
+header's node table, -1 where it is not written). Members carry no time stamps: the same oracle always gives the same bytes.
 
 A damaged file (cut or unreadable JSON, a missing or mistyped field, values of the wrong shape, a
 missing, cut or altered ``.npz``, a member of the wrong shape or dtype) raises ``OracleFormatError``,
@@ -379,7 +380,7 @@ class PerInput:
         return self._shapes.get(base if step else name)
 
     def steps(self, quantity: str) -> Iterator[np.ndarray]:
-        """``quantity`` (S, f, logits) at t = 0, 1, … as float64 arrays."""
+        """``quantity`` (S, f, logits; a sequence model's token_logits, f) at t = 0, 1, … as float64 arrays."""
         for t in range(int(self.info["steps"])):
             yield self.column(f"{quantity}/{t}")
 

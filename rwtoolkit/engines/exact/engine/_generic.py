@@ -30,7 +30,13 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, exact_log, to_sympy
-from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT, DeriveJob, JobEstimate, model_job_estimate
+from rwtoolkit.engines.exact.engine._cost import (
+    PER_INPUT_LIMIT,
+    DeriveJob,
+    JobEstimate,
+    model_job_estimate,
+    sequence_multiply_adds,
+)
 from rwtoolkit.engines.exact.engine._derive import make_loss
 from rwtoolkit.engines.exact.engine._trajectory import EngineArguments, ExactTrajectory
 from rwtoolkit.models import (
@@ -118,6 +124,14 @@ class ModelTrajectory(ExactTrajectory):
             return tuple(name for name in MODEL_READOUTS if name != "mean_attention")
         return MODEL_READOUTS
 
+    @property
+    def per_input_names(self) -> tuple[str, ...]:
+        """The attention logits, S and f; a model with next-token logits (a sequence model, no attention S)
+        has its ``token_logits`` (n, L, K) and f instead."""
+        if self.model.TOKEN_LOGITS:
+            return ("token_logits", "f")
+        return super().per_input_names
+
     def value(self, t: int, name: str) -> Any:
         """A parameter (by the model's name) or read-out at step t in SymPy: an array as nested lists."""
         params = self.states[t].params
@@ -176,16 +190,30 @@ def model_estimate(
 #: (the rationals of the log-loss grow); measured 10-33 KB headers for key_query at K = 3, N = 4, 2-4 steps,
 #: which this bound exceeds by 1.5-3x.
 CHARS_PER_VALUE, CHARS_PER_INPUT_VALUE, HEADER_BASE = 80, 20, 4096
+#: A model with next-token logits (a sequence model) from a non-zero start: every state's values hold the
+#: exponential atoms of a whole pass, so its node table grows with the pass's multiply-adds
+#: (``sequence_multiply_adds``): bytes per multiply-add at t = 0, 1, 2. Measured with a one-layer attention-only
+#: program (d = 2) from its own start on binary_markov (N = 3, 4) and icl_markov (S = 2, N = 4): 1.2-3.5 at
+#: t = 0, 28-32 at t = 1 (21 from a Gaussian start); t = 2 (a run of 900 s) is taken as four times t = 1.
+#: From zero only the read-out's bias moves and the values stay short: ``CHARS_PER_VALUE`` covers them
+#: (measured 8-16 KB headers at 1-4 steps, 1.5-3x below the bound).
+SEQUENCE_BYTES_PER_OP = (4.0, 60.0, 240.0)
+#: Writing a sequence model's oracle, as a fraction of its derivation's estimated seconds (measured 2-8 % from
+#: its own start, 0.01-0.25 s from zero, within the interpreter's start).
+SEQUENCE_WRITE = 0.1
 
 
 def model_file_bytes(
-    task: CircleWalk | FiniteTask, model: Model, steps: int, per_input: bool
+    task: CircleWalk | FiniteTask, model: Model, steps: int, per_input: bool, init: str = "zero"
 ) -> tuple[int, int]:
     """Estimated bytes of the oracle ``write_oracle`` makes of ``derive_model``'s trajectory: (header, columns).
 
     The header holds every parameter and read-out of every step once (``CHARS_PER_VALUE`` each, doubling
     per step from t = 3) and the short per-input exact values; the columns are bounded by their
     uncompressed size (16 bytes per double with its bound and node index, the population's tokens and labels).
+    The per-input values are the logits, S (N each) and f (K) of every input, or a sequence model's
+    token_logits (L·K, L = N − 1) and f; its header from a non-zero start (``init``) adds
+    ``SEQUENCE_BYTES_PER_OP`` per multiply-add of a pass at each step.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -194,10 +222,17 @@ def model_file_bytes(
     """
     population = task.population()
     n, K, N = population.size, population.K, population.N
-    values = model.parameter_count(Sizes(K=K, M=4 * -(-N // 4), N=N)) + 2 + N + K
-    per_input_values = n * (2 * N + K)
+    parameters = model.parameter_count(Sizes(K=K, M=4 * -(-N // 4), N=N))
+    if model.TOKEN_LOGITS:  # loss, accuracy, mean_f; per input token_logits and f
+        values, per_input_values = parameters + 2 + K, n * ((N - 1) * K + K)
+    else:  # loss, accuracy, mean_attention, mean_f; per input logits, S and f
+        values, per_input_values = parameters + 2 + N + K, n * (2 * N + K)
     growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
     header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
+    if model.TOKEN_LOGITS and init != "zero":
+        ops = sequence_multiply_adds(task, model)
+        rates = SEQUENCE_BYTES_PER_OP
+        header += int(sum(ops * rates[min(t, len(rates) - 1)] * 4 ** max(0, t - 2) for t in range(steps + 1)))
     if per_input:
         header += per_input_values * CHARS_PER_INPUT_VALUE * (steps + 1)
     columns = (
@@ -314,9 +349,9 @@ def derive_model_job(
     generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
     non-zero start, ``MAX_SEQUENCE_EXP_STEPS`` for a model with next-token logits, naming the ball engine, an
     objective the model has not, ``--init own`` for a model without a start of its own, the abstract loss, a
-    value that is not a positive rational, an oracle file of a sequence model; the symbol ``mu`` becomes 1,
-    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. With ``readouts`` (rw
-    check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
+    value that is not a positive rational; the symbol ``mu`` becomes 1, with a note), then ``model_estimate``
+    and, with ``json``, ``model_file_bytes`` (and, for a sequence model, ``SEQUENCE_WRITE`` of the time to
+    write it). With ``readouts`` (rw check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
     (``model_job_estimate(readouts=True)``). ``arguments`` are ``derive_model``'s keyword arguments (its
     defaults where one is not given).
 
@@ -339,11 +374,6 @@ def derive_model_job(
             f"--steps={steps} is out of range with --init {init}: at most {most}"
             + (f" (nested exponentials); {_beyond(model)}" if model.TOKEN_LOGITS else "")
         )
-    if json and model.TOKEN_LOGITS:
-        raise ValueError(
-            f"--json: the oracle file holds per-input attention S, which model {model.name} (next-token logits, "
-            "no attention over the N positions) has not; drop --json (the trajectory is printed)"
-        )
     if loss == "any":
         raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
     notes = ()
@@ -360,7 +390,7 @@ def derive_model_job(
         )
     n = population.size
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
-    header, columns = model_file_bytes(task, model, steps, per_input) if json else (0, 0)
+    header, columns = model_file_bytes(task, model, steps, per_input, init) if json else (0, 0)
     if readouts:
         read = model_job_estimate(task, model, steps, init, readouts=True)
         seconds, memory = read.seconds, read.memory
@@ -369,6 +399,8 @@ def derive_model_job(
             model_estimate(task, model, steps, init),
             64 * n * population.N * 40 * (steps + 1) + 200 * 2**20,
         )
+    if json and model.TOKEN_LOGITS:  # the certified doubles of its nested values (the module's measurement)
+        seconds += SEQUENCE_WRITE * seconds
     return DeriveJob(
         {**arguments, "mu": mu},
         JobEstimate(seconds, memory, header, columns),

@@ -33,6 +33,16 @@ READOUT_AXES: dict[str, tuple[str, ...]] = {
     "mean_logits": ("N",),
     "mean_f": ("K",),
 }
+#: Every per-input read-out an exact trajectory may have (one row per input of ``task.population()``), with its
+#: shape per input in terms of K, N and L = N − 1: the attention logits and S over the N positions and the
+#: prediction f of a model with one attention, or a sequence model's next-token logits at every position
+#: (``rwtoolkit.models.Readouts.token_logits``) and its prediction f = softmax(token_logits[:, -1]).
+PER_INPUT_AXES: dict[str, tuple[str, ...]] = {
+    "logits": ("N",),
+    "S": ("N",),
+    "f": ("K",),
+    "token_logits": ("L", "K"),
+}
 
 
 class EngineArguments(TypedDict, total=False):
@@ -119,6 +129,17 @@ class ExactTrajectory(ABC):
     def readout_names(self) -> tuple[str, ...]:
         """The read-outs of every state (names of ``READOUT_AXES``), in the order they are written."""
 
+    @property
+    def per_input_names(self) -> tuple[str, ...]:
+        """The per-input read-outs of every state (names of ``PER_INPUT_AXES``), in the order they are written:
+        the attention logits, S and f (a model with one attention over the N positions)."""
+        return ("logits", "S", "f")
+
+    def per_input_shapes(self) -> dict[str, list[int]]:
+        """Each per-input read-out's shape per input (``PER_INPUT_AXES`` at the trajectory's K, N, L = N − 1)."""
+        sizes = {"K": self.K, "N": self.N, "L": self.N - 1}
+        return {name: [sizes[a] for a in PER_INPUT_AXES[name]] for name in self.per_input_names}
+
     @abstractmethod
     def value(self, t: int, name: str) -> Any:
         """The exact value of parameter or read-out ``name`` at step t: a SymPy scalar, a list (a vector) or
@@ -131,4 +152,4 @@ class ExactTrajectory(ABC):
         ``rwtoolkit.engines.exact.ReducedTrajectory``, whose states are ``StepState``s."""
 
 
-__all__ = ["READOUT_AXES", "EngineArguments", "ExactTrajectory"]
+__all__ = ["PER_INPUT_AXES", "READOUT_AXES", "EngineArguments", "ExactTrajectory"]

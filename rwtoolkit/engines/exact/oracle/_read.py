@@ -134,8 +134,9 @@ class Oracle:
     def exact(self, name: str, t: int, atoms: str = "exp") -> Any:
         """The exact SymPy value of ``name`` at step t: V as a Matrix, vectors as lists.
 
-        Per-input values (version 2) are nested lists with None where the file has no exact form (the
-        value was not short; its double and bound are there). ``atoms="named"`` returns the exact
+        Per-input values (version 2) are nested lists, one entry per input (a list of N for S, of L rows of K
+        for a sequence model's token_logits), with None where the file has no exact form (the value was not
+        short; its double and bound are there). ``atoms="named"`` returns the exact
         engine's named atoms instead of ``exp(...)`` (version 2).
         """
         if self.version == 1:
@@ -148,7 +149,7 @@ class Oracle:
                     f"{self.path}: per-input {name}_exact/{t} refers to nodes {ids.min()}..{ids.max()}, the "
                     f"node table has 0..{len(nodes) - 1} (-1: not written)"
                 )
-            return [[nodes[int(i)] if i >= 0 else None for i in row] for row in ids]
+            return nested_map(ids.tolist(), lambda i: nodes[i] if i >= 0 else None)
         else:
             nodes = self._nodes(atoms)
             value = nested_map(self._entry(name, t)["exact"], lambda i: nodes[i])
@@ -172,7 +173,7 @@ class Oracle:
 
     def population(self) -> dict[str, np.ndarray]:
         """The inputs in order: ``tokens`` (n, N-1), ``labels`` (n,), ``weight`` (n,) (version 2)."""
-        columns = self._columns("S")
+        columns = self._columns(self.per_input_values[0])
         return {k: columns.column(k) for k in ("tokens", "labels", "weight") if k in columns.members}
 
     def _nodes(self, atoms: str) -> list[sp.Basic]:

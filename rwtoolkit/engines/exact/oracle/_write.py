@@ -11,10 +11,12 @@ Version 2 of ``rwtoolkit-derive-oracle`` (schema ``rwtoolkit/schemas/oracle.sche
   and holds one node table (``rwtoolkit.engines.exact.oracle._nodes``) in which every exact value of every step
   is written once; each value is ``{"exact": node indices, "float": doubles, "error": bounds}`` with
   the certified bound |float - exact| <= error (``rwtoolkit.engines.exact.oracle._balls``);
-* the per-input read-outs (S, f and the logits of every input, in ``task.population()`` order) go to
-  the columnar file beside it (``rwtoolkit.runtime.oracle_format``), written step by step in chunks of
-  inputs: the doubles, their bounds, and the exact value's node where it is short (it adds at most
-  ``SHORT_CHARS`` characters to the table, e.g. every rational of a uniform-attention step).
+* the per-input read-outs (S, f and the logits of every input, in ``task.population()`` order; a sequence
+  model's next-token logits at every position ``token_logits`` (n, L, K) and f instead, it has no S: the
+  trajectory's ``per_input_names``) go to the columnar file beside it (``rwtoolkit.runtime.oracle_format``),
+  written step by step in chunks of inputs: the doubles, their bounds, and the exact value's node where it
+  is short (it adds at most ``SHORT_CHARS`` characters to the table, e.g. every rational of a
+  uniform-attention step).
 
 Memory stays at the engine's own plus one step's per-group values: the per-input rows are expanded
 from the engine's groups chunk by chunk, never held for the whole population.
@@ -48,8 +50,6 @@ from rwtoolkit.runtime.oracle_format import FORMAT, VERSION, ColumnWriter, per_i
 SHORT_CHARS = 512
 #: Inputs per chunk of the per-input columns.
 CHUNK_ROWS = 65536
-#: The per-input values of every step, in the order written.
-PER_INPUT = ("logits", "S", "f")
 
 #: The model section's description of the paper's model in reduced coordinates (its reduced view).
 REDUCED_DEFINITION = (
@@ -65,18 +65,21 @@ POSITIONS = "rwtoolkit.models.rational_positions(N, mu): entries 0 and ±1, Pᵀ
 
 def model_header(traj: ExactTrajectory) -> dict:
     """The header's model section: its name and definition, then the reduced coordinates' description
-    (reduced view) or the hyperparameters (full coordinates), then the parameters, read-outs and per-input
-    values with their shapes."""
+    (reduced view) or the hyperparameters (full coordinates) and the ``target`` naming a model that is not
+    registered (``Model.describe()``), then the parameters, read-outs and per-input values with their shapes
+    (per input: ``traj.per_input_shapes()``)."""
     K, N = traj.K, traj.N
     section: dict[str, Any] = {"name": traj.model.name}
     if traj.reduced is not None:
         section.update(definition=REDUCED_DEFINITION, coordinates=REDUCED_COORDINATES)
     else:
         section.update(definition=model_summary(traj.model), hyperparameters=dict(traj.model.hyperparameters))
+        if traj.model.target is not None:
+            section["target"] = traj.model.target
     sizes = {"K": K, "N": N}
     section["parameters"] = traj.parameter_shapes()
     section["readouts"] = {name: [sizes[a] for a in READOUT_AXES[name]] for name in traj.readout_names}
-    section["per_input"] = {"logits": [N], "S": [N], "f": [K]}
+    section["per_input"] = traj.per_input_shapes()
     return section
 
 
@@ -102,10 +105,33 @@ MODEL_NOTATION = {
     "nodes": NOTATION["nodes"],
     "error": NOTATION["error"],
 }
+#: The header's notation of a sequence model's trajectory (a model with next-token logits, no attention S).
+SEQUENCE_NOTATION = {
+    "parameters": MODEL_NOTATION["parameters"],
+    "objective": "the cross-entropy on token_logits (config.objective): lm, the mean over positions i = 1..L of "
+    "-log softmax(token_logits_i)[x_(i+1)], last, at position L only; weighted by each input's exact "
+    "probability (rwtoolkit.models.CrossEntropy); config.loss, config.eps and config.mu unused",
+    "loss": "the objective's value",
+    "accuracy": MODEL_NOTATION["accuracy"],
+    "token_logits": "the next-token logits at every position, L = N - 1 rows of K, per input in "
+    "task.population() order: row i predicts token i + 1 (the label x_N at row L)",
+    "f": "the prediction softmax(token_logits[L]) (K entries), per input",
+    "nodes": NOTATION["nodes"],
+    "error": NOTATION["error"],
+}
+
+
+def _notation(traj: ExactTrajectory) -> dict[str, str]:
+    """The header's notation: the reduced coordinates', a model's in its own parameters, or a sequence
+    model's."""
+    if traj.reduced is not None:
+        return NOTATION
+    return SEQUENCE_NOTATION if traj.model.TOKEN_LOGITS else MODEL_NOTATION
 
 
 def _config(traj: ExactTrajectory, per_input: bool) -> dict:
-    """The header's configuration; with the full coordinates' positions (M, how P is built) where there are."""
+    """The header's configuration; with the full coordinates' positions (M, how P is built) where the model
+    reads them, and the objective of a model with next-token logits (which reads token ids, not P)."""
     task = traj.task
     config: dict[str, Any] = {
         "task": getattr(task, "name", "finite"),
@@ -122,7 +148,10 @@ def _config(traj: ExactTrajectory, per_input: bool) -> dict:
         "index_base": 0,
         "init": traj.init,
     }
-    if traj.M is not None:
+    objective = getattr(traj, "objective", None)  # a model with next-token logits: its cross-entropy
+    if objective is not None:  # a sequence model reads token ids, not the positions P
+        config["objective"] = objective
+    elif traj.M is not None:
         config.update(M=traj.M, positions=POSITIONS)
     return config
 
@@ -339,20 +368,20 @@ class _FullColumns:
         return self.population.prob_index[rows]
 
     def step(self, t: int, table: NodeTable, balls: BallTable) -> tuple[bool, Callable[..., np.ndarray]]:
-        state, (n, K, N) = self.traj.states[t], (self.traj.population_size, self.traj.K, self.traj.N)
-        values = {q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls) for q in PER_INPUT}
-        shapes = {"logits": (n, N), "S": (n, N), "f": (n, K)}
+        state, n = self.traj.states[t], self.traj.population_size
+        shapes = {q: (n, *shape) for q, shape in self.traj.per_input_shapes().items()}
+        values = {q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls) for q in shapes}
         return all(v.floats for v in values.values()), lambda quantity, part, r, rows: getattr(
             values[quantity], part
         ).reshape(shapes[quantity])[rows]
 
 
 def _write_columns(path: str, traj: ExactTrajectory, table: NodeTable, balls: BallTable, bar: Any) -> dict:
-    """Stream the per-input file to ``path`` (the population, then S, f and the logits of every step);
-    returns its description for the header."""
+    """Stream the per-input file to ``path`` (the population, then the per-input read-outs of every step:
+    the logits, S and f, or a sequence model's token_logits and f); returns its description for the header."""
     source = _ReducedColumns(traj.reduced) if traj.reduced is not None else _FullColumns(traj)
-    n, K, N = traj.population_size, traj.K, traj.N
-    shapes = {"logits": (n, N), "S": (n, N), "f": (n, K)}
+    n, N = traj.population_size, traj.N
+    shapes = {q: (n, *shape) for q, shape in traj.per_input_shapes().items()}
     weights = _GroupValues(source.weights(), table, balls)
     floats = weights.floats
     with ColumnWriter(path) as out:
@@ -370,7 +399,7 @@ def _write_columns(path: str, traj: ExactTrajectory, table: NodeTable, balls: Ba
         for t in range(len(traj.states)):
             step_floats, step_rows = source.step(t, table, balls)
             floats &= step_floats
-            for quantity in PER_INPUT:
+            for quantity in shapes:
                 parts = [("", "value", "<f8"), ("_error", "error", "<f4")] if step_floats else []
                 for suffix, part, dtype in [*parts, ("_exact", "exact", "<i4")]:
                     with out.member(f"{quantity}{suffix}/{t}", shapes[quantity], dtype) as put:
@@ -438,7 +467,7 @@ def write_oracle(
         "version": VERSION,
         "model": model_header(traj),
         "config": _config(traj, per_input),
-        "notation": NOTATION if traj.reduced is not None else MODEL_NOTATION,
+        "notation": _notation(traj),
     }
     table = NodeTable()
     balls = BallTable(table.nodes)
