@@ -55,8 +55,16 @@ EXAMPLE = "examples/nanogpt_attention.py"
         ["certify", "--model", f"{EXAMPLE}:one_layer", "--spec", "binary.json", "--init", "own"]
         + ["--steps", "1000000", "--out", "out"],
         ["check", f"{EXAMPLE}:training", "--objective", "last"],
+        ["derive", "--model", f"{EXAMPLE}:with_layer_norm", "--spec", "binary.json", "--init", "own"]
+        + ["--steps", "1", "--mu", "1"],
     ],
-    ids=["op-outside-the-table", "exact-steps-from-own", "certified-beyond-the-limit", "objective"],
+    ids=[
+        "op-outside-the-table",
+        "exact-steps-from-own",
+        "certified-beyond-the-limit",
+        "objective",
+        "layer-norm",
+    ],
 )
 def test_a_refusal_of_the_guide_is_the_line_the_command_prints(argv, tmp_path, monkeypatch, capsys):
     """Run as written: the command, from a folder holding the guide's model.py and binary.json, prints one line
@@ -68,7 +76,8 @@ def test_a_refusal_of_the_guide_is_the_line_the_command_prints(argv, tmp_path, m
     (tmp_path / "binary.json").write_text(
         '{"task": {"family": "binary_markov", "params": {"p": "1/3", "q": "3/5", "N": 3}}}'
     )
-    (tmp_path / "examples").symlink_to(root / "examples")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / EXAMPLE).write_text((root / EXAMPLE).read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     out, err = capsys.readouterr()

@@ -44,6 +44,7 @@ from rwtoolkit.models import (
     CrossEntropy,
     Model,
     Sizes,
+    Tape,
     batch,
     descend,
     objective_name,
@@ -334,6 +335,15 @@ def _beyond(model: Model) -> str:
     return "use fewer steps or rw train for a float trajectory"
 
 
+def exact_ops(model: Model, population: Any) -> None:
+    """One line, before any work, where ``model`` has an op the exact arithmetic cannot run (layer norm, GELU:
+    ``Tape._inexact``, naming the ball engine): its forward pass at θ = 0 on the population's first sequence,
+    in exact arithmetic, where every value is 0 or a small rational and no exponential nests (milliseconds)."""
+    P = EXACT.asarray(rational_positions(population.N, Fraction(1)))
+    one = batch(EXACT, population.tokens[:1], population.labels[:1], [Fraction(1)], population.K, P)
+    model.forward(Tape(EXACT), model.zeros(EXACT, one.inputs.sizes), one.inputs)
+
+
 def derive_model_job(
     task: CircleWalk | FiniteTask,
     model: Model,
@@ -384,6 +394,8 @@ def derive_model_job(
     if init == "gaussian":
         positive_rational(arguments.get("sigma", "1/100"), "sigma")
     population = task.population()
+    if model.TOKEN_LOGITS:
+        exact_ops(model, population)
     if init == "own":  # refused before any work where the model has no start of its own
         initial_parameters(
             model, Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N), init, 0, 0
