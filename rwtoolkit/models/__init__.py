@@ -63,6 +63,7 @@ if _typing.TYPE_CHECKING:
         objective_name,
     )
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
+    from rwtoolkit.models._optim import OPTIMIZERS, Optimizer
     from rwtoolkit.models._positions import four_squares, rational_positions
     from rwtoolkit.models._sequence import SequenceModel, SequenceProgram, exact_start, forward_operations
     from rwtoolkit.models._symmetry import (
@@ -105,6 +106,7 @@ _LAZY = {
         "rwtoolkit.models._sequence",
     ),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
+    **dict.fromkeys(("OPTIMIZERS", "Optimizer"), "rwtoolkit.models._optim"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
     **dict.fromkeys(
@@ -134,6 +136,7 @@ __all__ = [
     "FLOAT64",
     "MODELS",
     "OBJECTIVES",
+    "OPTIMIZERS",
     "REDUCED_AXES",
     "REGISTRY",
     "TARGET_FORMS",
@@ -154,6 +157,7 @@ __all__ = [
     "ObjectArithmetic",
     "Objective",
     "OneLayer",
+    "Optimizer",
     "PredictionLoss",
     "Readouts",
     "Registered",

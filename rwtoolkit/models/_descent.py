@@ -20,6 +20,7 @@ import numpy as np
 from rwtoolkit.models._arith import Arithmetic, Array
 from rwtoolkit.models._losses import ElementLoss, Objective, as_objective
 from rwtoolkit.models._model import Inputs, Model, embed
+from rwtoolkit.models._optim import GD, Optimizer
 from rwtoolkit.models._tape import Tape, Var
 
 
@@ -119,6 +120,7 @@ def gradient_steps(
     loss: ElementLoss | Objective,
     eta: Any | Mapping[str, Any],
     steps: int,
+    optimizer: Optimizer = GD,
 ) -> Iterator[Evaluation]:
     """θ(0), θ(1), ..., θ(steps) of full-batch GD θ ← θ − η ∇L from ``params``, each evaluated, one at a time.
 
@@ -126,15 +128,18 @@ def gradient_steps(
     ``rwtoolkit.engines.numeric.train_model`` and the ball engine's model trajectories keep the steps they record.
     ``eta`` is one rate or one per parameter; step t + 1 is computed when the caller asks for it (after it has
     read, checked or dropped step t); the last evaluation has no gradient (no step is taken from it).
+    ``optimizer`` is the update rule (``rwtoolkit.models.Optimizer``: momentum, Nesterov, Adam, AdamW; default
+    plain GD, the rule above), refused before the first evaluation where the arithmetic cannot run it.
     """
     rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
+    update = optimizer.stepper(arithmetic, rates)
     current = dict(params)
     for t in range(steps + 1):
         state = evaluate(model, arithmetic, current, batch, loss, gradient=t < steps)
         yield state
         if t < steps:
             assert state.gradient is not None
-            current = {name: value - rates[name] * state.gradient[name] for name, value in current.items()}
+            current = update(current, state.gradient)
 
 
 def descend(
@@ -146,13 +151,15 @@ def descend(
     eta: Any | Mapping[str, Any],
     steps: int,
     progress: Callable[[int], None] | None = None,
+    optimizer: Optimizer = GD,
 ) -> list[Evaluation]:
-    """θ(0..steps) of full-batch GD θ ← θ − η ∇L from ``params`` (``gradient_steps``), every state kept.
+    """θ(0..steps) of full-batch GD θ ← θ − η ∇L (or ``optimizer``'s rule) from ``params`` (``gradient_steps``),
+    every state kept.
 
     Returns ``steps + 1`` evaluations; the last has no gradient (no step is taken from it).
     """
     states = []
-    for t, state in enumerate(gradient_steps(model, arithmetic, params, batch, loss, eta, steps)):
+    for t, state in enumerate(gradient_steps(model, arithmetic, params, batch, loss, eta, steps, optimizer)):
         states.append(state)
         if progress is not None:
             progress(t)

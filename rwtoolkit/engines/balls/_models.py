@@ -105,7 +105,9 @@ def ball_arithmetic() -> Any:
         exp=lambda v: v.exp(),
         sign=_sign,
         to_float=float,
-        sqrt=lambda v: v.sqrt(),
+        # √ of an entry ≥ 0 (the protocol's domain): a ball that straddles 0 (a square g·g near 0, Adam's v)
+        # is cut to its part ≥ 0 first; a ball ≥ 0 is unchanged
+        sqrt=lambda v: v.nonnegative_part().sqrt(),
         log=lambda v: v.log(),
         erf=lambda v: v.erf(),
         pi=arb.pi,
@@ -191,6 +193,7 @@ def ball_model_trajectory(
     progress: bool = False,
     init: str = "zero",
     objective: str | None = None,
+    optimizer: Any = None,
 ) -> BallTrajectory:
     """The generic ball engine: GD of any model of record from zero, θ(t) and the read-outs in balls.
 
@@ -201,7 +204,8 @@ def ball_model_trajectory(
     (default all) and the last. Each record's ``state`` is a ``rwtoolkit.models.Evaluation`` on the training
     set. ``init``: ``"zero"``, or ``"own"``, the model's own start (``Model.initial``) as exact balls;
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
-    another model, which trains on −log(z + ε)). Refuses (ValueError, before any work) a run estimated above
+    another model, which trains on −log(z + ε)); ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``,
+    momentum, Nesterov, Adam, AdamW; None: plain GD), its hyperparameters exact balls. Refuses (ValueError, before any work) a run estimated above
     ``MAX_BALL_SECONDS``, another start or objective. A ReLU input the balls cannot sign ends the run
     inconclusive at that step (``BallTrajectory.stopped``, ``stopped_at``; ``outcome`` is inconclusive).
 
@@ -227,7 +231,7 @@ def ball_model_trajectory(
         )
 
     def run(bits: int) -> BallTrajectory:
-        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress, init, name)
+        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress, init, name, optimizer)
 
     traj = automatic_precision(run, steps) if prec is None else run(prec)
     traj.model = model
@@ -277,8 +281,9 @@ def _run(
     progress: bool,
     init: str,
     objective: str | None,
+    optimizer: Any = None,
 ) -> BallTrajectory:
-    from rwtoolkit.models import CrossEntropy, evaluate, gradient_steps, rational_positions
+    from rwtoolkit.models import CrossEntropy, Optimizer, evaluate, gradient_steps, rational_positions
 
     previous = ctx.prec
     ctx.prec = prec
@@ -301,7 +306,9 @@ def _run(
         )
         done = 0  # steps whose state (and, before the last, gradient) is certified
         try:
-            for t, state in enumerate(gradient_steps(model, ar, start, data, loss, to_ball(eta), steps)):
+            for t, state in enumerate(
+                gradient_steps(model, ar, start, data, loss, to_ball(eta), steps, optimizer or Optimizer())
+            ):
                 if keep is None or keep(t) or t == steps:
                     train = _readout(state, data.weights)
                     if evaluation is data:

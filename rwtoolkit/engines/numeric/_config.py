@@ -15,7 +15,7 @@ import numpy as np
 from rwtoolkit.tasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss
 
 if TYPE_CHECKING:
-    from rwtoolkit.models import Model
+    from rwtoolkit.models import Model, Optimizer
 
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
@@ -114,6 +114,9 @@ class TrainConfig:
     ``TrainResult.params`` (JSON key "params"), not only at the end in ``final``. ``objective``: the
     cross-entropy objective of a model with next-token logits (``rwtoolkit.models.OBJECTIVES``; None: the
     model's default), trained by the generic engine (``train_model_runs``) and written by ``to_dict`` where set.
+    ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``: momentum, Nesterov, Adam, AdamW; None: plain
+    GD), run by the generic engine only (the reduced engines refuse another) and written by ``to_dict`` where
+    it is not plain GD.
     """
 
     steps: int = 50
@@ -137,6 +140,7 @@ class TrainConfig:
     rotate: bool = False
     record_params: bool = False
     objective: str | None = None
+    optimizer: Optimizer | None = None
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -169,6 +173,11 @@ class TrainConfig:
             "rotate": bool(self.rotate),
             "record_params": bool(self.record_params),
             **({} if self.objective is None else {"objective": self.objective}),
+            **(
+                {}
+                if self.optimizer is None or self.optimizer.plain
+                else {"optimizer": self.optimizer.describe()}
+            ),
         }
 
 
@@ -217,6 +226,11 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         raise ValueError(f"model={model!r} must be a ModelConfig")
     if not isinstance(cfg, TrainConfig):
         raise ValueError(f"cfg={cfg!r} must be a TrainConfig")
+    if cfg.optimizer is not None and not cfg.optimizer.plain:
+        raise ValueError(
+            f"optimizer={cfg.optimizer.name}: the reduced engines of the paper's model run plain GD; train it "
+            "with the generic torch engine (train_model_runs; rw train --optimizer --population selects it)"
+        )
     for name in ("K", "N", "M"):
         if not _is_int(getattr(model, name)):
             raise ValueError(f"{name}={getattr(model, name)!r} must be an integer")

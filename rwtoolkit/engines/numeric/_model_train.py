@@ -30,7 +30,7 @@ from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
 from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
 from rwtoolkit.io import check_memory, format_bytes
-from rwtoolkit.models import CrossEntropy, Model, Sizes, batch, gradient_steps, objective_name
+from rwtoolkit.models import CrossEntropy, Model, Optimizer, Sizes, batch, gradient_steps, objective_name
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model`` (the last two for a model with an attention S).
@@ -99,11 +99,15 @@ def train_model(
     config: dict | None = None,
     trace: bool = False,
     objective: str | None = None,
+    optimizer: Optimizer | None = None,
 ) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
 
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused
     for a model without them, which trains on ``loss``), recorded in the config where it is one.
+    ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``; None: plain GD θ ← θ − η∇L), the one
+    definition every engine runs, here in torch arithmetic; recorded in the config (``"optimizer"``) where it
+    is not plain GD.
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
     the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
@@ -137,6 +141,7 @@ def train_model(
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2 or P.shape[1] != task.N:
         raise ValueError(f"P has shape {P.shape}: positions must be (M, N) with N={task.N}")
+    rule = Optimizer() if optimizer is None else optimizer
     K, N = task.K, task.N
     ar = TorchArithmetic(getattr(torch, dtype), device)
     pop = task.population()
@@ -151,7 +156,7 @@ def train_model(
     square_v = model.shapes(data.inputs.sizes).get("V") == (K, K)
     residuals = trace_arrays(steps) if trace and square_v else None
     bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
-    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps)):
+    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps, rule)):
         current = state.params
         if chosen is None and loss == "log" and bool((state.z + eps <= 0).any()):
             raise Diverged(
@@ -199,6 +204,7 @@ def train_model(
         "population": True,
         "inputs": data.size,
         **({} if chosen is None else {"objective": chosen}),
+        **({} if rule.plain else {"optimizer": rule.describe()}),
         **(config or {}),
     }
     return TrainResult(
@@ -247,7 +253,7 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
                 sigma=cfg.sigma, seed=cfg.seed, dtype=cfg.dtype, device=cfg.device,
                 record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
                 keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
-                objective=cfg.objective,
+                objective=cfg.objective, optimizer=cfg.optimizer,
             )  # fmt: skip
         except Diverged as err:
             result = TrainResult(config, [], {}, description=net.describe(), diverged=err, model=net)

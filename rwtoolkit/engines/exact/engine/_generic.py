@@ -43,6 +43,7 @@ from rwtoolkit.models import (
     Batch,
     CrossEntropy,
     Model,
+    Optimizer,
     Sizes,
     Tape,
     batch,
@@ -270,12 +271,15 @@ def derive_model(
     seed: int = 0,
     objective: str | None = None,
     progress: bool = False,
+    optimizer: Optimizer | None = None,
 ) -> ModelTrajectory:
     """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
 
     ``eta``, ``eps`` as for ``derive``; ``mu`` must be a positive rational (the positions are built from it).
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
-    a model without them, which trains on ``loss``). The generic exact engine
+    a model without them, which trains on ``loss``). ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``;
+    None: plain GD), exact where it is rational in the state (momentum, Nesterov), Adam refused in one line
+    naming the ball engine. The generic exact engine
     (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the same keyword arguments and
     returns the same interface, ``ExactTrajectory``.
 
@@ -286,6 +290,8 @@ def derive_model(
     ([[0, 0, 0, 0, 0, 0, 0]], [1/3, 1/3, 1/3])
     """
     steps = check_int(steps, "steps", 0)
+    rule = Optimizer() if optimizer is None else optimizer
+    rule.check(EXACT)  # Adam's √v: one line naming the ball engine, before any work
     name = objective_name(model, objective)
     most = MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
     if init != "zero" and steps > most:
@@ -310,6 +316,7 @@ def derive_model(
         exact_element(eta_x),
         steps,
         lambda t: bar.update(1),
+        rule,
     )
     bar.close()
     return ModelTrajectory(
@@ -353,6 +360,7 @@ def derive_model_job(
     per_input: bool | None = None,
     verdict: bool = False,
     readouts: bool = False,
+    optimizer: Optimizer | None = None,
     **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
@@ -372,6 +380,8 @@ def derive_model_job(
     ('1', ('the generic engine needs a rational mu; using --mu 1',))
     """
     init, loss, mu = arguments.get("init", "zero"), arguments.get("loss", "log"), arguments.get("mu", 1)
+    if optimizer is not None:  # Adam's √v is refused, naming the ball engine
+        optimizer.check(EXACT)
     if verdict:
         raise ValueError(
             "--verdict applies to the paper's model from zero init (its structure predicates are statements "

@@ -1,0 +1,213 @@
+"""The update rules of gradient descent, defined once on the arithmetic's arrays (docs/guide/optimizers.md).
+
+``rwtoolkit.models.gradient_steps`` takes one ``Optimizer``; every engine runs it in its arithmetic (float64,
+torch, arb balls, exact rationals), so the float, ball and exact trajectories of a rule are one definition.
+With gradient g = ∇L(θ), learning rate η (one per parameter where given) and step t = 1, 2, ... (torch.optim's
+conventions, so that a ``torch.optim`` loop is the same rule):
+
+* ``gd``: θ ← θ − η g (with weight decay λ: g ← g + λθ first, as every rule but AdamW);
+* ``momentum`` (heavy ball, ``torch.optim.SGD(momentum=μ)``): b ← g at t = 1, else b ← μ b + g; θ ← θ − η b;
+* ``nesterov`` (``torch.optim.SGD(momentum=μ, nesterov=True)``): b as above; θ ← θ − η (g + μ b);
+* ``adam`` (``torch.optim.Adam``): m ← β₁ m + (1 − β₁) g, v ← β₂ v + (1 − β₂) g² from m = v = 0;
+  θ ← θ − η (m / (1 − β₁ᵗ)) / (√v / √(1 − β₂ᵗ) + ε), ε outside the square root; weight decay is L2 (g ← g + λθ);
+* ``adamw`` (``torch.optim.AdamW``): θ ← θ (1 − η λ) (decoupled weight decay), then Adam's step without it.
+
+Momentum stays rational in rational arithmetic (the exact engine runs it); Adam's √v is irrational in general,
+and the exact arithmetic refuses it in one line naming the ball engine. Hyperparameters are held as exact
+rationals (a float is read as its shortest decimal: 0.9 is 9/10, whose float64 is 0.9 again).
+
+>>> Optimizer("adam").describe()
+{'name': 'adam', 'betas': [0.9, 0.999], 'eps': 1e-08, 'weight_decay': 0.0}
+>>> Optimizer("momentum", momentum="9/10").momentum
+Fraction(9, 10)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+#: The update rules, as ``--optimizer`` offers them.
+OPTIMIZERS = ("gd", "momentum", "nesterov", "adam", "adamw")
+#: The rules with a momentum buffer b (``momentum``), and those with Adam's moments m, v (``betas``, ``eps``).
+MOMENTUM_RULES = ("momentum", "nesterov")
+ADAM_RULES = ("adam", "adamw")
+#: torch.optim's defaults: SGD's momentum (given here for the momentum rules), Adam's betas and eps, and the
+#: weight decay (AdamW's is 1/100, every other rule's 0).
+DEFAULT_MOMENTUM = Fraction(9, 10)
+DEFAULT_BETAS = (Fraction(9, 10), Fraction(999, 1000))
+DEFAULT_EPS = Fraction(1, 10**8)
+DEFAULT_ADAMW_DECAY = Fraction(1, 100)
+
+#: The alternative named where the exact arithmetic cannot run a rule.
+_BALLS = 'use the ball engine (rwtoolkit.engines.select(model, "balls"))'
+
+
+def rational(value: Any, name: str) -> Fraction:
+    """``value`` (int, Fraction, decimal or fraction string, or float read as its shortest decimal) as an exact
+    rational; one line naming ``name`` otherwise.
+
+    >>> rational("0.999", "beta2"), rational(1e-8, "eps")
+    (Fraction(999, 1000), Fraction(1, 100000000))
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    try:
+        q = Fraction(repr(value)) if isinstance(value, float) else Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{name}={value!r} is not a number (a decimal or a fraction such as 9/10)") from None
+    return q
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """One update rule of ``OPTIMIZERS`` and its hyperparameters, as exact rationals (the module's formulas).
+
+    ``momentum`` μ ∈ (0, 1) (the momentum rules; default 9/10), ``betas`` (β₁, β₂) ∈ [0, 1)² and ``eps`` ε > 0
+    (the Adam rules; defaults torch's (0.9, 0.999), 1e-8), ``weight_decay`` λ ≥ 0 (default 0, AdamW's 1/100 as
+    torch's). A hyperparameter of another rule is refused in one line, as is a value out of range.
+    """
+
+    name: str = "gd"
+    momentum: Any = None
+    betas: Any = None
+    eps: Any = None
+    weight_decay: Any = None
+
+    def __post_init__(self) -> None:
+        if self.name not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.name!r} is not one of {', '.join(OPTIMIZERS)}")
+        momentum, adam = self.name in MOMENTUM_RULES, self.name in ADAM_RULES
+        for option, applies in (("momentum", momentum), ("betas", adam), ("eps", adam)):
+            if getattr(self, option) is not None and not applies:
+                raise ValueError(
+                    f"{option} is out of place: optimizer {self.name} has no {option} (leave it out)"
+                )
+        set_ = object.__setattr__
+        if momentum:
+            mu = DEFAULT_MOMENTUM if self.momentum is None else rational(self.momentum, "momentum")
+            if not 0 < mu < 1:
+                raise ValueError(f"momentum={self.momentum} is out of range: must be in (0, 1)")
+            set_(self, "momentum", mu)
+        if adam:
+            betas = DEFAULT_BETAS if self.betas is None else tuple(self.betas)
+            if len(betas) != 2:
+                raise ValueError(f"betas={self.betas!r} must be two numbers beta1,beta2")
+            b1, b2 = (rational(b, f"beta{i}") for i, b in enumerate(betas, 1))
+            for i, b in ((1, b1), (2, b2)):
+                if not 0 <= b < 1:
+                    raise ValueError(f"beta{i}={b} is out of range: must be in [0, 1)")
+            set_(self, "betas", (b1, b2))
+            eps = DEFAULT_EPS if self.eps is None else rational(self.eps, "eps")
+            if not eps > 0:
+                raise ValueError(f"eps={self.eps} is out of range: must be > 0")
+            set_(self, "eps", eps)
+        default = DEFAULT_ADAMW_DECAY if self.name == "adamw" else Fraction(0)
+        decay = default if self.weight_decay is None else rational(self.weight_decay, "weight_decay")
+        if decay < 0:
+            raise ValueError(f"weight_decay={self.weight_decay} is out of range: must be >= 0")
+        set_(self, "weight_decay", decay)
+
+    @property
+    def plain(self) -> bool:
+        """Whether this is today's rule, θ ← θ − η ∇L (``gd`` without weight decay)."""
+        return self.name == "gd" and self.weight_decay == 0
+
+    @property
+    def rational_updates(self) -> bool:
+        """Whether the update is rational in the state (every rule but Adam's, whose √v is not)."""
+        return self.name not in ADAM_RULES
+
+    def describe(self) -> dict[str, Any]:
+        """The rule and its hyperparameters as JSON values (floats), as output files record them."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.name in MOMENTUM_RULES:
+            out["momentum"] = float(self.momentum)
+        if self.name in ADAM_RULES:
+            out["betas"] = [float(b) for b in self.betas]
+            out["eps"] = float(self.eps)
+        out["weight_decay"] = float(self.weight_decay)
+        return out
+
+    def check(self, arithmetic: Any) -> None:
+        """One line naming the rule and the ball engine where ``arithmetic`` is exact and the rule is not
+        rational in the state (Adam's square root), as ``rwtoolkit.models.Tape`` refuses layer norm."""
+        if not self.rational_updates and getattr(arithmetic, "exact", False):
+            raise ValueError(
+                f"{self.name}: √v is irrational in general; the {arithmetic.name} arithmetic cannot run it; {_BALLS}"
+            )
+
+    def stepper(self, arithmetic: Any, rates: Mapping[str, Any]) -> Callable[[dict, dict], dict]:
+        """The rule in ``arithmetic`` with learning rate ``rates[name]`` per parameter: a function
+        (θ, g) ↦ θ' that keeps its state (the buffers and t) from one call to the next, step t = 1, 2, ...
+
+        >>> import numpy as np
+        >>> from rwtoolkit.models import FLOAT64
+        >>> step = Optimizer("momentum", momentum="1/2").stepper(FLOAT64, {"w": 1.0})
+        >>> step({"w": np.array([1.0])}, {"w": np.array([1.0])}), step({"w": np.array([0.0])}, {"w": np.array([1.0])})
+        ({'w': array([0.])}, {'w': array([-1.5])})
+        """
+        self.check(arithmetic)
+        ar = arithmetic
+
+        def element(q: Fraction) -> Any:
+            return ar.asarray([q])[0]
+
+        if self.plain:  # today's rule, operation for operation (bit-identical outputs)
+            return lambda params, grads: {name: v - rates[name] * grads[name] for name, v in params.items()}
+        decay = element(self.weight_decay) if self.weight_decay != 0 else None
+        buffers: dict[str, dict[str, Any]] = {}
+        t = 0
+
+        def l2(params: dict, grads: dict) -> dict:
+            if decay is None or self.name == "adamw":
+                return grads
+            return {name: g + decay * params[name] for name, g in grads.items()}
+
+        if self.name == "gd":
+            return lambda params, grads: {
+                name: v - rates[name] * g for (name, v), g in zip(params.items(), l2(params, grads).values())
+            }
+        if self.name in MOMENTUM_RULES:
+            mu = element(self.momentum)
+
+            def momentum_step(params: dict, grads: dict) -> dict:
+                out = {}
+                for name, g in l2(params, grads).items():
+                    b = g if name not in buffers else mu * buffers[name]["b"] + g
+                    buffers[name] = {"b": b}
+                    d = g + mu * b if self.name == "nesterov" else b
+                    out[name] = params[name] - rates[name] * d
+                return out
+
+            return momentum_step
+        b1, b2 = self.betas
+        beta1, beta2, eps = element(b1), element(b2), element(self.eps)
+        one_minus1, one_minus2 = element(1 - b1), element(1 - b2)
+
+        def adam_step(params: dict, grads: dict) -> dict:
+            nonlocal t
+            t += 1
+            c1 = element(1 - b1**t)  # bias corrections, exact before they enter the arithmetic
+            root_c2 = ar.sqrt(ar.asarray([1 - b2**t]))[0]
+            out = {}
+            for name, g in l2(params, grads).items():
+                theta = params[name]
+                if decay is not None and self.name == "adamw":
+                    theta = theta * (1 - rates[name] * decay)
+                state = buffers.get(name)
+                m0 = ar.zeros(tuple(g.shape)) if state is None else state["m"]
+                v0 = ar.zeros(tuple(g.shape)) if state is None else state["v"]
+                m = beta1 * m0 + one_minus1 * g
+                v = beta2 * v0 + one_minus2 * (g * g)
+                buffers[name] = {"m": m, "v": v}
+                out[name] = theta - (rates[name] / c1) * m / (ar.sqrt(v) / root_c2 + eps)
+            return out
+
+        return adam_step
+
+
+#: Plain gradient descent, θ ← θ − η ∇L: the default of ``gradient_steps`` and every engine.
+GD = Optimizer()
