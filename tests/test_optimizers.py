@@ -209,3 +209,112 @@ def test_the_reduced_torch_engines_refuse_another_rule():
         ValueError, match="optimizer=momentum: the reduced engines of the paper's model run plain GD"
     ):
         train_runs([(task, ModelConfig(K=3, N=4, M=5), cfg)])
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def test_the_flags_offer_the_rules_of_the_models_layer():
+    from rwtoolkit.cli._optim import OPTIMIZER_CHOICES
+    from rwtoolkit.models import OPTIMIZERS
+
+    assert OPTIMIZER_CHOICES == OPTIMIZERS
+
+
+def test_rw_train_runs_the_rule_and_records_it(tmp_path):
+    import json
+
+    from rwtoolkit.cli.main import main
+    from rwtoolkit.engines.numeric import positional_embeddings, train_model
+
+    argv = [
+        "train",
+        "--model",
+        "key_query",
+        "--K",
+        "3",
+        "--N",
+        "3",
+        "--M",
+        "4",
+        "--population",
+        "--steps",
+        "3",
+    ]
+    rule = ["--optimizer", "adamw", "--betas", "0.8,0.99", "--adam-eps", "1e-6", "--weight-decay", "0.1"]
+    assert main([*argv, *rule, "--eta", "0.1", "--out", str(tmp_path / "run")]) == 0
+    data = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    described = {"name": "adamw", "betas": [0.8, 0.99], "eps": 1e-06, "weight_decay": 0.1}
+    assert data["config"]["optimizer"] == described
+    task = CircleWalk(3, 3, "1/2")
+    P = positional_embeddings("sine", 4, 3, None, 0)
+    optimizer = Optimizer("adamw", betas=("0.8", "0.99"), eps="1e-6", weight_decay="0.1")
+    expected = train_model(task, get_model("key_query"), P, 3, eta=0.1, optimizer=optimizer)
+    assert data["final"] == json.loads(json.dumps(expected.final))
+    plain = train_model(task, get_model("key_query"), P, 3, eta=0.1)
+    assert data["final"]["V"] != json.loads(json.dumps(plain.final))["V"]
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "line"),
+    [
+        (
+            "train",
+            ["--optimizer", "adam"],
+            "--optimizer adam trains on the generic engine, on the exact population only: add --population",
+        ),  # fmt: skip
+        (
+            "train",
+            ["--population", "--optimizer", "adam", "--rotate"],
+            "--rotate is an option of the paper "
+            "model's reduced engines, which run plain GD; drop it for --optimizer adam",
+        ),  # fmt: skip
+        (
+            "train",
+            ["--population", "--optimizer", "adam", "--momentum", "0.9"],
+            "--momentum is out of place: --optimizer adam has none (it applies to momentum, nesterov)",
+        ),  # fmt: skip
+        (
+            "train",
+            ["--population", "--optimizer", "adam", "--betas", "0.9"],
+            "--betas=0.9 must be two numbers beta1,beta2, e.g. 0.9,0.999",
+        ),  # fmt: skip
+        (
+            "train",
+            ["--population", "--optimizer", "nesterov", "--momentum", "1"],
+            "--optimizer nesterov: momentum=1 is out of range: must be in (0, 1)",
+        ),  # fmt: skip
+        (
+            "derive",
+            ["--p", "1/2", "--optimizer", "adam"],
+            "adam: √v is irrational in general; the exact "
+            'arithmetic cannot run it; use the ball engine (rwtoolkit.engines.select(model, "balls"))',
+        ),  # fmt: skip
+        (
+            "derive",
+            ["--p", "1/2", "--optimizer", "momentum", "--json", "OUT"],
+            "--optimizer momentum: --json "
+            "applies to plain GD (the oracle and the verdicts record gd); drop it, or --optimizer",
+        ),  # fmt: skip
+        (
+            "certify",
+            ["--p", "1/2", "--optimizer", "adam"],
+            "--optimizer applies with --model (the generic ball "
+            "engine runs the update rules); the paper's certification (one_layer) runs plain GD: drop --optimizer",
+        ),  # fmt: skip
+        (
+            "certify",
+            ["--model", "key_query", "--p", "1/2", "--adam-eps", "0", "--optimizer", "adam"],
+            "--optimizer adam: eps=0 is out of range: must be > 0",
+        ),  # fmt: skip
+    ],
+)
+def test_bad_optimizer_flags_are_one_line_and_exit_2_before_any_work(tmp_path, capsys, command, argv, line):
+    from rwtoolkit.cli.main import main
+
+    out = tmp_path / "out"
+    argv = [str(out) if a == "OUT" else a for a in argv]
+    where = [] if command == "derive" else ["--out", str(out)]
+    assert main([command, "--K", "3", "--N", "3", "--steps", "1", *argv, *where]) == 2
+    assert capsys.readouterr().err == f"rw {command}: error: {line}\n"
+    assert not out.exists()

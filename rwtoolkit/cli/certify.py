@@ -117,6 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "float64 initial values, each the exact dyadic rational it holds)",
     )
     add_objective_argument(parser, "another model")
+    from rwtoolkit.cli._optim import add_optimizer_arguments
+
+    add_optimizer_arguments(parser, "--model runs of the generic ball engine (the paper's run plain GD)")
     a("--mu", default=None, help="another model: μ = ‖p_i‖² > 0 of its rational positions (default 1)")
     a(
         "--max-seconds",
@@ -181,6 +184,15 @@ def _paper(args: argparse.Namespace) -> bool:
     return paper
 
 
+#: The update rule's options besides --optimizer, as (flag, dest) (``rwtoolkit.cli._optim``).
+_OPTIMIZER_FLAGS = (
+    ("--momentum", "momentum"),
+    ("--betas", "betas"),
+    ("--adam-eps", "adam_eps"),
+    ("--weight-decay", "weight_decay"),
+)
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate everything, certify, optionally compare a float64 run, write both files.
 
@@ -192,6 +204,14 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
     if not _paper(args):
         return _run_model(args, out)
+    given = [f for f, d in _OPTIMIZER_FLAGS if getattr(args, d, None) is not None] + (
+        ["--optimizer"] if getattr(args, "optimizer", "gd") != "gd" else []
+    )
+    if given:
+        raise ValueError(
+            f"{given[0]} applies with --model (the generic ball engine runs the update rules); the paper's "
+            f"certification ({PAPER_MODEL}) runs plain GD: drop {given[0]}"
+        )
     from rwtoolkit.engines.balls import (
         MAX_PREC,
         MIN_PREC,
@@ -283,6 +303,9 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
             f"the task's probabilities are symbolic ({task!r}): the certified engine needs numbers"
         )
     model = model_from_args(args)
+    from rwtoolkit.cli._optim import optimizer_from_args
+
+    optimizer = optimizer_from_args(args)
     from rwtoolkit.engines import select
     from rwtoolkit.engines.balls import (
         ball_model_job,
@@ -303,6 +326,7 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
         objective=args.objective,
         record_steps=record,
         max_seconds=max_seconds,
+        optimizer=optimizer,
     )
     est = job.estimate
     summary = (
@@ -312,7 +336,7 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
     check_memory(est.memory, f"{job.what} (estimated at {summary})", job.alternatives)
     check_disk(est.file_bytes, Path(str(out)), f"{job.what} (estimated at {summary})", job.alternatives)
     print(f"rw certify: estimated {summary}", file=sys.stderr)
-    engine = select(model, "balls", init)
+    engine = select(model, "balls", init, specialise=optimizer is None)  # the reduced engine runs plain GD
     chosen = set(job.recorded)
     started = time.perf_counter()
     traj = engine.load()(task, model, steps, progress=True, keep=lambda t: t in chosen, **job.arguments)

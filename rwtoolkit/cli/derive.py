@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "holds; at most 2 steps)",
     )
     add_objective_argument(parser)
+    from rwtoolkit.cli._optim import add_optimizer_arguments
+
+    add_optimizer_arguments(
+        parser, "the generic exact engine runs gd, momentum and nesterov (Adam's square root is not rational)"
+    )
     parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
     parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
@@ -155,6 +160,9 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
     settings = "" if reduced is not None else f", model={traj.model.describe()}, init={traj.init}"
     objective = getattr(traj, "objective", None)  # a model with next-token logits: its cross-entropy
     loss = f"loss={traj.ell.name}" if objective is None else f"objective={objective}"
+    optimizer = getattr(traj, "optimizer", None)  # an update rule other than plain GD
+    if optimizer is not None:
+        loss += f", optimizer={optimizer.describe()}"
     lines = [
         f"rw derive: {traj.task!r}{settings}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
         f"{loss}, population={traj.population_size} inputs"
@@ -288,8 +296,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
     seed = parse_int(args.seed, "seed", 0)
+    from rwtoolkit.cli._optim import optimizer_from_args
+
+    optimizer = optimizer_from_args(args)
+    rule = {} if optimizer is None else {"optimizer": optimizer}  # None: plain GD, every exact engine's
+    if optimizer is not None and (args.json or args.verdict):
+        raise ValueError(
+            f"--optimizer {optimizer.name}: {'--json' if args.json else '--verdict'} applies to plain GD (the oracle "
+            "and the verdicts record gd); drop it, or --optimizer"
+        )
     task = task_or_spec(args, "rw derive")
-    engine = select(model, "exact", args.init)
+    engine = select(model, "exact", args.init, specialise=optimizer is None)  # the reduced engine runs gd
     job = engine.load_estimate()(
         task,
         model,
@@ -305,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         json=bool(args.json),
         per_input=args.per_input,
         verdict=args.verdict,
+        **rule,
     )
     for note in job.notes:
         print(f"rw derive: {note}", file=sys.stderr)
@@ -312,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"rw derive: estimated {summary}", file=sys.stderr)
     from rwtoolkit.engines.exact import long_integers, per_input_path, write_oracle
 
-    traj = engine.load()(task, model=model, steps=steps, progress=True, **job.arguments)
+    traj = engine.load()(task, model=model, steps=steps, progress=True, **job.arguments, **rule)
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render_verdicts(traj.reduced, args.json) if args.verdict else render(traj, args.json))
     if args.json:

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its metrics.json holds the model, config and per-step loss, accuracy and mean attention",
     )
     add_objective_argument(parser, "another model")
+    from rwtoolkit.cli._optim import add_optimizer_arguments
+
+    add_optimizer_arguments(parser, "another rule than gd trains on the generic engine, with --population")
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
     add_spec_argument(parser, "rw train")
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
@@ -204,10 +207,15 @@ def run(args: argparse.Namespace) -> int:
     from rwtoolkit.models import DEFAULT_MODEL, FLOAT64, Sizes, objective_name
 
     renamed_flag(args, "rw train", "--mu", "--pos-norm")
+    from rwtoolkit.cli._optim import optimizer_from_args
+
     net = model_from_args(args)
+    optimizer = optimizer_from_args(args)  # None: plain GD
     paper = net.name == DEFAULT_MODEL
     if not paper:
         _refuse_paper_only(args, net.name)
+    elif optimizer is not None:
+        _refuse_reduced_only(args, optimizer.name)
     objective = objective_name(net, args.objective)  # one line for a model without next-token logits
     path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
     task = _task(args)
@@ -255,10 +263,11 @@ def run(args: argparse.Namespace) -> int:
         rotate=args.rotate,
         record_params=args.record_params,
         objective=objective,
+        optimizer=optimizer,
     )
     # The paper's model (with --normalize-attention / --relu-width: the variant it names) trains on its
-    # registered specialisation; a model named with --model on the generic engine, its tape gradient.
-    engine = select(registered_model(model).name, "torch", args.init, specialise=paper)
+    # registered specialisation; a model named with --model, or another update rule, on the generic engine.
+    engine = select(registered_model(model).name, "torch", args.init, specialise=paper and optimizer is None)
     [result] = engine.load()([(task, model, cfg)], progress=True)
     if result.diverged is not None:
         raise result.diverged
@@ -268,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
     about = "" if paper else f"model {net.name} {net.hyperparameters}, "
     if objective is not None:  # a model with next-token logits: what it trained on, from where
         about += f"objective {objective}, init {args.init}, "
+    if optimizer is not None:
+        about += f"optimizer {optimizer.name}, "
     attention = (  # a sequence model has no attention over the N positions to report
         f", parent_attention {last['parent_attention']:.4g}" if "parent_attention" in last else ""
     )
@@ -290,6 +301,21 @@ _PAPER_ONLY = (
     ("--kl-norm", lambda a: a.kl_norm != "softmax"),
     ("--tie-rtol", lambda a: a.tie_rtol is not None),
 )
+
+
+def _refuse_reduced_only(args: argparse.Namespace, rule: str) -> None:
+    """One line before any work for an option of the paper model's reduced engines (plain GD only) with another
+    update rule, which the generic engine runs on the exact population."""
+    for flag, given in _PAPER_ONLY[2:]:  # --relu-width, --normalize-attention: the generic engine has them
+        if given(args):
+            raise ValueError(
+                f"{flag} is an option of the paper model's reduced engines, which run plain GD; drop it for "
+                f"--optimizer {rule}"
+            )
+    if not args.population:
+        raise ValueError(
+            f"--optimizer {rule} trains on the generic engine, on the exact population only: add --population"
+        )
 
 
 def _refuse_paper_only(args: argparse.Namespace, name: str) -> None:

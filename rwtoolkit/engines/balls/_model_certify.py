@@ -115,12 +115,15 @@ def ball_model_job(
     objective: str | None = None,
     record_steps: set[int] | None = None,
     max_seconds: float = MAX_BALL_SECONDS,
+    optimizer: Any = None,
 ) -> BallJob:
     """``ball_model_trajectory``'s run on the task's population planned before any work.
 
     Refuses in one line (ValueError) a start other than zero or the model's own (and ``own`` for a model
     without one), an objective the model has not, η, ε or μ not a positive rational, and a run estimated above
-    ``max_seconds`` (at most ``MAX_BALL_SECONDS``), naming the most steps that fit. The estimate: seconds by
+    ``max_seconds`` (at most ``MAX_BALL_SECONDS``), naming the most steps that fit. ``optimizer`` (a
+    ``rwtoolkit.models.Optimizer``; None: plain GD) goes into the arguments, and certify.json's config, where given
+    (the estimate is plain GD's: a rule's update is a few operations per parameter beside the gradient's tape). The estimate: seconds by
     ``ball_estimate`` at the first precision the engine tries (``prec``, or the automatic
     BASE_PREC + BITS_PER_STEP·steps bits; a run whose balls are not tight there is run again at a higher
     precision, which the estimate does not count); memory of the interpreter, one step's tape and the
@@ -165,6 +168,8 @@ def ball_model_job(
             f"{what} is estimated at {seconds:.3g} s, above the limit of {limit:.0f} s; {alternatives}"
         )
     arguments = dict(eta=eta_q, eps=eps_q, mu=mu_q, prec=prec, init=init, objective=name)
+    if optimizer is not None:  # the update rule (rwtoolkit.models.Optimizer); None: plain GD
+        arguments["optimizer"] = optimizer
     return BallJob(
         steps, arguments, bits, BallEstimate(seconds, memory, file_bytes), what, alternatives, recorded
     )
@@ -223,6 +228,7 @@ def model_certify_json(task: Any, model: Any, job: BallJob, traj: BallTrajectory
             "init": a["init"],
             "objective": a["objective"],
             "recorded_steps": len(job.recorded),
+            **({"optimizer": a["optimizer"].describe()} if a.get("optimizer") is not None else {}),
         },
         "estimate": {
             "seconds": round(job.estimate.seconds, 3),

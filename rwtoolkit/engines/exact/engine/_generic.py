@@ -82,6 +82,8 @@ class ModelTrajectory(ExactTrajectory):
     #: The cross-entropy objective of a model with next-token logits (``"lm"``, ``"last"``), else None: the loss
     #: ``ell`` of its prediction.
     objective: str | None = None
+    #: The update rule where it is not plain GD (``rwtoolkit.models.Optimizer``), else None.
+    optimizer: Optimizer | None = None
 
     @property
     def K(self) -> int:
@@ -320,7 +322,18 @@ def derive_model(
     )
     bar.close()
     return ModelTrajectory(
-        task, model, eta_x, eps_x, mu_x, lossfn, _label(init, sigma, seed), P, data, name, states=states
+        task,
+        model,
+        eta_x,
+        eps_x,
+        mu_x,
+        lossfn,
+        _label(init, sigma, seed),
+        P,
+        data,
+        name,
+        None if rule.plain else rule,
+        states=states,
     )
 
 
