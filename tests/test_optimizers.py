@@ -93,6 +93,137 @@ def test_each_rule_in_float64_equals_torch_optim(rule, hyper, torch_optimizer, t
         assert np.abs(states[STEPS].params[k] - start[k]).max() > 1e-3  # the run moved
 
 
+def _torch_run(model, data, loss, start, optimizer, steps, schedule=None, plan=None):
+    """``optimizer`` (a torch.optim class and keyword arguments) over every parameter, fed the tape's gradients,
+    with ``LambdaLR(schedule)`` stepped after each step and, with ``plan``, only the parameters of step t's stage
+    given a gradient (torch.optim skips a parameter whose grad is None: its value, buffers and step count)."""
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in start.items()}
+    cls, kwargs = optimizer
+    reference = cls(list(params.values()), lr=ETA, **kwargs)
+    scheduler = None if schedule is None else torch.optim.lr_scheduler.LambdaLR(reference, schedule)
+    for t in range(steps):
+        grads = evaluate(
+            model, FLOAT64, {k: p.detach().numpy().copy() for k, p in params.items()}, data, loss
+        ).gradient
+        for k, p in params.items():
+            p.grad = None if plan is not None and k not in plan[t] else torch.tensor(grads[k])
+        reference.step()
+        if scheduler is not None:
+            scheduler.step()
+    return {k: p.detach().numpy() for k, p in params.items()}
+
+
+@pytest.mark.parametrize(
+    ("rule", "hyper", "torch_optimizer"),
+    [
+        (
+            "nesterov",
+            {"momentum": 0.9, "weight_decay": 0.1},
+            (torch.optim.SGD, {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+        ),
+        ("adam", {}, (torch.optim.Adam, {})),
+        ("adamw", {"weight_decay": 0.5}, (torch.optim.AdamW, {"weight_decay": 0.5})),
+    ],
+)
+def test_a_schedule_and_stages_equal_torch_lambda_lr_and_frozen_parameters(rule, hyper, torch_optimizer):
+    """Stages: W_Q alone for 2 steps, then V and W_K for 2, then all for 1 (Adam's step count per parameter)."""
+    _, model, data, loss = _float_setup()
+    start = _gaussian(model, data)
+    stages = [(2, {"W_Q"}), (2, {"V", "W_K"}), (1, {"V", "W_K", "W_Q"})]
+    plan = [{"W_Q"}] * 2 + [{"V", "W_K"}] * 2 + [{"V", "W_K", "W_Q"}]
+    schedule = lambda t: 1 / (t + 1)  # noqa: E731
+    states = descend(
+        model,
+        FLOAT64,
+        start,
+        data,
+        loss,
+        ETA,
+        5,
+        optimizer=Optimizer(rule, **hyper),
+        schedule=schedule,
+        stages=stages,
+    )
+    expected = _torch_run(model, data, loss, start, torch_optimizer, 5, schedule, plan)
+    for k, value in expected.items():
+        np.testing.assert_allclose(states[5].params[k], value, rtol=0, atol=TOL)
+    assert np.array_equal(states[2].params["V"], start["V"])  # frozen in the first stage
+    unscheduled = descend(
+        model, FLOAT64, start, data, loss, ETA, 5, optimizer=Optimizer(rule, **hyper), stages=stages
+    )
+    assert np.abs(unscheduled[5].params["V"] - states[5].params["V"]).max() > 1e-6
+
+
+def test_a_rational_schedule_and_stages_keep_momentum_exact():
+    import sympy as sp
+    from flint import fmpq
+
+    from rwtoolkit.engines.exact import EXACT, derive_model
+
+    task, model, data, loss = _float_setup("linear_attention", mu=1)
+    first = derive_model(task, model, 0, init="gaussian", sigma="1/2").states[0].params
+    pop = task.population()
+    exact_data = batch(
+        EXACT, pop.tokens, pop.labels, pop.exact_probs(), task.K, EXACT.asarray(rational_positions(task.N, 1))
+    )
+    from rwtoolkit.engines.exact.engine._derive import make_loss
+
+    rule, stages = Optimizer("momentum", momentum="1/2"), [(1, {"V"}), (2, {"V", "W"})]
+    schedule = lambda t: f"1/{t + 1}"  # noqa: E731
+    exact = descend(
+        model,
+        EXACT,
+        first,
+        exact_data,
+        make_loss("log", sp.Rational(1, 10)).elementwise(),
+        EXACT.asarray(["3/10"])[0],
+        STEPS,
+        optimizer=rule,
+        schedule=schedule,
+        stages=stages,
+    )
+    start = {k: np.vectorize(float)(v).astype(float) for k, v in first.items()}
+    floats = descend(
+        model, FLOAT64, start, data, loss, ETA, STEPS, optimizer=rule, schedule=schedule, stages=stages
+    )
+    for t in range(STEPS + 1):
+        for k, value in exact[t].params.items():
+            assert all(isinstance(x, fmpq) for x in value.flat), (t, k)
+            np.testing.assert_allclose(
+                np.vectorize(float)(value).astype(float), floats[t].params[k], rtol=0, atol=TOL
+            )
+    assert all(x == y for x, y in zip(exact[1].params["W"].flat, first["W"].flat, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("schedule", "stages", "message"),
+    [
+        (lambda t: -1, None, r"schedule\(0\)=-1 is out of range: a learning-rate factor must be >= 0"),
+        (lambda t: "x", None, r"schedule\(0\)='x' is not a number"),
+        (None, [(1, {"V"})], "stages cover 1 steps; steps=3: they must cover every step"),
+        (None, [(3, {"U"})], r"stages\[0\]: 'U' is not a parameter of the model"),
+        (None, [(0, {"V"}), (3, {"V"})], r"stages\[0\]: steps=0 must be an integer >= 1"),
+        (None, [(3, set())], r"stages\[0\]: no parameters to train"),
+    ],
+)
+def test_a_bad_schedule_or_stage_is_refused_in_one_line(schedule, stages, message):
+    _, model, data, loss = _float_setup()
+    with pytest.raises(ValueError, match=message) as refused:
+        descend(
+            model,
+            FLOAT64,
+            _gaussian(model, data),
+            data,
+            loss,
+            ETA,
+            STEPS,
+            optimizer=Optimizer("adam"),
+            schedule=schedule,
+            stages=stages,
+        )
+    assert "\n" not in str(refused.value)
+
+
 def test_plain_gd_is_the_old_update_bit_for_bit():
     """The default rule and ``Optimizer("gd")`` give θ − η g exactly, the update before optimizers existed."""
     _, model, data, loss = _float_setup()

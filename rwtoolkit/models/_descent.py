@@ -11,7 +11,7 @@ are specialisations tested equal to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 from rwtoolkit.models._arith import Arithmetic, Array
 from rwtoolkit.models._losses import ElementLoss, Objective, as_objective
 from rwtoolkit.models._model import Inputs, Model, embed
-from rwtoolkit.models._optim import GD, Optimizer
+from rwtoolkit.models._optim import GD, Optimizer, schedule_factor, stage_plan
 from rwtoolkit.models._tape import Tape, Var
 
 
@@ -121,6 +121,8 @@ def gradient_steps(
     eta: Any | Mapping[str, Any],
     steps: int,
     optimizer: Optimizer = GD,
+    schedule: Callable[[int], Any] | None = None,
+    stages: Sequence[tuple[int, Collection[str]]] | None = None,
 ) -> Iterator[Evaluation]:
     """θ(0), θ(1), ..., θ(steps) of full-batch GD θ ← θ − η ∇L from ``params``, each evaluated, one at a time.
 
@@ -129,17 +131,22 @@ def gradient_steps(
     ``eta`` is one rate or one per parameter; step t + 1 is computed when the caller asks for it (after it has
     read, checked or dropped step t); the last evaluation has no gradient (no step is taken from it).
     ``optimizer`` is the update rule (``rwtoolkit.models.Optimizer``: momentum, Nesterov, Adam, AdamW; default
-    plain GD, the rule above), refused before the first evaluation where the arithmetic cannot run it.
+    plain GD, the rule above), refused before the first evaluation where the arithmetic cannot run it;
+    ``schedule``: t ↦ the factor of every rate at the step from θ(t) (a rational ≥ 0; ``schedule_factor``);
+    ``stages``: (number of steps, the parameters trained) in order, covering the steps (``stage_plan``): the
+    others keep their values and the rule's state (docs/guide/optimizers.md).
     """
     rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
     update = optimizer.stepper(arithmetic, rates)
+    plan = None if stages is None else stage_plan(stages, list(params), steps)
     current = dict(params)
     for t in range(steps + 1):
         state = evaluate(model, arithmetic, current, batch, loss, gradient=t < steps)
         yield state
         if t < steps:
             assert state.gradient is not None
-            current = update(current, state.gradient)
+            scale = None if schedule is None else schedule_factor(arithmetic, schedule, t)
+            current = update(current, state.gradient, scale, None if plan is None else plan[t])
 
 
 def descend(
@@ -152,6 +159,8 @@ def descend(
     steps: int,
     progress: Callable[[int], None] | None = None,
     optimizer: Optimizer = GD,
+    schedule: Callable[[int], Any] | None = None,
+    stages: Sequence[tuple[int, Collection[str]]] | None = None,
 ) -> list[Evaluation]:
     """θ(0..steps) of full-batch GD θ ← θ − η ∇L (or ``optimizer``'s rule) from ``params`` (``gradient_steps``),
     every state kept.
@@ -159,7 +168,9 @@ def descend(
     Returns ``steps + 1`` evaluations; the last has no gradient (no step is taken from it).
     """
     states = []
-    for t, state in enumerate(gradient_steps(model, arithmetic, params, batch, loss, eta, steps, optimizer)):
+    for t, state in enumerate(
+        gradient_steps(model, arithmetic, params, batch, loss, eta, steps, optimizer, schedule, stages)
+    ):
         states.append(state)
         if progress is not None:
             progress(t)

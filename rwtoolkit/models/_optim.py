@@ -12,6 +12,8 @@ conventions, so that a ``torch.optim`` loop is the same rule):
   θ ← θ − η (m / (1 − β₁ᵗ)) / (√v / √(1 − β₂ᵗ) + ε), ε outside the square root; weight decay is L2 (g ← g + λθ);
 * ``adamw`` (``torch.optim.AdamW``): θ ← θ (1 − η λ) (decoupled weight decay), then Adam's step without it.
 
+``gradient_steps`` also reads a learning-rate ``schedule`` (``schedule_factor``) and training in ``stages``
+(``stage_plan``), the step's ``scale`` and ``active`` parameters of the rule (``Optimizer.stepper``).
 Momentum stays rational in rational arithmetic (the exact engine runs it); Adam's √v is irrational in general,
 and the exact arithmetic refuses it in one line naming the ball engine. Hyperparameters are held as exact
 rationals (a float is read as its shortest decimal: 0.9 is 9/10, whose float64 is 0.9 again).
@@ -24,7 +26,7 @@ Fraction(9, 10)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -139,9 +141,13 @@ class Optimizer:
                 f"{self.name}: √v is irrational in general; the {arithmetic.name} arithmetic cannot run it; {_BALLS}"
             )
 
-    def stepper(self, arithmetic: Any, rates: Mapping[str, Any]) -> Callable[[dict, dict], dict]:
+    def stepper(self, arithmetic: Any, rates: Mapping[str, Any]) -> Callable[..., dict]:
         """The rule in ``arithmetic`` with learning rate ``rates[name]`` per parameter: a function
-        (θ, g) ↦ θ' that keeps its state (the buffers and t) from one call to the next, step t = 1, 2, ...
+        ``step(θ, g, scale=None, active=None)`` ↦ θ' that keeps its state (the buffers, and Adam's step count t
+        per parameter, as torch's) from one call to the next. ``scale`` (an element of the arithmetic; None: 1)
+        multiplies every rate at this step (a schedule, ``schedule_factor``); ``active`` (None: all) names the
+        parameters this step updates: the others keep their values and their state, as ``torch.optim`` skips a
+        parameter without a gradient (a stage, ``stage_plan``).
 
         >>> import numpy as np
         >>> from rwtoolkit.models import FLOAT64
@@ -150,63 +156,109 @@ class Optimizer:
         ({'w': array([0.])}, {'w': array([-1.5])})
         """
         self.check(arithmetic)
-        ar = arithmetic
+        one = self._rule(arithmetic)
+
+        def step(params: dict, grads: dict, scale: Any = None, active: Any = None) -> dict:
+            out = {}
+            for name, theta in params.items():
+                if active is not None and name not in active:
+                    out[name] = theta
+                else:
+                    eta = rates[name] if scale is None else rates[name] * scale
+                    out[name] = one(name, theta, grads[name], eta)
+            return out
+
+        return step
+
+    def _rule(self, ar: Any) -> Callable[[str, Any, Any, Any], Any]:
+        """The update of one parameter (name, θ, g, η) ↦ θ', its state kept by name."""
 
         def element(q: Fraction) -> Any:
             return ar.asarray([q])[0]
 
         if self.plain:  # today's rule, operation for operation (bit-identical outputs)
-            return lambda params, grads: {name: v - rates[name] * grads[name] for name, v in params.items()}
+            return lambda name, theta, g, eta: theta - eta * g
         decay = element(self.weight_decay) if self.weight_decay != 0 else None
+        l2 = decay is not None and self.name != "adamw"  # g ← g + λθ; AdamW decays θ itself
         buffers: dict[str, dict[str, Any]] = {}
-        t = 0
-
-        def l2(params: dict, grads: dict) -> dict:
-            if decay is None or self.name == "adamw":
-                return grads
-            return {name: g + decay * params[name] for name, g in grads.items()}
-
         if self.name == "gd":
-            return lambda params, grads: {
-                name: v - rates[name] * g for (name, v), g in zip(params.items(), l2(params, grads).values())
-            }
+            return lambda name, theta, g, eta: theta - eta * (g + decay * theta if l2 else g)
         if self.name in MOMENTUM_RULES:
             mu = element(self.momentum)
 
-            def momentum_step(params: dict, grads: dict) -> dict:
-                out = {}
-                for name, g in l2(params, grads).items():
-                    b = g if name not in buffers else mu * buffers[name]["b"] + g
-                    buffers[name] = {"b": b}
-                    d = g + mu * b if self.name == "nesterov" else b
-                    out[name] = params[name] - rates[name] * d
-                return out
+            def momentum(name: str, theta: Any, g: Any, eta: Any) -> Any:
+                if l2:
+                    g = g + decay * theta
+                b = g if name not in buffers else mu * buffers[name]["b"] + g
+                buffers[name] = {"b": b}
+                return theta - eta * (g + mu * b if self.name == "nesterov" else b)
 
-            return momentum_step
+            return momentum
         b1, b2 = self.betas
         beta1, beta2, eps = element(b1), element(b2), element(self.eps)
         one_minus1, one_minus2 = element(1 - b1), element(1 - b2)
 
-        def adam_step(params: dict, grads: dict) -> dict:
-            nonlocal t
-            t += 1
+        def adam(name: str, theta: Any, g: Any, eta: Any) -> Any:
+            if l2:
+                g = g + decay * theta
+            elif decay is not None:  # AdamW: decoupled
+                theta = theta * (1 - eta * decay)
+            state = buffers.get(name)
+            if state is None:
+                state = {"t": 0, "m": ar.zeros(tuple(g.shape)), "v": ar.zeros(tuple(g.shape))}
+            t = state["t"] + 1
+            m = beta1 * state["m"] + one_minus1 * g
+            v = beta2 * state["v"] + one_minus2 * (g * g)
+            buffers[name] = {"t": t, "m": m, "v": v}
             c1 = element(1 - b1**t)  # bias corrections, exact before they enter the arithmetic
             root_c2 = ar.sqrt(ar.asarray([1 - b2**t]))[0]
-            out = {}
-            for name, g in l2(params, grads).items():
-                theta = params[name]
-                if decay is not None and self.name == "adamw":
-                    theta = theta * (1 - rates[name] * decay)
-                state = buffers.get(name)
-                m0 = ar.zeros(tuple(g.shape)) if state is None else state["m"]
-                v0 = ar.zeros(tuple(g.shape)) if state is None else state["v"]
-                m = beta1 * m0 + one_minus1 * g
-                v = beta2 * v0 + one_minus2 * (g * g)
-                buffers[name] = {"m": m, "v": v}
-                out[name] = theta - (rates[name] / c1) * m / (ar.sqrt(v) / root_c2 + eps)
-            return out
+            return theta - (eta / c1) * m / (ar.sqrt(v) / root_c2 + eps)
 
-        return adam_step
+        return adam
+
+
+def schedule_factor(arithmetic: Any, schedule: Callable[[int], Any], t: int) -> Any:
+    """``schedule(t)``, the factor of every learning rate at the step from θ(t) (t = 0, 1, ...; as
+    ``torch.optim.lr_scheduler.LambdaLR`` after t scheduler steps), as an element of ``arithmetic``: read as an
+    exact rational (a float as its shortest decimal), so that the exact arithmetic stays exact; one line
+    unless it is a number ≥ 0.
+
+    >>> from rwtoolkit.models import FLOAT64
+    >>> float(schedule_factor(FLOAT64, lambda t: 1 / (t + 1), 2))
+    0.3333333333333333
+    """
+    q = rational(schedule(t), f"schedule({t})")
+    if q < 0:
+        raise ValueError(f"schedule({t})={q} is out of range: a learning-rate factor must be >= 0")
+    return arithmetic.asarray([q])[0]
+
+
+def stage_plan(
+    stages: Sequence[tuple[int, Collection[str]]], names: Collection[str], steps: int
+) -> list[frozenset[str]]:
+    """The parameters each step t = 0..steps−1 updates: ``stages`` is (number of steps, the parameters it
+    trains) in order, covering every step; one line for a stage of no steps or no parameters, a name the model
+    has not, or stages whose steps are not ``steps`` in all.
+
+    >>> [sorted(a) for a in stage_plan([(1, ["V"]), (2, ["V", "W"])], ["V", "W"], 3)]
+    [['V'], ['V', 'W'], ['V', 'W']]
+    """
+    plan: list[frozenset[str]] = []
+    for i, (count, chosen) in enumerate(stages):
+        trained = frozenset(chosen)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"stages[{i}]: steps={count!r} must be an integer >= 1")
+        if not trained:
+            raise ValueError(f"stages[{i}]: no parameters to train; name some of {', '.join(names)}")
+        unknown = sorted(trained - set(names))
+        if unknown:
+            raise ValueError(
+                f"stages[{i}]: {unknown[0]!r} is not a parameter of the model ({', '.join(names)})"
+            )
+        plan.extend([trained] * count)
+    if len(plan) != steps:
+        raise ValueError(f"stages cover {len(plan)} steps; steps={steps}: they must cover every step")
+    return plan
 
 
 #: Plain gradient descent, θ ← θ − η ∇L: the default of ``gradient_steps`` and every engine.
