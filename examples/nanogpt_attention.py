@@ -21,6 +21,7 @@ every position and ``torch.optim.SGD``; ``rw check`` compares it with the model 
 
     rw check examples/nanogpt_attention.py:training --model examples/nanogpt_attention.py:one_layer
     rw check examples/nanogpt_attention.py:training_two_layer --model examples/nanogpt_attention.py:two_layer
+    rw check examples/nanogpt_attention.py:training --model examples/nanogpt_attention.py:one_layer --optimizer adam
 
 examples/bugs_nanogpt.py plants three loop bugs (the loss at the last position only; an unweighted mean over
 the population; momentum left on) that ``rw check`` fails at their first quantity.
@@ -148,25 +149,38 @@ def with_layer_norm(S: int, L: int) -> nn.Module:
     return build(S, L, 1, mlp="gelu", norm=True)
 
 
+def make_optimizer(net: nn.Module, config: Any, momentum: float = 0.0) -> torch.optim.Optimizer:
+    """``torch.optim.Adam`` where the check asks for Adam (``rw check --optimizer adam``: ``config.optimizer``),
+    else ``torch.optim.SGD`` at lr η."""
+    rule = config.optimizer or {"name": "gd"}
+    if rule["name"] == "adam":
+        return torch.optim.Adam(
+            net.parameters(), lr=float(config.eta), betas=tuple(rule["betas"]), eps=rule["eps"]
+        )
+    return torch.optim.SGD(net.parameters(), lr=float(config.eta), momentum=momentum)
+
+
 def train(
     net: nn.Module,
     config: Any,
     last_only: bool = False,
     weighted: bool = True,
     momentum: float = 0.0,
+    optimizer: Callable[[nn.Module, Any], Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Full-batch training of ``net`` on the population ``config`` hands over, yielding the state at t = 0, 1, …:
     every parameter by its name, the logits and the loss.
 
     The loss is the cross-entropy of the logits at position i against token i + 1, averaged over the positions
-    and weighted by each sequence's exact probability; one step of ``torch.optim.SGD`` at lr η. The keyword
-    arguments plant one mistake each (examples/bugs_nanogpt.py): the loss at the last position only, an
-    unweighted mean over the sequences, momentum left on.
+    and weighted by each sequence's exact probability; one step of ``torch.optim.SGD`` at lr η, or of
+    ``torch.optim.Adam`` (:func:`make_optimizer`). The keyword arguments plant one mistake each
+    (examples/bugs_nanogpt.py): the loss at the last position only, an unweighted mean over the sequences,
+    momentum left on, a hand-written optimizer.
     """
     seqs = torch.as_tensor(config.sequences)  # (n, L + 1): x_1..x_N
     x, y = seqs[:, :-1], seqs[:, 1:]  # inputs x_1..x_L, next tokens x_2..x_N
     weights = torch.as_tensor(config.weights, dtype=torch.float64)
-    opt = torch.optim.SGD(net.parameters(), lr=float(config.eta), momentum=momentum)
+    opt = make_optimizer(net, config, momentum) if optimizer is None else optimizer(net, config)
     while True:
         logits = net(x)  # (n, L, S)
         B, T, S = logits.shape

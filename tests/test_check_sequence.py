@@ -33,11 +33,12 @@ def _options(**kw) -> CheckOptions:
     return CheckOptions(**{"steps": 2, "examples": 2, "model": MODEL, **kw})
 
 
-def _config(task=None, objective=None):
+def _config(task=None, objective=None, optimizer=None):
     from rwtoolkit.tasks import binary_markov_task
 
     task = binary_markov_task("1/3", "3/5", 4) if task is None else task
-    return for_model(build_config(task, 1, Fraction(1, 2), 1, "onehot", M=task.N), MODEL, objective=objective)
+    config = build_config(task, 1, Fraction(1, 2), 1, "onehot", M=task.N)
+    return for_model(config, MODEL, objective=objective, optimizer=optimizer)
 
 
 def test_the_examples_training_loop_passes_and_the_report_names_its_reference(tmp_path):
@@ -116,6 +117,10 @@ def test_the_jax_port_passes_and_two_port_bugs_fail_at_the_logits():
             "--objective last: model one_layer gives a prediction f, no next-token logits",
         ),
         (["--model", MODEL, "--task", "circle"], "task='circle' is not one of sequence"),
+        (
+            ["--optimizer", "adam"],
+            "--optimizer adam: rw check runs another update rule for a model with next-token",
+        ),
     ],
 )
 def test_bad_options_of_a_sequence_check_are_one_line(args, line):
@@ -127,3 +132,29 @@ def test_bad_options_of_a_sequence_check_are_one_line(args, line):
     )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and line in out.stderr, out.stderr
+
+
+def test_a_torch_optim_adam_loop_passes_and_two_hand_written_adam_bugs_fail_at_theta_1():
+    """--optimizer adam: the reference runs the engine's Adam (one definition, rwtoolkit.models.Optimizer) in
+    balls; the example's loop with torch.optim.Adam, the kit-trained module and a correct hand-written Adam pass;
+    the bias correction left out (a first step (1 − β₁)/√(1 − β₂) ≈ 3.2 times too short) and ε inside the root
+    (a relative change of about ε/(2v̂)) each move θ(1), the first state an update reaches."""
+    from rwtoolkit.models import Optimizer
+
+    config = _config(optimizer=Optimizer("adam"))
+    assert_matches_exact(load_factory(f"{EXAMPLE}:training"), config, 2)
+    assert_matches_exact(load_factory(f"{BUGS}:adam_by_hand"), config, 2)
+    module = load_factory(f"{EXAMPLE}:one_layer")
+    assert assert_matches_exact(lambda c: module(c.K, c.L), config, 2).protocol == "module"
+    for bug in ("adam_without_bias_correction", "adam_eps_inside_the_root"):
+        with pytest.raises(Mismatch) as err:
+            assert_matches_exact(load_factory(f"{BUGS}:{bug}"), config, 2)
+        assert (err.value.divergence.quantity, err.value.divergence.step) == ("wte.weight", 1), bug
+
+
+def test_momentum_left_on_is_the_loop_of_the_momentum_rule():
+    from rwtoolkit.models import Optimizer
+
+    assert_matches_exact(
+        load_factory(f"{BUGS}:momentum_left_on"), _config(optimizer=Optimizer("momentum")), 2
+    )

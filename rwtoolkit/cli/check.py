@@ -44,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "estimate is above a minute (docs/check.md#sequence-models)",
     )
     add_objective_argument(parser, "--model")
+    from rwtoolkit.cli._optim import add_optimizer_arguments
+
+    add_optimizer_arguments(
+        parser,
+        "the rule your implementation trains with, for a --model with next-token logits (the reference runs it: "
+        "certified balls for adam/adamw)",
+    )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwtoolkit/schemas/report.schema.json)"
     )
@@ -186,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from rwtoolkit.analyses.check import PROPERTIES, CheckOptions, check, load_factory, write_report
+    from rwtoolkit.cli._optim import optimizer_from_args
 
     options = CheckOptions(
         steps=steps,
@@ -196,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         head_dim=head_dim,
         heads=heads,
         objective=args.objective,
+        optimizer=optimizer_from_args(args),
     )
     limit = parse_int(args.max_seconds, "max-seconds", 1)
     factory = load_factory(args.target)

@@ -129,6 +129,10 @@ class CheckConfig:
     #: A sequence model's objective ("lm": the cross-entropy at every position; "last": at position L only),
     #: None for a model trained on ℓ(e_yᵀ f). A sequence model reads token ids, not X̃: see ``sequences``.
     objective: str | None = None
+    #: A sequence model's update rule other than plain GD, as torch.optim takes it: ``{"name": "momentum" |
+    #: "nesterov" | "adam" | "adamw", "momentum": μ, "betas": [β₁, β₂], "eps": ε, "weight_decay": λ}`` (the
+    #: rule's keys only; ``rwtoolkit.models.Optimizer.describe``), the learning rate being ``eta``; None: θ ← θ − η∇θ.
+    optimizer: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.model == PAPER_MODEL:
@@ -186,6 +190,21 @@ class CheckConfig:
         weights = torch.as_tensor(self.weights, dtype=logits.dtype)
         return (weights * ce.reshape(n, m).mean(dim=1)).sum()
 
+    def torch_optimizer(self, params: Any) -> Any:
+        """The config's update rule as a ``torch.optim`` optimizer over ``params`` at lr η (``optimizer``; plain GD
+        when None): SGD (with momentum, or Nesterov), Adam or AdamW, with the rule's hyperparameters."""
+        import torch
+
+        rule, lr = dict(self.optimizer or {"name": "gd", "weight_decay": 0.0}), float(self.eta)
+        name, decay = rule["name"], float(rule.get("weight_decay", 0.0))
+        if name in ("adam", "adamw"):
+            kind = torch.optim.Adam if name == "adam" else torch.optim.AdamW
+            return kind(params, lr=lr, betas=tuple(rule["betas"]), eps=rule["eps"], weight_decay=decay)
+        momentum = float(rule.get("momentum", 0.0))
+        return torch.optim.SGD(
+            params, lr=lr, momentum=momentum, nesterov=name == "nesterov", weight_decay=decay
+        )
+
     # views ----------------------------------------------------------------------------------------
     @property
     def floats(self) -> Floats:
@@ -224,8 +243,9 @@ class CheckConfig:
         task = self.task
         name = ", ".join(f"{k}={v}" for k, v in task.items()) if isinstance(task, Mapping) else repr(task)
         if self.objective is not None:  # a sequence model: no P, μ or ε
+            rule = "" if self.optimizer is None else f", optimizer={self.optimizer['name']}"
             return (
-                f"{name}, eta={self.eta}, objective={self.objective}, dtype={self.dtype}, model={self.model}, "
+                f"{name}, eta={self.eta}, objective={self.objective}{rule}, dtype={self.dtype}, model={self.model}, "
                 f"init={self.init}"
             )
         text = (

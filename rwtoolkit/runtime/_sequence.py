@@ -10,7 +10,8 @@ implementation is handed the config and is one of
 (a) a ``torch.nn.Module`` whose named parameters are exactly ``config.shapes`` (the names
     ``module.named_parameters()`` gives, e.g. ``blocks.0.attn.query.weight``), at ``config.start`` (the
     model's own start: a module built by the same factory and seed starts there), mapping token ids (n, L)
-    int64 to logits (n, L, S). The kit trains it: θ ← θ − η ∇θ of ``config.sequence_loss``.
+    int64 to logits (n, L, S). The kit trains it: θ ← θ − η ∇θ of ``config.sequence_loss``, or the config's
+    update rule (``config.optimizer``: momentum, Nesterov, Adam, AdamW) as ``config.torch_optimizer`` builds it.
 (b) an iterator (the user's own training loop) yielding at t = 0, 1, … a mapping with every parameter's
     name and optionally ``"token_logits"`` (n, L, S) and ``"loss"`` (the objective at θ(t)).
 (d) a ``Supervised``: a module as in (a) with the user's objective ``loss(logits, targets, weights)`` and
@@ -104,6 +105,12 @@ def _run_module(
     targets, weights = torch.as_tensor(config.targets), torch.as_tensor(config.weights)
     protocol = "module" if supervised is None else "supervised"
     out, series = _start(protocol, steps, shapes)
+    # the kit's own update: θ ← θ − η ∇θ, or the config's rule as torch.optim runs it
+    kit = (
+        None
+        if supervised is not None or config.optimizer is None
+        else config.torch_optimizer([params[name] for name in shapes])
+    )
     for t in range(steps + 1):
         for p in params.values():
             p.grad = None
@@ -133,6 +140,8 @@ def _run_module(
             supervised.optimizer.step()
         elif supervised is not None and supervised.step is not None:
             supervised.step(module)
+        elif kit is not None:
+            kit.step()
         else:
             with torch.no_grad():
                 for name in shapes:

@@ -20,7 +20,7 @@ from rwtoolkit.analyses.check._compare import (
     trajectory_key,
     unit_roundoff,
 )
-from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of
+from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of, optimizer_of
 from rwtoolkit.analyses.check._isolation import isolated_search
 from rwtoolkit.analyses.check._models import (
     ONE_LAYER_ONLY,
@@ -98,6 +98,8 @@ class Report:
             options["model"] = get_model(o.model, d=o.head_dim, H=o.heads).describe()
         if o.objective is not None:  # a sequence model
             options["objective"] = o.objective
+            if o.optimizer is not None:
+                options["optimizer"] = o.optimizer.describe()
             if self.references:
                 options["reference"] = "; ".join(self.references)
         return {
@@ -116,6 +118,7 @@ class Report:
             f"rw check {self.implementation}: protocol {self.protocol}, {o.dtype}, t = 0..{o.steps}, "
             f"{o.examples} examples per property, task {o.task}, "
             + (f"objective {o.objective}" if o.objective else f"loss {', '.join(o.losses)}")
+            + ("" if o.optimizer is None else f", optimizer {o.optimizer.name}")
             + _model_text(o),
             f"tolerance: {tolerance_rule(o.dtype, o.objective is not None)}",
             *(["reference: " + "; ".join(self.references)] if self.references else []),
@@ -155,8 +158,9 @@ def tolerance_rule(dtype: str, sequence: bool = False) -> str:
         return (
             f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + ηT), u = {unit:.3g} ({dtype} unit "
             "roundoff), because a GD step is a few hundred roundings and exp of a logit l adds u·|l| (the rule "
-            "of the paper's model with μ = 1: a sequence model has no positional embeddings P); the bugs this "
-            "suite targets move some value by 1e-3 or more."
+            "of the paper's model with μ = 1: a sequence model has no positional embeddings P), times (1 + ηT/ε) "
+            "under adam or adamw (the update divides by √v̂ + ε ≥ ε, so a rounding δ of a gradient entry moves it by "
+            "up to ηδ/ε); the bugs this suite targets move some value by 1e-3 or more."
         )
     return (
         f"relative to max(1, max |expected|): rtol = {MARGIN}·u·(1 + μ²ηT), u = {unit:.3g} ({dtype} unit "
@@ -268,7 +272,13 @@ def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
     model = model_of(config)
     if engine.arithmetic == "balls":
         job = engine.load_estimate()(
-            config.task, model, steps, eta=config.eta, init=config.init, objective=config.objective
+            config.task,
+            model,
+            steps,
+            eta=config.eta,
+            init=config.init,
+            objective=config.objective,
+            optimizer=optimizer_of(config),
         )
         # the recorded balls kept are a few kilobytes; what the run needs in passing is its tape
         return job.estimate.seconds, 0, max(0, job.estimate.memory - base.memory)
@@ -351,7 +361,13 @@ def check(
         gc.freeze()
     try:
         readouts = probe(
-            factory, options.dtype, options.model, options.head_dim, options.heads, options.objective
+            factory,
+            options.dtype,
+            options.model,
+            options.head_dim,
+            options.heads,
+            options.objective,
+            options.optimizer,
         )
         with _one_torch_thread():
             return _check(factory, options, name, progress, readouts)

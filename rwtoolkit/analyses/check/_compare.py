@@ -23,7 +23,7 @@ import numpy as np
 import sympy as sp
 from flint import arb
 
-from rwtoolkit.analyses.check._config import START_SIGMA, CheckConfig, config_json, model_of
+from rwtoolkit.analyses.check._config import START_SIGMA, CheckConfig, config_json, model_of, optimizer_of
 from rwtoolkit.analyses.check._protocol import (
     Factory,
     ImplementationError,
@@ -108,7 +108,20 @@ def tolerance(config: CheckConfig, steps: int) -> Tolerance:
         f"a step is a few hundred roundings and exp of a logit l adds u·|l| with |l| ≤ 1 + μ²ηT; "
         f"each bug of interest moves a compared value by 1e-3 or more"
     )
+    rule = config.optimizer
+    if rule is not None and rule["name"] in ADAM_RULES:
+        # Adam divides by √v̂ + ε ≥ ε: a rounding δ of a gradient entry moves its update by up to ηδ/ε
+        amplify = 1 + float(config.eta) * steps / float(rule["eps"])
+        rtol *= amplify
+        reason += (
+            f"; {rule['name']}: times (1 + ηT/ε) = {amplify:.3g}, since the update divides by √v̂ + ε ≥ ε, so a "
+            "rounding δ of a gradient entry moves it by up to ηδ/ε"
+        )
     return Tolerance(rtol, reason)
+
+
+#: The update rules that divide by √v̂ + ε (``rwtoolkit.models.Optimizer``), whose tolerance ``tolerance`` widens.
+ADAM_RULES = ("adam", "adamw")
 
 
 _EXACT: dict[tuple, ExactTrajectory] = {}
@@ -165,6 +178,7 @@ def reference_engine(config: CheckConfig, steps: int) -> Engine:
                 per_input=True,
                 readouts=True,
                 init=config.init,
+                optimizer=optimizer_of(config),
             ).estimate.seconds
         except ValueError:  # the exact engine refuses the run (too many steps from this start)
             seconds = float("inf")
@@ -205,6 +219,7 @@ def exact_trajectory(
             eta=config.eta,
             init=config.init,
             objective=config.objective,
+            optimizer=optimizer_of(config),
         )
         if memo:
             _EXACT[key] = traj
@@ -220,6 +235,12 @@ def exact_trajectory(
         init=config.init,
         sigma=START_SIGMA,
         seed=0,
+        # a sequence model (the generic engine): its objective and update rule
+        **(
+            {}
+            if config.objective is None
+            else {"objective": config.objective, "optimizer": optimizer_of(config)}
+        ),
     )
     if memo:
         if len(_EXACT) > 256:
@@ -241,6 +262,7 @@ def _reference_key(config: CheckConfig) -> tuple:
         config.heads,
         config.init,
         config.objective,
+        None if config.optimizer is None else tuple(sorted((k, str(v)) for k, v in config.optimizer.items())),
     )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL, positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, Model, Sizes, get_model, rational_positions
+from rwtoolkit.models import DEFAULT_MODEL, Model, Optimizer, Sizes, get_model, rational_positions
 from rwtoolkit.runtime import DTYPES, START_SIGMA, CheckConfig
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
@@ -29,6 +29,7 @@ __all__ = [
     "exact_start",
     "for_model",
     "model_of",
+    "optimizer_of",
 ]
 
 
@@ -94,6 +95,7 @@ def for_model(
     head_dim: int | None = None,
     heads: int | None = None,
     objective: str | None = None,
+    optimizer: Optimizer | None = None,
 ) -> CheckConfig:
     """The same task, μ, η, ε, loss and dtype for ``model``, with P = ``rwtoolkit.models.rational_positions(N, μ)``.
 
@@ -105,7 +107,8 @@ def for_model(
 
     A sequence model (next-token logits) reads token ids, not X̃: its config has no P (M = 0), μ = 1 and ε are
     not read, its ``objective`` is ``objective`` ("lm" by default) and its start its own (``init="own"``: the
-    program's float64 initial values, each the dyadic rational it holds).
+    program's float64 initial values, each the dyadic rational it holds); ``optimizer`` (not plain GD) is its
+    update rule, handed over as ``Optimizer.describe`` gives it.
 
     >>> cfg = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), "key_query")
     >>> cfg.M, cfg.head_dim, cfg.shapes
@@ -134,6 +137,7 @@ def for_model(
                 for name, value in spec.own_start(FLOAT64, sizes, "zero").items()
             },
             objective=objective_name(spec, objective),
+            optimizer=None if optimizer is None or optimizer.plain else optimizer.describe(),
         )
     P = np.asarray(rational_positions(config.N, config.mu), dtype=np.float64)
     other = replace(
@@ -162,6 +166,12 @@ def model_of(config: CheckConfig) -> Model:
     return get_model(config.model, d=config.head_dim, H=config.heads)
 
 
+def optimizer_of(config: CheckConfig) -> Optimizer | None:
+    """The update rule of ``config`` as ``rwtoolkit.models.Optimizer`` (its hyperparameters read back as the exact
+    decimals they were given as), None for plain GD."""
+    return None if config.optimizer is None else Optimizer(**config.optimizer)
+
+
 def exact_start(config: CheckConfig, init: str | None = None) -> dict[str, np.ndarray]:
     """θ(0) exactly (flint rationals by parameter name): zero, or the model's fixed dyadic start
     ``rwtoolkit.engines.exact.initial_parameters(model, sizes, "gaussian", START_SIGMA, seed=0)``; ``init``
@@ -187,6 +197,7 @@ def config_json(config: CheckConfig) -> dict[str, Any]:
             "N": config.N,
             "eta": str(config.eta),
             "objective": config.objective,
+            **({} if config.optimizer is None else {"optimizer": dict(config.optimizer)}),
             "dtype": config.dtype,
             "model": model_of(config).describe(),
             "init": {"name": config.init},

@@ -22,7 +22,7 @@ from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
 from rwtoolkit.engines.exact import MAX_EXP_STEPS
 from rwtoolkit.engines.numeric import positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, Model, get_model, objective_name
+from rwtoolkit.models import DEFAULT_MODEL, Model, Optimizer, get_model, objective_name
 from rwtoolkit.tasks import LOSSES, CircleWalk
 
 
@@ -46,6 +46,8 @@ class CheckOptions:
     heads: int | None = None
     #: A sequence model's objective ("lm" or "last"; None: "lm" for a sequence model, refused for another).
     objective: str | None = None
+    #: A sequence model's update rule (``rwtoolkit.models.Optimizer``; None: plain GD, every model's).
+    optimizer: Optimizer | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -70,6 +72,13 @@ class CheckOptions:
         init = check_settings(self.model).init
         # a sequence model's objective ("lm" unless told); one line for another model's
         object.__setattr__(self, "objective", objective_name(spec, self.objective))
+        if self.optimizer is not None and self.optimizer.plain:
+            object.__setattr__(self, "optimizer", None)
+        if self.optimizer is not None and not spec.TOKEN_LOGITS:
+            raise ValueError(
+                f"--optimizer {self.optimizer.name}: rw check runs another update rule for a model with next-token "
+                f"logits (a traced or sequence model); model {self.model!r} is checked under plain GD"
+            )
         if init == "gaussian" and self.steps > MAX_EXP_STEPS:
             raise ValueError(
                 f"steps={self.steps} is out of range for model={self.model!r}: it is checked from its exact "
@@ -100,7 +109,9 @@ class CheckOptions:
         if not self.generic:
             return drawn
         return drawn.map(
-            lambda config: for_model(config, self.model, self.head_dim, self.heads, self.objective)
+            lambda config: for_model(
+                config, self.model, self.head_dim, self.heads, self.objective, self.optimizer
+            )
         )
 
 

@@ -77,6 +77,7 @@ def probe(
     head_dim: int | None = None,
     heads: int | None = None,
     objective: str | None = None,
+    optimizer: Any = None,
 ) -> Readouts:
     """Run the implementation on one small config for one step before any work starts.
 
@@ -97,7 +98,7 @@ def probe(
     config = build_config(task, mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype)
     generic = model != DEFAULT_MODEL
     if generic:
-        config = for_model(config, model, head_dim, heads, objective)
+        config = for_model(config, model, head_dim, heads, objective, optimizer)
     try:
         readouts = run_config(factory, config, 1)
     except ImplementationError:
