@@ -126,6 +126,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"torch threads, 1..{os.cpu_count() or 1} (the cores here; default 1: the tensors are small and "
         "extra threads mostly add overhead)",
     )
+    a(
+        "--record-every",
+        type=int,
+        default=None,
+        dest="record_every",
+        help="record the metrics at steps 0, N, 2N, ... and the last (instead of --record-steps), N >= 1",
+    )
+    a(
+        "--checkpoint-every",
+        type=int,
+        default=None,
+        dest="checkpoint_every",
+        help="write DIR/checkpoint.pt atomically every N >= 1 steps (θ, step, RNG state, the metrics so far; "
+        "generic engine, --population, plain GD)",
+    )
+    a(
+        "--resume",
+        action="store_true",
+        help="continue from DIR/checkpoint.pt with the same options: the same bytes as an uninterrupted run",
+    )
+    a(
+        "--max-seconds",
+        type=int,
+        default=3600,
+        dest="max_seconds",
+        help="refuse a generic-engine run estimated above this many seconds, >= 1 (default 3600)",
+    )
     a("--out", required=True, help="output directory; DIR/metrics.json is written atomically")
 
 
@@ -209,15 +236,26 @@ def run(args: argparse.Namespace) -> int:
     renamed_flag(args, "rw train", "--mu", "--pos-norm")
     from rwtoolkit.cli._optim import optimizer_from_args
 
+    record_steps = _long_run_options(args)
+    checkpointing = args.checkpoint_every is not None or args.resume
     net = model_from_args(args)
     optimizer = optimizer_from_args(args)  # None: plain GD
     paper = net.name == DEFAULT_MODEL
     if not paper:
         _refuse_paper_only(args, net.name)
     elif optimizer is not None:
-        _refuse_reduced_only(args, optimizer.name)
+        _refuse_reduced_only(args, f"--optimizer {optimizer.name}", "which run plain GD")
+    elif checkpointing:
+        _refuse_reduced_only(args, "--checkpoint-every/--resume", "which write no checkpoints")
+    if checkpointing and optimizer is not None and optimizer.name != "gd":
+        raise ValueError(
+            f"--checkpoint-every/--resume: checkpoints hold plain GD's state (θ) only, not --optimizer "
+            f"{optimizer.name}'s buffers; drop --optimizer or the checkpoints"
+        )
     objective = objective_name(net, args.objective)  # one line for a model without next-token logits
-    path = check_output_dir(args.out, "--out", files=("metrics.json",)) / "metrics.json"
+    files = ("metrics.json", "checkpoint.pt") if checkpointing else ("metrics.json",)
+    out = check_output_dir(args.out, "--out", files=files)
+    path = out / "metrics.json"
     task = _task(args)
     if args.init == "own":  # one line for a model without a start of its own, before the engine loads
         net.own_start(FLOAT64, Sizes(K=task.K, M=args.M, N=task.N), "zero or gaussian")
@@ -259,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         snapshots=_snapshots(args.snapshots),
         kl_norm=args.kl_norm,
         threads=args.threads,
-        record_steps=None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps"),
+        record_steps=record_steps,
         rotate=args.rotate,
         record_params=args.record_params,
         objective=objective,
@@ -267,8 +305,14 @@ def run(args: argparse.Namespace) -> int:
     )
     # The paper's model (with --normalize-attention / --relu-width: the variant it names) trains on its
     # registered specialisation; a model named with --model, or another update rule, on the generic engine.
-    engine = select(registered_model(model).name, "torch", args.init, specialise=paper and optimizer is None)
-    [result] = engine.load()([(task, model, cfg)], progress=True)
+    specialise = paper and optimizer is None and not checkpointing
+    engine = select(registered_model(model).name, "torch", args.init, specialise=specialise)
+    if specialise:
+        [result] = engine.load()([(task, model, cfg)], progress=True)
+    else:  # the generic engine: its estimate first, then the run with its checkpoints
+        [result] = engine.load()(
+            [(task, model, cfg)], progress=True, checkpoint=_plan(args, task, model, cfg, out)
+        )
     if result.diverged is not None:
         raise result.diverged
     write_json_atomic(result.to_json(), path)
@@ -289,6 +333,78 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _long_run_options(args: argparse.Namespace) -> tuple[int, ...] | None:
+    """--record-every, --checkpoint-every and --max-seconds checked (one line each) before any work; the steps
+    recorded (None: every step)."""
+    for flag, value in (("--record-every", args.record_every), ("--checkpoint-every", args.checkpoint_every)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag}={value} is out of range: must be an integer >= 1")
+    if args.max_seconds < 1:
+        raise ValueError(f"--max-seconds={args.max_seconds} is out of range: must be an integer >= 1")
+    if args.record_every is not None:
+        if args.record_steps is not None:
+            raise ValueError(
+                "--record-every and --record-steps both choose the recorded steps: give one of them"
+            )
+        return tuple(range(0, args.steps + 1, args.record_every))
+    return None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps")
+
+
+def _plan(args: argparse.Namespace, task: object, model: object, cfg: object, out: object) -> object:
+    """The generic engine's run estimated (time, memory, files with the checkpoint) and refused in one line
+    above --max-seconds or the free disk of --out, or a --resume without a checkpoint in --out; its
+    ``Checkpoints`` (None without --checkpoint-every or --resume). The estimate goes to stderr for a run above
+    a minute or with checkpoints."""
+    import sys
+    from pathlib import Path
+
+    from rwtoolkit.engines.numeric import (
+        CHECKPOINT_NAME,
+        Checkpoints,
+        checkpoint_step,
+        model_train_estimate,
+        registered_model,
+    )
+    from rwtoolkit.io import check_disk
+
+    checkpointing = args.checkpoint_every is not None or args.resume
+    where = Path(out) / CHECKPOINT_NAME  # type: ignore[arg-type]
+    if args.resume and not where.is_file():
+        raise ValueError(
+            f"--resume: no checkpoint {where}; run without --resume (and with --checkpoint-every)"
+        )
+    first = checkpoint_step(where) if args.resume else 0
+    net = registered_model(model)  # type: ignore[arg-type]
+    est = model_train_estimate(
+        task,  # type: ignore[arg-type]
+        net,
+        args.M,
+        args.steps,
+        args.dtype,
+        cfg.record_steps,  # type: ignore[attr-defined]
+        args.record_params,
+        args.checkpoint_every,
+        first,
+    )
+    what = f"training {net.name} for {args.steps - first} steps"
+    if est.seconds > args.max_seconds:
+        fits = int(args.max_seconds / (est.seconds / max(args.steps - first, 1)))
+        raise ValueError(
+            f"{what} is estimated at {est.describe()}: above --max-seconds {args.max_seconds}; take at most "
+            f"--steps {first + fits}, or raise --max-seconds (with --checkpoint-every N a run stopped on the way "
+            "continues with --resume)"
+        )
+    check_disk(est.file_bytes, out, what, "use --record-every or fewer --record-steps, or another --out")  # type: ignore[arg-type]
+    resumed = f", resuming at step {first}" if first else ""
+    note = f"rw train: {what}{resumed}: estimated {est.describe()}"
+    if not checkpointing:
+        if est.seconds > 60:
+            print(note, file=sys.stderr)
+        return None
+    # printed by the engine once a checkpoint to resume from is found of this run (one line otherwise)
+    return Checkpoints(where, args.checkpoint_every, args.resume, note)
+
+
 #: Options of the paper's model only (its fast paths and head): (flag, is it given?) for another --model.
 _PAPER_ONLY = (
     ("--relu-width", lambda a: a.relu_width is not None),
@@ -303,18 +419,17 @@ _PAPER_ONLY = (
 )
 
 
-def _refuse_reduced_only(args: argparse.Namespace, rule: str) -> None:
-    """One line before any work for an option of the paper model's reduced engines (plain GD only) with another
-    update rule, which the generic engine runs on the exact population."""
+def _refuse_reduced_only(args: argparse.Namespace, what: str, why: str) -> None:
+    """One line before any work for an option of the paper model's reduced engines (``why`` they cannot run
+    ``what``: another update rule, checkpoints), which the generic engine runs on the exact population."""
     for flag, given in _PAPER_ONLY[2:]:  # --relu-width, --normalize-attention: the generic engine has them
         if given(args):
             raise ValueError(
-                f"{flag} is an option of the paper model's reduced engines, which run plain GD; drop it for "
-                f"--optimizer {rule}"
+                f"{flag} is an option of the paper model's reduced engines, {why}; drop it for {what}"
             )
     if not args.population:
         raise ValueError(
-            f"--optimizer {rule} trains on the generic engine, on the exact population only: add --population"
+            f"{what} trains on the generic engine, on the exact population only: add --population"
         )
 
 

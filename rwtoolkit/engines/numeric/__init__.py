@@ -37,6 +37,7 @@ if _typing.TYPE_CHECKING:
         batched_peak_bytes,
         train_batched,
     )
+    from rwtoolkit.engines.numeric._checkpoint import CHECKPOINT_NAME, Checkpoints, checkpoint_step
     from rwtoolkit.engines.numeric._losses import (
         LOSS_FUNCTIONS,
         Diverged,
@@ -53,7 +54,9 @@ if _typing.TYPE_CHECKING:
     )
     from rwtoolkit.engines.numeric._model_train import (
         MODEL_HISTORY_KEYS,
+        TrainEstimate,
         model_memory_estimate,
+        model_train_estimate,
         train_model,
         train_model_runs,
     )
@@ -74,7 +77,15 @@ _TORCH_NAMES = {
     "_batched": ("BATCHED_HISTORY_KEYS", "batch_key", "batched_peak_bytes", "train_batched"),
     "_losses": ("LOSS_FUNCTIONS", "Diverged", "TensorLoss", "exp_loss", "log_loss", "squared_loss"),
     "_metrics": ("circulant_residual", "ones_residual", "predict", "v_direction_error"),
-    "_model_train": ("MODEL_HISTORY_KEYS", "model_memory_estimate", "train_model", "train_model_runs"),
+    "_checkpoint": ("CHECKPOINT_NAME", "Checkpoints", "checkpoint_step"),
+    "_model_train": (
+        "MODEL_HISTORY_KEYS",
+        "TrainEstimate",
+        "model_memory_estimate",
+        "model_train_estimate",
+        "train_model",
+        "train_model_runs",
+    ),
     "_train": ("HISTORY_KEYS", "Run", "TrainResult", "init_generator", "train", "train_runs"),
 }
 _HOME = {name: module for module, names in _TORCH_NAMES.items() for name in names}
@@ -84,6 +95,8 @@ __all__ = [
     "ones_residual",
     "v_direction_error",
     "BATCHED_HISTORY_KEYS",
+    "CHECKPOINT_NAME",
+    "Checkpoints",
     "batch_key",
     "batched_peak_bytes",
     "train_batched",
@@ -99,8 +112,10 @@ __all__ = [
     "ModelConfig",
     "Run",
     "TrainConfig",
+    "TrainEstimate",
     "TrainResult",
     "check_embedding",
+    "checkpoint_step",
     "check_orthogonal_equal_norm",
     "exp_loss",
     "init_generator",
@@ -108,6 +123,7 @@ __all__ = [
     "log_loss",
     "memory_estimate",
     "model_memory_estimate",
+    "model_train_estimate",
     "positional_embeddings",
     "predict",
     "registered_model",

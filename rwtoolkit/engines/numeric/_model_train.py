@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,12 @@ import torch
 from tqdm import tqdm
 
 from rwtoolkit.engines.numeric._arith import TorchArithmetic
+from rwtoolkit.engines.numeric._checkpoint import (
+    Checkpoints,
+    checkpoint_bytes,
+    load_checkpoint,
+    save_checkpoint,
+)
 from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
 from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
@@ -53,6 +60,106 @@ def model_memory_estimate(task: CircleWalk | FiniteTask, model: Model, M: int, s
     activations = b * n * N * (4 * width + 12 + 2 * K)  # keys and their gradient, logits, S, XS, f
     history = 8 * 4 * (steps + 1) * (N + 8)
     return inputs + activations + 8 * b * params + history + _OVERHEAD_BYTES
+
+
+#: Seconds of one step (evaluation, gradient and update on the whole population, one torch thread, float64)
+#: as ``_STEP_SECONDS + seconds-per-operation × operations``: a model with next-token logits counts three
+#: forward passes of its program per sequence (``rwtoolkit.models.forward_operations``), another model
+#: 3·n·N·D·(1 + parameters/D) multiply-adds (its matrix products, which torch runs faster per operation).
+#: Measured on the 2-core machine shared by four jobs (load 1.5-2.4), 200 steps each after 5 of warm-up:
+#: examples/nanogpt_attention.py's two_layer on icl_markov S = 2, N = 7 (128 sequences, 1.44e6 operations)
+#: 15.5 ms a step, N = 5 (32, 2.1e5) 5.7 ms, one_layer N = 4 (16, 4.1e4) 3.7 ms; key_query (d = 1) on the
+#: circle walk K = 3, N = 6, M = 1000 (96 walks, 8.7e6 multiply-adds) 2.6 ms. The constants are that fit
+#: (4.0 ms + 8.0e-9 s an operation) with a quarter more per operation, an upper estimate;
+#: benchmarks/train_long.py times 10^4 steps against it.
+_STEP_SECONDS = 4e-3
+_SECONDS_PER_SEQUENCE_OP = 1.0e-8
+_SECONDS_PER_MULTIPLY_ADD = 1.0e-10
+#: Bytes of one recorded step in metrics.json (step, train_loss, test_accuracy at indent 1), of one float in
+#: it (an attention profile's entry, a parameter's), and its fixed part (config, model, keys).
+_RECORD_BYTES = 128
+_FLOAT_BYTES = 26
+_HEADER_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class TrainEstimate:
+    """A generic-engine run planned before any work: ``seconds`` of its steps, peak ``memory`` (bytes,
+    ``model_memory_estimate``), and ``file_bytes`` of metrics.json plus its checkpoint where it writes one."""
+
+    seconds: float
+    memory: int
+    file_bytes: int
+
+    def describe(self) -> str:
+        return (
+            f"{_duration(self.seconds)}, {format_bytes(self.memory)} of memory, "
+            f"{format_bytes(self.file_bytes)} of files"
+        )
+
+
+def _duration(seconds: float) -> str:
+    return (
+        f"{seconds:.3g} s"
+        if seconds < 120
+        else f"{seconds / 60:.3g} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.3g} h"
+    )
+
+
+def model_train_estimate(
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    M: int,
+    steps: int,
+    dtype: str = "float64",
+    record_steps: Collection[int] | None = None,
+    record_params: bool = False,
+    checkpoint_every: int | None = None,
+    first: int = 0,
+) -> TrainEstimate:
+    """Seconds, memory and output bytes of a ``train_model`` run of ``steps`` steps from step ``first`` (a
+    resumed run's), recording ``record_steps`` (None: every step) and the last, with every parameter at those
+    steps where ``record_params``, and one checkpoint file where ``checkpoint_every`` is given (overwritten:
+    it holds θ and the records so far, so its size is bounded by the run's records, not by the number of
+    checkpoints). The seconds are this machine's (the constants above); a float32 or CUDA run is counted as
+    float64 on the CPU (an upper estimate for these small tensors).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import CircleWalk
+    >>> e = model_train_estimate(CircleWalk(3, 6, "1/2"), get_model("key_query"), 1000, 10**5, record_steps=[0])
+    >>> round(e.seconds), e.file_bytes < 200_000
+    (487, True)
+    """
+    from rwtoolkit.models import forward_operations
+
+    n = population_size(task)
+    sizes = Sizes(K=task.K, M=M, N=task.N)
+    params = model.parameter_count(sizes)
+    if getattr(model, "TOKEN_LOGITS", False):
+        per_step = _STEP_SECONDS + _SECONDS_PER_SEQUENCE_OP * 3 * n * forward_operations(model, sizes)  # type: ignore[arg-type]
+        attention = 0
+    else:
+        per_step = _STEP_SECONDS + _SECONDS_PER_MULTIPLY_ADD * 3 * n * task.N * sizes.D * (
+            1 + params / sizes.D
+        )
+        attention = task.N + 1  # parent_attention and the profile
+    recorded = (
+        steps + 1 if record_steps is None else len({t for t in record_steps if 0 <= t <= steps} | {steps})
+    )
+    tensors = len(model.shapes(sizes))
+    record = (
+        _RECORD_BYTES
+        + _FLOAT_BYTES * attention
+        + ((_FLOAT_BYTES * params + 1024 * tensors) if record_params else 0)
+    )
+    metrics = _HEADER_BYTES + recorded * record + _FLOAT_BYTES * (params + attention)
+    files = metrics
+    if checkpoint_every is not None:
+        files += checkpoint_bytes(params, tensors, recorded, record)
+    memory = model_memory_estimate(task, model, M, steps, dtype)
+    return TrainEstimate(per_step * max(steps - first, 0), memory, files)
 
 
 def population_size(task: CircleWalk | FiniteTask) -> int:
@@ -100,6 +207,7 @@ def train_model(
     trace: bool = False,
     objective: str | None = None,
     optimizer: Optimizer | None = None,
+    checkpoint: Checkpoints | None = None,
 ) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
 
@@ -108,6 +216,10 @@ def train_model(
     ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``; None: plain GD θ ← θ − η∇L), the one
     definition every engine runs, here in torch arithmetic; recorded in the config (``"optimizer"``) where it
     is not plain GD.
+    ``checkpoint``: write θ(t), the step, torch's RNG state and the metrics so far atomically every
+    ``checkpoint.every`` steps, and with ``checkpoint.resume`` continue from the checkpoint (``Checkpoints``; one
+    line for one of another run): the result is the same, bit for bit, as the uninterrupted run's (plain GD, whose
+    state is θ alone; a rule with buffers and ``trace`` are refused with it).
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
     the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
@@ -155,9 +267,53 @@ def train_model(
     kept: dict[int, dict[str, np.ndarray]] = {}
     square_v = model.shapes(data.inputs.sizes).get("V") == (K, K)
     residuals = trace_arrays(steps) if trace and square_v else None
-    bar = tqdm(total=steps, disable=not (progress and sys.stderr.isatty()), desc="rw train", unit="step")
-    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps, rule)):
+    cfg = {
+        "steps": steps,
+        "eta": eta,
+        "eps": eps,
+        "loss": loss,
+        "init": init,
+        "sigma": sigma,
+        "seed": seed,
+        "dtype": dtype,
+        "device": device,
+        "population": True,
+        "inputs": data.size,
+        **({} if chosen is None else {"objective": chosen}),
+        **({} if rule.plain else {"optimizer": rule.describe()}),
+        **(config or {}),
+    }
+    first = 0
+    if checkpoint is not None:
+        if rule.name != "gd" or trace:  # plain GD (with or without weight decay) keeps no state beside θ
+            what = "trace" if rule.name == "gd" else f"optimizer {rule.name} (its buffers)"
+            raise ValueError(f"checkpoints hold θ alone: drop --checkpoint-every/--resume or {what}")
+        fields = {
+            "config": cfg,
+            "model": model.describe(),
+            "record_steps": None if record_steps is None else sorted(record_steps),
+            "keep_params": keep_params if isinstance(keep_params, bool) else list(keep_params),
+            "threads": torch.get_num_threads(),
+        }
+        if checkpoint.resume:
+            saved = load_checkpoint(checkpoint, fields)
+            first = int(saved["step"])
+            start = {k: v.to(device=ar.device, dtype=ar.dtype) for k, v in saved["params"].items()}
+            history = list(saved["history"])
+            kept = {int(s): {k: v.numpy() for k, v in p.items()} for s, p in saved["kept"].items()}
+        if checkpoint.note is not None:
+            print(checkpoint.note, file=sys.stderr)
+    bar = tqdm(
+        total=steps,
+        initial=first,
+        disable=not (progress and sys.stderr.isatty()),
+        desc="rw train",
+        unit="step",
+    )
+    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps - first, rule), first):
         current = state.params
+        if checkpoint is not None and checkpoint.due(t, steps) and t > first:
+            save_checkpoint(checkpoint, fields, t, current, history, kept)
         if chosen is None and loss == "log" and bool((state.z + eps <= 0).any()):
             raise Diverged(
                 f"log-loss -log(z+eps) is undefined at step {t}: z+eps <= 0 (lower eta or raise eps)", t
@@ -191,22 +347,6 @@ def train_model(
     final = {k: ar.to_float(v).tolist() for k, v in current.items()}
     if "attention_profile" in history[-1]:
         final["attention_profile"] = history[-1]["attention_profile"]
-    cfg = {
-        "steps": steps,
-        "eta": eta,
-        "eps": eps,
-        "loss": loss,
-        "init": init,
-        "sigma": sigma,
-        "seed": seed,
-        "dtype": dtype,
-        "device": device,
-        "population": True,
-        "inputs": data.size,
-        **({} if chosen is None else {"objective": chosen}),
-        **({} if rule.plain else {"optimizer": rule.describe()}),
-        **(config or {}),
-    }
     return TrainResult(
         cfg,
         history,
@@ -218,7 +358,9 @@ def train_model(
     )
 
 
-def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = False) -> list[TrainResult]:
+def train_model_runs(
+    runs: Sequence[Run], progress: bool = False, trace: bool = False, checkpoint: Checkpoints | None = None
+) -> list[TrainResult]:
     """The generic torch engine in the torch engines' one signature: ``train_model`` on each run.
 
     Each run's model of record is ``registered_model(model)`` (``ModelConfig.registered``, else the paper's
@@ -227,7 +369,8 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
     ``record_params`` keeps every parameter at the recorded steps; ``trace`` V's residuals at every step. The population is exact
     (``population=True``); the options of the reduced engines alone are refused in one line. Every run is
     checked and its memory estimated before the first one trains; a run that diverges is reported in
-    ``diverged`` (its history left empty), the others go on.
+    ``diverged`` (its history left empty), the others go on. ``checkpoint``: the checkpoints of a single run
+    (``train_model``), whose output size ``model_train_estimate`` counts.
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -236,6 +379,8 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
     >>> r.description, r.history[-1]["step"]
     ({'name': 'key_query', 'd': 1}, 2)
     """
+    if checkpoint is not None and len(runs) != 1:
+        raise ValueError(f"checkpoints are of one run, not {len(runs)}: train the runs one at a time")
     for task, model, cfg in runs:
         _check_run(task, model, cfg)
     results = []
@@ -253,7 +398,7 @@ def train_model_runs(runs: Sequence[Run], progress: bool = False, trace: bool = 
                 sigma=cfg.sigma, seed=cfg.seed, dtype=cfg.dtype, device=cfg.device,
                 record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
                 keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
-                objective=cfg.objective, optimizer=cfg.optimizer,
+                objective=cfg.objective, optimizer=cfg.optimizer, checkpoint=checkpoint,
             )  # fmt: skip
         except Diverged as err:
             result = TrainResult(config, [], {}, description=net.describe(), diverged=err, model=net)
