@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from rwtoolkit.io import check_output_dir
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rwtoolkit.engines.numeric import Checkpoints, ModelConfig, TrainConfig
     from rwtoolkit.tasks import CircleWalk, FiniteTask
 
 TASKS = ("circle", "qa1", "qa2")
@@ -350,13 +353,14 @@ def _long_run_options(args: argparse.Namespace) -> tuple[int, ...] | None:
     return None if args.record_steps is None else _snapshots(args.record_steps, "--record-steps")
 
 
-def _plan(args: argparse.Namespace, task: object, model: object, cfg: object, out: object) -> object:
+def _plan(
+    args: argparse.Namespace, task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConfig, out: Path
+) -> Checkpoints | None:
     """The generic engine's run estimated (time, memory, files with the checkpoint) and refused in one line
     above --max-seconds or the free disk of --out, or a --resume without a checkpoint in --out; its
     ``Checkpoints`` (None without --checkpoint-every or --resume). The estimate goes to stderr for a run above
     a minute or with checkpoints."""
     import sys
-    from pathlib import Path
 
     from rwtoolkit.engines.numeric import (
         CHECKPOINT_NAME,
@@ -368,20 +372,20 @@ def _plan(args: argparse.Namespace, task: object, model: object, cfg: object, ou
     from rwtoolkit.io import check_disk
 
     checkpointing = args.checkpoint_every is not None or args.resume
-    where = Path(out) / CHECKPOINT_NAME  # type: ignore[arg-type]
+    where = out / CHECKPOINT_NAME
     if args.resume and not where.is_file():
         raise ValueError(
             f"--resume: no checkpoint {where}; run without --resume (and with --checkpoint-every)"
         )
     first = checkpoint_step(where) if args.resume else 0
-    net = registered_model(model)  # type: ignore[arg-type]
+    net = registered_model(model)
     est = model_train_estimate(
-        task,  # type: ignore[arg-type]
+        task,
         net,
         args.M,
         args.steps,
         args.dtype,
-        cfg.record_steps,  # type: ignore[attr-defined]
+        cfg.record_steps,
         args.record_params,
         args.checkpoint_every,
         first,
@@ -394,7 +398,7 @@ def _plan(args: argparse.Namespace, task: object, model: object, cfg: object, ou
             f"--steps {first + fits}, or raise --max-seconds (with --checkpoint-every N a run stopped on the way "
             "continues with --resume)"
         )
-    check_disk(est.file_bytes, out, what, "use --record-every or fewer --record-steps, or another --out")  # type: ignore[arg-type]
+    check_disk(est.file_bytes, out, what, "use --record-every or fewer --record-steps, or another --out")
     resumed = f", resuming at step {first}" if first else ""
     note = f"rw train: {what}{resumed}: estimated {est.describe()}"
     if not checkpointing:
