@@ -20,6 +20,7 @@ from rwtoolkit.engines.exact import (
     ExactTrajectory,
     derive,
     derive_model,
+    job_estimate,
     load_oracle,
     write_oracle,
 )
@@ -91,6 +92,17 @@ def test_rw_derive_runs_the_engine_the_registry_selects(monkeypatch, capsys):
     assert "\nW = " in generic
     for prefix in ("accuracy = ", "mean attention = ", "t = "):
         assert _lines(reduced, prefix) == _lines(generic, prefix), prefix
+
+
+def test_rw_derive_refusal_above_max_seconds_names_the_most_steps_that_fit(capsys):
+    """The refusal says how many steps the same job could take within --max-seconds: the most whose estimate
+    (job_estimate, the plan's) is within it."""
+    task = CircleWalk(5, 12, "1/2")
+    fits = max(k for k in range(5) if job_estimate(task, k, json=False).seconds <= 600)
+    assert main(["derive", "--K", "5", "--N", "12", "--p", "1/2", "--steps", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"above --max-seconds 600 (at most --steps {fits} fits); " in err[0]
+    assert fits == 2
 
 
 def test_both_exact_engines_oracles_share_their_common_parts(tmp_path):

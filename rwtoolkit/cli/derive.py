@@ -12,6 +12,8 @@ from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, pars
 from rwtoolkit.io import check_output_file
 
 if TYPE_CHECKING:  # SymPy and the exact engine load when the command runs, not for --help
+    from collections.abc import Callable
+
     from rwtoolkit.engines.exact import DeriveJob, ExactTrajectory, ReducedTrajectory
 
 #: Exact values longer than this are shown as floats (or their length) on screen; JSON has them all.
@@ -230,8 +232,9 @@ def render_verdicts(traj: ReducedTrajectory, json: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _refuse_if_too_large(args: argparse.Namespace, job: DeriveJob) -> str:
-    """The job's estimate (one line), after refusing in one line when it cannot fit: time, memory, files."""
+def _refuse_if_too_large(args: argparse.Namespace, job: DeriveJob, plan: Callable[[int], DeriveJob]) -> str:
+    """The job's estimate (one line), after refusing in one line when it cannot fit: time (naming the most
+    steps that fit, ``_steps_that_fit``), memory, files."""
     from rwtoolkit.io import check_memory, format_bytes
 
     limit = parse_int(args.max_seconds, "max-seconds", 1)
@@ -239,14 +242,37 @@ def _refuse_if_too_large(args: argparse.Namespace, job: DeriveJob) -> str:
     files = f", {format_bytes(est.file_bytes)} of files" if args.json else ""
     summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory{files}"
     if est.seconds > limit:
+        fits = _steps_that_fit(plan, parse_int(args.steps, "steps", 0), limit)
+        within = "not even --steps 0 fits" if fits is None else f"at most --steps {fits} fits"
         raise ValueError(
-            f"{job.what} is estimated at {summary}: above --max-seconds {limit}; {job.alternatives}, "
-            "or raise --max-seconds"
+            f"{job.what} is estimated at {summary}: above --max-seconds {limit} ({within}); "
+            f"{job.alternatives}, or raise --max-seconds"
         )
     check_memory(est.memory, f"{job.what} (estimated at {summary})", job.alternatives)
     if args.json:
         _refuse_files(args, est.file_bytes, summary, job.alternatives)
     return summary
+
+
+def _steps_that_fit(plan: Callable[[int], DeriveJob], steps: int, limit: float) -> int | None:
+    """The most steps below ``steps`` whose planned job (``plan(k)``, the same job with k steps) is estimated
+    within ``limit`` seconds (the estimate grows with the steps), or None when not even 0 steps fit.
+
+    >>> from rwtoolkit.engines.exact import DeriveJob, JobEstimate
+    >>> plan = lambda k: DeriveJob({}, JobEstimate(2.0**k, 0, 0, 0), "", "")
+    >>> _steps_that_fit(plan, 10, 60), _steps_that_fit(plan, 10, 0.5)
+    (5, None)
+    """
+    if plan(0).estimate.seconds > limit:
+        return None
+    low, high = 0, steps  # plan(low) fits, plan(high) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if plan(middle).estimate.seconds <= limit:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alternatives: str) -> None:
@@ -307,26 +333,32 @@ def run(args: argparse.Namespace) -> int:
         )
     task = task_or_spec(args, "rw derive")
     engine = select(model, "exact", args.init, specialise=optimizer is None)  # the reduced engine runs gd
-    job = engine.load_estimate()(
-        task,
-        model,
-        steps,
-        eta=args.eta,
-        eps=args.eps,
-        mu=_mu(args),
-        loss=args.loss,
-        init=args.init,
-        sigma=args.sigma,
-        seed=seed,
-        objective=args.objective,
-        json=bool(args.json),
-        per_input=args.per_input,
-        verdict=args.verdict,
-        **rule,
-    )
+    mu = _mu(args)
+
+    def plan(k: int) -> DeriveJob:
+        """The job of ``k`` steps, planned before any work (refusing what the engine cannot do)."""
+        return engine.load_estimate()(
+            task,
+            model,
+            k,
+            eta=args.eta,
+            eps=args.eps,
+            mu=mu,
+            loss=args.loss,
+            init=args.init,
+            sigma=args.sigma,
+            seed=seed,
+            objective=args.objective,
+            json=bool(args.json),
+            per_input=args.per_input,
+            verdict=args.verdict,
+            **rule,
+        )
+
+    job = plan(steps)
     for note in job.notes:
         print(f"rw derive: {note}", file=sys.stderr)
-    summary = _refuse_if_too_large(args, job)
+    summary = _refuse_if_too_large(args, job, plan)
     print(f"rw derive: estimated {summary}", file=sys.stderr)
     from rwtoolkit.engines.exact import long_integers, per_input_path, write_oracle
 

@@ -65,7 +65,13 @@ if _typing.TYPE_CHECKING:
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
     from rwtoolkit.models._optim import OPTIMIZERS, Optimizer
     from rwtoolkit.models._positions import four_squares, rational_positions
-    from rwtoolkit.models._sequence import SequenceModel, SequenceProgram, exact_start, forward_operations
+    from rwtoolkit.models._sequence import (
+        SequenceModel,
+        SequenceProgram,
+        exact_start,
+        forward_exponentials,
+        forward_operations,
+    )
     from rwtoolkit.models._symmetry import (
         REDUCED_AXES,
         acting_group,
@@ -102,7 +108,7 @@ _LAZY = {
         "rwtoolkit.models._losses",
     ),
     **dict.fromkeys(
-        ("SequenceModel", "SequenceProgram", "exact_start", "forward_operations"),
+        ("SequenceModel", "SequenceProgram", "exact_start", "forward_exponentials", "forward_operations"),
         "rwtoolkit.models._sequence",
     ),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
@@ -175,6 +181,7 @@ __all__ = [
     "embed",
     "evaluate",
     "exact_start",
+    "forward_exponentials",
     "forward_operations",
     "four_squares",
     "get_model",

@@ -154,11 +154,13 @@ class SequenceModel(Model):
 
 class _CountingTape(Tape):
     """A tape that counts the multiply-adds of what it records: a matrix product's output entries times its
-    inner size, one per output entry of every other primitive."""
+    inner size, one per output entry of every other primitive; and its exponential primitives (softmax,
+    log_softmax, exp), one per call."""
 
     def __init__(self, arithmetic: Arithmetic) -> None:
         super().__init__(arithmetic)
         self.operations = 0
+        self.exponentials = 0
 
     def _var(self, value: Array, *parents: Any) -> Var:
         self.operations += int(np.size(value))
@@ -169,6 +171,30 @@ class _CountingTape(Tape):
         inner = int((a.value if isinstance(a, Var) else a).shape[-1])
         self.operations += int(np.size(out.value)) * (inner - 1)
         return out
+
+    def softmax(self, a: Var | Array, mask: Any = None) -> Var:
+        self.exponentials += 1
+        return super().softmax(a, mask)
+
+    def log_softmax(self, a: Var | Array) -> Var:
+        self.exponentials += 1
+        return super().log_softmax(a)
+
+    def exp(self, a: Var | Array) -> Var:
+        self.exponentials += 1
+        return super().exp(a)
+
+
+def _counted(model: SequenceModel, sizes: Sizes) -> _CountingTape:
+    """The counting tape of one forward pass of ``model``'s program: run once in float64 at zero on one
+    sequence of L = N − 1 tokens."""
+    from rwtoolkit.models._arith import FLOAT64
+
+    tape = _CountingTape(FLOAT64)
+    params = {name: tape.input(np.zeros(shape)) for name, shape in model.shapes(sizes).items()}
+    tape.operations = 0
+    model.program(sizes).run(tape, params, np.zeros((1, sizes.N - 1), dtype=np.int64))
+    return tape
 
 
 def forward_operations(model: SequenceModel, sizes: Sizes) -> int:
@@ -185,13 +211,25 @@ def forward_operations(model: SequenceModel, sizes: Sizes) -> int:
     >>> forward_operations(SequenceModel(lambda S, L: Unigram()), Sizes(K=2, M=4, N=4))
     6
     """
-    from rwtoolkit.models._arith import FLOAT64
-
-    tape = _CountingTape(FLOAT64)
-    params = {name: tape.input(np.zeros(shape)) for name, shape in model.shapes(sizes).items()}
-    tape.operations = 0
-    model.program(sizes).run(tape, params, np.zeros((1, sizes.N - 1), dtype=np.int64))
-    return tape.operations
+    return _counted(model, sizes).operations
 
 
-__all__ = ["SequenceModel", "SequenceProgram", "exact_start", "forward_operations"]
+def forward_exponentials(model: SequenceModel, sizes: Sizes) -> int:
+    """The exponential primitives (``softmax``, ``log_softmax``, ``exp``) of one forward pass of ``model``'s
+    program, one per call of the tape (an attention layer's softmax over all its heads is one): in exact
+    arithmetic each makes exponentials of what the ones before it made, so the exact engine's estimate reads
+    them as levels of nesting (``rwtoolkit.engines.exact.model_job_estimate``).
+
+    >>> class Attention:
+    ...     parameters = {"b": (2,), "w": (2, 2)}
+    ...     initial, axes = {"b": np.zeros(2), "w": np.zeros((2, 2))}, {"b": (None,), "w": (None, None)}
+    ...     def run(self, tape, params, tokens):
+    ...         h = tape.softmax(tape.add(tape.ar.zeros(tokens.shape + (2,)), params["b"]))
+    ...         return tape.matmul(h, params["w"])
+    >>> forward_exponentials(SequenceModel(lambda S, L: Attention()), Sizes(K=2, M=4, N=4))
+    1
+    """
+    return _counted(model, sizes).exponentials
+
+
+__all__ = ["SequenceModel", "SequenceProgram", "exact_start", "forward_exponentials", "forward_operations"]

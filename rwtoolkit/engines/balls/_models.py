@@ -48,7 +48,7 @@ SECONDS_PER_BALL_OP = 6e-8
 #: its tape records many small arrays. Measured 3.3-21 (30 steps at 512 bits on binary_markov N = 3 and
 #: icl_markov S = 2, N = 5, from zero and from the program's own start) over tests/test_sequence_model.py's
 #: one-layer program and examples/nanogpt_attention.py's one_layer, two_layer and with_mlp (12-22 for the first
-#: alone, from its own start); 8 keeps every one within 3x. benchmarks/traced_balls.py compares 200-step runs.
+#: alone, from its own start); 8 keeps every one within 3x. benchmarks/traced_models.py compares 200-step runs.
 SEQUENCE_OP_WEIGHT = 8.0
 #: The longest certified run accepted without ``--steps`` being lowered (an hour at the estimate).
 MAX_BALL_SECONDS = 3600.0

@@ -212,17 +212,42 @@ _FORWARD = 1 / 3
 #: Reading a trajectory out as floats (certified doubles of every parameter, S and f), its accuracy's exact
 #: argmax decisions and near-ties (``rw check``): this fraction of the derivation (0.1-0.25 measured).
 _READOUTS = 0.25
-#: A model with next-token logits (``rwtoolkit.models.SequenceModel``), seconds per multiply-add of a pass
-#: (``sequence_multiply_adds``), measured on the 2-core machine with a one-layer attention-only program (d = 2)
-#: on binary_markov (N = 3, 8 inputs) and icl_markov (S = 2, N = 4, 16 inputs). From zero only the read-out's
-#: bias moves (every other parameter enters the logits in a product of two zeros), so the passes stay cheap at
-#: every step: 0.6e-6 to 3.3e-5 s measured over five steps. From a non-zero start (``--init own``, gaussian)
-#: every logit is an exponential atom from step 0 and they nest one level deeper each step: 3.5-6.3e-4 s at
-#: t = 0, 2.4e-3 to 1.2e-2 s at t = 1, 1.27 s at t = 2 (binary_markov: 895 s for the third state, where the
-#: first two took 6 s); later steps are taken as 50 times the last.
+#: A model with next-token logits (``rwtoolkit.models.SequenceModel``): seconds per multiply-add, counted by
+#: ``sequence_multiply_adds`` for a pass (its forward and its gradient; a forward alone is a third of it), measured
+#: on the project's 2-core machine (x86_64, load average 1-2, 2026-12-03) with the state-by-state times of
+#: ``rwtoolkit.models.gradient_steps`` (the loop of ``derive_model``) for the traced examples of
+#: examples/nanogpt_attention.py and its JAX port (benchmarks/traced_models.py prints the measured times beside
+#: the estimates). T = n·(N − 1), the (sequence, position) terms that every gradient entry sums, scales them:
+#:
+#: * the run's set-up (the population's batch, the start): 0.02 s (0.02-0.08 s measured), ``_SEQUENCE_SETUP``;
+#: * from zero, where the gradient at zero is 0 (``stays_at_start``: every parameter of the nanoGPT-style
+#:   examples enters the logits in a product of two zeros, so the trajectory stays at 0 and every value is a
+#:   rational 0): 0.9-2.6e-7 s per multiply-add (one_layer, icl_markov and binary_markov at N = 5, 15 steps in
+#:   0.23-0.36 s), ``_SEQUENCE_STUCK_OP``;
+#: * from zero otherwise (a read-out bias moves; a hand-written one-layer program, tests/test_sequence_model.py):
+#:   0.6e-6 to 3.3e-5 s over five steps, ``_SEQUENCE_ZERO_OP``;
+#: * from a non-zero start (``--init gaussian``, ``own``) every logit is an exponential atom from state 0 and
+#:   each of the program's E exponential primitives (``rwtoolkit.models.forward_exponentials``: one per attention
+#:   layer, the objective's softmax besides) takes exponentials of the ones before it, so state t holds atoms
+#:   nested to level t + E - 1 (level t for one attention layer). The forward pass of state 0 (rational
+#:   parameters) costs 1.1e-5 (one_layer) to 2.6e-5 (two_layer) s per forward multiply-add at N = 5 (0.41 s and
+#:   1.86 s), 5.1e-5 at N = 3, ``_SEQUENCE_FORWARD_0``; a pass at level 0 (one_layer's state 0) 1.2e-4, 2.1e-4,
+#:   4.7e-4 s at T = 16, 48, 128 (icl_markov N = 3, 4, 5: 1.6 s, 8.4 s, 53.9 s), about T^0.65; at level 1 (one_layer's
+#:   state 1, two_layer's state 0) 8e-4 to 1.8e-3 at T = 16 (one_layer 12.6 s, two_layer 19.7 s on binary_markov
+#:   N = 3), taken to grow as its forward; a forward at level 1 (one_layer's state 1, whose parameters are sums of
+#:   T terms with atoms) 6.4e-4 to 1.6e-3, 2.1e-3 (the JAX port: 6.0e-3), 1.7e-2 s per forward multiply-add at T =
+#:   16, 48, 128 (icl_markov N = 5: 651 s, the step from a Gaussian start 705 s in all), about T^1.4; at level 2
+#:   1.27 s at T = 16 (the hand-written program on binary_markov N = 3: 895 s for its third state). Each level
+#:   beyond the table costs ``_SEQUENCE_NESTING`` times the one before (level 2 over level 1 of a pass: 235x
+#:   measured). Rates as (seconds per multiply-add at T = 128, exponent of T / 128), per level.
+_SEQUENCE_SETUP = 0.02
+_SEQUENCE_STUCK_OP = 1.6e-7
 _SEQUENCE_ZERO_OP = 3.3e-5
-_SEQUENCE_START_OPS = (6.3e-4, 1.2e-2, 1.3)
-_SEQUENCE_NESTING = 50.0
+_SEQUENCE_FORWARD_0 = 1.7e-5
+_SEQUENCE_PASS = ((4.7e-4, 0.65), (2.2e-2, 1.4))
+_SEQUENCE_FORWARD = ((_SEQUENCE_FORWARD_0, 0.0), (1.8e-2, 1.4), (23.0, 1.4))
+_SEQUENCE_NESTING = 250.0
+_SEQUENCE_TERMS = 128
 #: Peak memory besides the interpreter's: bytes per second of exact work (expressions kept for later steps;
 #: 12 MB after 12 s and 85 MB after 200 s measured for learned_positions).
 _MODEL_MEMORY_PER_SECOND = 1e6
@@ -254,8 +279,74 @@ def sequence_multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
     return 3 * population.size * forward_operations(model, sizes)  # type: ignore[arg-type]
 
 
+def stays_at_start(task: CircleWalk | FiniteTask, model: Model, objective: str | None = None) -> bool:
+    """Whether a model with next-token logits stays at zero: its ``objective``'s gradient at zero on the task's
+    population, in float64, is 0 in every entry (then every GD step keeps θ = 0). The nanoGPT-style examples
+    do (each parameter enters the logits in a product of two zeros); a program with a read-out bias does not.
+    A probe for the estimate (milliseconds), not a proof (``stuck_proof`` proves it).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import binary_markov_task
+    >>> stays_at_start(binary_markov_task("1/3", "3/5", 3), get_model("examples/nanogpt_attention.py:one_layer"))
+    True
+    """
+    import numpy as np
+
+    from rwtoolkit.models import FLOAT64, CrossEntropy, batch, evaluate, objective_name, rational_positions
+
+    population = task.population()
+    P = FLOAT64.asarray(np.asarray(rational_positions(population.N, 1), dtype=np.float64))
+    data = batch(FLOAT64, population.tokens, population.labels, population.float_probs(), population.K, P)
+    state = evaluate(
+        model,
+        FLOAT64,
+        model.zeros(FLOAT64, data.inputs.sizes),
+        data,
+        CrossEntropy(objective_name(model, objective) or "lm"),
+    )
+    return state.gradient is not None and not any(np.any(g) for g in state.gradient.values())
+
+
+def sequence_seconds(
+    task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero", objective: str | None = None
+) -> float:
+    """Seconds of the exact engine's trajectory of a model with next-token logits: a pass per state t < ``steps``
+    and the last state's forward, each ``sequence_multiply_adds`` times the rate of its start and nesting level
+    (the ``_SEQUENCE_*`` constants and the measurements above them).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import icl_markov_task
+    >>> model = get_model("examples/nanogpt_attention.py:one_layer")
+    >>> [round(sequence_seconds(icl_markov_task(2, 5, 1), model, k, "gaussian")) for k in (0, 1)]
+    [1, 735]
+    """
+    from rwtoolkit.models import Sizes, forward_exponentials
+
+    ops = sequence_multiply_adds(task, model)
+    if init == "zero":
+        zero = _SEQUENCE_STUCK_OP if stays_at_start(task, model, objective) else _SEQUENCE_ZERO_OP
+        return _SEQUENCE_SETUP + ops * zero * (steps + _FORWARD)
+    population = task.population()
+    sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
+    scale = population.size * (population.N - 1) / _SEQUENCE_TERMS
+    first = max(0, forward_exponentials(model, sizes) - 1)  # type: ignore[arg-type]  # state 0's pass's level
+
+    def per_op(table: tuple[tuple[float, float], ...], level: int) -> float:
+        base, exponent = table[min(level, len(table) - 1)]
+        return base * scale**exponent * _SEQUENCE_NESTING ** max(0, level - len(table) + 1)
+
+    seconds = sum(ops * per_op(_SEQUENCE_PASS, first + t) for t in range(steps))
+    last = 0 if steps == 0 else first + steps  # state 0's forward reads rational parameters only
+    return _SEQUENCE_SETUP + seconds + ops * _FORWARD * per_op(_SEQUENCE_FORWARD, last)
+
+
 def model_job_estimate(
-    task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero", readouts: bool = False
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    init: str = "zero",
+    readouts: bool = False,
+    objective: str | None = None,
 ) -> JobEstimate:
     """Seconds and peak memory of the generic engine's trajectory (``rwtoolkit.engines.exact.derive_model``, or ``rw check``'s
     reference with ``readouts``: every state read out as floats, with its accuracy), without files.
@@ -268,21 +359,12 @@ def model_job_estimate(
     >>> 3 < est.seconds < 60, est.memory < 2**30
     (True, True)
 
-    A model with next-token logits costs ``sequence_multiply_adds`` per pass at the rates of its start (the
-    ``_SEQUENCE_*`` constants: exponential atoms nesting from step 0 after a non-zero start).
+    A model with next-token logits costs ``sequence_seconds`` (``objective``: its cross-entropy, None for the
+    default; read where the start is zero, by ``stays_at_start``).
     """
     n = task.population().size
     if model.TOKEN_LOGITS:
-        ops = sequence_multiply_adds(task, model)
-        seconds = 0.0
-        for t in range(steps + 1):
-            if init == "zero":
-                rate = _SEQUENCE_ZERO_OP
-            elif t < len(_SEQUENCE_START_OPS):
-                rate = _SEQUENCE_START_OPS[t]
-            else:
-                rate = _SEQUENCE_START_OPS[-1] * _SEQUENCE_NESTING ** (t + 1 - len(_SEQUENCE_START_OPS))
-            seconds += ops * rate * (_FORWARD if t == steps else 1.0)
+        seconds = sequence_seconds(task, model, steps, init, objective)
         if readouts:
             seconds *= 1 + _READOUTS
         return JobEstimate(_START + seconds, int(_BASE_MEMORY + _MODEL_MEMORY_PER_SECOND * seconds), 0, 0)
