@@ -19,7 +19,8 @@ and at the end, and three Markdown tables:
   does not include) is within ``--exact-seconds`` (default 60: the minute of the issue), at most
   ``--exact-steps`` (default 40: from zero the examples stay at 0 and thousands of steps fit); a row whose
   estimate is above the budget is listed, not run. The seconds per step are the difference to the 0-step row over the steps,
-  measured and estimated alike. The last column is ``rw derive``'s own command for the most steps that fit,
+  measured and estimated alike (not compared where the measured difference is below ``NOISE``, 0.1 s, the
+  processes' jitter). The last column is ``rw derive``'s own command for the most steps that fit,
   run as a user runs it (interpreter, imports and tracing included) with ``--max-seconds`` of the budget.
 * ``balls``: ``rwtoolkit.engines.balls.ball_model_job`` plans the run (its estimate, at the first precision the
   engine tries) and the ball engine ``select`` gives runs it, as ``rw certify --model`` does: one_layer 200
@@ -122,6 +123,8 @@ TRACED = [
     (TORCH, "two_layer", "torch.export"),
     (JAX, "one_layer", "jaxpr"),
 ]
+#: Seconds below which a difference of two runs is the processes' jitter (measured 0.02-0.08 s for 0 steps).
+NOISE = 0.1
 #: Starts of the exact table.
 EXACT_INITS = ("zero", "gaussian", "own")
 #: (file, factory, task, start, steps) of the ball table: the Done-when runs (200 steps) and the other examples.
@@ -252,7 +255,10 @@ def exact_table(
                             (r["seconds"] - base["seconds"]) / k,
                             (r["estimate"] - base["estimate"]) / k,
                         )
-                        cells += [f"{step:.2f}", f"{est:.2f}", f"{step / est:.2f}" if est > 0 else ""]
+                        if step * k < NOISE:  # the processes' jitter, not a step's cost
+                            cells += [f"< {NOISE / k:.2g}", f"{est:.2g}", ""]
+                        else:
+                            cells += [f"{step:.3g}", f"{est:.3g}", f"{step / est:.2f}" if est > 0 else ""]
                     if cli and k == fits and fits >= 0:
                         command, seconds, code = rw_derive(target, task, init, k, budget)
                         cells.append(f"`{command}`: {seconds:.1f} s, exit {code}")

@@ -330,11 +330,13 @@ class TwoLayerTinyGPT(TinyGPT):
         return tape.add(tape.matmul(h, params["U"]), params["b"])
 
 
-def test_the_exact_estimate_from_zero_reads_whether_the_model_stays_at_zero():
+def test_the_estimates_from_zero_read_whether_the_model_stays_at_zero():
     """Without a bias every gradient at zero is 0 (torch autograd), the trajectory stays at 0, and its steps cost
-    the stuck rate (1.6e-7 s per multiply-add measured), not the rate of a model whose bias moves."""
+    the stuck rates (exact: 1.6e-7 s per multiply-add measured; balls: STUCK_FACTOR of the counted operations),
+    not the rates of a model whose bias moves."""
+    from rwtoolkit.engines.balls import ball_estimate
     from rwtoolkit.engines.exact import derive_model_job
-    from rwtoolkit.engines.exact.engine._cost import stays_at_start
+    from rwtoolkit.models import Sizes, forward_operations, stays_at_zero
 
     task = binary_markov_task("1/3", "3/5", 3)
     pop, targets = population(task)
@@ -350,13 +352,16 @@ def test_the_exact_estimate_from_zero_reads_whether_the_model_stays_at_zero():
         ).backward()
         assert any(bool(p.grad.abs().max() > 0) for p in params.values()) == moves
         model = SequenceModel(lambda S, L, program=program: program, name="t")
-        assert stays_at_start(task, model) is not moves
+        assert stays_at_zero(model, task.population()) is not moves
     stuck = SequenceModel(lambda S, L: TinyGPTWithoutBias(S, L), name="no_bias")
     assert (
         derive_model_job(task, stuck, 40).estimate.seconds
         < 0.6
         < derive_model_job(task, tiny_model(), 40).estimate.seconds
     )
+    sizes = Sizes(K=2, M=4, N=3)
+    per_op = [ball_estimate(task, m, 40) / forward_operations(m, sizes) for m in (stuck, tiny_model())]
+    assert per_op[0] < 0.5 * per_op[1]
 
 
 def test_each_attention_layer_nests_the_exact_estimate_one_level_deeper():

@@ -71,6 +71,7 @@ if _typing.TYPE_CHECKING:
         exact_start,
         forward_exponentials,
         forward_operations,
+        stays_at_zero,
     )
     from rwtoolkit.models._symmetry import (
         REDUCED_AXES,
@@ -108,7 +109,14 @@ _LAZY = {
         "rwtoolkit.models._losses",
     ),
     **dict.fromkeys(
-        ("SequenceModel", "SequenceProgram", "exact_start", "forward_exponentials", "forward_operations"),
+        (
+            "SequenceModel",
+            "SequenceProgram",
+            "exact_start",
+            "forward_exponentials",
+            "forward_operations",
+            "stays_at_zero",
+        ),
         "rwtoolkit.models._sequence",
     ),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
@@ -195,4 +203,5 @@ __all__ = [
     "objective_name",
     "rational_positions",
     "reduced_coordinates",
+    "stays_at_zero",
 ]

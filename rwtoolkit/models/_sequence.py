@@ -232,4 +232,42 @@ def forward_exponentials(model: SequenceModel, sizes: Sizes) -> int:
     return _counted(model, sizes).exponentials
 
 
-__all__ = ["SequenceModel", "SequenceProgram", "exact_start", "forward_exponentials", "forward_operations"]
+def stays_at_zero(model: Model, population: Any, objective: str | None = None) -> bool:
+    """Whether ``model`` (next-token logits) stays at θ = 0 under GD on ``population`` (a task's population:
+    ``tokens``, ``labels``, ``K``, ``N``, ``float_probs()``): its ``objective``'s gradient at zero (None: the
+    model's default), in float64, is 0 in every entry, so every step keeps θ = 0 and every value of the run is
+    0 or a rational of the objective. The nanoGPT-style examples do (each parameter enters the logits in a
+    product of two zeros); a program with a read-out bias does not. A probe for the engines' estimates
+    (milliseconds), not a proof (``rwtoolkit.engines.exact``'s ``stuck_proof`` proves it).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import binary_markov_task
+    >>> population = binary_markov_task("1/3", "3/5", 3).population()
+    >>> stays_at_zero(get_model("examples/nanogpt_attention.py:one_layer"), population)
+    True
+    """
+    from rwtoolkit.models._arith import FLOAT64
+    from rwtoolkit.models._descent import batch, evaluate
+    from rwtoolkit.models._losses import CrossEntropy, objective_name
+    from rwtoolkit.models._positions import rational_positions
+
+    P = FLOAT64.asarray(np.asarray(rational_positions(population.N, 1), dtype=np.float64))
+    data = batch(FLOAT64, population.tokens, population.labels, population.float_probs(), population.K, P)
+    state = evaluate(
+        model,
+        FLOAT64,
+        model.zeros(FLOAT64, data.inputs.sizes),
+        data,
+        CrossEntropy(objective_name(model, objective) or "lm"),
+    )
+    return state.gradient is not None and not any(np.any(g) for g in state.gradient.values())
+
+
+__all__ = [
+    "SequenceModel",
+    "SequenceProgram",
+    "exact_start",
+    "forward_exponentials",
+    "forward_operations",
+    "stays_at_zero",
+]

@@ -50,6 +50,12 @@ SECONDS_PER_BALL_OP = 6e-8
 #: one-layer program and examples/nanogpt_attention.py's one_layer, two_layer and with_mlp (12-22 for the first
 #: alone, from its own start); 8 keeps every one within 3x. benchmarks/traced_models.py compares 200-step runs.
 SEQUENCE_OP_WEIGHT = 8.0
+#: A model with next-token logits that stays at zero (``rwtoolkit.models.stays_at_zero``), from zero: a step
+#: costs this fraction of its counted operations' estimate (every ball an exact 0 or a rational). Measured with
+#: examples/nanogpt_attention.py's one_layer, 200 steps on icl_markov S = 2, N = 5 and binary_markov (1/3, 3/5)
+#: N = 5: 0.015-0.020 s a step (benchmarks/traced_models.py, 2026-12-03, load average 1.7-2.8), 0.021-0.029 s
+#: before, against 0.055 s counted; 0.4 keeps each within 3x.
+STUCK_FACTOR = 0.4
 #: The longest certified run accepted without ``--steps`` being lowered (an hour at the estimate).
 MAX_BALL_SECONDS = 3600.0
 
@@ -168,14 +174,21 @@ def ball_estimate(
     more at higher precision (measured 3.5× at 3856 bits). A model with next-token logits from zero computes
     mostly with exact balls (its values at zero, 0 and 1/n, are exact; bias-free layers stay at 0), whose cost
     does not grow with the precision: that run's estimate has no precision factor (measured: 200 steps of
-    examples/nanogpt_attention.py's one_layer took 0.029 s a step at 1456 bits, 5 steps 0.021 s a step at 286)."""
+    examples/nanogpt_attention.py's one_layer took 0.029 s a step at 1456 bits, 5 steps 0.021 s a step at 286);
+    where every parameter stays at 0 (``rwtoolkit.models.stays_at_zero``) every ball is an exact 0 or a rational
+    of the objective, and a step costs ``STUCK_FACTOR`` of the count (benchmarks/traced_models.py)."""
     bits = BASE_PREC + BITS_PER_STEP * steps if prec is None else prec
     grows = not (model.TOKEN_LOGITS and init == "zero")
+    factor = 1.0
+    if not grows:
+        from rwtoolkit.models import stays_at_zero
+
+        factor = STUCK_FACTOR if stays_at_zero(model, task.population()) else 1.0
     return (
         SECONDS_PER_BALL_OP
         * ball_step_ops(task, model, mu, inputs)
         * (steps + 1)
-        * (max(1.0, (bits / 256) ** 0.5) if grows else 1.0)
+        * (max(1.0, (bits / 256) ** 0.5) if grows else factor)
     )
 
 

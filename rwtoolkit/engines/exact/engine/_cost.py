@@ -220,7 +220,7 @@ _READOUTS = 0.25
 #: the estimates). T = n·(N − 1), the (sequence, position) terms that every gradient entry sums, scales them:
 #:
 #: * the run's set-up (the population's batch, the start): 0.02 s (0.02-0.08 s measured), ``_SEQUENCE_SETUP``;
-#: * from zero, where the gradient at zero is 0 (``stays_at_start``: every parameter of the nanoGPT-style
+#: * from zero, where the gradient at zero is 0 (``rwtoolkit.models.stays_at_zero``: every parameter of the nanoGPT-style
 #:   examples enters the logits in a product of two zeros, so the trajectory stays at 0 and every value is a
 #:   rational 0): 0.9-2.6e-7 s per multiply-add (one_layer, icl_markov and binary_markov at N = 5, 15 steps in
 #:   0.23-0.36 s), ``_SEQUENCE_STUCK_OP``;
@@ -279,34 +279,6 @@ def sequence_multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
     return 3 * population.size * forward_operations(model, sizes)  # type: ignore[arg-type]
 
 
-def stays_at_start(task: CircleWalk | FiniteTask, model: Model, objective: str | None = None) -> bool:
-    """Whether a model with next-token logits stays at zero: its ``objective``'s gradient at zero on the task's
-    population, in float64, is 0 in every entry (then every GD step keeps θ = 0). The nanoGPT-style examples
-    do (each parameter enters the logits in a product of two zeros); a program with a read-out bias does not.
-    A probe for the estimate (milliseconds), not a proof (``stuck_proof`` proves it).
-
-    >>> from rwtoolkit.models import get_model
-    >>> from rwtoolkit.tasks import binary_markov_task
-    >>> stays_at_start(binary_markov_task("1/3", "3/5", 3), get_model("examples/nanogpt_attention.py:one_layer"))
-    True
-    """
-    import numpy as np
-
-    from rwtoolkit.models import FLOAT64, CrossEntropy, batch, evaluate, objective_name, rational_positions
-
-    population = task.population()
-    P = FLOAT64.asarray(np.asarray(rational_positions(population.N, 1), dtype=np.float64))
-    data = batch(FLOAT64, population.tokens, population.labels, population.float_probs(), population.K, P)
-    state = evaluate(
-        model,
-        FLOAT64,
-        model.zeros(FLOAT64, data.inputs.sizes),
-        data,
-        CrossEntropy(objective_name(model, objective) or "lm"),
-    )
-    return state.gradient is not None and not any(np.any(g) for g in state.gradient.values())
-
-
 def sequence_seconds(
     task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero", objective: str | None = None
 ) -> float:
@@ -320,11 +292,11 @@ def sequence_seconds(
     >>> [round(sequence_seconds(icl_markov_task(2, 5, 1), model, k, "gaussian")) for k in (0, 1)]
     [1, 735]
     """
-    from rwtoolkit.models import Sizes, forward_exponentials
+    from rwtoolkit.models import Sizes, forward_exponentials, stays_at_zero
 
     ops = sequence_multiply_adds(task, model)
     if init == "zero":
-        zero = _SEQUENCE_STUCK_OP if stays_at_start(task, model, objective) else _SEQUENCE_ZERO_OP
+        zero = _SEQUENCE_STUCK_OP if stays_at_zero(model, task.population(), objective) else _SEQUENCE_ZERO_OP
         return _SEQUENCE_SETUP + ops * zero * (steps + _FORWARD)
     population = task.population()
     sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
@@ -360,7 +332,7 @@ def model_job_estimate(
     (True, True)
 
     A model with next-token logits costs ``sequence_seconds`` (``objective``: its cross-entropy, None for the
-    default; read where the start is zero, by ``stays_at_start``).
+    default; read where the start is zero, by ``rwtoolkit.models.stays_at_zero``).
     """
     n = task.population().size
     if model.TOKEN_LOGITS:
