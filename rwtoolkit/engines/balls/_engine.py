@@ -287,6 +287,7 @@ def run_trajectory(
     progress: bool = False,
     init: str = "zero",
     objective: str | None = None,
+    optimizer: Any = None,
 ) -> BallTrajectory:
     """The reduced ball engine: GD of ``one_layer`` from zero in reduced coordinates, every quantity a ball.
 
@@ -294,8 +295,8 @@ def run_trajectory(
     ``walks`` (default the task's population, both), the positions any P with PᵀP = μI (the caller encloses
     P's Gram matrix), ``prec`` bits (None: ``automatic_precision``), recorded at the steps ``keep`` selects
     (default all) and the last. If the balls no longer show z + ε > 0 the run stops (``stopped``) with the
-    steps recorded so far. ValueError for another model, ``init`` other than ``"zero"`` or an ``objective``
-    (the generic engine runs them).
+    steps recorded so far. ValueError for another model, ``init`` other than ``"zero"``, an ``objective`` or an
+    ``optimizer`` other than plain GD (the generic engine runs them).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -312,6 +313,11 @@ def run_trajectory(
         raise ValueError(
             f"init={init!r}, objective={objective!r}: the reduced ball engine runs from zero on the loss of its "
             "prediction (rwtoolkit.engines.select gives the generic ball engine for another start)"
+        )
+    if optimizer is not None and not getattr(optimizer, "plain", False):
+        raise ValueError(
+            f"optimizer={getattr(optimizer, 'name', optimizer)!r}: the reduced ball engine runs plain gradient "
+            "descent (rwtoolkit.engines.select gives the generic ball engine for another rule)"
         )
     train_set, eval_set = walks if walks is not None else (WalkSet.population(task.population()),) * 2
     mu_q, eta_q, eps_q = rational(mu), rational(eta), rational(eps)

@@ -342,6 +342,7 @@ def derive(
     sigma: object = "1/100",
     seed: int = 0,
     objective: str | None = None,
+    optimizer: object = None,
 ) -> ReducedTrajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
@@ -374,6 +375,7 @@ def derive(
     steps = check_int(steps, "steps", 0)
     model = get_model("one_layer") if model is None else model
     objective_name(model, objective)
+    plain_rule(optimizer)
     if model.name != "one_layer" or init != "zero":
         raise ValueError(
             f"model={model.name!r}, init={init!r}: the reduced engine runs the paper's model (one_layer) from "
@@ -431,6 +433,17 @@ def derive(
     return traj
 
 
+def plain_rule(optimizer: object) -> None:
+    """One line where ``optimizer`` is another rule than plain GD: the reduced engine's coordinates follow
+    θ ← θ − η∇L only (another rule runs on the generic engine, ``rwtoolkit.engines.select(..., specialise=False)``)."""
+    if optimizer is not None and not getattr(optimizer, "plain", False):
+        raise ValueError(
+            f"--optimizer {getattr(optimizer, 'name', optimizer)}: the reduced exact engine runs plain gradient "
+            "descent only; another rule runs on the generic exact engine (--model one_layer --init gaussian, or "
+            "rwtoolkit.engines.exact.derive_model)"
+        )
+
+
 def derive_job(
     task: CircleWalk | FiniteTask,
     model: Model,
@@ -455,6 +468,7 @@ def derive_job(
     ('mu', '--steps 2 on CircleWalk(K=3, N=3, p=1/2)', True)
     """
     objective_name(model, arguments.get("objective"))  # the paper's model: none but its loss
+    plain_rule(arguments.get("optimizer"))
     est = job_estimate(task, steps, json=json, per_input=per_input)
     alternatives = (
         "use fewer --steps, smaller K or N"

@@ -373,7 +373,6 @@ def derive_model_job(
     per_input: bool | None = None,
     verdict: bool = False,
     readouts: bool = False,
-    optimizer: Optimizer | None = None,
     **arguments: Unpack[EngineArguments],
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
@@ -393,7 +392,8 @@ def derive_model_job(
     ('1', ('the generic engine needs a rational mu; using --mu 1',))
     """
     init, loss, mu = arguments.get("init", "zero"), arguments.get("loss", "log"), arguments.get("mu", 1)
-    if optimizer is not None:  # Adam's √v is refused, naming the ball engine
+    optimizer = arguments.get("optimizer")
+    if isinstance(optimizer, Optimizer):  # Adam's √v is refused, naming the ball engine
         optimizer.check(EXACT)
     if verdict:
         raise ValueError(

@@ -49,7 +49,8 @@ class EngineArguments(TypedDict, total=False):
     """The keyword arguments every exact engine takes besides ``task``, ``model`` and ``steps``
     (``engine.load()(task, model=model, steps=steps, **arguments)``): learning rate, ε, μ, loss, start,
     the scale and seed of a Gaussian start, the cross-entropy objective of a model with next-token logits
-    (``rwtoolkit.models.OBJECTIVES``; None: the model's default), and a progress bar."""
+    (``rwtoolkit.models.OBJECTIVES``; None: the model's default), the update rule (``rwtoolkit.models.Optimizer``;
+    None: plain GD, the only rule of the reduced engine), and a progress bar."""
 
     eta: object
     eps: object
@@ -59,6 +60,7 @@ class EngineArguments(TypedDict, total=False):
     sigma: object
     seed: int
     objective: str | None
+    optimizer: object
     progress: bool
 
 
