@@ -489,19 +489,36 @@ def _run_model_module(
                 series["S"].append(readout_array(attention(Xt), "attention(Xt)", (n, N)))
         if t == steps:
             break
-        if supervised is not None and supervised.optimizer is not None:
-            supervised.optimizer.zero_grad()
-        loss.backward()
-        if supervised is not None and supervised.optimizer is not None:
-            supervised.optimizer.step()
-        elif supervised is not None and supervised.step is not None:
-            supervised.step(module)
-        else:
-            with torch.no_grad():
-                for p in params.values():
-                    if p.grad is not None:
-                        p -= float(config.eta) * p.grad
+        take_step(module, list(params.values()), loss, float(config.eta), supervised)
     return out
+
+
+def take_step(
+    module: Any,
+    params: list[Any],
+    loss: Any,
+    eta: float,
+    supervised: Supervised | None,
+    optimizer: Any = None,
+) -> None:
+    """One update of a module the kit runs, after its loss: the user's (``Supervised``: its optimizer, or its
+    ``step(module)`` after ``backward()``), else ``optimizer`` (a ``torch.optim`` optimizer over ``params``), else
+    the kit's θ ← θ − η ∇θ."""
+    import torch
+
+    user = supervised.optimizer if supervised is not None else optimizer
+    if user is not None:
+        user.zero_grad()
+    loss.backward()
+    if user is not None:
+        user.step()
+    elif supervised is not None and supervised.step is not None:
+        supervised.step(module)
+    else:
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p -= eta * p.grad
 
 
 def _run_functional(
@@ -630,7 +647,7 @@ def _run_model_loop(
             for name in names:
                 check_precision(state[name], f"{name} at t={t}", config.dtype)
                 series[name].append(readout_array(state[name], f"{name} at t={t}", shapes[name]))
-            _append_optional(out, state, optional, t)
+            append_optional(out, state, optional, t)
     finally:
         close = getattr(loop, "close", None)
         if close is not None:
@@ -638,11 +655,14 @@ def _run_model_loop(
     return out
 
 
-def _append_optional(out: Readouts, state: Mapping, shapes: Mapping[str, tuple[int, ...]], t: int) -> None:
-    """State t's optional read-outs (S, f, loss, ...): given at every step from state 0 on, or at none."""
+def append_optional(out: Readouts, state: Mapping, shapes: Mapping[str, tuple[int, ...]], t: int) -> None:
+    """State t's optional read-outs (S, f, loss, token_logits, ...): given at every step from state 0 on, or at
+    none."""
     for key, shape in shapes.items():
         values = out.values[key]
         if values is None:
+            if key in state:
+                raise ImplementationError(f"state {t} of the training loop has {key!r} but state 0 had none")
             continue
         if key not in state:
             if t > 0:

@@ -32,11 +32,13 @@ from ._runner import (
     ImplementationError,
     Readouts,
     Supervised,
+    append_optional,
     build,
     check_precision,
     is_torch_module,
     listed_names,
     readout_array,
+    take_step,
     with_steps,
 )
 
@@ -133,21 +135,7 @@ def _run_module(
         series["loss"].append(np.array(float(loss.detach())))
         if t == steps:
             break
-        if supervised is not None and supervised.optimizer is not None:
-            supervised.optimizer.zero_grad()
-        loss.backward()
-        if supervised is not None and supervised.optimizer is not None:
-            supervised.optimizer.step()
-        elif supervised is not None and supervised.step is not None:
-            supervised.step(module)
-        elif kit is not None:
-            kit.step()
-        else:
-            with torch.no_grad():
-                for name in shapes:
-                    p = params[name]
-                    if p.grad is not None:
-                        p -= float(config.eta) * p.grad
+        take_step(module, [params[name] for name in shapes], loss, float(config.eta), supervised, kit)
     return out
 
 
@@ -182,22 +170,7 @@ def _run_loop(
             for name, shape in shapes.items():
                 check_precision(state[name], f"{name} at t={t}", config.dtype)
                 series[name].append(readout_array(state[name], f"{name} at t={t}", shape))
-            for key, shape in optional.items():
-                values = out.values[key]
-                if values is None:
-                    if key in state:
-                        raise ImplementationError(
-                            f"state {t} of the training loop has {key!r} but state 0 had none"
-                        )
-                    continue
-                if key not in state:
-                    if t > 0:
-                        raise ImplementationError(
-                            f"state {t} of the training loop has no {key!r} but state 0 had one"
-                        )
-                    out.values[key] = None
-                    continue
-                values.append(readout_array(state[key], f"{key} at t={t}", shape))
+            append_optional(out, state, optional, t)
     finally:
         close = getattr(loop, "close", None)
         if close is not None:
