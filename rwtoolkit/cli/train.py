@@ -141,8 +141,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         dest="checkpoint_every",
-        help="write DIR/checkpoint.pt atomically every N >= 1 steps (θ, step, RNG state, the metrics so far; "
-        "generic engine, --population, plain GD)",
+        help="write DIR/checkpoint.pt atomically every N >= 1 steps (θ, the update rule's state, step, RNG state, "
+        "the metrics so far; generic engine, --population)",
     )
     a(
         "--resume",
@@ -250,11 +250,6 @@ def run(args: argparse.Namespace) -> int:
         _refuse_reduced_only(args, f"--optimizer {optimizer.name}", "which run plain GD")
     elif checkpointing:
         _refuse_reduced_only(args, "--checkpoint-every/--resume", "which write no checkpoints")
-    if checkpointing and optimizer is not None and optimizer.name != "gd":
-        raise ValueError(
-            f"--checkpoint-every/--resume: checkpoints hold plain GD's state (θ) only, not --optimizer "
-            f"{optimizer.name}'s buffers; drop --optimizer or the checkpoints"
-        )
     objective = objective_name(net, args.objective)  # one line for a model without next-token logits
     files = ("metrics.json", "checkpoint.pt") if checkpointing else ("metrics.json",)
     out = check_output_dir(args.out, "--out", files=files)
@@ -389,6 +384,7 @@ def _plan(
         args.record_params,
         args.checkpoint_every,
         first,
+        cfg.optimizer,
     )
     what = f"training {net.name} for {args.steps - first} steps"
     if est.seconds > args.max_seconds:

@@ -63,7 +63,7 @@ if _typing.TYPE_CHECKING:
         objective_name,
     )
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
-    from rwtoolkit.models._optim import OPTIMIZERS, Optimizer
+    from rwtoolkit.models._optim import OPTIMIZERS, RULE_STATE_KEYS, Optimizer
     from rwtoolkit.models._positions import four_squares, rational_positions
     from rwtoolkit.models._sequence import (
         SequenceModel,
@@ -120,7 +120,7 @@ _LAZY = {
         "rwtoolkit.models._sequence",
     ),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
-    **dict.fromkeys(("OPTIMIZERS", "Optimizer"), "rwtoolkit.models._optim"),
+    **dict.fromkeys(("OPTIMIZERS", "RULE_STATE_KEYS", "Optimizer"), "rwtoolkit.models._optim"),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
     **dict.fromkeys(
@@ -153,6 +153,7 @@ __all__ = [
     "OPTIMIZERS",
     "REDUCED_AXES",
     "REGISTRY",
+    "RULE_STATE_KEYS",
     "TARGET_FORMS",
     "TARGET_KINDS",
     "Arithmetic",

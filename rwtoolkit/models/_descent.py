@@ -123,6 +123,7 @@ def gradient_steps(
     optimizer: Optimizer = GD,
     schedule: Callable[[int], Any] | None = None,
     stages: Sequence[tuple[int, Collection[str]]] | None = None,
+    rule_state: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[Evaluation]:
     """θ(0), θ(1), ..., θ(steps) of full-batch GD θ ← θ − η ∇L from ``params``, each evaluated, one at a time.
 
@@ -134,10 +135,12 @@ def gradient_steps(
     plain GD, the rule above), refused before the first evaluation where the arithmetic cannot run it;
     ``schedule``: t ↦ the factor of every rate at the step from θ(t) (a rational ≥ 0; ``schedule_factor``);
     ``stages``: (number of steps, the parameters trained) in order, covering the steps (``stage_plan``): the
-    others keep their values and the rule's state (docs/guide/optimizers.md).
+    others keep their values and the rule's state (docs/guide/optimizers.md);
+    ``rule_state``: the rule's state, read at the first step and updated in place (``Optimizer.stepper``): when
+    θ(t) is yielded it holds the state after the step to θ(t) (a checkpoint's, to continue from).
     """
     rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
-    update = optimizer.stepper(arithmetic, rates)
+    update = optimizer.stepper(arithmetic, rates, rule_state)
     plan = None if stages is None else stage_plan(stages, list(params), steps)
     current = dict(params)
     for t in range(steps + 1):

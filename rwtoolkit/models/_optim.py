@@ -43,6 +43,16 @@ DEFAULT_BETAS = (Fraction(9, 10), Fraction(999, 1000))
 DEFAULT_EPS = Fraction(1, 10**8)
 DEFAULT_ADAMW_DECAY = Fraction(1, 100)
 
+#: The state each rule keeps per parameter (``Optimizer.stepper``'s ``state``): the momentum buffer b, Adam's
+#: step count t and moments m, v; plain GD none.
+RULE_STATE_KEYS = {
+    "gd": (),
+    "momentum": ("b",),
+    "nesterov": ("b",),
+    "adam": ("t", "m", "v"),
+    "adamw": ("t", "m", "v"),
+}
+
 #: The alternative named where the exact arithmetic cannot run a rule.
 _BALLS = 'use the ball engine (rwtoolkit.engines.select(model, "balls"))'
 
@@ -141,10 +151,16 @@ class Optimizer:
                 f"{self.name}: √v is irrational in general; the {arithmetic.name} arithmetic cannot run it; {_BALLS}"
             )
 
-    def stepper(self, arithmetic: Any, rates: Mapping[str, Any]) -> Callable[..., dict]:
+    def stepper(
+        self, arithmetic: Any, rates: Mapping[str, Any], state: dict[str, dict[str, Any]] | None = None
+    ) -> Callable[..., dict]:
         """The rule in ``arithmetic`` with learning rate ``rates[name]`` per parameter: a function
         ``step(θ, g, scale=None, active=None)`` ↦ θ' that keeps its state (the buffers, and Adam's step count t
-        per parameter, as torch's) from one call to the next. ``scale`` (an element of the arithmetic; None: 1)
+        per parameter, as torch's) from one call to the next, in ``state`` where given: a dict read at the
+        first step and updated in place after each, ``{name: {"b": b}}`` for the momentum rules and
+        ``{name: {"t": t, "m": m, "v": v}}`` for Adam's (a parameter not yet stepped has no entry; plain GD keeps
+        none), so that a run stopped after any step continues from θ and ``state`` as if it had not stopped
+        (``rw train``'s checkpoints, ``RULE_STATE_KEYS``). ``scale`` (an element of the arithmetic; None: 1)
         multiplies every rate at this step (a schedule, ``schedule_factor``); ``active`` (None: all) names the
         parameters this step updates: the others keep their values and their state, as ``torch.optim`` skips a
         parameter without a gradient (a stage, ``stage_plan``).
@@ -156,7 +172,7 @@ class Optimizer:
         ({'w': array([0.])}, {'w': array([-1.5])})
         """
         self.check(arithmetic)
-        one = self._rule(arithmetic)
+        one = self._rule(arithmetic, {} if state is None else state)
 
         def step(params: dict, grads: dict, scale: Any = None, active: Any = None) -> dict:
             out = {}
@@ -170,8 +186,8 @@ class Optimizer:
 
         return step
 
-    def _rule(self, ar: Any) -> Callable[[str, Any, Any, Any], Any]:
-        """The update of one parameter (name, θ, g, η) ↦ θ', its state kept by name."""
+    def _rule(self, ar: Any, buffers: dict[str, dict[str, Any]]) -> Callable[[str, Any, Any, Any], Any]:
+        """The update of one parameter (name, θ, g, η) ↦ θ', its state kept by name in ``buffers``."""
 
         def element(q: Fraction) -> Any:
             return ar.asarray([q])[0]
@@ -180,7 +196,6 @@ class Optimizer:
             return lambda name, theta, g, eta: theta - eta * g
         decay = element(self.weight_decay) if self.weight_decay != 0 else None
         l2 = decay is not None and self.name != "adamw"  # g ← g + λθ; AdamW decays θ itself
-        buffers: dict[str, dict[str, Any]] = {}
         if self.name == "gd":
             return lambda name, theta, g, eta: theta - eta * (g + decay * theta if l2 else g)
         if self.name in MOMENTUM_RULES:

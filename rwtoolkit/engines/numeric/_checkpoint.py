@@ -1,4 +1,5 @@
-"""Checkpoints of the generic torch engine's long runs: θ(t), the step, the RNG state and the metrics so far.
+"""Checkpoints of the generic torch engine's long runs: θ(t), the update rule's state, the step, the RNG state
+and the metrics so far.
 
 ``train_model(checkpoint=Checkpoints(path, every))`` writes ``path`` (``CHECKPOINT_NAME`` in ``rw train``'s
 --out) atomically every ``every`` steps (``rwtoolkit.io.write_files_atomic``: a failure leaves the previous
@@ -6,8 +7,10 @@ checkpoint as it was, never a partial file); one file, overwritten, so its size 
 checkpoints. ``Checkpoints(path, every, resume=True)`` continues from it: the parameters are restored bit for
 bit, the run evaluates θ(t) again and goes on, so the outputs are the same bytes as a run that was never
 interrupted (full-batch GD on the exact population draws nothing after the start; torch's RNG state is restored
-all the same). A checkpoint of another run (another config, model or task) is refused in one line naming the
-first field that differs (``resume_fields``).
+all the same). A rule with state (``rwtoolkit.models.Optimizer``: the momentum buffers b, Adam's m, v and step
+count t per parameter, ``RULE_STATE_KEYS``) has it saved beside θ(t) and restored bit for bit. A checkpoint of
+another run (another config, model or task) is refused in one line naming the first field that differs
+(``resume_fields``); one of another update rule or other hyperparameters names both rules (``rule_line``).
 """
 
 from __future__ import annotations
@@ -63,9 +66,12 @@ def save_checkpoint(
     params: dict[str, torch.Tensor],
     history: list[dict],
     kept: dict[int, dict[str, np.ndarray]],
+    rule_state: dict[str, dict[str, Any]] | None = None,
 ) -> None:
-    """Write θ(t) with the metrics of the steps before t and the run's ``fields`` atomically to ``checkpoint.path``."""
-    state = {
+    """Write θ(t) with the metrics of the steps before t and the run's ``fields`` atomically to ``checkpoint.path``;
+    ``rule_state``: the update rule's state after the step to θ(t) (``Optimizer.stepper``'s), tensors and step
+    counts by parameter (key ``"rule"``; absent for plain GD, as in checkpoints written before it existed)."""
+    state: dict[str, Any] = {
         "format": CHECKPOINT_FORMAT,
         "fields": fields,
         "step": t,
@@ -74,6 +80,14 @@ def save_checkpoint(
         "kept": {int(s): {k: torch.from_numpy(np.array(v)) for k, v in p.items()} for s, p in kept.items()},
         "rng": torch.get_rng_state(),
     }
+    if rule_state:
+        state["rule"] = {
+            name: {
+                k: v.detach().cpu().clone() if isinstance(v, torch.Tensor) else int(v)
+                for k, v in kept_.items()
+            }
+            for name, kept_ in rule_state.items()
+        }
     write_files_atomic({checkpoint.path: lambda tmp: torch.save(state, tmp)})
 
 
@@ -92,6 +106,13 @@ def load_checkpoint(checkpoint: Checkpoints, fields: dict[str, Any]) -> dict[str
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"--resume: {path} is not a checkpoint of rw train ({CHECKPOINT_FORMAT})")
     differing = resume_fields(state["fields"], fields)
+    rules = [d for d in differing if d[0] == "config.optimizer" or d[0].startswith("config.optimizer.")]
+    if rules:
+        was, now = (rule_line(f.get("config", {}).get("optimizer")) for f in (state["fields"], fields))
+        raise ValueError(
+            f"--resume: the checkpoint {path} was written with {was}, now {now}; resume with the same --optimizer "
+            "and hyperparameters, or start afresh without --resume"
+        )
     if differing:
         name, was, now = differing[0]
         raise ValueError(
@@ -100,6 +121,31 @@ def load_checkpoint(checkpoint: Checkpoints, fields: dict[str, Any]) -> dict[str
         )
     torch.set_rng_state(state["rng"])
     return state
+
+
+def rule_line(described: dict[str, Any] | None) -> str:
+    """An update rule as metrics.json's config records it (``Optimizer.describe``; None: plain GD) in words.
+
+    >>> rule_line({"name": "momentum", "momentum": 0.9, "weight_decay": 0.0}), rule_line(None)
+    ('--optimizer momentum (momentum 0.9, weight_decay 0.0)', '--optimizer gd (weight_decay 0.0)')
+    """
+    rule = {"name": "gd", "weight_decay": 0.0} if described is None else described
+    options = ", ".join(
+        f"{k} {','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in rule.items() if k != "name"
+    )
+    return f"--optimizer {rule.get('name')} ({options})"
+
+
+def restored_rule_state(state: dict[str, Any], dtype: torch.dtype, device: Any) -> dict[str, dict[str, Any]]:
+    """The update rule's state of a checkpoint read by ``load_checkpoint`` (empty for plain GD), its tensors
+    in ``dtype`` on ``device``, the step counts as ints: what ``gradient_steps(rule_state=)`` continues from."""
+    return {
+        name: {
+            k: v.to(device=device, dtype=dtype) if isinstance(v, torch.Tensor) else int(v)
+            for k, v in kept.items()
+        }
+        for name, kept in state.get("rule", {}).items()
+    }
 
 
 def checkpoint_step(path: Path) -> int:

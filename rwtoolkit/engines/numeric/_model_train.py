@@ -30,6 +30,7 @@ from rwtoolkit.engines.numeric._checkpoint import (
     Checkpoints,
     checkpoint_bytes,
     load_checkpoint,
+    restored_rule_state,
     save_checkpoint,
 )
 from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
@@ -37,7 +38,16 @@ from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
 from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
 from rwtoolkit.io import check_memory, format_bytes
-from rwtoolkit.models import CrossEntropy, Model, Optimizer, Sizes, batch, gradient_steps, objective_name
+from rwtoolkit.models import (
+    RULE_STATE_KEYS,
+    CrossEntropy,
+    Model,
+    Optimizer,
+    Sizes,
+    batch,
+    gradient_steps,
+    objective_name,
+)
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
 #: Keys of every history record of ``train_model`` (the last two for a model with an attention S).
@@ -118,12 +128,14 @@ def model_train_estimate(
     record_params: bool = False,
     checkpoint_every: int | None = None,
     first: int = 0,
+    optimizer: Optimizer | None = None,
 ) -> TrainEstimate:
     """Seconds, memory and output bytes of a ``train_model`` run of ``steps`` steps from step ``first`` (a
     resumed run's), recording ``record_steps`` (None: every step) and the last, with every parameter at those
     steps where ``record_params``, and one checkpoint file where ``checkpoint_every`` is given (overwritten:
     it holds θ and the records so far, so its size is bounded by the run's records, not by the number of
-    checkpoints). The seconds are this machine's (the constants above); a float32 or CUDA run is counted as
+    checkpoints; with the state of ``optimizer``'s rule, one more copy of the parameters per buffer: momentum's
+    b, Adam's m and v). The seconds are this machine's (the constants above); a float32 or CUDA run is counted as
     float64 on the CPU (an upper estimate for these small tensors).
 
     >>> from rwtoolkit.models import get_model
@@ -157,7 +169,8 @@ def model_train_estimate(
     metrics = _HEADER_BYTES + recorded * record + _FLOAT_BYTES * (params + attention)
     files = metrics
     if checkpoint_every is not None:
-        files += checkpoint_bytes(params, tensors, recorded, record)
+        copies = 1 + sum(k != "t" for k in RULE_STATE_KEYS[optimizer.name]) if optimizer is not None else 1
+        files += checkpoint_bytes(copies * params, copies * tensors, recorded, record)
     memory = model_memory_estimate(task, model, M, steps, dtype)
     return TrainEstimate(per_step * max(steps - first, 0), memory, files)
 
@@ -218,8 +231,9 @@ def train_model(
     is not plain GD.
     ``checkpoint``: write θ(t), the step, torch's RNG state and the metrics so far atomically every
     ``checkpoint.every`` steps, and with ``checkpoint.resume`` continue from the checkpoint (``Checkpoints``; one
-    line for one of another run): the result is the same, bit for bit, as the uninterrupted run's (plain GD, whose
-    state is θ alone; a rule with buffers and ``trace`` are refused with it).
+    line for one of another run): the result is the same, bit for bit, as the uninterrupted run's (the rule's
+    state, momentum buffers or Adam's moments and step counts, is saved and restored with θ; ``trace`` is refused
+    with it).
 
     Records loss, accuracy (the first maximal class), parent attention (mean attention on position N-1) and
     the mean attention profile at every step of ``record_steps`` (default: every step) and at the last step
@@ -284,10 +298,12 @@ def train_model(
         **(config or {}),
     }
     first = 0
+    rule_state: dict[str, dict[str, Any]] = {}  # the rule's buffers (momentum, Adam), saved with θ(t)
     if checkpoint is not None:
-        if rule.name != "gd" or trace:  # plain GD (with or without weight decay) keeps no state beside θ
-            what = "trace" if rule.name == "gd" else f"optimizer {rule.name} (its buffers)"
-            raise ValueError(f"checkpoints hold θ alone: drop --checkpoint-every/--resume or {what}")
+        if trace:
+            raise ValueError(
+                "checkpoints hold θ and the rule's state, not a trace: drop --checkpoint-every/--resume or trace"
+            )
         fields = {
             "config": cfg,
             "model": model.describe(),
@@ -301,6 +317,7 @@ def train_model(
             start = {k: v.to(device=ar.device, dtype=ar.dtype) for k, v in saved["params"].items()}
             history = list(saved["history"])
             kept = {int(s): {k: v.numpy() for k, v in p.items()} for s, p in saved["kept"].items()}
+            rule_state = restored_rule_state(saved, ar.dtype, ar.device)
         if checkpoint.note is not None:
             print(checkpoint.note, file=sys.stderr)
     bar = tqdm(
@@ -310,10 +327,11 @@ def train_model(
         desc="rw train",
         unit="step",
     )
-    for t, state in enumerate(gradient_steps(model, ar, start, data, ell, eta, steps - first, rule), first):
+    descent = gradient_steps(model, ar, start, data, ell, eta, steps - first, rule, rule_state=rule_state)
+    for t, state in enumerate(descent, first):
         current = state.params
         if checkpoint is not None and checkpoint.due(t, steps) and t > first:
-            save_checkpoint(checkpoint, fields, t, current, history, kept)
+            save_checkpoint(checkpoint, fields, t, current, history, kept, rule_state)
         if chosen is None and loss == "log" and bool((state.z + eps <= 0).any()):
             raise Diverged(
                 f"log-loss -log(z+eps) is undefined at step {t}: z+eps <= 0 (lower eta or raise eps)", t
