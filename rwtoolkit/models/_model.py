@@ -88,15 +88,19 @@ def embed(arithmetic: Arithmetic, tokens: np.ndarray, K: int, P: Array) -> Input
     X = arithmetic.asarray(onehot)
     M = int(P.shape[0])
     Pn = P.reshape((1, M, L + 1)) + arithmetic.zeros((n, M, L + 1))
-    Xt = _concat_rows(X, Pn)
-    xN = _concat_rows(arithmetic.zeros((K,)), P[:, L])
+    Xt = _concat_rows(arithmetic, X, Pn)
+    xN = _concat_rows(arithmetic, arithmetic.zeros((K,)), P[:, L])
     return Inputs(X=X, Xt=Xt, xN=xN, tokens=tokens)
 
 
-def _concat_rows(top: Array, bottom: Array) -> Array:
-    """[top; bottom] along the second-to-last axis (the first for vectors), in either array library."""
+def _concat_rows(arithmetic: Arithmetic, top: Array, bottom: Array) -> Array:
+    """[top; bottom] along the second-to-last axis (the first for vectors): numpy arrays by numpy, another
+    arithmetic's arrays by its ``concat`` (``ExtendedArithmetic``), else torch's."""
     if isinstance(top, np.ndarray):
         return np.concatenate([top, bottom], axis=-2 if top.ndim > 1 else 0)
+    concat = getattr(arithmetic, "concat", None)
+    if concat is not None:
+        return concat([top, bottom], top.ndim - 2 if top.ndim > 1 else 0)
     import torch
 
     return torch.cat([top, bottom], dim=-2 if top.ndim > 1 else 0)
