@@ -17,6 +17,7 @@ from rwtoolkit.engines.balls._certify import Certification, Statement, certify, 
 from rwtoolkit.engines.balls._compare import compare_float
 from rwtoolkit.engines.balls._engine import State, Undecided, run_trajectory
 from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
+from rwtoolkit.engines.balls._float_balls import FLOAT_BALLS, FloatBallArithmetic, FloatBalls
 from rwtoolkit.engines.balls._gram import GramEnclosure, enclose_gram, sine_embeddings
 from rwtoolkit.engines.balls._model_certify import (
     BallEstimate,
@@ -41,6 +42,9 @@ from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 __all__ = [
     "MAX_PREC",
     "MIN_PREC",
+    "FLOAT_BALLS",
+    "FloatBallArithmetic",
+    "FloatBalls",
     "BallEstimate",
     "BallJob",
     "BallLogLoss",
