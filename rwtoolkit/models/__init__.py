@@ -50,6 +50,14 @@ if _typing.TYPE_CHECKING:
         evaluate,
         gradient_steps,
     )
+    from rwtoolkit.models._dual import (
+        Dual,
+        DualArithmetic,
+        flatten,
+        hessian,
+        hessian_vector_products,
+        unflatten,
+    )
     from rwtoolkit.models._losses import (
         BUILT_IN,
         OBJECTIVES,
@@ -88,6 +96,10 @@ _LAZY = {
     **dict.fromkeys(
         ("FLOAT64", "Arithmetic", "Array", "ExtendedArithmetic", "FloatArithmetic", "ObjectArithmetic"),
         "rwtoolkit.models._arith",
+    ),
+    **dict.fromkeys(
+        ("Dual", "DualArithmetic", "flatten", "hessian", "hessian_vector_products", "unflatten"),
+        "rwtoolkit.models._dual",
     ),
     **dict.fromkeys(
         ("Batch", "Evaluation", "batch", "descend", "evaluate", "gradient_steps"),
@@ -161,6 +173,8 @@ __all__ = [
     "Array",
     "Batch",
     "CrossEntropy",
+    "Dual",
+    "DualArithmetic",
     "ElementLoss",
     "Evaluation",
     "ExtendedArithmetic",
@@ -189,6 +203,7 @@ __all__ = [
     "descend",
     "embed",
     "evaluate",
+    "flatten",
     "exact_start",
     "forward_exponentials",
     "forward_operations",
@@ -197,6 +212,8 @@ __all__ = [
     "is_registered",
     "is_target",
     "gradient_steps",
+    "hessian",
+    "hessian_vector_products",
     "model_help",
     "model_hyperparameters",
     "model_names",
@@ -205,4 +222,5 @@ __all__ = [
     "rational_positions",
     "reduced_coordinates",
     "stays_at_zero",
+    "unflatten",
 ]
