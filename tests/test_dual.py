@@ -1,12 +1,15 @@
 """Forward mode over any arithmetic gives the Hessian of a model's population objective (issue 43, item 1).
 
 ``rwtoolkit.models.hessian`` runs the tape's reverse pass in ``DualArithmetic`` (forward over reverse). The oracle
-is independent of the tape: torch's Hessian (reverse over reverse, torch.func.jacrev twice) of the same objective written directly on the example PyTorch
-module (examples/nanogpt_attention.py), the cross-entropy at every position weighted by the sequences' exact
-probabilities as float64 (``CrossEntropy("lm")``'s docstring). Measured: the two differ by at most 8.9e-16
-(one_layer, two_layer, with_mlp on in-context Markov chains of length 4 at the module's own start) on entries up
-to 1.07; the tolerance 1e-13 is about a hundred times that, and the product rule's second term dropped makes them
-differ by 0.04-0.09. Over arb balls at 128 bits the products enclose the float64 ones (to within their rounding).
+is independent of the tape: torch's Hessian (reverse over reverse, torch.func.jacrev twice) of the same objective
+written directly on the example PyTorch module (examples/nanogpt_attention.py), the cross-entropy at every position
+weighted by the sequences' exact probabilities as float64 (``CrossEntropy("lm")``'s docstring). Measured: the two
+differ by at most 8.9e-16 (one_layer on binary Markov chains of length 2, two_layer and with_mlp on in-context
+Markov chains of length 4, at the module's own start) on entries up to 1.9; the tolerance 1e-13 is about a hundred
+times that, and the product rule's second term dropped makes them differ by 0.03-0.09. Each array operation is
+checked on its own against torch's Jacobian (reverse mode) applied to the directions. Over arb balls at 128 bits
+the products enclose the float64 ones, and over float balls the Hessian on a box of parameters encloses the
+float64 Hessian at points of the box.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import torch.nn.functional as F
 from rwtoolkit.models import (
     FLOAT64,
     CrossEntropy,
+    DualArithmetic,
     Model,
     batch,
     flatten,
@@ -88,9 +92,17 @@ def _torch_hessian(name: str, pop: Any, params: dict[str, np.ndarray]) -> np.nda
     return torch.func.jacrev(torch.func.jacrev(objective))(theta).numpy()  # reverse over reverse
 
 
-@pytest.mark.parametrize("name", ["one_layer", "two_layer", "with_mlp"])
-def test_hessian_matches_torch_autograd_on_the_example_module(name: str) -> None:
-    pop, model, data, params = _setup(name, icl_markov_task(2, 5, 1))
+#: The models and their tasks (one_layer on the small task the ball tests use: each size is traced once).
+ORACLE_CASES = [
+    ("one_layer", lambda: binary_markov_task("1/3", "3/5", 3)),
+    ("two_layer", lambda: icl_markov_task(2, 5, 1)),
+    ("with_mlp", lambda: icl_markov_task(2, 5, 1)),
+]
+
+
+@pytest.mark.parametrize("name, task", ORACLE_CASES, ids=[c[0] for c in ORACLE_CASES])
+def test_hessian_matches_torch_autograd_on_the_example_module(name: str, task: Any) -> None:
+    pop, model, data, params = _setup(name, task())
     H = hessian(model, FLOAT64, params, data, CrossEntropy("lm"), chunk=64)
     want = _torch_hessian(name, pop, params)
     assert H.shape == want.shape == (flatten(params).size,) * 2
@@ -129,3 +141,178 @@ def test_ball_hessian_vector_products_enclose_the_float_ones() -> None:
     assert rad.max() < 1e-25  # 128 bits: narrow balls, so that holding the floats says something
     assert np.abs(want).max() > 0.1
     assert (np.abs(mid - want) <= rad + 1e-14).all()
+
+
+MASK = np.array([[True, False, True], [True, True, False]])
+IDX = np.array([0, 2])
+CONST = np.array([0.5, -1.5, 2.0])
+
+#: (name, the function on dual arrays, the same on torch tensors, the input shapes, inputs > 0): each array
+#: operation the tape, the objectives and the optimizers use, with the broadcasting and 1-D cases numpy has.
+PRIMITIVES = [
+    ("matmul vector-matrix", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(3,), (3, 4)], False),
+    ("matmul matrix-vector", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(2, 3), (3,)], False),
+    ("matmul vector-vector", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(3,), (3,)], False),
+    ("matmul batch-vector", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(5, 2, 3), (3,)], False),
+    ("matmul vector-batch", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(3,), (5, 3, 2)], False),
+    ("matmul broadcast left", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(5, 2, 3), (3, 4)], False),
+    ("matmul broadcast right", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(2, 3), (5, 3, 4)], False),
+    ("matmul batched", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(2, 5, 2, 3), (5, 3, 4)], False),
+    ("matmul large", lambda ar, a, b: a @ b, lambda a, b: a @ b, [(2, 20, 30), (2, 30, 10)], False),
+    (
+        "matmul with constants",
+        lambda ar, a: (CONST @ a) @ CONST.reshape(3, 1) + CONST[:2] @ a[:2],
+        lambda a: (
+            (torch.tensor(CONST) @ a) @ torch.tensor(CONST).reshape(3, 1) + torch.tensor(CONST[:2]) @ a[:2]
+        ),
+        [(3, 3)],
+        False,
+    ),
+    (
+        "broadcast arithmetic",
+        lambda ar, a, b, c: (a * b - c / b + 2.0) / (1 + a * a) - CONST * a + 3 / b,
+        lambda a, b, c: (a * b - c / b + 2.0) / (1 + a * a) - torch.tensor(CONST) * a + 3 / b,
+        [(3,), (2, 3), (2, 1)],
+        True,
+    ),
+    (
+        "negation and constant on the left",
+        lambda ar, a: -(CONST - a) * (CONST / a),
+        lambda a: -(torch.tensor(CONST) - a) * (torch.tensor(CONST) / a),
+        [(2, 3)],
+        True,
+    ),
+    (
+        "indexing",
+        lambda ar, a: a[IDX, :, IDX[::-1]] * a[1][None, :, 0] + a[..., None][:, 1:3, 0, 0].sum(),
+        lambda a: a[IDX, :, IDX[::-1].copy()] * a[1][None, :, 0] + a[..., None][:, 1:3, 0, 0].sum(),
+        [(3, 4, 3)],
+        False,
+    ),
+    (
+        "axes",
+        lambda ar, a: (
+            a.transpose(2, 0, 1).swapaxes(-1, -2).reshape(-1, 4).T
+            * a.permute((1, 2, 0)).reshape((2, 6))[0, 0]
+        ),
+        lambda a: (
+            a.permute(2, 0, 1).swapaxes(-1, -2).reshape(-1, 4).T * a.permute(1, 2, 0).reshape((2, 6))[0, 0]
+        ),
+        [(2, 2, 3)],
+        False,
+    ),
+    (
+        "sums",
+        lambda ar, a: ar.sum(a, (0, -1)) + ar.sum(a, 1, keepdims=True).reshape(-1)[:4] + a.sum(),
+        lambda a: a.sum((0, -1)) + a.sum(1, keepdim=True).reshape(-1)[:4] + a.sum(),
+        [(2, 4, 3)],
+        False,
+    ),
+    (
+        "exp log sqrt",
+        lambda ar, a: ar.log(a) * ar.exp(a) / ar.sqrt(a),
+        lambda a: a.log() * a.exp() / a.sqrt(),
+        [(2, 3)],
+        True,
+    ),
+    ("erf", lambda ar, a: ar.erf(a) * a, lambda a: torch.erf(a) * a, [(2, 3)], False),
+    ("softmax", lambda ar, a: ar.softmax(a) * a, lambda a: torch.softmax(a, -1) * a, [(2, 3)], False),
+    (
+        "masked softmax",
+        lambda ar, a: ar.masked_softmax(a, MASK) * a,
+        lambda a: torch.softmax(a.masked_fill(torch.tensor(~MASK), float("-inf")), -1) * a,
+        [(2, 3)],
+        False,
+    ),
+    (
+        "log_softmax",
+        lambda ar, a: ar.log_softmax(a) * a,
+        lambda a: torch.log_softmax(a, -1) * a,
+        [(2, 3)],
+        False,
+    ),
+    (
+        "concat",
+        lambda ar, a, b: ar.concat([a, CONST.reshape(1, 3), b * b], 0),
+        lambda a, b: torch.cat([a, torch.tensor(CONST).reshape(1, 3), b * b], 0),
+        [(2, 3), (1, 3)],
+        False,
+    ),
+    (
+        "assignment",
+        lambda ar, a: _assigned(ar, a),
+        lambda a: torch.cat(
+            [torch.zeros(3, 1, dtype=torch.float64), a * a, torch.zeros(3, 1, dtype=torch.float64)], 1
+        ),
+        [(3, 2)],
+        False,
+    ),
+]
+
+
+def _assigned(ar: DualArithmetic, a: Any) -> Any:
+    z = ar.zeros((3, 4))
+    z[:, 1:3] = a * a
+    return z
+
+
+@pytest.mark.parametrize(
+    "name, dual_fn, torch_fn, shapes, positive", PRIMITIVES, ids=[p[0] for p in PRIMITIVES]
+)
+def test_dual_tangents_are_torch_jacobians_applied(
+    name: str, dual_fn: Any, torch_fn: Any, shapes: list, positive: bool
+) -> None:
+    """The tangents of 3 directions at once are J v, J torch's Jacobian (reverse mode) of the same function."""
+    rng = np.random.default_rng(len(name))
+    values = [rng.standard_normal(s) for s in shapes]
+    if positive:
+        values = [0.5 + np.abs(v) for v in values]
+    directions = [rng.standard_normal((3,) + s) for s in shapes]
+    ar = DualArithmetic(FLOAT64, 3)
+    out = dual_fn(ar, *(ar.variable(v, t) for v, t in zip(values, directions, strict=True)))
+    leaves = [torch.tensor(v) for v in values]
+    want_value = torch_fn(*leaves).numpy()
+    jacobians = torch.func.jacrev(torch_fn, argnums=tuple(range(len(leaves))))(*leaves)
+    want = sum(
+        np.tensordot(
+            t, J.numpy(), axes=(list(range(1, t.ndim)), list(range(J.ndim - t.ndim + 1, J.ndim)))
+        ).reshape((3,) + want_value.shape)
+        for t, J in zip(directions, jacobians, strict=True)
+    )
+    assert out.shape == want_value.shape and out.tangent.shape == (3,) + want_value.shape
+    np.testing.assert_allclose(out.value, want_value, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(out.tangent, want, rtol=1e-12, atol=1e-12)
+
+
+def test_float_ball_hessian_encloses_the_float_hessian_over_a_box() -> None:
+    """In float balls (rwtoolkit.engines.balls.FLOAT_BALLS) the Hessian at parameter balls of radius 10⁻⁶ holds
+    the float64 Hessian at points of the box (its centre and two corners' mixtures), to within float rounding."""
+    from rwtoolkit.engines.balls import FLOAT_BALLS, FloatBalls
+
+    task = binary_markov_task("1/3", "3/5", 3)
+    _, model, data, params = _setup("one_layer", task)
+    _, _, ball_data, ball_params = _setup("one_layer", task, FLOAT_BALLS)
+    radius = 1e-6
+    box = {name: FloatBalls(value.mid, np.full(value.shape, radius)) for name, value in ball_params.items()}
+    H = hessian(model, FLOAT_BALLS, box, ball_data, CrossEntropy("lm"))
+    assert H.shape == (flatten(params).size,) * 2
+    assert 0 < H.rad.max() < 1e-3  # the box's width, not the whole line
+    rng = np.random.default_rng(2)
+    for scale in (0.0, 1.0, 1.0):
+        point = {k: v + scale * radius * rng.uniform(-1, 1, v.shape) for k, v in params.items()}
+        inside = hessian(model, FLOAT64, point, data, CrossEntropy("lm"))
+        assert (np.abs(inside - H.mid) <= H.rad + 1e-14).all()
+    point_balls = hessian(model, FLOAT_BALLS, ball_params, ball_data, CrossEntropy("lm"))
+    assert point_balls.rad.max() < 1e-12  # at a point: rounding only
+
+
+def test_an_undecided_relu_in_balls_is_the_base_arithmetic_refusal() -> None:
+    """A ReLU input ball that straddles 0 raises the ball engine's Undecided through the duals, unchanged."""
+    from flint import arb
+
+    from rwtoolkit.engines.balls import Undecided, ball_arithmetic
+
+    ar = DualArithmetic(ball_arithmetic(), 2)
+    x = ar.variable(np.array([arb(1), arb("0 +/- 0.1")], dtype=object), ar.base.zeros((2, 2)))
+    with pytest.raises(Undecided, match="straddles 0"):
+        ar.positive(x)

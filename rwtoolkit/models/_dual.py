@@ -128,7 +128,7 @@ class Dual:
         value = self.value - o.value
         ndim = len(_shape(value))
         tb = o._lifted(ndim)
-        return self._make(value, _plus(self._lifted(ndim), None if tb is None else -tb))
+        return self._make(value, _minus(self._lifted(ndim), tb))
 
     def __rsub__(self, other: Any) -> Dual:
         return self.ar.lift(other) - self
@@ -139,7 +139,7 @@ class Dual:
         ndim = len(_shape(value))
         ta, tb = self._lifted(ndim), o._lifted(ndim)
         return self._make(
-            value, _plus(None if ta is None else ta * o.value, None if tb is None else tb * self.value)
+            value, _fresh_sum(None if ta is None else ta * o.value, None if tb is None else tb * self.value)
         )
 
     def __rmul__(self, other: Any) -> Dual:
@@ -152,7 +152,7 @@ class Dual:
         ta, tb = self._lifted(ndim), o._lifted(ndim)
         if ta is None and tb is None:
             return Dual(value, None, self.ar)
-        numerator = _plus(ta, None if tb is None else -(tb * value))
+        numerator = _minus(ta, None if tb is None else tb * value)
         return self._make(value, numerator / o.value)
 
     def __rtruediv__(self, other: Any) -> Dual:
@@ -216,9 +216,7 @@ class Dual:
             return Dual(value, None, self.ar)
         key = index if isinstance(index, tuple) else (index,)
         tangent = self.tangent[(slice(None),) + key]
-        if _advanced_first(
-            key
-        ):  # numpy puts separated advanced indices' axes first, the directions after them
+        if _advanced_first(key):  # their axes come first, the directions' axis after them: move it
             tangent = _to_front(tangent, _advanced_ndim(key))
         return Dual(value, tangent, self.ar)
 
@@ -243,9 +241,31 @@ class Dual:
 
 
 def _plus(a: Array | None, b: Array | None) -> Array | None:
+    """a + b, where None is 0."""
     if a is None:
         return b
     if b is None:
+        return a
+    return a + b
+
+
+def _minus(a: Array | None, b: Array | None) -> Array | None:
+    """a − b, where None is 0."""
+    if b is None:
+        return a
+    if a is None:
+        return -b
+    return a - b
+
+
+def _fresh_sum(a: Array | None, b: Array | None) -> Array | None:
+    """a + b of two arrays that nothing else holds (products just made), into ``a`` where their shapes agree:
+    ``+=`` (numpy adds in place, saving an allocation of the tangents' size; an array without ``__iadd__``
+    makes a new sum)."""
+    if a is None or b is None:
+        return _plus(a, b)
+    if _shape(a) == _shape(b):
+        a += b
         return a
     return a + b
 
@@ -458,7 +478,7 @@ class DualArithmetic:
         out = shape2[:-2] + (shape2[-2:-1] if len(sa) > 1 else ()) + (shape2[-1:] if len(sb) > 1 else ())
         ndim = len(shape2)
         ta, tb = A2._lifted(ndim), B2._lifted(ndim)
-        tangent = _plus(
+        tangent = _fresh_sum(
             None if ta is None else _left_product(ta, B2.value),
             None if tb is None else _right_product(A2.value, tb),
         )
