@@ -423,9 +423,15 @@ def test_rw_train_runs_the_rule_and_records_it(tmp_path):
         ),  # fmt: skip
         (
             "derive",
-            ["--p", "1/2", "--optimizer", "momentum", "--json", "OUT"],
-            "--optimizer momentum: --json "
-            "applies to plain GD (the oracle and the verdicts record gd); drop it, or --optimizer",
+            ["--p", "1/2", "--optimizer", "adam", "--json", "OUT"],
+            "adam: √v is irrational in general; the exact "
+            'arithmetic cannot run it; use the ball engine (rwtoolkit.engines.select(model, "balls"))',
+        ),  # fmt: skip
+        (
+            "derive",
+            ["--p", "1/2", "--optimizer", "momentum", "--verdict"],
+            "--optimizer momentum: --verdict applies to plain GD (the verdicts are of the paper's reduced "
+            "coordinates); drop it, or --optimizer",
         ),  # fmt: skip
         (
             "certify",

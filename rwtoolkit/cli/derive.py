@@ -326,10 +326,10 @@ def run(args: argparse.Namespace) -> int:
 
     optimizer = optimizer_from_args(args)
     rule = {} if optimizer is None else {"optimizer": optimizer}  # None: plain GD, every exact engine's
-    if optimizer is not None and (args.json or args.verdict):
+    if optimizer is not None and args.verdict:
         raise ValueError(
-            f"--optimizer {optimizer.name}: {'--json' if args.json else '--verdict'} applies to plain GD (the oracle "
-            "and the verdicts record gd); drop it, or --optimizer"
+            f"--optimizer {optimizer.name}: --verdict applies to plain GD (the verdicts are of the paper's "
+            "reduced coordinates); drop it, or --optimizer"
         )
     task = task_or_spec(args, "rw derive")
     engine = select(model, "exact", args.init, specialise=optimizer is None)  # the reduced engine runs gd
@@ -362,7 +362,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"rw derive: estimated {summary}", file=sys.stderr)
     from rwtoolkit.engines.exact import long_integers, per_input_path, write_oracle
 
-    traj = engine.load()(task, model=model, steps=steps, progress=True, **job.arguments, **rule)
+    traj = engine.load()(
+        task, model=model, steps=steps, progress=True, **job.arguments
+    )  # the rule among them
     with long_integers():  # exact rationals of late steps have thousands of digits
         print(render_verdicts(traj.reduced, args.json) if args.verdict else render(traj, args.json))
     if args.json:

@@ -132,15 +132,22 @@ class Optimizer:
         """Whether the update is rational in the state (every rule but Adam's, whose √v is not)."""
         return self.name not in ADAM_RULES
 
-    def describe(self) -> dict[str, Any]:
-        """The rule and its hyperparameters as JSON values (floats), as output files record them."""
+    def describe(self, exact: bool = False) -> dict[str, Any]:
+        """The rule and its hyperparameters as JSON values: floats, as output files record them, or with
+        ``exact`` the rationals as strings (``"9/10"``), as an oracle records them; ``Optimizer(**d)`` reads
+        either back (the exact form to the same rule).
+
+        >>> Optimizer("nesterov", momentum="1/3").describe(exact=True)
+        {'name': 'nesterov', 'momentum': '1/3', 'weight_decay': '0'}
+        """
+        number = str if exact else float
         out: dict[str, Any] = {"name": self.name}
         if self.name in MOMENTUM_RULES:
-            out["momentum"] = float(self.momentum)
+            out["momentum"] = number(self.momentum)
         if self.name in ADAM_RULES:
-            out["betas"] = [float(b) for b in self.betas]
-            out["eps"] = float(self.eps)
-        out["weight_decay"] = float(self.weight_decay)
+            out["betas"] = [number(b) for b in self.betas]
+            out["eps"] = number(self.eps)
+        out["weight_decay"] = number(self.weight_decay)
         return out
 
     def check(self, arithmetic: Any) -> None:

@@ -30,7 +30,9 @@ MANIFEST_ENTRY_KEYS = ("id", "oracle", "P", "steps", "config", "rtol", "tie_rtol
 
 
 def fixture_config(folder: str | Path, entry: dict, dtype: str) -> CheckConfig:
-    """The ``CheckConfig`` of one manifest entry, its population read from its oracle file.
+    """The ``CheckConfig`` of one manifest entry, its population read from its oracle file, and the update rule
+    the oracle's trajectory ran (``config.optimizer``; None: plain GD), which the kit's loop then runs and an
+    implementation's own loop reads (``CheckConfig.optimizer``, ``CheckConfig.torch_optimizer``).
 
     ``OracleFormatError`` naming the file when the entry, the oracle or the P file is damaged.
     """
@@ -49,6 +51,7 @@ def fixture_config(folder: str | Path, entry: dict, dtype: str) -> CheckConfig:
     named_by = header.get("config")
     if not isinstance(named_by, dict) or (named_by.get("K"), named_by.get("N")) != (K, N):
         raise OracleFormatError(f"{header_path}: not the oracle of K={K}, N={N} the manifest names")
+    optimizer = _fixture_rule(named_by.get("optimizer"), header_path)
     columns = PerInput(header_path, header)
     try:
         tokens, labels, weights = (columns.column(k) for k in ("tokens", "labels", "weight"))
@@ -70,7 +73,32 @@ def fixture_config(folder: str | Path, entry: dict, dtype: str) -> CheckConfig:
         task=task,
         embedding=embedding,
         seed=seed,
+        optimizer=optimizer,
     )
+
+
+def _fixture_rule(rule: object, path: Path) -> dict | None:
+    """The oracle's update rule (``config.optimizer``: its name and exact hyperparameters, written by
+    ``rwtoolkit.models.Optimizer.describe(exact=True)``) as torch.optim takes it (floats), or None for plain GD
+    (an oracle without the field); ``OracleFormatError`` naming the file for one that is not a rule's record."""
+    if rule is None:
+        return None
+    try:
+        if not isinstance(rule, dict) or rule.get("name") not in (
+            "gd",
+            "momentum",
+            "nesterov",
+            "adam",
+            "adamw",
+        ):
+            raise ValueError("no rule name of gd, momentum, nesterov, adam, adamw")
+        out: dict = {"name": rule["name"]}
+        for key, value in rule.items():
+            if key != "name":
+                out[key] = [float(Fraction(v)) for v in value] if key == "betas" else float(Fraction(value))
+    except (TypeError, ValueError, ZeroDivisionError) as err:
+        raise OracleFormatError(f"{path}: config.optimizer is not an update rule ({err})") from None
+    return None if out == {"name": "gd", "weight_decay": 0.0} else out
 
 
 def _fixture_positions(path: Path, N: int) -> np.ndarray:

@@ -462,6 +462,12 @@ def _run_model_module(
     out.P = P
     if not callable(attention):
         out.values["S"] = None
+    # the kit's own update: θ ← θ − η ∇θ, or the config's rule (a frozen oracle's) as torch.optim runs it
+    kit = (
+        None
+        if supervised is not None or getattr(config, "optimizer", None) is None
+        else config.torch_optimizer(list(params.values()))
+    )
     for t in range(steps + 1):
         for p in params.values():
             p.grad = None
@@ -489,7 +495,7 @@ def _run_model_module(
                 series["S"].append(readout_array(attention(Xt), "attention(Xt)", (n, N)))
         if t == steps:
             break
-        take_step(module, list(params.values()), loss, float(config.eta), supervised)
+        take_step(module, list(params.values()), loss, float(config.eta), supervised, kit)
     return out
 
 

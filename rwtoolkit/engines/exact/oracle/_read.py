@@ -13,6 +13,7 @@ import sympy as sp
 
 from rwtoolkit.engines.exact.oracle._nodes import decode_nodes, nested_map
 from rwtoolkit.io import load_schema
+from rwtoolkit.models import Optimizer
 from rwtoolkit.runtime.oracle_format import (
     OracleFormatError,
     PerInput,
@@ -48,6 +49,9 @@ class Oracle:
         self.version: int = header["version"]
         self.config: dict = header["config"]
         self.model: dict | None = header.get("model")
+        #: The update rule of the trajectory (``config.optimizer``, its hyperparameters exact); plain GD for a
+        #: file without it (every oracle written before the field, and every plain-GD oracle).
+        self.optimizer: Optimizer = _rule(header["config"].get("optimizer"), path)
         self._per_input: PerInput | None = None
         self._decoded: dict[str, list[sp.Basic]] = {}
         self._shapes = value_shapes(header, path)
@@ -229,6 +233,19 @@ def _parse(node: object, names: dict) -> object:
         return [_parse(n, names) for n in node]
     with long_integers():
         return sp.sympify(node, locals=names)
+
+
+def _rule(described: object, path: Path) -> Optimizer:
+    """The oracle's update rule from its config (None: plain GD); ``OracleFormatError`` naming the file for a
+    rule ``rwtoolkit.models.Optimizer`` refuses."""
+    if described is None:
+        return Optimizer()
+    try:
+        if not isinstance(described, dict):
+            raise ValueError(f"{described!r} is not an object")
+        return Optimizer(**described)
+    except (TypeError, ValueError) as err:
+        raise OracleFormatError(f"{path}: config.optimizer is not an update rule ({err})") from None
 
 
 def load_oracle(path: str | os.PathLike, exact: bool = False, verify: bool = False) -> Oracle:

@@ -131,7 +131,8 @@ def _notation(traj: ExactTrajectory) -> dict[str, str]:
 
 def _config(traj: ExactTrajectory, per_input: bool) -> dict:
     """The header's configuration; with the full coordinates' positions (M, how P is built) where the model
-    reads them, and the objective of a model with next-token logits (which reads token ids, not P)."""
+    reads them, the objective of a model with next-token logits (which reads token ids, not P), and the update
+    rule where it is not plain GD (``Optimizer.describe(exact=True)``; a file without it is plain GD)."""
     task = traj.task
     config: dict[str, Any] = {
         "task": getattr(task, "name", "finite"),
@@ -153,6 +154,9 @@ def _config(traj: ExactTrajectory, per_input: bool) -> dict:
         config["objective"] = objective
     elif traj.M is not None:
         config.update(M=traj.M, positions=POSITIONS)
+    rule = getattr(traj, "optimizer", None)  # an update rule other than plain GD: its exact hyperparameters
+    if rule is not None and not rule.plain:
+        config["optimizer"] = rule.describe(exact=True)
     return config
 
 
