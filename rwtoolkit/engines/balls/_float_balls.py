@@ -62,10 +62,11 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from flint import arb, fmpq
@@ -86,6 +87,7 @@ def _float_up(q: Fraction) -> float:
     return f if Fraction(f) >= q else math.nextafter(f, math.inf)
 
 
+@functools.lru_cache(maxsize=4096)
 def gamma(n: int) -> float:
     """γ_n = n u / (1 − n u), rounded up: the relative error bound of n rounded operations in any order."""
     if n <= 0:
@@ -130,6 +132,21 @@ _LOG_COEFFS = [1.0 / (2 * j + 1) for j in range(_LOG_TERMS + 1)]
 _EXP_MAX = 709.78
 #: exp(x) below this is in (0, η/2): the float 0 with radius η.
 _EXP_MIN = -745.2
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _quiet(fn: _F) -> _F:
+    """``fn`` with numpy's floating-point warnings off: overflow and 0·∞ are expected here, and their balls become
+    the whole line (``FloatBalls._checked``)."""
+
+    @functools.wraps(fn)
+    def quiet(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet  # type: ignore[return-value]
 
 
 def _up(z: Any, j: int, m: int) -> Any:
@@ -219,19 +236,22 @@ class FloatBalls:
     @classmethod
     def _checked(cls, mid: Any, rad: Any) -> FloatBalls:
         """The balls, where a midpoint or radius is not finite (overflow, a pole) the whole line (mid 0, rad ∞)."""
-        if not math.isfinite(float(np.sum(mid)) + float(np.sum(rad))):
+        # the sums are ∞ or NaN where an entry is (or where they overflow: then the slow check finds nothing)
+        if not math.isfinite(float(np.add.reduce(mid, axis=None)) + float(np.add.reduce(rad, axis=None))):
             bad = ~(np.isfinite(mid) & np.isfinite(rad))
             mid = np.where(bad, 0.0, mid)
             rad = np.where(bad, _INF, rad)
         return cls._make(mid, rad)
 
     @classmethod
+    @_quiet
     def from_bounds(cls, lo: Any, hi: Any) -> FloatBalls:
         """The smallest-radius float ball found that contains every [lo, hi] (floats, lo ≤ hi)."""
         lo = np.asarray(lo, dtype=np.float64)
         hi = np.asarray(hi, dtype=np.float64)
         mid = 0.5 * lo + 0.5 * hi
-        rad = np.maximum(_upper(hi - mid), _upper(mid - lo))
+        wide = np.maximum(hi - mid, mid - lo)  # a difference of floats rounds to 0 only where it is 0
+        rad = np.where(wide == 0, 0.0, _upper(wide))
         return cls._checked(mid, rad)
 
     # shape --------------------------------------------------------------------------------------
@@ -277,6 +297,7 @@ class FloatBalls:
     def copy(self) -> FloatBalls:
         return FloatBalls._make(np.array(self.mid), np.array(self.rad))
 
+    @_quiet
     def sum(self, axis: Any = None, keepdims: bool = False) -> FloatBalls:
         """The sum over ``axis`` (None: all), its rounding γ_(n−1) Σ|mid| covered."""
         mid = np.sum(self.mid, axis=axis, keepdims=keepdims)
@@ -319,6 +340,7 @@ class FloatBalls:
     def __rmul__(self, other: Any) -> FloatBalls:
         return _mul(self, other)
 
+    @_quiet
     def __truediv__(self, other: Any) -> FloatBalls:
         p = _point(other)
         if p is not None:
@@ -336,10 +358,12 @@ class FloatBalls:
         return _matmul(other, self)
 
     # bounds ---------------------------------------------------------------------------------------
+    @_quiet
     def lower(self) -> np.ndarray:
         """A float lower bound of every entry."""
         return _down(self.mid - self.rad)
 
+    @_quiet
     def upper(self) -> np.ndarray:
         """A float upper bound of every entry."""
         return _upper(self.mid + self.rad)
@@ -381,6 +405,7 @@ def _balls(x: Any) -> FloatBalls:
     return FLOAT_BALLS.asarray(x)
 
 
+@_quiet
 def _add(a: FloatBalls, other: Any, sign: float) -> FloatBalls:
     p = _point(other)
     if p is not None:
@@ -391,6 +416,7 @@ def _add(a: FloatBalls, other: Any, sign: float) -> FloatBalls:
     return FloatBalls._checked(mid, _up(a.rad + b.rad + U * np.abs(mid), 3, 1))
 
 
+@_quiet
 def _mul(a: FloatBalls, other: Any) -> FloatBalls:
     p = _point(other)
     if p is not None:
@@ -402,6 +428,7 @@ def _mul(a: FloatBalls, other: Any) -> FloatBalls:
     return FloatBalls._checked(mid, _up(z, 5, 4))
 
 
+@_quiet
 def _reciprocal(b: FloatBalls) -> FloatBalls:
     """1/b: the interval of the endpoints' reciprocals, outward; the whole line where b contains 0."""
     m = np.abs(b.mid)
@@ -416,6 +443,7 @@ def _reciprocal(b: FloatBalls) -> FloatBalls:
     return FloatBalls._make(mid, rad)
 
 
+@_quiet
 def _matmul(a: Any, b: Any) -> FloatBalls:
     """Rump's midpoint-radius product (the module text)."""
     pa, pb = _point(a), _point(b)
@@ -441,27 +469,32 @@ def _whole_where(bad: np.ndarray, mid: np.ndarray, rad: np.ndarray) -> FloatBall
     return FloatBalls._checked(mid, rad)
 
 
+@_quiet
 def _exp(a: FloatBalls) -> FloatBalls:
     r = a.rad
     if not r.size or float(r.max()) <= 1.0:
         y, e = _exp_point(a.mid)
         spread = r + r * r  # e^r − 1 ≤ r + r² for r ≤ 1
-        rad = _up(e + (y + e) * spread, 6, 2)
+        z = e + (y + e) * spread
+        rad = np.where(z == 0, 0.0, _up(z, 6, 2))  # z = 0: an exact 0 in, the exact 1 out
         return FloatBalls._checked(y, rad)
     ylo, elo = _exp_point(_down(a.mid - r))
     yhi, ehi = _exp_point(_upper(a.mid + r))
     return FloatBalls.from_bounds(np.maximum(_down(ylo - elo), 0.0), _upper(yhi + ehi))
 
 
+@_quiet
 def _log(a: FloatBalls) -> FloatBalls:
     lo = _down(a.mid - a.rad)
     bad = ~(lo > 0)
     x = np.where(bad, 1.0, a.mid)
     y, e = _log_point(x)
-    rad = _up(e + a.rad / np.where(bad, 1.0, lo), 2, 1)
+    z = e + a.rad / np.where(bad, 1.0, lo)
+    rad = np.where(z == 0, 0.0, _up(z, 2, 1))  # z = 0: an exact 1 in, the exact 0 out
     return _whole_where(bad, y, rad)
 
 
+@_quiet
 def _sqrt(a: FloatBalls) -> FloatBalls:
     if not a.rad.any():
         m = a.mid
@@ -498,7 +531,10 @@ def _element(x: Any) -> tuple[float, float]:
         ball = from_arb(np.array([x], dtype=object))
         return float(ball.mid[0]), float(ball.rad[0])
     q = _rational(x)
-    f = float(q)
+    try:
+        f = float(q)
+    except OverflowError:
+        return 0.0, math.inf
     if Fraction(f) == q:
         return f, 0.0
     return f, float(_up(np.float64(U * abs(f)), 1, 1))
@@ -657,6 +693,7 @@ def widest_radius(a: Any) -> float:
     return float(r.max()) if r.size else 0.0
 
 
+@_quiet
 def norm2_upper(x: Any) -> float:
     """An upper bound of the Euclidean norm of the radii of ``x`` (FloatBalls), or of ``x`` itself (a float
     array), the float rounding covered: the entries scaled by an exact power of two, the sum of squares with
@@ -669,15 +706,15 @@ def norm2_upper(x: Any) -> float:
         return 0.0
     if not math.isfinite(top):
         return math.inf
-    _, e = math.frexp(top)  # top < 2^e
-    scale = math.ldexp(1.0, -e) if -e <= 1023 else None
-    if scale is None:  # pragma: no cover - only for top below 2^-1023
-        scaled = v * 2.0**1023 * math.ldexp(1.0, -e - 1023)
-    else:
-        scaled = v * scale  # exact, or below the smallest normal where it underflows (η/2 each, covered)
+    _, e = math.frexp(top)  # top < 2^e, −1073 ≤ e ≤ 1024
+    half = e // 2
+    # v 2^−e in two exact powers of two (each within the float range): exact, or off by ≤ η/2 per step where an
+    # entry falls below the smallest normal; then Σ (v 2^−e)² ≤ n, each square and sum rounded (``_up``)
+    scaled = (v * 2.0 ** (-half)) * 2.0 ** (half - e)
     n = int(v.size)
-    s = float(_up(np.float64(np.sum(scaled * scaled)), n + 2, 2 * n))
-    return float(np.nextafter(np.nextafter(math.sqrt(s), math.inf) * math.ldexp(1.0, e), math.inf))
+    s = float(_up(np.float64(np.sum(scaled * scaled)), n + 2, 4 * n))
+    root = math.nextafter(math.sqrt(s), math.inf)  # IEEE sqrt is correctly rounded: one step up covers it
+    return math.nextafter((root * 2.0 ** (e - half)) * 2.0**half, math.inf)
 
 
 def to_arb(a: Any) -> np.ndarray:
