@@ -316,3 +316,26 @@ def test_an_undecided_relu_in_balls_is_the_base_arithmetic_refusal() -> None:
     x = ar.variable(np.array([arb(1), arb("0 +/- 0.1")], dtype=object), ar.base.zeros((2, 2)))
     with pytest.raises(Undecided, match="straddles 0"):
         ar.positive(x)
+
+
+def test_exact_hessian_at_zero_is_rational_and_exactly_symmetric() -> None:
+    """Over the exact engine's arithmetic (fmpq) the Hessian at θ = 0 has rational entries, H = Hᵀ exactly (the
+    columns H e_j come from separate directions: a wrong second derivative breaks the symmetry), and the float64
+    Hessian is its rounding."""
+    import sympy as sp
+
+    from rwtoolkit.engines.exact import EXACT
+
+    def exact_log(a: Any) -> Any:  # the loss value's logarithms (the Hessian reads none)
+        return np.vectorize(lambda x: sp.log(sp.Rational(int(x.p), int(x.q))), otypes=[object])(a)
+
+    task = binary_markov_task("1/3", "3/5", 3)
+    _, model, data, _ = _setup("one_layer", task)
+    _, _, exact_data, _ = _setup("one_layer", task, EXACT)
+    H = hessian(
+        model, EXACT, model.zeros(EXACT, exact_data.inputs.sizes), exact_data, CrossEntropy("lm", exact_log)
+    )
+    assert all(type(x).__name__ == "fmpq" for x in H.flat)
+    assert (H == H.T).all() and any(x != 0 for x in H.flat)
+    floats = hessian(model, FLOAT64, model.zeros(FLOAT64, data.inputs.sizes), data, CrossEntropy("lm"))
+    np.testing.assert_allclose(EXACT.to_float(H), floats, rtol=0, atol=1e-15)

@@ -39,7 +39,7 @@ import numpy as np
 
 from rwtoolkit.models._arith import Arithmetic, Array
 from rwtoolkit.models._descent import Batch, evaluate
-from rwtoolkit.models._losses import ArithmeticLoss, CrossEntropy, ElementLoss, Objective
+from rwtoolkit.models._losses import ArithmeticLoss, CrossEntropy, ElementLoss, Objective, PredictionLoss
 from rwtoolkit.models._model import Inputs, Model
 
 
@@ -590,10 +590,13 @@ def _dual_batch(ar: DualArithmetic, data: Batch) -> Batch:
 
 
 def _dual_loss(ar: DualArithmetic, loss: ElementLoss | Objective) -> ElementLoss | Objective:
-    """``loss`` reading ``ar``: a built-in loss bound to another arithmetic rebound, a cross-entropy's own
-    logarithm (the exact engine's) applied to the values with the tangent ẋ / x; any other as it is."""
+    """``loss`` reading ``ar``: a built-in loss bound to another arithmetic (alone or in a ``PredictionLoss``)
+    rebound, a cross-entropy's own logarithm (the exact engine's) applied to the values with the tangent ẋ / x;
+    any other as it is."""
     if isinstance(loss, ArithmeticLoss):
         return ArithmeticLoss(loss.name, loss.eps, ar)
+    if isinstance(loss, PredictionLoss) and isinstance(loss.loss, ArithmeticLoss):
+        return PredictionLoss(ArithmeticLoss(loss.loss.name, loss.loss.eps, ar))
     own = getattr(loss, "_log", None)
     if isinstance(loss, CrossEntropy) and own is not None:
 
