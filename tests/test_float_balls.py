@@ -236,7 +236,7 @@ def test_exp_and_log_are_tight_and_contain_arb_over_a_wide_range() -> None:
         for i, y in enumerate(ys):
             assert _holds(lg, (i,), _arb(Fraction(float(y))).log())
     normal = (xs > -708) & (xs < 709)
-    # measured (this file, 2026-12-04): relative radius of exp ≤ 9.2e-16, of log ≤ 1.1e-15 (log 1 = 0 exact)
+    # measured 2026-12-04 on 10^5 points: relative radius of exp ≤ 2.1e-15, of log ≤ 1.2e-15 (log 1 = 0 exact)
     assert (e.rad[normal] / e.mid[normal]).max() < 1e-14
     nonzero = lg.mid != 0
     assert (lg.rad[nonzero] / np.abs(lg.mid[nonzero])).max() < 1e-14
