@@ -1,5 +1,7 @@
 """``--optimizer``, ``--momentum``, ``--betas``, ``--adam-eps`` and ``--weight-decay``: the update rule of
-``rwtoolkit.models.Optimizer``, one reading for every command that trains (rw train, rw derive, rw certify)."""
+``rwtoolkit.models.Optimizer``, one reading for every command that trains (rw train, rw derive, rw certify,
+rw check); ``--schedule`` and ``--stages``: a learning-rate schedule (``rwtoolkit.models.Schedule``) and training
+in stages (``rwtoolkit.models.parse_stages``, ``glob_stages``), for the commands whose engines run them."""
 
 from __future__ import annotations
 
@@ -7,16 +9,31 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rwtoolkit.models import Optimizer
+    from rwtoolkit.models import Optimizer, Schedule
 
 #: The rules as ``--optimizer`` offers them: ``rwtoolkit.models.OPTIMIZERS`` (written out here, so that ``rw --help``
 #: imports nothing more; tests/test_optimizers.py pins them equal).
 OPTIMIZER_CHOICES = ("gd", "momentum", "nesterov", "adam", "adamw")
 
 
-def add_optimizer_arguments(parser: argparse.ArgumentParser, what: str = "") -> None:
-    """The update rule's flags (docs/guide/optimizers.md); ``what`` says where the rule runs."""
+def add_optimizer_arguments(parser: argparse.ArgumentParser, what: str = "", schedules: bool = False) -> None:
+    """The update rule's flags (docs/guide/optimizers.md); ``what`` says where the rule runs; ``schedules``:
+    also ``--schedule`` and ``--stages`` (docs/guide/optimizers.md#schedules-and-stages-on-the-command-line)."""
     a = parser.add_argument
+    if schedules:
+        a(
+            "--schedule",
+            default=None,
+            help="learning-rate schedule: step:EVERY:FACTOR (the rate times FACTOR every EVERY steps, FACTOR a "
+            "rational > 0), warmup:W (linear warmup over W steps) or cosine:T (cosine decay over T steps; floats)",
+        )
+        a(
+            "--stages",
+            default=None,
+            help="train in stages, in order: GLOBS=STEPS,... (parameter-name globs joined by |, e.g. "
+            "'blocks.0.*=1000,blocks.1.*=1000'); the others keep their values and the rule's state; the steps "
+            "must cover --steps",
+        )
     a(
         "--optimizer",
         default="gd",
@@ -74,3 +91,39 @@ def optimizer_from_args(args: argparse.Namespace) -> Optimizer | None:
     except ValueError as why:
         raise ValueError(f"--optimizer {name}: {why}") from None
     return None if rule.plain else rule
+
+
+def schedule_from_args(args: argparse.Namespace) -> Schedule | None:
+    """``--schedule`` read (``rwtoolkit.models.Schedule.parse``; one line naming the flag and the forms), or None.
+
+    >>> schedule_from_args(argparse.Namespace(schedule="step:100:1/2")).text
+    'step:100:1/2'
+    """
+    text = getattr(args, "schedule", None)
+    if text is None:
+        return None
+    from rwtoolkit.models import Schedule
+
+    return Schedule.parse(text)
+
+
+def stages_from_args(
+    args: argparse.Namespace, names: list[str] | None = None
+) -> list[tuple[int, frozenset[str]]] | None:
+    """``--stages`` read (``rwtoolkit.models.parse_stages``) and, given the model's parameter ``names``, matched
+    against them and checked to cover ``args.steps`` (``rwtoolkit.models.glob_stages``, ``stage_plan``): one
+    line naming the flag otherwise, before any work; None without ``--stages``."""
+    text = getattr(args, "stages", None)
+    if text is None:
+        return None
+    from rwtoolkit.models import glob_stages, parse_stages, stage_plan
+
+    parsed = parse_stages(text)
+    if names is None:
+        return [(steps, frozenset(globs)) for steps, globs in parsed]
+    stages = glob_stages(parsed, names)
+    try:
+        stage_plan(stages, names, int(args.steps))
+    except ValueError as why:
+        raise ValueError(f"--stages: {why}") from None
+    return stages

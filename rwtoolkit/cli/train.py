@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_objective_argument(parser, "another model")
     from rwtoolkit.cli._optim import add_optimizer_arguments
 
-    add_optimizer_arguments(parser, "another rule than gd trains on the generic engine, with --population")
+    add_optimizer_arguments(
+        parser, "another rule than gd trains on the generic engine, with --population", schedules=True
+    )
     a("--task", choices=TASKS, default="circle", help="circle walk or QA task 1/2 (default circle)")
     add_spec_argument(parser, "rw train")
     a("--K", type=int, default=None, help="circle: number of nodes, >= 3 (default 6; QA tasks: 19, fixed)")
@@ -237,10 +239,11 @@ def run(args: argparse.Namespace) -> int:
     from rwtoolkit.models import DEFAULT_MODEL, FLOAT64, Sizes, objective_name
 
     renamed_flag(args, "rw train", "--mu", "--pos-norm")
-    from rwtoolkit.cli._optim import optimizer_from_args
+    from rwtoolkit.cli._optim import optimizer_from_args, schedule_from_args, stages_from_args
 
     record_steps = _long_run_options(args)
     checkpointing = args.checkpoint_every is not None or args.resume
+    schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
     net = model_from_args(args)
     optimizer = optimizer_from_args(args)  # None: plain GD
     paper = net.name == DEFAULT_MODEL
@@ -248,6 +251,9 @@ def run(args: argparse.Namespace) -> int:
         _refuse_paper_only(args, net.name)
     elif optimizer is not None:
         _refuse_reduced_only(args, f"--optimizer {optimizer.name}", "which run plain GD")
+    elif schedule is not None or stages is not None:
+        flag = "--schedule" if schedule is not None else "--stages"
+        _refuse_reduced_only(args, flag, "which run a constant rate on every parameter")
     elif checkpointing:
         _refuse_reduced_only(args, "--checkpoint-every/--resume", "which write no checkpoints")
     objective = objective_name(net, args.objective)  # one line for a model without next-token logits
@@ -257,6 +263,8 @@ def run(args: argparse.Namespace) -> int:
     task = _task(args)
     if args.init == "own":  # one line for a model without a start of its own, before the engine loads
         net.own_start(FLOAT64, Sizes(K=task.K, M=args.M, N=task.N), "zero or gaussian")
+    if stages is not None:  # the globs against the model's parameter names, covering --steps
+        stages = stages_from_args(args, list(net.shapes(Sizes(K=task.K, M=args.M, N=task.N))))
     from rwtoolkit.engines import select
     from rwtoolkit.engines.numeric import (  # torch loads here, not for --help
         ModelConfig,
@@ -300,10 +308,12 @@ def run(args: argparse.Namespace) -> int:
         record_params=args.record_params,
         objective=objective,
         optimizer=optimizer,
+        schedule=schedule,
+        stages=stages,
     )
     # The paper's model (with --normalize-attention / --relu-width: the variant it names) trains on its
     # registered specialisation; a model named with --model, or another update rule, on the generic engine.
-    specialise = paper and optimizer is None and not checkpointing
+    specialise = paper and optimizer is None and schedule is None and stages is None and not checkpointing
     engine = select(registered_model(model).name, "torch", args.init, specialise=specialise)
     if specialise:
         [result] = engine.load()([(task, model, cfg)], progress=True)
@@ -321,6 +331,10 @@ def run(args: argparse.Namespace) -> int:
         about += f"objective {objective}, init {args.init}, "
     if optimizer is not None:
         about += f"optimizer {optimizer.name}, "
+    if schedule is not None:
+        about += f"schedule {schedule.text}, "
+    if stages is not None:
+        about += f"{len(stages)} stages, "
     attention = (  # a sequence model has no attention over the N positions to report
         f", parent_attention {last['parent_attention']:.4g}" if "parent_attention" in last else ""
     )

@@ -71,7 +71,15 @@ if _typing.TYPE_CHECKING:
         objective_name,
     )
     from rwtoolkit.models._model import Inputs, Model, Readouts, Sizes, embed
-    from rwtoolkit.models._optim import OPTIMIZERS, RULE_STATE_KEYS, Optimizer
+    from rwtoolkit.models._optim import (
+        OPTIMIZERS,
+        RULE_STATE_KEYS,
+        Optimizer,
+        Schedule,
+        glob_stages,
+        parse_stages,
+        stage_plan,
+    )
     from rwtoolkit.models._positions import four_squares, rational_positions
     from rwtoolkit.models._sequence import (
         SequenceModel,
@@ -132,7 +140,18 @@ _LAZY = {
         "rwtoolkit.models._sequence",
     ),
     **dict.fromkeys(("Inputs", "Model", "Readouts", "Sizes", "embed"), "rwtoolkit.models._model"),
-    **dict.fromkeys(("OPTIMIZERS", "RULE_STATE_KEYS", "Optimizer"), "rwtoolkit.models._optim"),
+    **dict.fromkeys(
+        (
+            "OPTIMIZERS",
+            "RULE_STATE_KEYS",
+            "Optimizer",
+            "Schedule",
+            "glob_stages",
+            "parse_stages",
+            "stage_plan",
+        ),
+        "rwtoolkit.models._optim",
+    ),
     **dict.fromkeys(("four_squares", "rational_positions"), "rwtoolkit.models._positions"),
     **dict.fromkeys(("Tape", "Var"), "rwtoolkit.models._tape"),
     **dict.fromkeys(
@@ -190,6 +209,7 @@ __all__ = [
     "PredictionLoss",
     "Readouts",
     "Registered",
+    "Schedule",
     "SequenceModel",
     "SequenceProgram",
     "Sizes",
@@ -209,6 +229,7 @@ __all__ = [
     "forward_operations",
     "four_squares",
     "get_model",
+    "glob_stages",
     "is_registered",
     "is_target",
     "gradient_steps",
@@ -219,8 +240,10 @@ __all__ = [
     "model_names",
     "model_summary",
     "objective_name",
+    "parse_stages",
     "rational_positions",
     "reduced_coordinates",
+    "stage_plan",
     "stays_at_zero",
     "unflatten",
 ]

@@ -141,6 +141,9 @@ def gradient_steps(
     """
     rates = eta if isinstance(eta, Mapping) else {name: eta for name in params}
     update = optimizer.stepper(arithmetic, rates, rule_state)
+    check = getattr(schedule, "check", None)  # a named Schedule: the cosine's floats refused where exact
+    if callable(check):
+        check(arithmetic)
     plan = None if stages is None else stage_plan(stages, list(params), steps)
     current = dict(params)
     for t in range(steps + 1):

@@ -283,5 +283,129 @@ def stage_plan(
     return plan
 
 
+#: The forms of a named schedule (``Schedule``), as ``--schedule`` takes them.
+SCHEDULE_FORMS = (
+    "step:EVERY:FACTOR (the rate times FACTOR every EVERY steps; FACTOR a rational > 0, e.g. step:100:1/2)",
+    "warmup:W (linear warmup: the factor (t + 1)/W for t < W, then 1)",
+    "cosine:T (the factor (1 + cos(π min(t, T)/T))/2; floats: the float and ball engines)",
+)
+#: The alternative named where the exact arithmetic cannot run a schedule (the cosine's values are floats).
+_FLOAT_ENGINES = "use the float engine (rw train) or the ball engine (rw certify --model)"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A named learning-rate schedule: ``schedule(t)`` is the factor of every rate at the step from θ(t), the
+    callable ``gradient_steps(schedule=)`` reads through ``schedule_factor`` (as ``LambdaLR``).
+
+    ``form`` is ``step`` (``every`` steps, ``factor``: factor^⌊t/every⌋), ``warmup`` (``length`` W:
+    min(t + 1, W)/W) or ``cosine`` (``length`` T: (1 + cos(π min(t, T)/T))/2, a float64). ``step`` and
+    ``warmup`` are exact rationals; the cosine's values are floats, which the exact arithmetic refuses
+    (``check``). ``Schedule.parse`` reads the text ``--schedule`` takes (``SCHEDULE_FORMS``), ``text`` writes it.
+
+    >>> s = Schedule.parse("step:2:1/2")
+    >>> [s(t) for t in range(5)], s.text
+    ([Fraction(1, 1), Fraction(1, 1), Fraction(1, 2), Fraction(1, 2), Fraction(1, 4)], 'step:2:1/2')
+    >>> [str(Schedule.parse("warmup:3")(t)) for t in range(4)]
+    ['1/3', '2/3', '1', '1']
+    """
+
+    form: str
+    length: int = 1
+    factor: Fraction = Fraction(1)
+
+    def __call__(self, t: int) -> Any:
+        if self.form == "step":
+            return self.factor ** (t // self.length)
+        if self.form == "warmup":
+            return Fraction(min(t + 1, self.length), self.length)
+        import math
+
+        return (1 + math.cos(math.pi * min(t, self.length) / self.length)) / 2
+
+    @property
+    def exact(self) -> bool:
+        """Whether every factor is an exact rational (``step``, ``warmup``; not the cosine)."""
+        return self.form != "cosine"
+
+    @property
+    def text(self) -> str:
+        """The schedule as ``--schedule`` takes it (and output files record it)."""
+        return f"step:{self.length}:{self.factor}" if self.form == "step" else f"{self.form}:{self.length}"
+
+    def check(self, arithmetic: Any) -> None:
+        """One line naming the float and ball engines where ``arithmetic`` is exact and the schedule is not."""
+        if not self.exact and getattr(arithmetic, "exact", False):
+            raise ValueError(
+                f"--schedule {self.text}: the cosine's factors are floats, not rationals; the "
+                f"{arithmetic.name} arithmetic cannot run it; {_FLOAT_ENGINES}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Schedule:
+        """The schedule of ``text`` (``SCHEDULE_FORMS``); one line naming ``--schedule`` and the forms otherwise."""
+        form, *rest = str(text).strip().split(":")
+        counts = {"step": 2, "warmup": 1, "cosine": 1}
+        try:
+            if form not in counts or len(rest) != counts[form]:
+                raise ValueError
+            length = int(rest[0])
+            factor = Fraction(rest[1]) if form == "step" else Fraction(1)
+            if length < 1 or factor <= 0:
+                raise ValueError
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(
+                f"--schedule={text!r} is not one of the forms {'; '.join(SCHEDULE_FORMS)}; EVERY, W, T integers >= 1"
+            ) from None
+        return cls(form, length, factor)
+
+
+def parse_stages(text: str) -> list[tuple[int, tuple[str, ...]]]:
+    """``--stages``: comma-separated ``GLOBS=STEPS`` in order, GLOBS one or more parameter-name globs joined by
+    ``|`` (fnmatch: ``*``, ``?``, ``[...]``), STEPS an integer ≥ 1; one line naming ``--stages`` and the form.
+
+    >>> parse_stages("blocks.0.*=10, wte.*|wpe.*=5")
+    [(10, ('blocks.0.*',)), (5, ('wte.*', 'wpe.*'))]
+    """
+    out: list[tuple[int, tuple[str, ...]]] = []
+    for part in str(text).split(","):
+        globs, sep, count = part.strip().rpartition("=")
+        names = tuple(g.strip() for g in globs.split("|"))
+        try:
+            steps = int(count)
+        except ValueError:
+            steps = 0
+        if not sep or steps < 1 or not all(names):
+            raise ValueError(
+                f"--stages={text!r} must be GLOBS=STEPS,... in order (parameter-name globs joined by |, an "
+                "integer number of steps >= 1), e.g. 'blocks.0.*=1000,blocks.1.*=1000'"
+            )
+        out.append((steps, names))
+    return out
+
+
+def glob_stages(
+    stages: Sequence[tuple[int, Sequence[str]]], names: Collection[str]
+) -> list[tuple[int, frozenset[str]]]:
+    """The stages of ``parse_stages`` with their globs matched against the model's parameter ``names`` (for
+    ``gradient_steps(stages=)``); one line naming ``--stages``, the glob and the names for a glob matching none.
+
+    >>> [(steps, sorted(chosen)) for steps, chosen in glob_stages([(2, ("W_*",)), (1, ("V",))], ["V", "W_K", "W_Q"])]
+    [(2, ['W_K', 'W_Q']), (1, ['V'])]
+    """
+    from fnmatch import fnmatchcase
+
+    out = []
+    for steps, globs in stages:
+        chosen: set[str] = set()
+        for glob in globs:
+            matched = {name for name in names if fnmatchcase(name, glob)}
+            if not matched:
+                raise ValueError(f"--stages: {glob!r} matches no parameter of the model ({', '.join(names)})")
+            chosen |= matched
+        out.append((steps, frozenset(chosen)))
+    return out
+
+
 #: Plain gradient descent, θ ← θ − η ∇L: the default of ``gradient_steps`` and every engine.
 GD = Optimizer()

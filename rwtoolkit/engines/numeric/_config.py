@@ -6,7 +6,7 @@ import functools
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ import numpy as np
 from rwtoolkit.tasks import MAX_EXACT_WALKS, CircleWalk, FiniteTask, check_loss
 
 if TYPE_CHECKING:
-    from rwtoolkit.models import Model, Optimizer
+    from rwtoolkit.models import Model, Optimizer, Schedule
 
 INIT_NAMES = ("zero", "gaussian")
 DTYPES = ("float64", "float32")
@@ -116,7 +116,9 @@ class TrainConfig:
     model's default), trained by the generic engine (``train_model_runs``) and written by ``to_dict`` where set.
     ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``: momentum, Nesterov, Adam, AdamW; None: plain
     GD), run by the generic engine only (the reduced engines refuse another) and written by ``to_dict`` where
-    it is not plain GD.
+    it is not plain GD. ``schedule`` (``rwtoolkit.models.Schedule``) and ``stages`` ((steps, parameter names)
+    in order, covering ``steps``): the learning-rate schedule and the training in stages of
+    ``rwtoolkit.models.gradient_steps``, run by the generic engine only and written by ``to_dict`` where given.
     """
 
     steps: int = 50
@@ -141,6 +143,8 @@ class TrainConfig:
     record_params: bool = False
     objective: str | None = None
     optimizer: Optimizer | None = None
+    schedule: Schedule | None = None
+    stages: Sequence[tuple[int, Collection[str]]] | None = None
 
     @property
     def effective_tie_rtol(self) -> float:
@@ -178,6 +182,8 @@ class TrainConfig:
                 if self.optimizer is None or self.optimizer.plain
                 else {"optimizer": self.optimizer.describe()}
             ),
+            **({} if self.schedule is None else {"schedule": self.schedule.text}),
+            **({} if self.stages is None else {"stages": stages_record(self.stages)}),
         }
 
 
@@ -218,6 +224,15 @@ def _positive(value: object, name: str) -> None:
         raise ValueError(f"{name}={value!r} is out of range: {name} must be a finite number > 0")
 
 
+def stages_record(stages: Sequence[tuple[int, Collection[str]]]) -> list[list]:
+    """Stages as output files record them: [[steps, [parameter names, sorted]], ...] in order.
+
+    >>> stages_record([(2, {"W_Q", "W_K"}), (1, {"V"})])
+    [[2, ['W_K', 'W_Q']], [1, ['V']]]
+    """
+    return [[int(steps), sorted(names)] for steps, names in stages]
+
+
 def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     """Check every argument at the public boundary; each failure names the argument and its range."""
     if not isinstance(task, (CircleWalk, FiniteTask)):
@@ -231,6 +246,12 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
             f"optimizer={cfg.optimizer.name}: the reduced engines of the paper's model run plain GD; train it "
             "with the generic torch engine (train_model_runs; rw train --optimizer --population selects it)"
         )
+    for name in ("schedule", "stages"):
+        if getattr(cfg, name) is not None:
+            raise ValueError(
+                f"{name}: the reduced engines of the paper's model run a constant rate on every parameter; train "
+                f"it with the generic torch engine (train_model_runs; rw train --{name} --population selects it)"
+            )
     for name in ("K", "N", "M"):
         if not _is_int(getattr(model, name)):
             raise ValueError(f"{name}={getattr(model, name)!r} must be an integer")

@@ -19,6 +19,7 @@ import math
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from rwtoolkit.engines.numeric._checkpoint import (
     restored_rule_state,
     save_checkpoint,
 )
-from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model
+from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model, stages_record
 from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
 from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
@@ -43,10 +44,12 @@ from rwtoolkit.models import (
     CrossEntropy,
     Model,
     Optimizer,
+    Schedule,
     Sizes,
     batch,
     gradient_steps,
     objective_name,
+    stage_plan,
 )
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
@@ -221,6 +224,8 @@ def train_model(
     objective: str | None = None,
     optimizer: Optimizer | None = None,
     checkpoint: Checkpoints | None = None,
+    schedule: Schedule | None = None,
+    stages: Sequence[tuple[int, Collection[str]]] | None = None,
 ) -> TrainResult:
     """Full-batch GD θ ← θ − η∇L of ``model`` on ``task``'s exact population, positions ``P`` (M, N).
 
@@ -229,6 +234,9 @@ def train_model(
     ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``; None: plain GD θ ← θ − η∇L), the one
     definition every engine runs, here in torch arithmetic; recorded in the config (``"optimizer"``) where it
     is not plain GD.
+    ``schedule`` (``rwtoolkit.models.Schedule``) and ``stages`` ((steps, parameter names) in order, covering
+    ``steps``): the learning-rate schedule and the training in stages of ``gradient_steps``, recorded in the
+    config where given (a resumed run goes on at the checkpoint's step of both).
     ``checkpoint``: write θ(t), the step, torch's RNG state and the metrics so far atomically every
     ``checkpoint.every`` steps, and with ``checkpoint.resume`` continue from the checkpoint (``Checkpoints``; one
     line for one of another run): the result is the same, bit for bit, as the uninterrupted run's (the rule's
@@ -295,8 +303,11 @@ def train_model(
         "inputs": data.size,
         **({} if chosen is None else {"objective": chosen}),
         **({} if rule.plain else {"optimizer": rule.describe()}),
+        **({} if schedule is None else {"schedule": schedule.text}),
+        **({} if stages is None else {"stages": stages_record(stages)}),
         **(config or {}),
     }
+    plan = None if stages is None else stage_plan(stages, list(start), steps)  # one line before any step
     first = 0
     rule_state: dict[str, dict[str, Any]] = {}  # the rule's buffers (momentum, Adam), saved with θ(t)
     if checkpoint is not None:
@@ -327,7 +338,12 @@ def train_model(
         desc="rw train",
         unit="step",
     )
-    descent = gradient_steps(model, ar, start, data, ell, eta, steps - first, rule, rule_state=rule_state)
+    # from step `first` on (a resumed run): the schedule's factor and the stages of the steps left
+    at = schedule if schedule is None or first == 0 else (lambda t: schedule(t + first))
+    left = None if plan is None else [(len(list(g)), names) for names, g in groupby(plan[first:])]
+    descent = gradient_steps(
+        model, ar, start, data, ell, eta, steps - first, rule, at, left or None, rule_state=rule_state
+    )
     for t, state in enumerate(descent, first):
         current = state.params
         if checkpoint is not None and checkpoint.due(t, steps) and t > first:
@@ -417,6 +433,7 @@ def train_model_runs(
                 record_steps=None if cfg.record_steps is None else {int(s) for s in cfg.record_steps},
                 keep_params=cfg.record_params, progress=progress, config=config, trace=trace,
                 objective=cfg.objective, optimizer=cfg.optimizer, checkpoint=checkpoint,
+                schedule=cfg.schedule, stages=cfg.stages,
             )  # fmt: skip
         except Diverged as err:
             result = TrainResult(config, [], {}, description=net.describe(), diverged=err, model=net)
