@@ -50,7 +50,11 @@ EXAMPLE = "examples/nanogpt_attention.py"
             "--init",
             "own",
             "--steps",
-            "3",
+            "100000",
+            "--max-seconds",
+            "60",
+            "--mu",
+            "1",
         ],
         ["certify", "--model", f"{EXAMPLE}:one_layer", "--spec", "binary.json", "--init", "own"]
         + ["--steps", "1000000", "--out", "out"],

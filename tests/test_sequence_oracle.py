@@ -166,9 +166,9 @@ def test_the_estimate_of_a_sequence_models_oracle_covers_its_files(own_oracle, t
     job = derive_model_job(TASK, tiny_model(), 2, mu=1, json=True, per_input=True)
     assert zero.stat().st_size <= job.estimate.header_bytes <= 10 * zero.stat().st_size
     assert per_input_path(zero).stat().st_size <= job.estimate.per_input_bytes
-    # without --json the estimate holds no files, and writing adds a tenth of the derivation's time
+    # without --json the estimate holds no files, and writing adds its time (the node table of the program)
     plain = derive_model_job(TASK, tiny_model(), 2, mu=1).estimate
-    assert plain.file_bytes == 0 and job.estimate.seconds == pytest.approx(1.1 * plain.seconds)
+    assert plain.file_bytes == 0 and job.estimate.seconds > plain.seconds
 
 
 def test_rw_derive_json_of_a_sequence_model_too_large_for_max_bytes_is_refused_in_one_line(

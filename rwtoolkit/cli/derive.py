@@ -132,12 +132,14 @@ def _show(value: object) -> str:
     """An exact value if short, else its float, or ``_LONG`` when it is symbolic."""
     import sympy as sp
 
-    from rwtoolkit.engines.exact import exact_string, has_atoms, nearest_double
+    from rwtoolkit.engines.exact import DagNode, exact_string, has_atoms, nearest_double
 
     if isinstance(value, sp.MatrixBase):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, DagNode):  # a node of the exact engine's program: its certified double
+        return f"≈{nearest_double(value):.17g}"
     value = sp.sympify(value)
     if has_atoms(value):  # nested exponentials: the exact text is long, its double is what a reader needs
         number = nearest_double(value)
@@ -182,14 +184,14 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
             lines.append("c = " + _show(traj.value(t, "c")))
         else:
             for name in traj.parameter_names:
-                lines.append(f"{name} = " + "\n    ".join(_show(row) for row in traj.value(t, name)))
-        accuracy = traj.value(t, "accuracy")
-        lines.append("loss = " + _show(traj.value(t, "loss")))
+                lines.append(f"{name} = " + "\n    ".join(_show(row) for row in traj.element(t, name)))
+        accuracy = traj.element(t, "accuracy")
+        lines.append("loss = " + _show(traj.element(t, "loss")))
         lines.append("accuracy = " + ("undecided" if accuracy is None else _show(accuracy)))
         if "mean_attention" in traj.readout_names:
-            lines.append("mean attention = " + _show(list(traj.value(t, "mean_attention"))))
+            lines.append("mean attention = " + _show(list(traj.element(t, "mean_attention"))))
         else:  # no attention S over the positions (a sequence model): its mean prediction
-            lines.append("mean f = " + _show(list(traj.value(t, "mean_f"))))
+            lines.append("mean f = " + _show(list(traj.element(t, "mean_f"))))
     return _footnote("\n".join(lines), json)
 
 

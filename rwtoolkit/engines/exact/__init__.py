@@ -37,8 +37,12 @@ from rwtoolkit.engines.exact.analysis import (
     write_signal_json,
 )
 from rwtoolkit.engines.exact.arithmetic import (
+    DAG,
     EXACT,
+    DagNode,
     ExactLoss,
+    dag_ball,
+    dag_sign,
     decimal_value,
     exact_element,
     exact_json,
@@ -46,6 +50,8 @@ from rwtoolkit.engines.exact.arithmetic import (
     has_atoms,
     long_integers,
     nearest_double,
+    program_size,
+    sympy_value,
     to_sympy,
 )
 from rwtoolkit.engines.exact.engine import (
@@ -75,6 +81,7 @@ from rwtoolkit.engines.exact.engine import (
     derive_job,
     derive_model,
     derive_model_job,
+    exact_arithmetic,
     exact_hessian,
     expected_label_token_outer,
     hessian_inertia,
@@ -145,6 +152,12 @@ __all__ = [
     "PREDICATES",
     # any model of rwtoolkit.models, exactly (rwtoolkit.engines.exact.arithmetic.EXACT, rwtoolkit.engines.exact.engine.derive_model)
     "has_atoms",
+    "DAG",
+    "DagNode",
+    "dag_ball",
+    "dag_sign",
+    "program_size",
+    "sympy_value",
     "EXACT",
     "ExactLoss",
     "INITS",
@@ -152,6 +165,7 @@ __all__ = [
     "ModelTrajectory",
     "derive_model",
     "derive_model_job",
+    "exact_arithmetic",
     "exact_element",
     "initial_parameters",
     "model_estimate",

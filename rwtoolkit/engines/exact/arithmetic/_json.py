@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import mpmath
 import sympy as sp
+from flint import arb
 
 from rwtoolkit.engines.exact.arithmetic._atoms import (
     AtomPrinter,
@@ -22,6 +23,7 @@ from rwtoolkit.engines.exact.arithmetic._atoms import (
     has_atoms,
     has_undefined,
 )
+from rwtoolkit.engines.exact.arithmetic._dag import PRECISIONS, Node, dag_ball, dag_float
 from rwtoolkit.engines.exact.arithmetic._decide import Unsupported, enclose, nearest_float
 
 
@@ -46,7 +48,11 @@ def nearest_double(expr: object) -> float | None:
 
     >>> nearest_double(sp.Rational(1, 3)), nearest_double(sp.Symbol('p'))
     (0.3333333333333333, None)
+
+    A value of the ``DAG`` arithmetic is evaluated from its program (``_dag.dag_float``), without SymPy.
     """
+    if isinstance(expr, Node):
+        return dag_float(expr)
     expr = sp.sympify(expr)
     if free_symbols(expr) or has_undefined(expr):
         return None
@@ -69,6 +75,8 @@ def decimal_value(expr: object, digits: int = 30) -> sp.Float | None:
     >>> decimal_value(sp.exp(sp.Rational(1, 3)) / 7, 20)
     0.19937320358372707552
     """
+    if isinstance(expr, Node):  # a value of the DAG arithmetic: its program's certified balls
+        return _dag_decimal(expr, digits)
     expr = sp.sympify(expr)
     if free_symbols(expr) or has_undefined(expr):
         return None
@@ -87,6 +95,17 @@ def decimal_value(expr: object, digits: int = 30) -> sp.Float | None:
                     return sp.Float((lo + hi) / 2, digits)
         expr = expand_atoms(expr)
     return sp.N(expr, digits)
+
+
+def _dag_decimal(x: Node, digits: int) -> sp.Float:
+    """A ``DAG`` node as a SymPy Float with ``digits`` correct significant digits (its balls at rising
+    precision); one line where no ball at the top precision is that narrow."""
+    for prec in PRECISIONS:
+        ball = dag_ball(x, prec)
+        if ball.is_finite() and ball.rad() <= abs(ball.mid()) * arb(10) ** (-digits - 1):
+            with mpmath.workprec(prec):
+                return sp.Float(mpmath.mpf(ball.mid().str(prec // 3, radius=False)), digits)
+    raise ValueError(f"no {digits}-digit value of {x!r}: its ball at {PRECISIONS[-1]} bits is wider")
 
 
 def exact_json(obj: object) -> dict:

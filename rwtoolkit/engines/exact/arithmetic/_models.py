@@ -18,6 +18,7 @@ from flint import fmpq
 from sympy.core.sympify import converter
 
 from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom, has_atoms
+from rwtoolkit.engines.exact.arithmetic._dag import Node, dag_float, dag_sign, sympy_value
 from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
 from rwtoolkit.models import ObjectArithmetic
 
@@ -26,8 +27,11 @@ from rwtoolkit.models import ObjectArithmetic
 converter[fmpq] = lambda q: sp.Rational(int(q.p), int(q.q))
 
 
-def exact_element(value: Any) -> fmpq | sp.Expr:
-    """An element of the exact arithmetic: an fmpq for a rational, else the SymPy expression."""
+def exact_element(value: Any) -> fmpq | sp.Expr | Node:
+    """An element of the exact arithmetic: an fmpq for a rational, a node of the ``DAG`` arithmetic as it is,
+    else the SymPy expression."""
+    if isinstance(value, (fmpq, Node)):
+        return value
     if isinstance(value, (int, np.integer)):
         return fmpq(int(value))
     if isinstance(value, Fraction):
@@ -52,15 +56,19 @@ def _sqrt(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
     return exact_element(sp.sqrt(sp.sympify(x)))
 
 
-def _sign(x: fmpq | sp.Expr) -> int | None:
+def _sign(x: fmpq | sp.Expr | Node) -> int | None:
     if isinstance(x, fmpq):
         return (x > 0) - (x < 0)
+    if isinstance(x, Node):  # a value of the DAG arithmetic (a sequence model's trajectory)
+        return dag_sign(x)
     return sign(x)
 
 
-def _float(value: fmpq | sp.Expr) -> float:
+def _float(value: fmpq | sp.Expr | Node) -> float:
     if isinstance(value, fmpq):
         return int(value.p) / int(value.q)
+    if isinstance(value, Node):
+        return dag_float(value)
     x = nearest_float(value)
     if x is None:
         raise ValueError(f"no float value for {value} (symbols left)")
@@ -68,9 +76,12 @@ def _float(value: fmpq | sp.Expr) -> float:
 
 
 def to_sympy(value: Any) -> Any:
-    """An element (or an array of them) as SymPy: rationals become ``sympy.Rational``."""
+    """An element (or an array of them) as SymPy: rationals become ``sympy.Rational``, a node of the ``DAG``
+    arithmetic its expression (``_dag.sympy_value``: the program's own tree, exp(a) as a named atom)."""
     if isinstance(value, np.ndarray):
         return np.vectorize(to_sympy, otypes=[object])(value) if value.size else value
+    if isinstance(value, Node):
+        return sympy_value(value)
     return sp.sympify(value)
 
 

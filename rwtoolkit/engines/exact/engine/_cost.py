@@ -253,6 +253,81 @@ _SEQUENCE_TERMS = 128
 _MODEL_MEMORY_PER_SECOND = 1e6
 
 
+#: The exact arithmetics of the generic engine: ``"dag"`` (``rwtoolkit.engines.exact.arithmetic._dag.DAG``:
+#: rationals and nodes of one straight-line program) and ``"sympy"`` (``EXACT``: rationals and SymPy expressions).
+ARITHMETICS = ("dag", "sympy")
+
+
+def exact_arithmetic(model: Model, task: CircleWalk | FiniteTask, arithmetic: str | None = None) -> str:
+    """The exact arithmetic ``derive_model`` runs ``model`` on ``task`` in: ``arithmetic`` where given (one of
+    ``ARITHMETICS``), else ``"dag"`` for a model with next-token logits (``Model.TOKEN_LOGITS``: a sequence model,
+    whose values are exponentials of its whole state from a non-zero start on, where building SymPy trees is the
+    whole cost) on a task with rational probabilities, and ``"sympy"`` for every other (the registered models:
+    their oracles as before, byte for byte; symbolic probabilities).
+
+    >>> from rwtoolkit.models import get_model
+    >>> from rwtoolkit.tasks import binary_markov_task
+    >>> task = binary_markov_task("1/3", "3/5", 3)
+    >>> exact_arithmetic(get_model("examples/nanogpt_attention.py:one_layer"), task)
+    'dag'
+    >>> exact_arithmetic(get_model("key_query"), task), exact_arithmetic(get_model("one_layer"), task, "sympy")
+    ('sympy', 'sympy')
+    """
+    if arithmetic is not None:
+        if arithmetic not in ARITHMETICS:
+            raise ValueError(f"arithmetic={arithmetic!r} is not one of {', '.join(ARITHMETICS)}")
+        return arithmetic
+    return "dag" if model.TOKEN_LOGITS and not task.symbols else "sympy"
+
+
+#: The generic engine in the ``DAG`` arithmetic (``exact_arithmetic`` "dag": a sequence model on a task with
+#: rational probabilities; rwtoolkit.engines.exact.arithmetic._dag), measured on the project's 2-core machine
+#: (x86_64, load average 2-3, 2026-12-04) state by state with ``rwtoolkit.models.gradient_steps`` in ``DAG`` for
+#: the traced examples of examples/nanogpt_attention.py (one_layer, two_layer) and its JAX port (one_layer) on
+#: icl_markov (S = 2, N = 5) and binary_markov (1/3, 3/5, N = 5) from --init gaussian and own, 6 and 30 steps:
+#:
+#: * a pass (evaluation and gradient) from a non-zero start costs 1.6-7.8e-6 s per multiply-add of
+#:   ``sequence_multiply_adds`` (mean 3.5e-6; the spikes are the interpreter's garbage collector), the same at
+#:   every step: no value is simplified, so nesting costs nothing (one_layer, 30 steps: 2.1-8.6e-6, no trend),
+#:   ``_DAG_PASS``; the last state's forward 0.5-1.3e-6, ``_DAG_FORWARD``;
+#: * a pass adds 0.41-0.61 entries to the program per multiply-add (0.04-0.05 the last forward),
+#:   ``_DAG_ENTRIES``: the program grows linearly in the steps, and with it the memory and the oracle;
+#: * from zero, where the model stays at zero (``rwtoolkit.models.stays_at_zero``), every value is the fmpq 0:
+#:   0.11e-6 s per multiply-add (the SymPy arithmetic's ``_SEQUENCE_STUCK_OP`` covers it).
+_DAG_PASS, _DAG_FORWARD, _DAG_ENTRIES = 3e-6, 1e-6, 0.5
+#: ``rw derive``'s print and ``--json``'s oracle of a ``DAG`` trajectory, per entry of the program (measured with
+#: ``rw derive --json`` of one_layer on icl_markov N = 5 from --init gaussian, see ``dag_print_seconds``): the
+#: certified doubles of the printed values, each entry's ball once; the oracle's node table, its balls and JSON.
+_DAG_PRINT, _DAG_WRITE = 4e-6, 2.5e-5
+#: Bytes per entry: held by the run (the program, its hash-consing key, the node, a 128-bit ball), held while
+#: the oracle is written (its table's node and ball), and written to the oracle's header (one node a line).
+_DAG_ENTRY_MEMORY, DAG_TABLE_MEMORY, DAG_ENTRY_BYTES = 600, 600, 40
+#: Resident memory of ``rw derive`` on a traced model before any exact work (the interpreter, torch or JAX, the
+#: traced program): 360 MB measured for examples/nanogpt_attention.py.
+DAG_SEQUENCE_BASE_MEMORY = 400 * 2**20
+
+
+def dag_entries(task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero") -> int:
+    """Entries the ``DAG`` arithmetic's program holds after ``steps`` steps of a sequence model from ``init``:
+    ``_DAG_ENTRIES`` per multiply-add of each pass and of the last forward; 0 from zero where the model stays
+    at zero (every value the rational 0)."""
+    from rwtoolkit.models import stays_at_zero
+
+    if init == "zero" and stays_at_zero(model, task.population(), None):
+        return 0
+    return int(sequence_multiply_adds(task, model) * _DAG_ENTRIES * (steps + _FORWARD))
+
+
+def dag_print_seconds(task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero") -> float:
+    """Seconds of the certified doubles ``rw derive`` prints of a ``DAG`` trajectory (every entry's ball once)."""
+    return _DAG_PRINT * dag_entries(task, model, steps, init)
+
+
+def dag_write_seconds(task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero") -> float:
+    """Seconds of writing the oracle of a ``DAG`` trajectory: its node table, the table's balls and its JSON."""
+    return _DAG_WRITE * dag_entries(task, model, steps, init)
+
+
 def multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
     """Multiply-adds of one pass of the generic engine: 3·n·N·D·(1 + parameters/D), n the population, D = K + M
     with M = 4⌈N/4⌉ (``rwtoolkit.models.rational_positions``).
@@ -280,24 +355,36 @@ def sequence_multiply_adds(task: CircleWalk | FiniteTask, model: Model) -> int:
 
 
 def sequence_seconds(
-    task: CircleWalk | FiniteTask, model: Model, steps: int, init: str = "zero", objective: str | None = None
+    task: CircleWalk | FiniteTask,
+    model: Model,
+    steps: int,
+    init: str = "zero",
+    objective: str | None = None,
+    arithmetic: str | None = None,
 ) -> float:
     """Seconds of the exact engine's trajectory of a model with next-token logits: a pass per state t < ``steps``
-    and the last state's forward, each ``sequence_multiply_adds`` times the rate of its start and nesting level
-    (the ``_SEQUENCE_*`` constants and the measurements above them).
+    and the last state's forward, each ``sequence_multiply_adds`` times the rate of its arithmetic
+    (``exact_arithmetic``), start and, in the SymPy arithmetic, nesting level (the ``_DAG_*`` and ``_SEQUENCE_*``
+    constants and the measurements above them).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import icl_markov_task
-    >>> model = get_model("examples/nanogpt_attention.py:one_layer")
-    >>> [round(sequence_seconds(icl_markov_task(2, 5, 1), model, k, "gaussian")) for k in (0, 1)]
+    >>> model, task = get_model("examples/nanogpt_attention.py:one_layer"), icl_markov_task(2, 5, 1)
+    >>> [round(sequence_seconds(task, model, k, "gaussian"), 2) for k in (0, 1, 10)]
+    [0.17, 0.62, 4.71]
+    >>> [round(sequence_seconds(task, model, k, "gaussian", arithmetic="sympy")) for k in (0, 1)]
     [1, 735]
     """
     from rwtoolkit.models import Sizes, forward_exponentials, stays_at_zero
 
     ops = sequence_multiply_adds(task, model)
+    dag = exact_arithmetic(model, task, arithmetic) == "dag"
+    if init == "zero" and stays_at_zero(model, task.population(), objective):
+        return _SEQUENCE_SETUP + ops * _SEQUENCE_STUCK_OP * (steps + _FORWARD)
+    if dag:  # every pass the same cost: nothing is simplified (the module text's measurements)
+        return _SEQUENCE_SETUP + ops * (_DAG_PASS * steps + _DAG_FORWARD)
     if init == "zero":
-        zero = _SEQUENCE_STUCK_OP if stays_at_zero(model, task.population(), objective) else _SEQUENCE_ZERO_OP
-        return _SEQUENCE_SETUP + ops * zero * (steps + _FORWARD)
+        return _SEQUENCE_SETUP + ops * _SEQUENCE_ZERO_OP * (steps + _FORWARD)
     population = task.population()
     sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
     scale = population.size * (population.N - 1) / _SEQUENCE_TERMS
@@ -319,6 +406,7 @@ def model_job_estimate(
     init: str = "zero",
     readouts: bool = False,
     objective: str | None = None,
+    arithmetic: str | None = None,
 ) -> JobEstimate:
     """Seconds and peak memory of the generic engine's trajectory (``rwtoolkit.engines.exact.derive_model``, or ``rw check``'s
     reference with ``readouts``: every state read out as floats, with its accuracy), without files.
@@ -332,13 +420,18 @@ def model_job_estimate(
     (True, True)
 
     A model with next-token logits costs ``sequence_seconds`` (``objective``: its cross-entropy, None for the
-    default; read where the start is zero, by ``rwtoolkit.models.stays_at_zero``).
+    default; read where the start is zero, by ``rwtoolkit.models.stays_at_zero``; ``arithmetic``: the exact
+    arithmetic, ``exact_arithmetic``'s choice by default), and in the ``DAG`` arithmetic holds its program
+    (``dag_entries``) besides the interpreter and the traced model (``DAG_SEQUENCE_BASE_MEMORY``).
     """
     n = task.population().size
     if model.TOKEN_LOGITS:
-        seconds = sequence_seconds(task, model, steps, init, objective)
+        seconds = sequence_seconds(task, model, steps, init, objective, arithmetic)
         if readouts:
             seconds *= 1 + _READOUTS
+        if exact_arithmetic(model, task, arithmetic) == "dag":  # the program grows with every pass
+            memory = DAG_SEQUENCE_BASE_MEMORY + _DAG_ENTRY_MEMORY * dag_entries(task, model, steps, init)
+            return JobEstimate(_START + seconds, int(memory), 0, 0)
         return JobEstimate(_START + seconds, int(_BASE_MEMORY + _MODEL_MEMORY_PER_SECOND * seconds), 0, 0)
     ops = multiply_adds(task, model) * (n + _FIXED_INPUTS) / n
     name = model.name

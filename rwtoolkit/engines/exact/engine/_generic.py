@@ -29,11 +29,18 @@ import numpy as np
 import sympy as sp
 from tqdm import tqdm
 
+from rwtoolkit.engines.exact.arithmetic._dag import DAG, dag_log_array
 from rwtoolkit.engines.exact.arithmetic._models import EXACT, exact_element, exact_log, to_sympy
 from rwtoolkit.engines.exact.engine._cost import (
+    DAG_ENTRY_BYTES,
+    DAG_TABLE_MEMORY,
     PER_INPUT_LIMIT,
     DeriveJob,
     JobEstimate,
+    dag_entries,
+    dag_print_seconds,
+    dag_write_seconds,
+    exact_arithmetic,
     model_job_estimate,
     sequence_multiply_adds,
 )
@@ -43,6 +50,7 @@ from rwtoolkit.models import (
     Batch,
     CrossEntropy,
     Model,
+    ObjectArithmetic,
     Optimizer,
     Sizes,
     Tape,
@@ -59,9 +67,9 @@ INITS = ("zero", "gaussian", "own")
 GRID_BITS = 20
 #: Most steps from a non-zero start (nested exponentials grow with every step).
 MAX_EXP_STEPS = 3
-#: Most steps of a model with next-token logits (a sequence model) from a non-zero start: its logits are
-#: exponential atoms from step 0 and nest one level deeper at every step; the certified ball engine is the
-#: reference beyond (MATH §14).
+#: Most steps of a model with next-token logits (a sequence model) from a non-zero start in the SymPy arithmetic
+#: (``arithmetic="sympy"``): its logits are exponential atoms from step 0 and nest one level deeper at every step.
+#: In its own arithmetic, ``DAG``, the estimate alone bounds the steps (``model_job_estimate``).
 MAX_SEQUENCE_EXP_STEPS = 2
 
 
@@ -84,6 +92,9 @@ class ModelTrajectory(ExactTrajectory):
     objective: str | None = None
     #: The update rule where it is not plain GD (``rwtoolkit.models.Optimizer``), else None.
     optimizer: Optimizer | None = None
+    #: The exact arithmetic the states' values are elements of (``exact_arithmetic``): ``EXACT`` (fmpq and SymPy)
+    #: or ``DAG`` (fmpq and program nodes).
+    exact: ObjectArithmetic = EXACT
 
     @property
     def K(self) -> int:
@@ -103,11 +114,11 @@ class ModelTrajectory(ExactTrajectory):
         if name == "loss":
             return state.loss
         if name == "accuracy":
-            return state.accuracy(self.batch, EXACT)
+            return state.accuracy(self.batch, self.exact)
         if name == "mean_attention":
-            return state.mean_attention(self.batch.weights, EXACT)
+            return state.mean_attention(self.batch.weights, self.exact)
         if name == "mean_f":
-            return EXACT.sum(state.f * self.batch.weights.reshape((-1, 1)), 0)
+            return self.exact.sum(state.f * self.batch.weights.reshape((-1, 1)), 0)
         raise ValueError(f"no read-out {name!r}: use loss, accuracy, mean_attention, mean_f")
 
     @property
@@ -137,12 +148,20 @@ class ModelTrajectory(ExactTrajectory):
         return super().per_input_names
 
     def value(self, t: int, name: str) -> Any:
-        """A parameter (by the model's name) or read-out at step t in SymPy: an array as nested lists."""
-        params = self.states[t].params
-        value = params[name] if name in params else self.readout(t, name)
+        """A parameter (by the model's name) or read-out at step t in SymPy: an array as nested lists (a
+        value of the ``DAG`` arithmetic built into SymPy now, ``to_sympy``)."""
+        value = self.element(t, name)
         if value is None:  # an undecided accuracy
             return None
-        return to_sympy(value).tolist() if isinstance(value, np.ndarray) else to_sympy(value)
+        return np.vectorize(to_sympy, otypes=[object])(np.asarray(value, dtype=object)).tolist()
+
+    def element(self, t: int, name: str) -> Any:
+        """A parameter or read-out at step t as the arithmetic's own elements (fmpq, SymPy or ``DAG`` nodes),
+        an array as nested lists; None for an undecided accuracy. What the oracle writer writes (a ``DAG``
+        value straight from its program, no SymPy) and ``rw derive`` prints."""
+        params = self.states[t].params
+        value = params[name] if name in params else self.readout(t, name)
+        return value.tolist() if isinstance(value, np.ndarray) else value
 
     @property
     def reduced(self) -> None:
@@ -216,7 +235,8 @@ def model_file_bytes(
     per step from t = 3) and the short per-input exact values; the columns are bounded by their
     uncompressed size (16 bytes per double with its bound and node index, the population's tokens and labels).
     The per-input values are the logits, S (N each) and f (K) of every input, or a sequence model's
-    token_logits (L·K, L = N − 1) and f; its header from a non-zero start (``init``) adds
+    token_logits (L·K, L = N − 1) and f; its header adds, in the ``DAG`` arithmetic (``exact_arithmetic``),
+    ``DAG_ENTRY_BYTES`` per entry of the program (``dag_entries``), else from a non-zero start (``init``)
     ``SEQUENCE_BYTES_PER_OP`` per multiply-add of a pass at each step.
 
     >>> from rwtoolkit.models import get_model
@@ -231,9 +251,13 @@ def model_file_bytes(
         values, per_input_values = parameters + 2 + K, n * ((N - 1) * K + K)
     else:  # loss, accuracy, mean_attention, mean_f; per input logits, S and f
         values, per_input_values = parameters + 2 + N + K, n * (2 * N + K)
-    growth = [2 ** max(0, t - 2) for t in range(steps + 1)]
+    dag = model.TOKEN_LOGITS and exact_arithmetic(model, task) == "dag"
+    # a value's rationals grow with the steps in the SymPy arithmetic; in the DAG's they stay the program's
+    growth = [1 if dag else 2 ** max(0, t - 2) for t in range(steps + 1)]
     header = HEADER_BASE + sum(values * CHARS_PER_VALUE * g for g in growth)
-    if model.TOKEN_LOGITS and init != "zero":
+    if dag:  # one node a line per program entry
+        header += DAG_ENTRY_BYTES * dag_entries(task, model, steps, init)
+    elif model.TOKEN_LOGITS and init != "zero":
         ops = sequence_multiply_adds(task, model)
         rates = SEQUENCE_BYTES_PER_OP
         header += int(sum(ops * rates[min(t, len(rates) - 1)] * 4 ** max(0, t - 2) for t in range(steps + 1)))
@@ -274,6 +298,7 @@ def derive_model(
     objective: str | None = None,
     progress: bool = False,
     optimizer: Optimizer | None = None,
+    arithmetic: str | None = None,
 ) -> ModelTrajectory:
     """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
 
@@ -281,7 +306,9 @@ def derive_model(
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
     a model without them, which trains on ``loss``). ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``;
     None: plain GD), exact where it is rational in the state (momentum, Nesterov), Adam refused in one line
-    naming the ball engine. The generic exact engine
+    naming the ball engine. ``arithmetic``: the exact arithmetic (``exact_arithmetic``; None: ``"dag"`` for a
+    sequence model on a task with rational probabilities, else ``"sympy"``); the two give the same exact values
+    (tests/test_exact_dag.py). The generic exact engine
     (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the same keyword arguments and
     returns the same interface, ``ExactTrajectory``.
 
@@ -295,8 +322,10 @@ def derive_model(
     rule = Optimizer() if optimizer is None else optimizer
     rule.check(EXACT)  # Adam's √v: one line naming the ball engine, before any work
     name = objective_name(model, objective)
-    most = MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
-    if init != "zero" and steps > most:
+    which = exact_arithmetic(model, task, arithmetic)
+    ar = DAG if which == "dag" else EXACT
+    most = _most_steps(model, which)
+    if init != "zero" and most is not None and steps > most:
         raise ValueError(
             f"--steps {steps} from --init {init}: the exact generic engine takes at most {most} steps "
             f"from a non-zero start (nested exponentials); {_beyond(model)}"
@@ -305,16 +334,20 @@ def derive_model(
     lossfn = make_loss(loss, eps_x)
     population = task.population()
     K = population.K
-    P = EXACT.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
-    data = batch(EXACT, population.tokens, population.labels, population.exact_probs(), K, P)
-    start = initial_parameters(model, data.inputs.sizes, init, sigma, seed)
+    P = ar.asarray(rational_positions(population.N, Fraction(int(mu_x.p), int(mu_x.q))))
+    data = batch(ar, population.tokens, population.labels, population.exact_probs(), K, P)
+    start = {
+        key: ar.asarray(value)
+        for key, value in initial_parameters(model, data.inputs.sizes, init, sigma, seed).items()
+    }
     bar = tqdm(total=steps + 1, desc="rw derive", unit="step", disable=not (progress and sys.stderr.isatty()))
+    log = dag_log_array if ar is DAG else exact_log
     states = descend(
         model,
-        EXACT,
+        ar,
         start,
         data,
-        lossfn.elementwise() if name is None else CrossEntropy(name, log=exact_log),
+        lossfn.elementwise() if name is None else CrossEntropy(name, log=log),
         exact_element(eta_x),
         steps,
         lambda t: bar.update(1),
@@ -333,6 +366,7 @@ def derive_model(
         data,
         name,
         None if rule.plain else rule,
+        ar,
         states=states,
     )
 
@@ -344,6 +378,13 @@ def _label(init: str, sigma: object, seed: int) -> str:
     if init == "own":
         return "own (the model's initial values, each float64 the exact dyadic rational it holds)"
     return init
+
+
+def _most_steps(model: Model, arithmetic: str) -> int | None:
+    """The most steps from a non-zero start in ``arithmetic`` (None: the estimate alone bounds them)."""
+    if arithmetic == "dag":
+        return None
+    return MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
 
 
 def _beyond(model: Model) -> str:
@@ -401,8 +442,8 @@ def derive_model_job(
             "about the reduced coordinates); drop it"
         )
     objective_name(model, arguments.get("objective"))
-    most = MAX_SEQUENCE_EXP_STEPS if model.TOKEN_LOGITS else MAX_EXP_STEPS
-    if init != "zero" and steps > most:
+    most = _most_steps(model, exact_arithmetic(model, task))
+    if init != "zero" and most is not None and steps > most:
         raise ValueError(
             f"--steps={steps} is out of range with --init {init}: at most {most}"
             + (f" (nested exponentials); {_beyond(model)}" if model.TOKEN_LOGITS else "")
@@ -426,15 +467,22 @@ def derive_model_job(
     n = population.size
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
     header, columns = model_file_bytes(task, model, steps, per_input, init) if json else (0, 0)
+    dag = model.TOKEN_LOGITS and exact_arithmetic(model, task) == "dag"
     if readouts:
         read = model_job_estimate(task, model, steps, init, readouts=True)
         seconds, memory = read.seconds, read.memory
+    elif dag:  # the run, the certified doubles rw derive prints, the program held (_cost's measurements)
+        run = model_job_estimate(task, model, steps, init)
+        seconds, memory = run.seconds + dag_print_seconds(task, model, steps, init), run.memory
     else:
         seconds, memory = (
             model_estimate(task, model, steps, init),
             64 * n * population.N * 40 * (steps + 1) + 200 * 2**20,
         )
-    if json and model.TOKEN_LOGITS:  # the certified doubles of its nested values (the module's measurement)
+    if json and dag:  # the oracle's node table, its balls and JSON, held while it is written
+        seconds += dag_write_seconds(task, model, steps, init)
+        memory += DAG_TABLE_MEMORY * dag_entries(task, model, steps, init)
+    elif json and model.TOKEN_LOGITS:  # the certified doubles of its nested values (the module's measurement)
         seconds += SEQUENCE_WRITE * seconds
     return DeriveJob(
         {**arguments, "mu": mu},
@@ -458,6 +506,7 @@ __all__ = [
     "ModelTrajectory",
     "derive_model",
     "derive_model_job",
+    "exact_arithmetic",
     "initial_parameters",
     "model_estimate",
     "model_file_bytes",

@@ -147,6 +147,12 @@ class ExactTrajectory(ABC):
         """The exact value of parameter or read-out ``name`` at step t: a SymPy scalar, a list (a vector) or
         a list of rows / Matrix (a matrix); None for an accuracy some comparison of which is undecided."""
 
+    def element(self, t: int, name: str) -> Any:
+        """``value(t, name)`` as the engine holds it (what the oracle writer writes and ``rw derive`` prints):
+        the same SymPy values for the reduced engine, the arithmetic's own elements for the generic one (a value
+        of the ``DAG`` arithmetic is a node of its program, written without SymPy)."""
+        return self.value(t, name)
+
     @property
     @abstractmethod
     def reduced(self) -> Any:

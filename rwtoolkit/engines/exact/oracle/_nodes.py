@@ -36,6 +36,8 @@ from sympy.core.relational import Relational
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from rwtoolkit.engines.exact.arithmetic._atoms import definition, exp_atom
+from rwtoolkit.engines.exact.arithmetic._dag import Node as DagNode
+from rwtoolkit.engines.exact.arithmetic._dag import dag_entry, missing_entries
 from rwtoolkit.tasks import symbol
 
 #: A node of the table (see the module docstring).
@@ -65,14 +67,23 @@ class NodeTable:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        self._exprs: list[sp.Basic] = []  # the expression of each node, for ``truncate``
+        # the key of each node, for ``truncate``: its expression, or (kind, entry) of a DAG program's entry
+        self._exprs: list[sp.Basic | tuple[str, int]] = []
         self._index: dict[sp.Basic, int] = {}
+        self._entries: dict[tuple[str, int], int] = {}  # ("n", entry) and ("inv", entry) -> node index
+        self._of_entry: dict[int, int] = {}  # DAG entry -> node index
+        self._mapped: list[
+            tuple[int, int]
+        ] = []  # (entry, table length once mapped), in order, for ``truncate``
 
     def __len__(self) -> int:
         return len(self.nodes)
 
     def add(self, expr: object) -> int:
-        """The index of ``expr``'s node, adding it and every subexpression not yet in the table."""
+        """The index of ``expr``'s node, adding it and every subexpression not yet in the table. A value of
+        the exact engine's ``DAG`` arithmetic enters straight from its program (``add_entry``), without SymPy."""
+        if isinstance(expr, DagNode):
+            return self._add_program(expr)
         expr = sp.sympify(expr)
         hit = self._index.get(expr)
         if hit is not None:
@@ -93,6 +104,50 @@ class NodeTable:
             self._exprs.append(node)
         return self._index[expr]
 
+    def _append(self, key: tuple[str, int], node: Node) -> int:
+        index = len(self.nodes)
+        self.nodes.append(node)
+        self._exprs.append(key)
+        self._entries[key] = index
+        if key[0] == "n":
+            self._map(key[1], index)
+        return index
+
+    def _map(self, entry: int, index: int) -> None:
+        self._of_entry[entry] = index
+        self._mapped.append((entry, len(self.nodes)))
+
+    def _add_program(self, root: DagNode) -> int:
+        """The node of a ``DAG`` value: each program entry it reads and the table lacks, children first, as
+        a node of this table's forms (x / y as x · y^-1, −x as −1 · x, √x as x^(1/2), exp(x) as the atom of x,
+        a leaf as its rational): read back with ``atoms="named"``, the SymPy expression ``DAG``'s
+        ``sympy_value`` builds."""
+        for j in missing_entries(root, self._of_entry):
+            op, a, b, leaf = dag_entry(j)
+            if op == "leaf":
+                assert leaf is not None
+                self._map(j, self.add(sp.Rational(int(leaf.p), int(leaf.q))))
+                continue
+            ia = self._of_entry[a]
+            if op in ("+", "*"):
+                node: Node = [op, ia, self._of_entry[b]]
+            elif op == "/":
+                ib = self._of_entry[b]
+                inverse = self._entries.get(("inv", b))
+                if inverse is None:
+                    inverse = self._append(("inv", b), ["^", ib, self.add(sp.S.NegativeOne)])
+                node = ["*", ia, inverse]
+            elif op == "neg":
+                node = ["*", self.add(sp.S.NegativeOne), ia]
+            elif op == "sqrt":
+                node = ["^", ia, self.add(sp.S.Half)]
+            elif op == "exp":  # the engine's exponential: an atom, as the SymPy arithmetic names it
+                node = ["atom", ia]
+            else:  # log
+                node = [op, ia]
+            self._append(("n", j), node)
+        return self._of_entry[root.i]
+
     def add_nested(self, value: object) -> object:
         """``add`` applied to a scalar, a list (nested) or a Matrix (as a list of rows)."""
         if isinstance(value, sp.MatrixBase):
@@ -104,7 +159,13 @@ class NodeTable:
     def truncate(self, size: int) -> None:
         """Drop every node from index ``size`` on (a scratch extension of the table ends)."""
         for expr in self._exprs[size:]:
-            del self._index[expr]
+            if isinstance(expr, tuple):
+                del self._entries[expr]
+            else:
+                del self._index[expr]
+        mapped = self._mapped  # the program's entries mapped since the table was this long (a leaf's rational
+        while mapped and mapped[-1][1] > size:  # may be an older node: forgetting it costs one look-up)
+            del self._of_entry[mapped.pop()[0]]
         del self._exprs[size:]
         del self.nodes[size:]
 

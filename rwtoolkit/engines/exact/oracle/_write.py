@@ -36,7 +36,6 @@ import sympy as sp
 from tqdm import tqdm
 
 from rwtoolkit.engines.exact.arithmetic._json import long_integers
-from rwtoolkit.engines.exact.arithmetic._models import to_sympy
 from rwtoolkit.engines.exact.engine._cost import PER_INPUT_LIMIT
 from rwtoolkit.engines.exact.engine._derive import ReducedTrajectory, StepState
 from rwtoolkit.engines.exact.engine._trajectory import READOUT_AXES, ExactTrajectory
@@ -211,7 +210,7 @@ def _step_entry(traj: ExactTrajectory, t: int, table: NodeTable, balls: BallTabl
     structure predicates of the reduced view."""
     entry: dict[str, Any] = {"t": t}
     for name in (*traj.parameter_names, *traj.readout_names):
-        value = traj.value(t, name)
+        value = traj.element(t, name)
         if value is not None:
             entry[name] = value_entry(table, balls, value)
     if verdict:
@@ -237,7 +236,7 @@ def bounds_float32(bounds: list[float]) -> np.ndarray:
 class _GroupValues:
     """One step's per-group values of one quantity: doubles, bounds and exact node indices by key."""
 
-    def __init__(self, values: list[sp.Expr], table: NodeTable, balls: BallTable) -> None:
+    def __init__(self, values: list[Any], table: NodeTable, balls: BallTable) -> None:
         base = len(table)
         ids, sizes = [], []
         for v in values:  # a scratch extension of the table: every value, to evaluate it
@@ -374,7 +373,10 @@ class _FullColumns:
     def step(self, t: int, table: NodeTable, balls: BallTable) -> tuple[bool, Callable[..., np.ndarray]]:
         state, n = self.traj.states[t], self.traj.population_size
         shapes = {q: (n, *shape) for q, shape in self.traj.per_input_shapes().items()}
-        values = {q: _GroupValues(list(to_sympy(getattr(state, q)).ravel()), table, balls) for q in shapes}
+        values = {  # the arithmetic's elements: a DAG node enters the table straight from its program
+            q: _GroupValues(list(np.asarray(getattr(state, q), dtype=object).ravel()), table, balls)
+            for q in shapes
+        }
         return all(v.floats for v in values.values()), lambda quantity, part, r, rows: getattr(
             values[quantity], part
         ).reshape(shapes[quantity])[rows]
