@@ -33,6 +33,7 @@ from rwtoolkit.models import (
     batch,
     flatten,
     get_model,
+    gradient_steps,
     hessian,
     hessian_vector_products,
     rational_positions,
@@ -339,3 +340,23 @@ def test_exact_hessian_at_zero_is_rational_and_exactly_symmetric() -> None:
     assert (H == H.T).all() and any(x != 0 for x in H.flat)
     floats = hessian(model, FLOAT64, model.zeros(FLOAT64, data.inputs.sizes), data, CrossEntropy("lm"))
     np.testing.assert_allclose(EXACT.to_float(H), floats, rtol=0, atol=1e-15)
+
+
+def test_a_gradient_step_in_duals_carries_the_jacobian_of_the_gd_map() -> None:
+    """θ(1) = θ − η∇L(θ) run by gradient_steps in DualArithmetic from θ with tangents v has tangents
+    (I − ηH) v: the GD map's Jacobian applied to the directions, H from ``hessian``."""
+    task = binary_markov_task("1/3", "3/5", 3)
+    pop, model, data, params = _setup("one_layer", task)
+    H = hessian(model, FLOAT64, params, data, CrossEntropy("lm"))
+    V = np.random.default_rng(3).standard_normal((2, H.shape[0]))
+    ar = DualArithmetic(FLOAT64, 2)
+    P = ar.asarray(rational_positions(pop.N, Fraction(1)))
+    duals = batch(ar, pop.tokens, pop.labels, [Fraction(q) for q in pop.exact_probs()], pop.K, P)
+    start, offset = {}, 0
+    for k, v in params.items():  # each parameter's slice of the directions, in flatten's order
+        start[k] = ar.variable(v, V[:, offset : offset + v.size].reshape((2,) + v.shape))
+        offset += v.size
+    eta = 0.3
+    states = list(gradient_steps(model, ar, start, duals, CrossEntropy("lm"), eta, 1))
+    moved = np.concatenate([states[1].params[k].tangent.reshape(2, -1) for k in params], axis=1)
+    np.testing.assert_allclose(moved, V - eta * V @ H.T, rtol=0, atol=1e-14)

@@ -13,6 +13,9 @@ directions v₁..v_n gives the gradient ∇L(θ) in the values and the Hessian-v
 tangents: :func:`hessian_vector_products` and :func:`hessian`, from the model's one definition, with no second
 derivative written anywhere. Over a ball arithmetic the results are enclosures: the tangent of each operation is
 its exact derivative (the product rule, the chain rule through exp, log, √, erf, softmax), evaluated in balls.
+Any computation written in the arithmetic runs in duals as well: ``rwtoolkit.models.gradient_steps`` from
+parameters with tangents v (the population from ``rwtoolkit.models.batch`` in the same :class:`DualArithmetic`)
+carries the Jacobian of the update map applied to v, (I − ηH) v after one GD step.
 
 Derivatives of the primitives (x a value, ẋ its tangent): (x y)˙ = ẋ y + x ẏ, (x / y)˙ = (ẋ − (x/y) ẏ) / y,
 (A @ B)˙ = Ȧ B + A Ḃ, exp(x)˙ = exp(x) ẋ, log(x)˙ = ẋ / x, √x˙ = ẋ / (2 √x), erf(x)˙ = (2/√π) e^(−x²) ẋ,
@@ -275,49 +278,6 @@ def _shifted(axis: int) -> int:
     return axis + 1 if axis >= 0 else axis
 
 
-def _moved(t: Array, source: int, target: int) -> Array:
-    """``t`` with axis ``source`` moved to ``target`` (both non-negative), the others in order, by swaps of
-    neighbours."""
-    step = 1 if target > source else -1
-    for k in range(source, target, step):
-        t = t.swapaxes(k, k + step)
-    return t
-
-
-#: Matrices of at most this many multiply-adds (m·K·p) are multiplied with the directions folded into their rows
-#: or columns (one product per batch entry instead of k of them); larger ones direction by direction, as the
-#: base broadcasts (measured on the two-layer model's products: folding small ones halves their time, folding a
-#: (4, 768) @ (768, 4) weight gradient's costs more in the transposed copy than it saves).
-FOLD_WORK = 1024
-
-
-def _left_product(ta: Array, B: Array) -> Array:
-    """Ȧ B for every direction, ``ta`` (k, …, m, K): where B is a matrix or the products are small
-    (:data:`FOLD_WORK`) with the directions folded into the rows, (…, k·m, K) @ B, so that the base makes one
-    matrix product per batch entry instead of k (one GEMM where B is a matrix, the fold then free)."""
-    shape = _shape(ta)
-    k, m = shape[0], shape[-2]
-    if len(_shape(B)) > 2 and m * shape[-1] * _shape(B)[-1] > FOLD_WORK:
-        return ta @ B
-    rows = _moved(ta, 0, len(shape) - 3).reshape(shape[1:-2] + (k * m, shape[-1]))
-    out = rows @ B
-    out_shape = _shape(out)
-    return _moved(out.reshape(out_shape[:-2] + (k, m, out_shape[-1])), len(out_shape) - 2, 0)
-
-
-def _right_product(A: Array, tb: Array) -> Array:
-    """A Ḃ for every direction, ``tb`` (k, …, K, p): where the products are small (:data:`FOLD_WORK`) with the
-    directions folded into the columns, A @ (…, K, k·p)."""
-    shape = _shape(tb)
-    k, p = shape[0], shape[-1]
-    if _shape(A)[-2] * shape[-2] * p > FOLD_WORK:
-        return A @ tb
-    columns = _moved(tb, 0, len(shape) - 2).reshape(shape[1:-2] + (shape[-2], k * p))
-    out = A @ columns
-    out_shape = _shape(out)
-    return _moved(out.reshape(out_shape[:-1] + (k, p)), len(out_shape) - 1, 0)
-
-
 def _is_advanced(k: Any) -> bool:
     return not (k is None or k is Ellipsis or isinstance(k, slice))
 
@@ -478,10 +438,7 @@ class DualArithmetic:
         out = shape2[:-2] + (shape2[-2:-1] if len(sa) > 1 else ()) + (shape2[-1:] if len(sb) > 1 else ())
         ndim = len(shape2)
         ta, tb = A2._lifted(ndim), B2._lifted(ndim)
-        tangent = _fresh_sum(
-            None if ta is None else _left_product(ta, B2.value),
-            None if tb is None else _right_product(A2.value, tb),
-        )
+        tangent = _fresh_sum(None if ta is None else ta @ B2.value, None if tb is None else A2.value @ tb)
         value = value2.reshape(out)
         if tangent is None:
             return Dual(value, None, self)
@@ -707,9 +664,11 @@ def hessian(
 
     Memory: one evaluation holds ``chunk`` tangents of every value the tape keeps, about ``chunk`` + 1 times the
     memory of one evaluation with its gradient (plus the P × P result); a smaller ``chunk`` trades it for more
-    evaluations (P / chunk of them, each about ``chunk`` + 1 times one evaluation's time). Over balls each
-    entry is an enclosure of the exact Hessian at the parameters (at every point of them, for balls of
-    positive radius).
+    evaluations (P / chunk of them, each about ``chunk`` + 1 times one evaluation's time). Measured on
+    examples/nanogpt_attention.py's two_layer on ``icl_markov_task(2, 7, 1)`` (P = 168, 128 sequences), one
+    thread, on a shared machine: all 168 at once 0.43-0.49 s of CPU and 350 MB of peak memory in float64, 1.8-1.9 s
+    and 750 MB in float balls; ``chunk=42`` 0.61-0.67 s and 86 MB, 1.9-2.4 s and 190 MB. Over balls each entry is an enclosure of the exact Hessian at
+    the parameters (at every point of them, for balls of positive radius).
     """
     total = sum(math.prod(_shape(v)) for v in params.values())
     if chunk is None:
