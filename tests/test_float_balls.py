@@ -165,8 +165,8 @@ def test_inexact_float_results_get_a_radius() -> None:
     assert t.rad > 0 and _holds(t, (), 1 + Fraction(3, 2**61))
     q = point([1.0]) / point([3.0])
     assert q.rad[0] > 0 and _holds(q, (0,), Fraction(1, 3))
-    # exact float results may keep radius 0 where nothing rounds: negation, indexing
-    assert (-point([0.1])).rad[0] == 0
+    # exact float results may keep radius 0 where nothing rounds: negation, |x|, indexing
+    assert (-point([0.1])).rad[0] == 0 and abs(point([-0.1])).mid[0] == 0.1 and float(point([[2.5]])) == 2.5
 
 
 def test_rationals_become_their_nearest_float_with_a_covering_radius() -> None:
@@ -283,6 +283,8 @@ def test_hull_point_widest_radius_and_norm2_upper() -> None:
     for i, (lo, hi) in enumerate([(1, 2), (-3, 5)]):
         assert _holds(h, (i,), Fraction(lo)) and _holds(h, (i,), Fraction(hi))
     assert widest_radius(h) >= 4 and point([1.5]).rad[0] == 0
+    with pytest.raises(ValueError, match=r"hull: lo must be <= hi entrywise, entry \(1,\)"):
+        hull(np.array([0.0, 2.0]), np.array([1.0, 1.0]))
     rng = np.random.default_rng(3)
     for v in (rng.uniform(0, 1, 50) * 10.0 ** rng.integers(-320, 300, 50), np.array([3.0, 4.0]), np.zeros(3)):
         bound = norm2_upper(FloatBalls(np.zeros(v.shape), v))

@@ -327,6 +327,14 @@ class FloatBalls:
         return FloatBalls._checked(np.asarray(mid), np.asarray(_up(z, n + 1, 2)))
 
     # arithmetic ---------------------------------------------------------------------------------
+    def __float__(self) -> float:
+        """The midpoint of a one-entry ball (as ``float`` of an ``arb``)."""
+        return float(np.asarray(self.mid).reshape(-1)[0]) if self.size == 1 else float(self.mid)
+
+    def __abs__(self) -> FloatBalls:
+        """|x|: the ball (|mid|, rad) contains it, as ||x| − |mid|| ≤ |x − mid|."""
+        return FloatBalls._make(np.abs(self.mid), self.rad)
+
     def __neg__(self) -> FloatBalls:
         return FloatBalls._make(-self.mid, self.rad)
 
@@ -698,7 +706,12 @@ def point(x: Any) -> FloatBalls:
 
 
 def hull(lo: Any, hi: Any) -> FloatBalls:
-    """Balls containing [lo, hi] entrywise (floats, lo ≤ hi): ``FloatBalls.from_bounds``."""
+    """Balls containing [lo, hi] entrywise (floats, lo ≤ hi): ``FloatBalls.from_bounds``; one line where lo > hi."""
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    wrong = ~(lo <= hi)
+    if wrong.any():
+        index = tuple(int(i) for i in np.argwhere(wrong)[0]) if wrong.ndim else ()
+        raise ValueError(f"hull: lo must be <= hi entrywise, entry {index} has lo > hi (or NaN)")
     return FloatBalls.from_bounds(lo, hi)
 
 
