@@ -30,6 +30,7 @@ from rwtoolkit.models import (
     batch,
     descend,
     get_model,
+    rational_positions,
 )
 from rwtoolkit.tasks import CircleWalk, icl_markov_task
 
@@ -216,3 +217,46 @@ def test_the_cosine_schedule_is_refused_by_the_exact_arithmetic_naming_the_float
     with pytest.raises(ValueError, match="use the float engine \\(rw train\\) or the ball engine"):
         Schedule.parse("cosine:10").check(EXACT)
     Schedule.parse("step:10:1/2").check(EXACT)  # rational factors: the exact arithmetic runs them
+
+
+def test_rw_certify_model_with_a_schedule_and_stages_holds_the_python_apis_run(tmp_path):
+    argv = ["certify", "--model", NANO, "--spec", _spec(tmp_path), "--init", "own", "--steps", "3"]
+    flags = [
+        "--eta",
+        "3/10",
+        "--optimizer",
+        "momentum",
+        "--schedule",
+        "step:1:1/2",
+        "--stages",
+        "blocks.0.*=1,*=2",
+    ]
+    assert main([*argv, *flags, "--out", str(tmp_path / "out")]) == 0
+    data = json.loads((tmp_path / "out" / "certify.json").read_text())
+    assert data["outcome"] == "verified" and data["config"]["schedule"] == "step:1:1/2"
+    assert [k for k, _ in data["config"]["stages"]] == [1, 2]
+    model, task = get_model(NANO), icl_markov_task(2, 4, 1)
+    pop = task.population()
+    P = np.asarray(rational_positions(4, 1), dtype=float)  # the ball engine's (one_layer ignores them)
+    data_ = batch(FLOAT64, pop.tokens, pop.labels, np.asarray(pop.float_probs()), 2, P)
+    start = _model_train.initial_model_parameters(model, data_.inputs.sizes, "own", 0.0, 0)
+    states = descend(
+        model, FLOAT64, start, data_, CrossEntropy("lm"), 0.3, 3, optimizer=Optimizer("momentum"),
+        schedule=lambda t: Fraction(1, 2) ** t, stages=[(1, set(BLOCK)), (2, set(start))],
+    )  # fmt: skip
+    for step, state in zip(
+        data["steps"], states, strict=True
+    ):  # the ball holds the float64 run (its rounding)
+        assert abs(step["loss"]["mid"] - float(state.loss)) <= step["loss"]["rad"] + 1e-12, step["step"]
+
+
+def test_bad_schedules_of_rw_certify_are_one_line_exit_2_before_any_file(tmp_path, capsys):
+    argv = ["certify", "--model", "key_query", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "2"]
+    for extra, line in (
+        (["--stages", "X=2"], "--stages: 'X' matches no parameter of the model (V, W_K, W_Q)"),
+        (["--schedule", "warmup"], "--schedule='warmup' is not one of the forms"),
+    ):
+        assert main([*argv, *extra, "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"rw certify: error: {line}")
+        assert not (tmp_path / "out").exists()

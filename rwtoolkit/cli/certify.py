@@ -119,7 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_objective_argument(parser, "another model")
     from rwtoolkit.cli._optim import add_optimizer_arguments
 
-    add_optimizer_arguments(parser, "--model runs of the generic ball engine (the paper's run plain GD)")
+    add_optimizer_arguments(
+        parser, "--model runs of the generic ball engine (the paper's run plain GD)", schedules=True
+    )
     a("--mu", default=None, help="another model: μ = ‖p_i‖² > 0 of its rational positions (default 1)")
     a(
         "--max-seconds",
@@ -190,6 +192,8 @@ _OPTIMIZER_FLAGS = (
     ("--betas", "betas"),
     ("--adam-eps", "adam_eps"),
     ("--weight-decay", "weight_decay"),
+    ("--schedule", "schedule"),
+    ("--stages", "stages"),
 )
 
 
@@ -302,10 +306,19 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
         raise ValueError(
             f"the task's probabilities are symbolic ({task!r}): the certified engine needs numbers"
         )
-    model = model_from_args(args)
-    from rwtoolkit.cli._optim import optimizer_from_args
+    from rwtoolkit.cli._optim import optimizer_from_args, schedule_from_args, stages_from_args
 
+    schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
+    model = model_from_args(args)
     optimizer = optimizer_from_args(args)
+    if (
+        stages is not None
+    ):  # the globs against the model's parameter names (the engine's sizes), covering --steps
+        from rwtoolkit.models import Sizes
+
+        population = task.population()
+        sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
+        stages = stages_from_args(args, list(model.shapes(sizes)))
     from rwtoolkit.engines import select
     from rwtoolkit.engines.balls import (
         ball_model_job,
@@ -327,6 +340,8 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
         record_steps=record,
         max_seconds=max_seconds,
         optimizer=optimizer,
+        schedule=schedule,
+        stages=stages,
     )
     est = job.estimate
     summary = (
@@ -336,7 +351,8 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
     check_memory(est.memory, f"{job.what} (estimated at {summary})", job.alternatives)
     check_disk(est.file_bytes, Path(str(out)), f"{job.what} (estimated at {summary})", job.alternatives)
     print(f"rw certify: estimated {summary}", file=sys.stderr)
-    engine = select(model, "balls", init, specialise=optimizer is None)  # the reduced engine runs plain GD
+    plain = optimizer is None and schedule is None and stages is None  # the reduced engine runs plain GD
+    engine = select(model, "balls", init, specialise=plain)
     chosen = set(job.recorded)
     started = time.perf_counter()
     traj = engine.load()(task, model, steps, progress=True, keep=lambda t: t in chosen, **job.arguments)

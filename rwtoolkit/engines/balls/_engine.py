@@ -288,6 +288,8 @@ def run_trajectory(
     init: str = "zero",
     objective: str | None = None,
     optimizer: Any = None,
+    schedule: Any = None,
+    stages: Any = None,
 ) -> BallTrajectory:
     """The reduced ball engine: GD of ``one_layer`` from zero in reduced coordinates, every quantity a ball.
 
@@ -295,8 +297,8 @@ def run_trajectory(
     ``walks`` (default the task's population, both), the positions any P with PᵀP = μI (the caller encloses
     P's Gram matrix), ``prec`` bits (None: ``automatic_precision``), recorded at the steps ``keep`` selects
     (default all) and the last. If the balls no longer show z + ε > 0 the run stops (``stopped``) with the
-    steps recorded so far. ValueError for another model, ``init`` other than ``"zero"``, an ``objective`` or an
-    ``optimizer`` other than plain GD (the generic engine runs them).
+    steps recorded so far. ValueError for another model, ``init`` other than ``"zero"``, an ``objective``, an
+    ``optimizer`` other than plain GD, a ``schedule`` or ``stages`` (the generic engine runs them).
 
     >>> from rwtoolkit.models import get_model
     >>> from rwtoolkit.tasks import CircleWalk
@@ -318,6 +320,11 @@ def run_trajectory(
         raise ValueError(
             f"optimizer={getattr(optimizer, 'name', optimizer)!r}: the reduced ball engine runs plain gradient "
             "descent (rwtoolkit.engines.select gives the generic ball engine for another rule)"
+        )
+    if schedule is not None or stages is not None:
+        raise ValueError(
+            "schedule, stages: the reduced ball engine runs a constant rate on every parameter "
+            "(rwtoolkit.engines.select gives the generic ball engine for them)"
         )
     train_set, eval_set = walks if walks is not None else (WalkSet.population(task.population()),) * 2
     mu_q, eta_q, eps_q = rational(mu), rational(eta), rational(eps)

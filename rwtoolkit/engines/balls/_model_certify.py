@@ -116,6 +116,8 @@ def ball_model_job(
     record_steps: set[int] | None = None,
     max_seconds: float = MAX_BALL_SECONDS,
     optimizer: Any = None,
+    schedule: Any = None,
+    stages: Any = None,
 ) -> BallJob:
     """``ball_model_trajectory``'s run on the task's population planned before any work.
 
@@ -123,7 +125,9 @@ def ball_model_job(
     without one), an objective the model has not, η, ε or μ not a positive rational, and a run estimated above
     ``max_seconds`` (at most ``MAX_BALL_SECONDS``), naming the most steps that fit. ``optimizer`` (a
     ``rwtoolkit.models.Optimizer``; None: plain GD) goes into the arguments, and certify.json's config, where given
-    (the estimate is plain GD's: a rule's update is a few operations per parameter beside the gradient's tape). The estimate: seconds by
+    (the estimate is plain GD's: a rule's update is a few operations per parameter beside the gradient's tape);
+    so do ``schedule`` (``rwtoolkit.models.Schedule``) and ``stages`` ((steps, parameter names) in order, checked
+    against the model's parameters and ``steps`` here, before any work). The estimate: seconds by
     ``ball_estimate`` at the first precision the engine tries (``prec``, or the automatic
     BASE_PREC + BITS_PER_STEP·steps bits; a run whose balls are not tight there is run again at a higher
     precision, which the estimate does not count); memory of the interpreter, one step's tape and the
@@ -135,7 +139,7 @@ def ball_model_job(
     >>> job.bits, job.recorded, job.estimate.seconds < 5
     (268, [0, 1, 2], True)
     """
-    from rwtoolkit.models import Sizes, objective_name
+    from rwtoolkit.models import Sizes, objective_name, stage_plan
 
     name = objective_name(model, objective)
     if init not in BALL_INITS:
@@ -170,6 +174,11 @@ def ball_model_job(
     arguments = dict(eta=eta_q, eps=eps_q, mu=mu_q, prec=prec, init=init, objective=name)
     if optimizer is not None:  # the update rule (rwtoolkit.models.Optimizer); None: plain GD
         arguments["optimizer"] = optimizer
+    if schedule is not None:
+        arguments["schedule"] = schedule
+    if stages is not None:
+        stage_plan(stages, list(model.shapes(sizes)), steps)  # one line before any work
+        arguments["stages"] = stages
     return BallJob(
         steps, arguments, bits, BallEstimate(seconds, memory, file_bytes), what, alternatives, recorded
     )
@@ -229,6 +238,12 @@ def model_certify_json(task: Any, model: Any, job: BallJob, traj: BallTrajectory
             "objective": a["objective"],
             "recorded_steps": len(job.recorded),
             **({"optimizer": a["optimizer"].describe()} if a.get("optimizer") is not None else {}),
+            **({"schedule": a["schedule"].text} if a.get("schedule") is not None else {}),
+            **(
+                {"stages": [[int(k), sorted(names)] for k, names in a["stages"]]}
+                if a.get("stages") is not None
+                else {}
+            ),
         },
         "estimate": {
             "seconds": round(job.estimate.seconds, 3),

@@ -207,6 +207,8 @@ def ball_model_trajectory(
     init: str = "zero",
     objective: str | None = None,
     optimizer: Any = None,
+    schedule: Any = None,
+    stages: Any = None,
 ) -> BallTrajectory:
     """The generic ball engine: GD of any model of record from zero, θ(t) and the read-outs in balls.
 
@@ -218,7 +220,9 @@ def ball_model_trajectory(
     set. ``init``: ``"zero"``, or ``"own"``, the model's own start (``Model.initial``) as exact balls;
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
     another model, which trains on −log(z + ε)); ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``,
-    momentum, Nesterov, Adam, AdamW; None: plain GD), its hyperparameters exact balls. Refuses (ValueError, before any work) a run estimated above
+    momentum, Nesterov, Adam, AdamW; None: plain GD), its hyperparameters exact balls; ``schedule`` (t ↦ the
+    factor of every rate, ``rwtoolkit.models.Schedule``) and ``stages`` ((steps, parameter names) in order): as
+    ``rwtoolkit.models.gradient_steps`` reads them. Refuses (ValueError, before any work) a run estimated above
     ``MAX_BALL_SECONDS``, another start or objective. A ReLU input the balls cannot sign ends the run
     inconclusive at that step (``BallTrajectory.stopped``, ``stopped_at``; ``outcome`` is inconclusive).
 
@@ -244,7 +248,23 @@ def ball_model_trajectory(
         )
 
     def run(bits: int) -> BallTrajectory:
-        return _run(task, model, steps, eta, eps, mu, bits, walks, keep, progress, init, name, optimizer)
+        return _run(
+            task,
+            model,
+            steps,
+            eta,
+            eps,
+            mu,
+            bits,
+            walks,
+            keep,
+            progress,
+            init,
+            name,
+            optimizer,
+            schedule,
+            stages,
+        )
 
     traj = automatic_precision(run, steps) if prec is None else run(prec)
     traj.model = model
@@ -295,6 +315,8 @@ def _run(
     init: str,
     objective: str | None,
     optimizer: Any = None,
+    schedule: Any = None,
+    stages: Any = None,
 ) -> BallTrajectory:
     from rwtoolkit.models import CrossEntropy, Optimizer, evaluate, gradient_steps, rational_positions
 
@@ -320,7 +342,18 @@ def _run(
         done = 0  # steps whose state (and, before the last, gradient) is certified
         try:
             for t, state in enumerate(
-                gradient_steps(model, ar, start, data, loss, to_ball(eta), steps, optimizer or Optimizer())
+                gradient_steps(
+                    model,
+                    ar,
+                    start,
+                    data,
+                    loss,
+                    to_ball(eta),
+                    steps,
+                    optimizer or Optimizer(),
+                    schedule,
+                    stages,
+                )
             ):
                 if keep is None or keep(t) or t == steps:
                     train = _readout(state, data.weights)
