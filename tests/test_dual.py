@@ -360,3 +360,19 @@ def test_a_gradient_step_in_duals_carries_the_jacobian_of_the_gd_map() -> None:
     states = list(gradient_steps(model, ar, start, duals, CrossEntropy("lm"), eta, 1))
     moved = np.concatenate([states[1].params[k].tangent.reshape(2, -1) for k in params], axis=1)
     np.testing.assert_allclose(moved, V - eta * V @ H.T, rtol=0, atol=1e-14)
+
+
+def test_directions_of_the_wrong_shape_and_a_bad_chunk_are_refused_in_one_line() -> None:
+    _, model, data, params = _setup("one_layer", binary_markov_task("1/3", "3/5", 3))
+    size = flatten(params).size
+    loss = CrossEntropy("lm")
+    with pytest.raises(ValueError, match=rf"i\.e\. shape \(2, {size}\)"):
+        hessian_vector_products(model, FLOAT64, params, data, loss, np.zeros((2, size + 1)))
+    first = next(iter(params))
+    wrong = [{**params, first: np.zeros(params[first].size + 1)}]
+    with pytest.raises(ValueError, match=rf"directions\[0\]\['{first}'\] has shape"):
+        hessian_vector_products(model, FLOAT64, params, data, loss, wrong)
+    with pytest.raises(ValueError, match="chunk=0 must be an integer >= 1"):
+        hessian(model, FLOAT64, params, data, loss, chunk=0)
+    with pytest.raises(ValueError, match="n=0 must be an integer >= 1"):
+        DualArithmetic(FLOAT64, 0)
