@@ -92,6 +92,10 @@ ETA = 2.0**-1074
 _INF = np.inf
 
 
+#: The most terms of one sum or dot product: ``_up``'s bound (1 + (2j + 4)u)(1 − u)² ≥ (1 + u)^j needs j < 10⁷.
+_MAX_TERMS = 10**6
+
+
 def _float_up(q: Fraction) -> float:
     """The smallest float ≥ the rational ``q`` (``float`` of a Fraction is correctly rounded)."""
     f = float(q)
@@ -103,6 +107,10 @@ def gamma(n: int) -> float:
     """γ_n = n u / (1 − n u), rounded up: the relative error bound of n rounded operations in any order."""
     if n <= 0:
         return 0.0
+    if n >= _MAX_TERMS:
+        raise ValueError(
+            f"float-balls: a sum or dot product of {n} terms; the rounding bounds hold below {_MAX_TERMS}"
+        )
     u = Fraction(1, 2**53)
     return _float_up(n * u / (1 - n * u))
 
@@ -740,6 +748,8 @@ def norm2_upper(x: Any) -> float:
     # entry falls below the smallest normal; then Σ (v 2^−e)² ≤ n, each square and sum rounded (``_up``)
     scaled = (v * 2.0 ** (-half)) * 2.0 ** (half - e)
     n = int(v.size)
+    if n >= _MAX_TERMS:
+        raise ValueError(f"norm2_upper: {n} entries; the rounding bounds hold below {_MAX_TERMS}")
     s = float(_up(np.float64(np.sum(scaled * scaled)), n + 2, 4 * n))
     root = math.nextafter(math.sqrt(s), math.inf)  # IEEE sqrt is correctly rounded: one step up covers it
     return math.nextafter((root * 2.0 ** (e - half)) * 2.0**half, math.inf)
