@@ -144,3 +144,56 @@ def test_a_frozen_fixture_runs_the_rule_its_oracle_names(fixture_folder):
     assert config.optimizer == {"name": "momentum", "momentum": 0.5, "weight_decay": 0.0}
     diff = first_difference(run(factory, config, 2), expected, entry["rtol"]["float64"])
     assert diff is not None and diff.step == 2
+
+
+def test_rw_derive_json_with_a_schedule_and_stages_writes_them_and_torchs_trajectory(tmp_path, monkeypatch):
+    """--schedule step:1:1/2 and --stages 'w*=1,*=2' with momentum: the oracle records both, and its values are
+    torch.optim.SGD's under LambdaLR with the parameters outside a stage left without a gradient (1e-12); the
+    head, which the first stage freezes (and which alone moves at t = 0 from zero), keeps its start exactly."""
+    (tmp_path / "mine.py").write_text(TORCH_MODULE)
+    (tmp_path / "task.json").write_text(json.dumps(SPEC))
+    monkeypatch.chdir(tmp_path)
+    argv = "derive --model mine.py:model --spec task.json --mu 1 --steps 3 --eta 1/2 --json o.json".split()
+    flags = [
+        "--optimizer",
+        "momentum",
+        "--momentum",
+        "1/2",
+        "--schedule",
+        "step:1:1/2",
+        "--stages",
+        "w*=1,*=2",
+    ]
+    assert main([*argv, *flags]) == 0
+    header = json.loads((tmp_path / "o.json").read_text())
+    jsonschema.validate(header, load_schema("oracle"))
+    names = ["head.bias", "head.weight", "wpe.weight", "wte.weight"]
+    assert header["config"]["schedule"] == "step:1:1/2"
+    assert header["config"]["stages"] == [[1, ["wpe.weight", "wte.weight"]], [2, names]]
+    oracle = load_oracle(tmp_path / "o.json", verify=True)
+    namespace: dict = {}
+    exec(compile(TORCH_MODULE, "mine.py", "exec"), namespace)
+    module = namespace["model"](2, 2)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.zero_()
+    sgd = torch.optim.SGD(module.parameters(), lr=0.5, momentum=0.5)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(sgd, lambda t: 0.5**t)
+    pop, targets = population(TASK)
+    tokens = torch.tensor(pop.tokens, dtype=torch.long)
+    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    for t in range(4):
+        for key, value in module.state_dict().items():
+            assert np.abs(oracle.value(key, t) - value.numpy()).max() < 1e-12, (t, key)
+        sgd.zero_grad()
+        loss = torch_objective(module(tokens), torch.tensor(targets, dtype=torch.long), weights, last=False)
+        loss.backward()
+        if t == 0:  # the first stage trains the embeddings: the head has no gradient (torch.optim skips it)
+            for key, parameter in module.named_parameters():
+                if key.startswith("head."):
+                    parameter.grad = None
+        sgd.step()
+        scheduler.step()
+    for key in ("head.weight", "head.bias"):
+        assert not oracle.value(key, 1).any()  # frozen in the first stage: zero, exactly
+    assert oracle.value("head.bias", 2).any()  # then trained

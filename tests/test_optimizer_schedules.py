@@ -260,3 +260,22 @@ def test_bad_schedules_of_rw_certify_are_one_line_exit_2_before_any_file(tmp_pat
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith(f"rw certify: error: {line}")
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (
+            ["--schedule", "cosine:3"],
+            "--schedule cosine:3: the cosine's factors are floats, not rationals; the exact arithmetic cannot run "
+            "it; use the float engine (rw train) or the ball engine (rw certify --model)",
+        ),
+        (["--stages", "x=3"], "--stages: 'x' matches no parameter of the model (V, W_K, W_Q)"),
+        (["--stages", "V=1,W_*=1"], "--stages: stages cover 2 steps; steps=3: they must cover every step"),
+    ],
+)
+def test_bad_schedules_of_rw_derive_are_one_line_exit_2_before_any_file(tmp_path, capsys, extra, line):
+    argv = ["derive", "--model", "key_query", "--K", "3", "--N", "3", "--p", "1/2", "--steps", "3"]
+    assert main([*argv, *extra, "--json", str(tmp_path / "o.json")]) == 2
+    assert capsys.readouterr().err == f"rw derive: error: {line}\n"
+    assert not (tmp_path / "o.json").exists()

@@ -57,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from rwtoolkit.cli._optim import add_optimizer_arguments
 
     add_optimizer_arguments(
-        parser, "the generic exact engine runs gd, momentum and nesterov (Adam's square root is not rational)"
+        parser,
+        "the generic exact engine runs gd, momentum and nesterov (Adam's square root is not rational)",
+        schedules=True,
     )
     parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
     parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
@@ -167,6 +169,11 @@ def render(traj: ExactTrajectory, json: str | None = None) -> str:
     optimizer = getattr(traj, "optimizer", None)  # an update rule other than plain GD
     if optimizer is not None:
         loss += f", optimizer={optimizer.describe()}"
+    schedule, stages = getattr(traj, "schedule", None), getattr(traj, "stages", None)
+    if schedule is not None:
+        loss += f", schedule={schedule.text}"
+    if stages is not None:
+        loss += ", stages=" + ",".join(f"{'|'.join(names)}={k}" for k, names in stages)
     lines = [
         f"rw derive: {traj.task!r}{settings}, eta={traj.eta}, eps={traj.eps}, mu={traj.mu}, "
         f"{loss}, population={traj.population_size} inputs"
@@ -306,6 +313,16 @@ def _mu(args: argparse.Namespace) -> str:
     return "mu" if args.mu is None else str(args.mu)
 
 
+def _stages(args: argparse.Namespace, model: object, task: object) -> list:
+    """--stages matched against the model's parameter names at the exact engine's sizes, covering --steps."""
+    from rwtoolkit.cli._optim import stages_from_args
+    from rwtoolkit.models import Sizes
+
+    population = task.population()  # type: ignore[attr-defined]
+    sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
+    return stages_from_args(args, list(model.shapes(sizes))) or []  # type: ignore[attr-defined]
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the task, select the exact engine of (model, start), plan its job (refusing what it cannot do or
     what cannot fit), derive, print, write the oracle."""
@@ -324,17 +341,29 @@ def run(args: argparse.Namespace) -> int:
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
     seed = parse_int(args.seed, "seed", 0)
-    from rwtoolkit.cli._optim import optimizer_from_args
+    from rwtoolkit.cli._optim import optimizer_from_args, schedule_from_args, stages_from_args
 
     optimizer = optimizer_from_args(args)
-    rule = {} if optimizer is None else {"optimizer": optimizer}  # None: plain GD, every exact engine's
+    schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
+    if schedule is not None:
+        from rwtoolkit.engines.exact import EXACT
+
+        schedule.check(EXACT)  # the cosine's floats: one line naming the float and ball engines
+    if stages is not None:  # the globs against the model's parameter names, covering --steps
+        stages = _stages(args, model, task_or_spec(args, "rw derive"))
+    rule: dict = {} if optimizer is None else {"optimizer": optimizer}  # None: plain GD, every exact engine's
+    if schedule is not None:
+        rule["schedule"] = schedule
+    if stages is not None:
+        rule["stages"] = stages
     if optimizer is not None and args.verdict:
         raise ValueError(
             f"--optimizer {optimizer.name}: --verdict applies to plain GD (the verdicts are of the paper's "
             "reduced coordinates); drop it, or --optimizer"
         )
     task = task_or_spec(args, "rw derive")
-    engine = select(model, "exact", args.init, specialise=optimizer is None)  # the reduced engine runs gd
+    plain = optimizer is None and not rule  # the reduced engine runs gd at one constant rate
+    engine = select(model, "exact", args.init, specialise=plain)
     mu = _mu(args)
 
     def plan(k: int) -> DeriveJob:

@@ -343,6 +343,8 @@ def derive(
     seed: int = 0,
     objective: str | None = None,
     optimizer: object = None,
+    schedule: object = None,
+    stages: object = None,
 ) -> ReducedTrajectory:
     """The exact population GD trajectory θ(0), …, θ(steps) from zero initialisation (docs/theory.md#model, #reduction).
 
@@ -375,7 +377,7 @@ def derive(
     steps = check_int(steps, "steps", 0)
     model = get_model("one_layer") if model is None else model
     objective_name(model, objective)
-    plain_rule(optimizer)
+    plain_rule(optimizer, schedule, stages)
     if model.name != "one_layer" or init != "zero":
         raise ValueError(
             f"model={model.name!r}, init={init!r}: the reduced engine runs the paper's model (one_layer) from "
@@ -433,9 +435,16 @@ def derive(
     return traj
 
 
-def plain_rule(optimizer: object) -> None:
-    """One line where ``optimizer`` is another rule than plain GD: the reduced engine's coordinates follow
-    θ ← θ − η∇L only (another rule runs on the generic engine, ``rwtoolkit.engines.select(..., specialise=False)``)."""
+def plain_rule(optimizer: object, schedule: object = None, stages: object = None) -> None:
+    """One line where ``optimizer`` is another rule than plain GD, or a ``schedule`` or ``stages`` is given: the
+    reduced engine's coordinates follow θ ← θ − η∇L only, at one rate on every parameter (another rule, a
+    schedule or stages run on the generic engine, ``rwtoolkit.engines.select(..., specialise=False)``)."""
+    for name, given in (("--schedule", schedule), ("--stages", stages)):
+        if given is not None:
+            raise ValueError(
+                f"{name}: the reduced exact engine runs one constant rate on every parameter; a schedule or "
+                "stages run on the generic exact engine (rwtoolkit.engines.exact.derive_model)"
+            )
     if optimizer is not None and not getattr(optimizer, "plain", False):
         raise ValueError(
             f"--optimizer {getattr(optimizer, 'name', optimizer)}: the reduced exact engine runs plain gradient "
@@ -468,7 +477,7 @@ def derive_job(
     ('mu', '--steps 2 on CircleWalk(K=3, N=3, p=1/2)', True)
     """
     objective_name(model, arguments.get("objective"))  # the paper's model: none but its loss
-    plain_rule(arguments.get("optimizer"))
+    plain_rule(arguments.get("optimizer"), arguments.get("schedule"), arguments.get("stages"))
     est = job_estimate(task, steps, json=json, per_input=per_input)
     alternatives = (
         "use fewer --steps, smaller K or N"

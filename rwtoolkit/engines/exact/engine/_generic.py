@@ -21,6 +21,7 @@ gradient none.
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Unpack
@@ -52,12 +53,14 @@ from rwtoolkit.models import (
     Model,
     ObjectArithmetic,
     Optimizer,
+    Schedule,
     Sizes,
     Tape,
     batch,
     descend,
     objective_name,
     rational_positions,
+    stage_plan,
 )
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_int, exact
 
@@ -95,6 +98,10 @@ class ModelTrajectory(ExactTrajectory):
     #: The exact arithmetic the states' values are elements of (``exact_arithmetic``): ``EXACT`` (fmpq and SymPy)
     #: or ``DAG`` (fmpq and program nodes).
     exact: ObjectArithmetic = EXACT
+    #: The learning-rate schedule (``rwtoolkit.models.Schedule``) and the stages ((steps, parameter names) in
+    #: order) where given, else None.
+    schedule: Schedule | None = None
+    stages: list[tuple[int, list[str]]] | None = None
 
     @property
     def K(self) -> int:
@@ -299,6 +306,8 @@ def derive_model(
     progress: bool = False,
     optimizer: Optimizer | None = None,
     arithmetic: str | None = None,
+    schedule: Schedule | None = None,
+    stages: Sequence[tuple[int, Collection[str]]] | None = None,
 ) -> ModelTrajectory:
     """The exact GD trajectory of ``model`` on ``task``'s population (docs/guide/models.md).
 
@@ -306,8 +315,10 @@ def derive_model(
     ``objective``: the cross-entropy of a model with next-token logits (None: its default, ``"lm"``; refused for
     a model without them, which trains on ``loss``). ``optimizer``: the update rule (``rwtoolkit.models.Optimizer``;
     None: plain GD), exact where it is rational in the state (momentum, Nesterov), Adam refused in one line
-    naming the ball engine. ``arithmetic``: the exact arithmetic (``exact_arithmetic``; None: ``"dag"`` for a
-    sequence model on a task with rational probabilities, else ``"sympy"``); the two give the same exact values
+    naming the ball engine. ``schedule`` (``rwtoolkit.models.Schedule``: rational factors; the cosine refused in
+    one line naming the float and ball engines) and ``stages`` ((steps, parameter names) in order, covering
+    ``steps``): as ``rwtoolkit.models.gradient_steps`` reads them. ``arithmetic``: the exact arithmetic
+    (``exact_arithmetic``; None: ``"dag"`` for a sequence model on a task with rational probabilities, else ``"sympy"``); the two give the same exact values
     (tests/test_exact_dag.py). The generic exact engine
     (``rwtoolkit.engines.GENERIC["exact"]``): its specialisation ``derive`` takes the same keyword arguments and
     returns the same interface, ``ExactTrajectory``.
@@ -321,6 +332,8 @@ def derive_model(
     steps = check_int(steps, "steps", 0)
     rule = Optimizer() if optimizer is None else optimizer
     rule.check(EXACT)  # Adam's √v: one line naming the ball engine, before any work
+    if schedule is not None:
+        schedule.check(EXACT)  # the cosine's floats: one line naming the float and ball engines
     name = objective_name(model, objective)
     which = exact_arithmetic(model, task, arithmetic)
     ar = DAG if which == "dag" else EXACT
@@ -352,6 +365,8 @@ def derive_model(
         steps,
         lambda t: bar.update(1),
         rule,
+        schedule,
+        stages,
     )
     bar.close()
     return ModelTrajectory(
@@ -368,6 +383,8 @@ def derive_model(
         None if rule.plain else rule,
         ar,
         states=states,
+        schedule=schedule,
+        stages=None if stages is None else [(int(k), sorted(names)) for k, names in stages],
     )
 
 
@@ -436,6 +453,9 @@ def derive_model_job(
     optimizer = arguments.get("optimizer")
     if isinstance(optimizer, Optimizer):  # Adam's √v is refused, naming the ball engine
         optimizer.check(EXACT)
+    schedule, stages = arguments.get("schedule"), arguments.get("stages")
+    if isinstance(schedule, Schedule):  # the cosine's floats, naming the float and ball engines
+        schedule.check(EXACT)
     if verdict:
         raise ValueError(
             "--verdict applies to the paper's model from zero init (its structure predicates are statements "
@@ -460,10 +480,11 @@ def derive_model_job(
     population = task.population()
     if model.TOKEN_LOGITS:
         exact_ops(model, population)
+    sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
     if init == "own":  # refused before any work where the model has no start of its own
-        initial_parameters(
-            model, Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N), init, 0, 0
-        )
+        initial_parameters(model, sizes, init, 0, 0)
+    if stages is not None:  # the stages cover the steps, of parameters the model has
+        stage_plan(stages, list(model.shapes(sizes)), steps)  # type: ignore[arg-type]
     n = population.size
     per_input = n <= PER_INPUT_LIMIT if per_input is None else per_input
     header, columns = model_file_bytes(task, model, steps, per_input, init) if json else (0, 0)

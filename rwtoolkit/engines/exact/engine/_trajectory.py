@@ -61,6 +61,8 @@ class EngineArguments(TypedDict, total=False):
     seed: int
     objective: str | None
     optimizer: object
+    schedule: object
+    stages: object
     progress: bool
 
 

@@ -131,7 +131,8 @@ def _notation(traj: ExactTrajectory) -> dict[str, str]:
 def _config(traj: ExactTrajectory, per_input: bool) -> dict:
     """The header's configuration; with the full coordinates' positions (M, how P is built) where the model
     reads them, the objective of a model with next-token logits (which reads token ids, not P), and the update
-    rule where it is not plain GD (``Optimizer.describe(exact=True)``; a file without it is plain GD)."""
+    rule where it is not plain GD (``Optimizer.describe(exact=True)``; a file without it is plain GD), and the
+    learning-rate schedule and stages where given (absent: a constant rate on every parameter)."""
     task = traj.task
     config: dict[str, Any] = {
         "task": getattr(task, "name", "finite"),
@@ -156,6 +157,11 @@ def _config(traj: ExactTrajectory, per_input: bool) -> dict:
     rule = getattr(traj, "optimizer", None)  # an update rule other than plain GD: its exact hyperparameters
     if rule is not None and not rule.plain:
         config["optimizer"] = rule.describe(exact=True)
+    schedule, stages = getattr(traj, "schedule", None), getattr(traj, "stages", None)
+    if schedule is not None:  # the learning-rate schedule, as --schedule takes it
+        config["schedule"] = schedule.text
+    if stages is not None:  # the stages in order: [steps, [parameter names]]
+        config["stages"] = [[int(k), list(names)] for k, names in stages]
     return config
 
 
