@@ -1,11 +1,12 @@
 """The exact gradient and Hessian of a registered model's population loss at one point (forward over reverse).
 
-Every entry is a dual number a + b·δ (δ² = 0) with exact SymPy parts. Evaluating the model's one definition
-(``rwtoolkit.models.evaluate``: the tape's reverse pass) at θ + δ·e_j gives ∇L(θ) in the real parts and the j-th
-column H e_j of the Hessian in the dual parts, because the tape's gradient is a composition of +, −, ×, ÷
-and exp, each of which a dual number differentiates exactly (exp(a + bδ) = eᵃ + eᵃ b δ). One reverse pass
-per parameter entry gives the whole Hessian; nothing is approximated. The point may hold exact logarithms
-(a bias log π_k, so that exp gives back the rational π_k): SymPy keeps them exact.
+``rwtoolkit.models.hessian`` differentiates the model's one definition (``rwtoolkit.models.evaluate``: the tape's
+reverse pass) in forward mode, carrying every unit direction e_j at once (``rwtoolkit.models.DualArithmetic``):
+the gradient's tangents are the columns H e_j of the Hessian. Here it runs in ``SYMPY``, exact SymPy numbers
+in numpy object arrays, because the tape's gradient is a composition of +, −, ×, ÷ and exp, each of which a
+dual number differentiates exactly (exp(a + bδ) = eᵃ + eᵃ b δ); nothing is approximated. The point may hold
+exact logarithms (a bias log π_k, so that exp gives back the rational π_k): SymPy keeps them exact, and
+exp(log ρ) is ρ again (the exact engine's named exponential atoms would keep it as an atom).
 
 The loss is the toolkit's ℓ(z) = −log(z + ε) on z = f_y, with ε ≥ 0 (ε = 0: the cross-entropy).
 
@@ -22,72 +23,23 @@ The loss is the toolkit's ℓ(z) = −log(z + ε) on z = f_y, with ε ≥ 0 (ε 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from rwtoolkit.models import ArithmeticLoss, Model, ObjectArithmetic, Sizes, batch, evaluate
+from rwtoolkit.models import ArithmeticLoss, Model, ObjectArithmetic, Sizes, batch, evaluate, flatten, hessian
 from rwtoolkit.tasks import Task
 
 
-class Dual:
-    """a + b·δ with δ² = 0; a and b exact SymPy numbers."""
-
-    __slots__ = ("a", "b")
-
-    def __init__(self, a: Any, b: Any = 0) -> None:
-        self.a, self.b = sp.sympify(a), sp.sympify(b)
-
-    @staticmethod
-    def _of(x: Any) -> Dual:
-        return x if isinstance(x, Dual) else Dual(x)
-
-    def __add__(self, other: Any) -> Dual:
-        o = Dual._of(other)
-        return Dual(self.a + o.a, self.b + o.b)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Dual:
-        o = Dual._of(other)
-        return Dual(self.a - o.a, self.b - o.b)
-
-    def __rsub__(self, other: Any) -> Dual:
-        return Dual._of(other) - self
-
-    def __neg__(self) -> Dual:
-        return Dual(-self.a, -self.b)
-
-    def __mul__(self, other: Any) -> Dual:
-        o = Dual._of(other)
-        return Dual(self.a * o.a, self.a * o.b + self.b * o.a)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> Dual:
-        o = Dual._of(other)
-        return Dual(self.a / o.a, (self.b * o.a - self.a * o.b) / o.a**2)
-
-    def __rtruediv__(self, other: Any) -> Dual:
-        return Dual._of(other) / self
-
-    def exp(self) -> Dual:
-        e = sp.exp(self.a)
-        return Dual(e, e * self.b)
-
-    def log(self) -> Dual:
-        return Dual(sp.log(self.a), self.b / self.a)
-
-
-def _sign(x: Dual) -> int | None:
-    value = sp.sign(x.a)
+def _sign(x: Any) -> int | None:
+    value = sp.sign(x)
     return int(value) if value.is_number else None
 
 
-DUAL = ObjectArithmetic("dual", Dual, exp=Dual.exp, sign=_sign, to_float=lambda x: float(x.a), log=Dual.log)
+#: Exact SymPy numbers (rationals, and exp and log of them, kept exact) in numpy object arrays.
+SYMPY = ObjectArithmetic("sympy", sp.sympify, exp=sp.exp, sign=_sign, to_float=float, log=sp.log)
 
 
 def exact_hessian(
@@ -105,26 +57,13 @@ def exact_hessian(
     for name, shape in shapes.items():
         if name not in point or tuple(np.shape(point[name])) != tuple(shape):
             raise ValueError(f"the point's {name!r} must have shape {shape} (the model's parameters)")
-    data = batch(DUAL, pop.tokens, pop.labels, pop.exact_probs(), pop.K, DUAL.asarray(P))
-    flat = [sp.sympify(x) for name in shapes for x in np.asarray(point[name], dtype=object).ravel()]
-    n = len(flat)
-    loss = ArithmeticLoss("log", sp.sympify(eps), DUAL)
-    columns, gradient = [], None
-    for j in range(n):
-        params, start = {}, 0
-        for name, shape in shapes.items():
-            size = math.prod(shape)
-            entries = [Dual(flat[start + i], int(start + i == j)) for i in range(size)]
-            params[name] = np.array(entries, dtype=object).reshape(shape)
-            start += size
-        g = evaluate(model, DUAL, params, data, loss).gradient
-        assert g is not None
-        values = [x for name in shapes for x in np.asarray(g[name], dtype=object).ravel()]
-        if gradient is None:
-            gradient = [v.a for v in values]
-        columns.append([v.b for v in values])
-    assert gradient is not None
-    return sp.Matrix(gradient), sp.Matrix(columns).T
+    data = batch(SYMPY, pop.tokens, pop.labels, pop.exact_probs(), pop.K, SYMPY.asarray(P))
+    params = {name: SYMPY.asarray(point[name]) for name in shapes}
+    loss = ArithmeticLoss("log", sp.sympify(eps), SYMPY)
+    g = evaluate(model, SYMPY, params, data, loss).gradient
+    assert g is not None
+    H = hessian(model, SYMPY, params, data, loss)
+    return sp.Matrix(list(flatten({name: g[name] for name in shapes}))), sp.Matrix(H.tolist())
 
 
 def hessian_inertia(H: sp.Matrix) -> tuple[int, int, int]:
