@@ -17,8 +17,8 @@ score is (q_i·k_j + q_i·r_{i−j}) / √d_h. Layer ℓ = 1, 2, at every positi
 trained with the cross-entropy of softmax(logits_i) against x_{i+1} at every position (``--objective lm``).
 
 ``two_layer`` is that model with the code's layer norms (a pre-norm in each layer and a final norm, ``nn.LayerNorm``,
-eps 1e-5): floats and balls. ``two_layer_no_norm`` leaves the three norms out (the exact arithmetic can run it:
-√(var + ε) is irrational in general).
+eps 1e-5): floats and balls (√(var + ε) is irrational in general: the exact arithmetic refuses it and names the
+ball engine).
 
 Choices the paper leaves open, the smallest that keeps its structure: d = 4, one head per layer (the code's
 default ``n_head = 1``; head size d_h = d), relative offsets 0..L−1 (the future is masked, so its vectors are never
@@ -26,8 +26,7 @@ read), no biases (the code's), no dropout (exact population GD has none), and th
 entries for E, the relative tables, W_Q, W_K, W_V and U, N(0, 0.01²) for W_O (the code's ``c_proj``), layer norms
 γ = 1, β = 0; drawn under a fixed seed, the global generator left as it was.
 
-    two_layer(S, L)          with the code's layer norms (floats and balls)
-    two_layer_no_norm(S, L)  without layer norms (every engine)
+    two_layer(S, L)   with the code's layer norms (floats and balls)
 
     rw certify --model examples/papers/edelman_induction.py:two_layer --spec icl.json --init own --steps 20 --out DIR
 """
@@ -47,9 +46,9 @@ D_MODEL, INIT_STD, OUT_STD = 4, 0.02, 0.01
 class RelativeAttention(nn.Module):
     """One causal attention head with relative position vectors on the keys (the authors' ``Attention``)."""
 
-    def __init__(self, d: int, L: int, norm: bool) -> None:
+    def __init__(self, d: int, L: int) -> None:
         super().__init__()
-        self.ln = nn.LayerNorm(d) if norm else nn.Identity()
+        self.ln = nn.LayerNorm(d)
         self.Q = nn.Linear(d, d, bias=False)
         self.K = nn.Linear(d, d, bias=False)
         self.V = nn.Linear(d, d, bias=False)
@@ -74,13 +73,13 @@ class RelativeAttention(nn.Module):
 
 
 class AttentionOnlyTransformer(nn.Module):
-    """Token embedding, two relative-position attention layers, an optional final norm, the read-out."""
+    """Token embedding, two relative-position attention layers, the final norm, the read-out."""
 
-    def __init__(self, S: int, L: int, norm: bool, d: int = D_MODEL, n_layer: int = 2) -> None:
+    def __init__(self, S: int, L: int, d: int = D_MODEL, n_layer: int = 2) -> None:
         super().__init__()
         self.wte = nn.Embedding(S, d)
-        self.layers = nn.ModuleList(RelativeAttention(d, L, norm) for _ in range(n_layer))
-        self.ln_f = nn.LayerNorm(d) if norm else nn.Identity()
+        self.layers = nn.ModuleList(RelativeAttention(d, L) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, S, bias=False)
         for name, p in self.named_parameters():
             if p.dim() == 2:
@@ -94,18 +93,13 @@ class AttentionOnlyTransformer(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def build(S: int, L: int, norm: bool, seed: int = 0) -> AttentionOnlyTransformer:
+def build(S: int, L: int, seed: int = 0) -> AttentionOnlyTransformer:
     """A float64 :class:`AttentionOnlyTransformer` drawn under ``seed`` (the global generator kept)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return AttentionOnlyTransformer(S, L, norm).double()
+        return AttentionOnlyTransformer(S, L).double()
 
 
 def two_layer(S: int, L: int) -> nn.Module:
     """The paper's two-layer attention-only transformer with the code's layer norms: floats and balls."""
-    return build(S, L, norm=True)
-
-
-def two_layer_no_norm(S: int, L: int) -> nn.Module:
-    """The same without layer norms: every engine, the exact one too."""
-    return build(S, L, norm=False)
+    return build(S, L)
