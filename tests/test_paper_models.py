@@ -44,6 +44,7 @@ ETA = 0.5
 
 def _load(file: str):
     spec = importlib.util.spec_from_file_location(file.removesuffix(".py"), PAPERS / file)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -46,6 +46,9 @@ D_MODEL, INIT_STD, OUT_STD = 4, 0.02, 0.01
 class RelativeAttention(nn.Module):
     """One causal attention head with relative position vectors on the keys (the authors' ``Attention``)."""
 
+    offsets: torch.Tensor
+    tril: torch.Tensor
+
     def __init__(self, d: int, L: int) -> None:
         super().__init__()
         self.ln = nn.LayerNorm(d)

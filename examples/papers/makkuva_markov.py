@@ -49,6 +49,10 @@ D_MODEL, D_FF, INIT_STD = 4, 4, 0.02
 class AttentionWithMarkov(nn.Module):
     """The one-layer transformer of Makkuva et al. on binary sequences, returning the logits (0, logit_n)."""
 
+    tril: torch.Tensor
+    zero_row: torch.Tensor
+    zero: torch.Tensor
+
     def __init__(self, L: int, tied: bool, norm: bool, d: int = D_MODEL, r: int = D_FF) -> None:
         super().__init__()
         self.d = d

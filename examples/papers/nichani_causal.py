@@ -43,6 +43,9 @@ BETA0, EPS = 1.0, 2.0**-8
 class SimplifiedTransformer(nn.Module):
     """The reduced two-layer model: position-only attention A1, then token-against-layer-1 attention A2."""
 
+    tokens: torch.Tensor
+    tril: torch.Tensor
+
     def __init__(self, S: int, L: int, beta0: float = BETA0, eps: float = EPS) -> None:
         super().__init__()
         self.eps = eps
