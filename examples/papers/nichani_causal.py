@@ -16,6 +16,9 @@ cross-entropy −log f_i[y]. A short sequence need not contain the next token, w
 adds ε = 2⁻⁸ (an exact dyadic), so the toolkit's objective (softmax cross-entropy) is −log((f_i[y] + ε)/(1 + Sε)),
 the paper's loss as ε → 0. The paper's loss is at the last position (the query x_T): ``--objective last``; ``lm``
 averages every position.
+The logarithm in the forward pass keeps the model to floats and balls: an exact arithmetic holds no logarithm in a
+forward pass (``rw derive`` refuses it in one line, ``log at ...nichani_causal.py:...: the exact arithmetic has no
+logarithm``); ``rw certify`` runs it.
 
 Training in stages (the paper's algorithm): A1 from 0, A2 from β₀ I (β₀ = 1: with A2 = 0 the second layer's
 attention is uniform whatever A1 is, so A1's gradient vanishes); first A1 alone for τ₁ steps with A2 fixed, then A2
