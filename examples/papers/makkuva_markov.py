@@ -1,7 +1,8 @@
 """Makkuva et al. (2024), *Attention with Markov*: the paper's one-layer transformer on the binary source (issue 42).
 
-The model of the paper's Section 2 (its figure of the architecture: Embedding → Attention → FF → Linear → σ(·)),
-on a binary sequence x_1..x_N, x_n ∈ {0, 1}, for every position n:
+The paper's model (its architecture figure, whose source is in the authors' repository github.com/Bond1995/Markov,
+``Figures/architecture/architecture.tex``: Embedding → x_n, Attention → y_n, FF → z_n, Linear → logit_n, σ(·)), on a
+binary sequence x_1..x_N, x_n ∈ {0, 1}, at every position n (docs/guide/papers-models.md: what was verified where):
 
     x_n     = x_n e + p_n                                   embedding: one vector e ∈ R^d, positions p_n ∈ R^d
     y_n     = x_n + W_O Σ_{i≤n} att_{n,i} W_V x_i           att_{n,i} = softmax_i(⟨W_Q x_n, W_K x_i⟩ / √d)
