@@ -438,9 +438,10 @@ _SYMPY_BUILT: dict[bool, set[int]] = {}
 def sympy_value(x: Any, evaluate: bool = False) -> sp.Expr:
     """The SymPy expression of an element (built once per node, children first): rationals as Rationals, each
     exp(a) as the SymPy engine's named atom of a (``_atoms.exp_atom``), log and sqrt as SymPy's. With
-    ``evaluate`` SymPy's automatic simplification applies at every node (its canonical sums and products, as
-    the SymPy arithmetic builds them: slow on large programs), else the tree is the program's own."""
-    from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom
+    ``evaluate`` SymPy's automatic simplification applies at every node (its canonical sums and products, a log
+    over atoms left unevaluated: as the SymPy arithmetic builds them; slow on large programs), else the tree is
+    the program's own."""
+    from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom, has_atoms
 
     p = _rational(x)
     if p is not None:
@@ -465,8 +466,10 @@ def sympy_value(x: Any, evaluate: bool = False) -> sp.Expr:
                 out = sp.Mul(sp.S.NegativeOne, a, evaluate=evaluate)
             elif op == EXP:
                 out = exp_atom(a)
-            elif op == LOG:
-                out = sp.log(a, evaluate=evaluate)
+            elif (
+                op == LOG
+            ):  # as the SymPy arithmetic takes it (``_models.exact_log``): unevaluated over atoms
+                out = sp.log(a, evaluate=evaluate and not has_atoms(a))
             else:
                 out = sp.sqrt(a) if evaluate else sp.Pow(a, sp.S.Half, evaluate=False)
         hash(out)  # children's hashes are cached: hashing a deep tree later needs no recursion
