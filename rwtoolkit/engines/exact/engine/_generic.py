@@ -471,8 +471,9 @@ def derive_model_job(
     if loss == "any":
         raise ValueError("--loss any applies to the paper's model from zero init: use log, squared or exp")
     notes = ()
-    if mu == "mu":
-        mu, notes = "1", ("the generic engine needs a rational mu; using --mu 1",)
+    if mu == "mu":  # a model with next-token logits reads token ids, no positions: no note about μ
+        mu = "1"
+        notes = () if model.TOKEN_LOGITS else ("the generic engine needs a rational mu; using --mu 1",)
     for value, name in ((arguments.get("eta", 1), "eta"), (arguments.get("eps", "1/10"), "eps"), (mu, "mu")):
         positive_rational(value, name)
     if init == "gaussian":
