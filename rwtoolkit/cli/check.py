@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_optimizer_arguments(
         parser,
         "the rule your implementation trains with, for a --model with next-token logits (the reference runs it: "
-        "certified balls for adam/adamw)",
+        "certified balls for adam/adamw); --schedule and --stages likewise (its loop reads config.lr_factors and "
+        "config.trained)",
+        schedules=True,
     )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the report as JSON (rwtoolkit/schemas/report.schema.json)"
@@ -176,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
 
     model, head_dim, heads = _model_args(args)
     if args.emit:
+        for flag, given in (("--schedule", args.schedule), ("--stages", args.stages)):
+            if given is not None:
+                raise ValueError(
+                    f"{flag} applies to a checked model with next-token logits; --emit writes the paper model's "
+                    "oracles, trained at a constant rate: leave it out"
+                )
         steps = parse_int(args.steps, "steps", 0)
         if steps > 4:
             raise ValueError(f"--steps={steps} is out of range: steps must be an integer in 0..4")
@@ -193,8 +201,9 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from rwtoolkit.analyses.check import PROPERTIES, CheckOptions, check, load_factory, write_report
-    from rwtoolkit.cli._optim import optimizer_from_args
+    from rwtoolkit.cli._optim import optimizer_from_args, schedule_from_args, stages_from_args
 
+    schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
     options = CheckOptions(
         steps=steps,
         examples=examples,
@@ -205,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
         heads=heads,
         objective=args.objective,
         optimizer=optimizer_from_args(args),
+        schedule=schedule,
+        stages=stages,  # matched against the model's parameter names, covering --steps
     )
     limit = parse_int(args.max_seconds, "max-seconds", 1)
     factory = load_factory(args.target)

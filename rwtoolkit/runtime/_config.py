@@ -10,7 +10,7 @@ interface, in ``rw check`` and in a user's CI alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -133,6 +133,21 @@ class CheckConfig:
     #: "nesterov" | "adam" | "adamw", "momentum": μ, "betas": [β₁, β₂], "eps": ε, "weight_decay": λ}`` (the
     #: rule's keys only; ``rwtoolkit.models.Optimizer.describe``), the learning rate being ``eta``; None: θ ← θ − η∇θ.
     optimizer: Mapping[str, Any] | None = field(default=None, compare=False)
+    #: A sequence model's learning-rate schedule as ``rw check --schedule`` names it (``step:EVERY:FACTOR``,
+    #: ``warmup:W``, ``cosine:T``), None for a constant rate; what the loop reads is ``lr_factors``.
+    schedule: str | None = field(default=None, compare=False)
+    #: A sequence model's stages (``rw check --stages``): (number of steps, the parameters trained) in order,
+    #: covering the steps, None for every parameter at every step; what the loop reads is ``trained``.
+    stages: tuple[tuple[int, tuple[str, ...]], ...] | None = field(default=None, compare=False)
+    #: The factor of the learning rate at the step from θ(t), t = 0..T−1 (floats; the schedule's, as
+    #: ``torch.optim.lr_scheduler.LambdaLR`` stepped after each step), all 1.0 without a schedule: a loop takes
+    #: step t at lr = η · lr_factors[t] (``scheduled``). Set with ``steps``.
+    lr_factors: tuple[float, ...] | None = field(default=None, repr=False, compare=False)
+    #: The parameters (by name) the step from θ(t) trains, t = 0..T−1, every parameter without stages. A
+    #: parameter outside ``trained[t]`` neither moves nor updates its rule's state (momentum buffer, Adam's
+    #: moments and step count) at that step: a torch loop drops its gradient (``p.grad = None``) before
+    #: ``optimizer.step()``, which ``torch.optim`` then skips (``scheduled``). Set with ``steps``.
+    trained: tuple[frozenset[str], ...] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.model == PAPER_MODEL:
@@ -205,6 +220,27 @@ class CheckConfig:
             params, lr=lr, momentum=momentum, nesterov=name == "nesterov", weight_decay=decay
         )
 
+    def scheduled(self, optimizer: Any, t: int, named_parameters: Any = None) -> None:
+        """Make ``optimizer`` (``torch.optim``) take the step from θ(t) as the schedule and stages say; call it
+        after ``loss.backward()``, before ``optimizer.step()``. Each param group's lr becomes its first lr (kept
+        as ``initial_lr``, as ``LambdaLR`` keeps it) times ``lr_factors[t]``; given ``named_parameters`` (the
+        module's ``named_parameters()``), the gradient of each parameter not in ``trained[t]`` is dropped, so
+        that ``torch.optim`` skips it and keeps its state. Without a schedule or stages it changes nothing.
+
+        In a loop's step t::
+
+            optimizer.zero_grad()
+            loss.backward()
+            config.scheduled(optimizer, t, net.named_parameters())
+            optimizer.step()
+        """
+        factors, trained = self.lr_factors, self.trained
+        if factors is None or trained is None:
+            raise ValueError("config.steps is not set: lr_factors and trained are filled with the steps")
+        set_rates(optimizer, factors[t])
+        if named_parameters is not None:
+            drop_frozen(named_parameters, trained[t])
+
     # views ----------------------------------------------------------------------------------------
     @property
     def floats(self) -> Floats:
@@ -244,6 +280,10 @@ class CheckConfig:
         name = ", ".join(f"{k}={v}" for k, v in task.items()) if isinstance(task, Mapping) else repr(task)
         if self.objective is not None:  # a sequence model: no P, μ or ε
             rule = "" if self.optimizer is None else f", optimizer={self.optimizer['name']}"
+            if self.schedule is not None:
+                rule += f", schedule={self.schedule}"
+            if self.stages is not None:
+                rule += ", stages=" + ",".join(f"{'|'.join(names)}={n}" for n, names in self.stages)
             return (
                 f"{name}, eta={self.eta}, objective={self.objective}{rule}, dtype={self.dtype}, model={self.model}, "
                 f"init={self.init}"
@@ -260,6 +300,41 @@ class CheckConfig:
         if self.init != "zero":
             text += f", init={self.init} sigma={START_SIGMA} seed=0"
         return text
+
+
+def set_rates(optimizer: Any, factor: float) -> None:
+    """Every param group's lr set to its first lr (kept as ``initial_lr``, the key ``LambdaLR`` keeps it under)
+    times ``factor``: the rate of one step of a schedule (``CheckConfig.lr_factors``)."""
+    for group in optimizer.param_groups:
+        group.setdefault("initial_lr", group["lr"])
+        group["lr"] = group["initial_lr"] * factor
+
+
+def drop_frozen(named_parameters: Any, trained: Collection[str]) -> None:
+    """``p.grad = None`` for each (name, p) whose name is not in ``trained``: ``torch.optim`` skips such a
+    parameter, which keeps its value and its rule's state (a stage, ``CheckConfig.trained``)."""
+    items = named_parameters.items() if isinstance(named_parameters, Mapping) else named_parameters
+    for name, p in items:
+        if name not in trained:
+            p.grad = None
+
+
+def plan_steps(config: Any, steps: int) -> dict[str, Any]:
+    """``lr_factors`` and ``trained`` of ``config`` for T = ``steps``: the first T of the kit's plan where it
+    set one (``rwtoolkit.analyses.check.for_model``), else 1.0 and every parameter at each step; one line where
+    the plan covers fewer steps."""
+    names = frozenset(config.shapes)
+    out: dict[str, Any] = {}
+    for key, default in (("lr_factors", 1.0), ("trained", names)):
+        plan = getattr(config, key, None)
+        if plan is None:
+            out[key] = (default,) * steps
+        elif len(plan) < steps:
+            what = "schedule" if key == "lr_factors" else "stages"
+            raise ValueError(f"the config's {what} cover {len(plan)} steps; steps={steps} asks for more")
+        else:
+            out[key] = tuple(plan[:steps])
+    return out
 
 
 def inputs_array(config: Any, P: np.ndarray | None = None) -> np.ndarray:

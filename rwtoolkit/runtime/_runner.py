@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ._config import NUMPY_LOSSES, inputs_array, torch_inputs
+from ._config import NUMPY_LOSSES, drop_frozen, inputs_array, plan_steps, set_rates, torch_inputs
 from .oracle_format import OracleFormatError, PerInput, read_header, step_doubles
 
 #: Read-outs in the order they are compared at each step.
@@ -229,15 +229,15 @@ def build(factory: Factory, config: Any) -> object:
 
 
 def with_steps(config: Any, steps: int) -> Any:
-    """The config with ``steps`` = T set (what the factory is told), if it has the field."""
+    """The config with ``steps`` = T set (what the factory is told), if it has the field, and with it the
+    schedule's ``lr_factors`` and the stages' ``trained`` for t = 0..T−1 (``plan_steps``)."""
     import dataclasses
 
-    if (
-        dataclasses.is_dataclass(config)
-        and not isinstance(config, type)
-        and "steps" in {f.name for f in dataclasses.fields(config)}
-    ):
-        return dataclasses.replace(config, steps=steps)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        fields = {f.name for f in dataclasses.fields(config)}
+        if "steps" in fields:
+            plan = plan_steps(config, steps) if {"lr_factors", "trained"} <= fields else {}
+            return dataclasses.replace(config, steps=steps, **plan)
     return config
 
 
@@ -506,25 +506,36 @@ def take_step(
     eta: float,
     supervised: Supervised | None,
     optimizer: Any = None,
+    factor: float | None = None,
+    frozen: Mapping[str, Any] | None = None,
 ) -> None:
     """One update of a module the kit runs, after its loss: the user's (``Supervised``: its optimizer, or its
     ``step(module)`` after ``backward()``), else ``optimizer`` (a ``torch.optim`` optimizer over ``params``), else
-    the kit's θ ← θ − η ∇θ."""
+    the kit's θ ← θ − η ∇θ. A schedule and stages (``CheckConfig.lr_factors``, ``trained``): ``factor`` (None:
+    no schedule) times the rate of this step (an optimizer's groups through ``set_rates``, as ``LambdaLR``), and
+    the parameters of
+    ``frozen`` (name → parameter) left without a gradient, so that they keep their values and their rule's state
+    (``torch.optim`` skips them; a ``step(module)`` should skip a parameter whose ``grad`` is None)."""
     import torch
 
     user = supervised.optimizer if supervised is not None else optimizer
     if user is not None:
         user.zero_grad()
     loss.backward()
+    if frozen:
+        drop_frozen(frozen, ())
     if user is not None:
+        if factor is not None:
+            set_rates(user, factor)
         user.step()
     elif supervised is not None and supervised.step is not None:
         supervised.step(module)
     else:
+        rate = eta if factor is None else eta * factor
         with torch.no_grad():
             for p in params:
                 if p.grad is not None:
-                    p -= eta * p.grad
+                    p -= rate * p.grad
 
 
 def _run_functional(

@@ -11,9 +11,13 @@ implementation is handed the config and is one of
     ``module.named_parameters()`` gives, e.g. ``blocks.0.attn.query.weight``), at ``config.start`` (the
     model's own start: a module built by the same factory and seed starts there), mapping token ids (n, L)
     int64 to logits (n, L, S). The kit trains it: θ ← θ − η ∇θ of ``config.sequence_loss``, or the config's
-    update rule (``config.optimizer``: momentum, Nesterov, Adam, AdamW) as ``config.torch_optimizer`` builds it.
+    update rule (``config.optimizer``: momentum, Nesterov, Adam, AdamW) as ``config.torch_optimizer`` builds it,
+    at the rate η · ``config.lr_factors[t]`` and on the parameters ``config.trained[t]`` (the others left
+    without a gradient: ``rw check --schedule``, ``--stages``).
 (b) an iterator (the user's own training loop) yielding at t = 0, 1, … a mapping with every parameter's
-    name and optionally ``"token_logits"`` (n, L, S) and ``"loss"`` (the objective at θ(t)).
+    name and optionally ``"token_logits"`` (n, L, S) and ``"loss"`` (the objective at θ(t)); under a schedule
+    or stages it takes step t at lr η · ``config.lr_factors[t]`` and moves only ``config.trained[t]``
+    (``CheckConfig.scheduled`` does both for a ``torch.optim`` optimizer).
 (d) a ``Supervised``: a module as in (a) with the user's objective ``loss(logits, targets, weights)`` and
     update (a ``torch.optim`` optimizer, or ``step(module)``).
 
@@ -59,7 +63,8 @@ def run_sequence(factory: Any, config: Any, steps: int) -> Readouts:
     """Run a sequence model's implementation (module docstring) for ``steps`` steps: its read-outs at t = 0..steps
     by parameter name, ``token_logits`` and ``loss``."""
     shapes = dict(config.shapes)
-    impl = build(factory, with_steps(config, steps))
+    config = with_steps(config, steps)  # with the schedule's lr_factors and the stages' trained, t < steps
+    impl = build(factory, config)
     if isinstance(impl, Functional):
         raise ImplementationError(
             "a Functional is read with X̃ inputs (the paper's protocol); a sequence model's implementation is a "
@@ -135,7 +140,18 @@ def _run_module(
         series["loss"].append(np.array(float(loss.detach())))
         if t == steps:
             break
-        take_step(module, [params[name] for name in shapes], loss, float(config.eta), supervised, kit)
+        scheduled = getattr(config, "schedule", None) is not None
+        factors, trained = getattr(config, "lr_factors", None), getattr(config, "trained", None)
+        take_step(
+            module,
+            [params[name] for name in shapes],
+            loss,
+            float(config.eta),
+            supervised,
+            kit,
+            factors[t] if scheduled and factors is not None else None,
+            None if trained is None else {k: p for k, p in params.items() if k not in trained[t]},
+        )
     return out
 
 

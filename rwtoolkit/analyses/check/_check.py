@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +20,14 @@ from rwtoolkit.analyses.check._compare import (
     trajectory_key,
     unit_roundoff,
 )
-from rwtoolkit.analyses.check._config import CheckConfig, config_json, model_of, optimizer_of
+from rwtoolkit.analyses.check._config import (
+    CheckConfig,
+    config_json,
+    model_of,
+    optimizer_of,
+    schedule_of,
+    stages_of,
+)
 from rwtoolkit.analyses.check._isolation import isolated_search
 from rwtoolkit.analyses.check._models import (
     ONE_LAYER_ONLY,
@@ -100,6 +107,10 @@ class Report:
             options["objective"] = o.objective
             if o.optimizer is not None:
                 options["optimizer"] = o.optimizer.describe()
+            if o.schedule is not None:
+                options["schedule"] = o.schedule.text
+            if o.stages is not None:
+                options["stages"] = [[n, sorted(names)] for n, names in o.stages]
             if self.references:
                 options["reference"] = "; ".join(self.references)
         return {
@@ -119,6 +130,8 @@ class Report:
             f"{o.examples} examples per property, task {o.task}, "
             + (f"objective {o.objective}" if o.objective else f"loss {', '.join(o.losses)}")
             + ("" if o.optimizer is None else f", optimizer {o.optimizer.name}")
+            + ("" if o.schedule is None else f", schedule {o.schedule.text}")
+            + ("" if o.stages is None else f", stages {_stages_text(o.stages)}")
             + _model_text(o),
             f"tolerance: {tolerance_rule(o.dtype, o.objective is not None)}",
             *(["reference: " + "; ".join(self.references)] if self.references else []),
@@ -137,6 +150,11 @@ class Report:
         c = self.counts()
         lines += ["", f"{c['pass']} pass, {c['fail']} fail, {c['not checked']} not checked"]
         return "\n".join(lines)
+
+
+def _stages_text(stages: Sequence[tuple[int, Collection[str]]]) -> str:
+    """The stages as ``--stages`` writes them, each with the parameter names its globs matched."""
+    return ",".join(f"{'|'.join(sorted(names))}={n}" for n, names in stages)
 
 
 def _model_text(options: CheckOptions) -> str:
@@ -279,6 +297,8 @@ def reference_cost(config: CheckConfig, steps: int) -> tuple[float, int, int]:
             init=config.init,
             objective=config.objective,
             optimizer=optimizer_of(config),
+            schedule=schedule_of(config),
+            stages=stages_of(config, steps),
         )
         # the recorded balls kept are a few kilobytes; what the run needs in passing is its tape
         return job.estimate.seconds, 0, max(0, job.estimate.memory - base.memory)
@@ -368,6 +388,9 @@ def check(
             options.heads,
             options.objective,
             options.optimizer,
+            options.schedule,
+            options.stages,
+            options.steps,
         )
         with _one_torch_thread():
             return _check(factory, options, name, progress, readouts)

@@ -23,7 +23,15 @@ import numpy as np
 import sympy as sp
 from flint import arb
 
-from rwtoolkit.analyses.check._config import START_SIGMA, CheckConfig, config_json, model_of, optimizer_of
+from rwtoolkit.analyses.check._config import (
+    START_SIGMA,
+    CheckConfig,
+    config_json,
+    model_of,
+    optimizer_of,
+    schedule_of,
+    stages_of,
+)
 from rwtoolkit.analyses.check._protocol import (
     Factory,
     ImplementationError,
@@ -179,6 +187,8 @@ def reference_engine(config: CheckConfig, steps: int) -> Engine:
                 readouts=True,
                 init=config.init,
                 optimizer=optimizer_of(config),
+                schedule=schedule_of(config),
+                stages=stages_of(config, steps),
             ).estimate.seconds
         except ValueError:  # the exact engine refuses the run (too many steps from this start)
             seconds = float("inf")
@@ -220,6 +230,8 @@ def exact_trajectory(
             init=config.init,
             objective=config.objective,
             optimizer=optimizer_of(config),
+            schedule=schedule_of(config),
+            stages=stages_of(config, steps),
         )
         if memo:
             _EXACT[key] = traj
@@ -239,7 +251,12 @@ def exact_trajectory(
         **(
             {}
             if config.objective is None
-            else {"objective": config.objective, "optimizer": optimizer_of(config)}
+            else {
+                "objective": config.objective,
+                "optimizer": optimizer_of(config),
+                "schedule": schedule_of(config),
+                "stages": stages_of(config, steps),
+            }
         ),
     )
     if memo:
@@ -263,6 +280,8 @@ def _reference_key(config: CheckConfig) -> tuple:
         config.init,
         config.objective,
         None if config.optimizer is None else tuple(sorted((k, str(v)) for k, v in config.optimizer.items())),
+        config.schedule,
+        config.stages,
     )
 
 

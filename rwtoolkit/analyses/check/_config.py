@@ -8,6 +8,7 @@ start (``rwtoolkit.models``, ``rwtoolkit.engines.exact.initial_parameters``), an
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -16,7 +17,16 @@ import numpy as np
 
 from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.engines.numeric import DEFAULT_TIE_RTOL, positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, Model, Optimizer, Sizes, get_model, rational_positions
+from rwtoolkit.models import (
+    DEFAULT_MODEL,
+    Model,
+    Optimizer,
+    Schedule,
+    Sizes,
+    get_model,
+    rational_positions,
+    stage_plan,
+)
 from rwtoolkit.runtime import DTYPES, START_SIGMA, CheckConfig
 from rwtoolkit.tasks import CircleWalk, FiniteTask, check_loss
 
@@ -30,6 +40,8 @@ __all__ = [
     "for_model",
     "model_of",
     "optimizer_of",
+    "schedule_of",
+    "stages_of",
 ]
 
 
@@ -96,6 +108,9 @@ def for_model(
     heads: int | None = None,
     objective: str | None = None,
     optimizer: Optimizer | None = None,
+    schedule: Schedule | None = None,
+    stages: Sequence[tuple[int, Collection[str]]] | None = None,
+    steps: int | None = None,
 ) -> CheckConfig:
     """The same task, μ, η, ε, loss and dtype for ``model``, with P = ``rwtoolkit.models.rational_positions(N, μ)``.
 
@@ -108,7 +123,10 @@ def for_model(
     A sequence model (next-token logits) reads token ids, not X̃: its config has no P (M = 0), μ = 1 and ε are
     not read, its ``objective`` is ``objective`` ("lm" by default) and its start its own (``init="own"``: the
     program's float64 initial values, each the dyadic rational it holds); ``optimizer`` (not plain GD) is its
-    update rule, handed over as ``Optimizer.describe`` gives it.
+    update rule, handed over as ``Optimizer.describe`` gives it; ``schedule`` (``rwtoolkit.models.Schedule``) and
+    ``stages`` ((steps, parameter names) in order, ``gradient_steps``' stages) are resolved for ``steps`` steps
+    into plain data, ``lr_factors`` (the schedule's factor at t = 0..steps−1 as floats) and ``trained`` (the
+    parameters each step trains, ``rwtoolkit.models.stage_plan``), beside the schedule's text and the stages.
 
     >>> cfg = for_model(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps="1/10"), "key_query")
     >>> cfg.M, cfg.head_dim, cfg.shapes
@@ -138,6 +156,7 @@ def for_model(
             },
             objective=objective_name(spec, objective),
             optimizer=None if optimizer is None or optimizer.plain else optimizer.describe(),
+            **_plan(spec, sizes, schedule, stages, steps),
         )
     P = np.asarray(rational_positions(config.N, config.mu), dtype=np.float64)
     other = replace(
@@ -159,6 +178,51 @@ def for_model(
 
     start = {name: EXACT.to_float(value) for name, value in exact_start(other, init).items()}
     return replace(other, init=init, start_values=start)
+
+
+def _plan(
+    spec: Model,
+    sizes: Sizes,
+    schedule: Schedule | None,
+    stages: Sequence[tuple[int, Collection[str]]] | None,
+    steps: int | None,
+) -> dict[str, Any]:
+    """A sequence model's schedule and stages as ``CheckConfig`` carries them, for ``steps`` steps."""
+    if schedule is None and stages is None:
+        return {}
+    if steps is None:
+        raise ValueError("a schedule or stages need the steps they cover: give steps")
+    out: dict[str, Any] = {}
+    if schedule is not None:
+        out["schedule"] = schedule.text
+        out["lr_factors"] = tuple(float(schedule(t)) for t in range(steps))  # the nearest doubles
+    if stages is not None:
+        names = list(spec.shapes(sizes))
+        out["trained"] = tuple(stage_plan(stages, names, steps))
+        out["stages"] = tuple((int(n), tuple(sorted(chosen))) for n, chosen in stages)
+    return out
+
+
+def schedule_of(config: CheckConfig) -> Schedule | None:
+    """The schedule of ``config`` as ``rwtoolkit.models.Schedule`` (read back from its text), None for a constant rate."""
+    return None if config.schedule is None else Schedule.parse(config.schedule)
+
+
+def stages_of(config: CheckConfig, steps: int) -> list[tuple[int, frozenset[str]]] | None:
+    """The stages of ``config`` for its first ``steps`` steps (``gradient_steps(stages=)``), None without stages.
+
+    >>> cfg = replace(build_config(CircleWalk(3, 3, "1/2"), mu=1, eta=1, eps=1), stages=((1, ("V",)), (2, ("V", "W"))))
+    >>> [(n, sorted(names)) for n, names in stages_of(cfg, 2)]
+    [(1, ['V']), (1, ['V', 'W'])]
+    """
+    if config.stages is None:
+        return None
+    out, left = [], steps
+    for count, names in config.stages:
+        if left > 0:
+            out.append((min(count, left), frozenset(names)))
+            left -= min(count, left)
+    return out
 
 
 def model_of(config: CheckConfig) -> Model:
@@ -198,6 +262,8 @@ def config_json(config: CheckConfig) -> dict[str, Any]:
             "eta": str(config.eta),
             "objective": config.objective,
             **({} if config.optimizer is None else {"optimizer": dict(config.optimizer)}),
+            **({} if config.schedule is None else {"schedule": config.schedule}),
+            **({} if config.stages is None else {"stages": [[n, list(names)] for n, names in config.stages]}),
             "dtype": config.dtype,
             "model": model_of(config).describe(),
             "init": {"name": config.init},

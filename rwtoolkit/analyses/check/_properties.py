@@ -7,7 +7,7 @@ so shrinking and replay work), draws its configuration, runs the implementation 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,7 +22,17 @@ from rwtoolkit.analyses.check._settings import check_settings
 from rwtoolkit.analyses.check.strategies import balanced_check_configs, check_configs, embeddings
 from rwtoolkit.engines.exact import MAX_EXP_STEPS
 from rwtoolkit.engines.numeric import positional_embeddings
-from rwtoolkit.models import DEFAULT_MODEL, Model, Optimizer, get_model, objective_name
+from rwtoolkit.models import (
+    DEFAULT_MODEL,
+    Model,
+    Optimizer,
+    Schedule,
+    Sizes,
+    get_model,
+    glob_stages,
+    objective_name,
+    stage_plan,
+)
 from rwtoolkit.tasks import LOSSES, CircleWalk
 
 
@@ -48,6 +58,11 @@ class CheckOptions:
     objective: str | None = None
     #: A sequence model's update rule (``rwtoolkit.models.Optimizer``; None: plain GD, every model's).
     optimizer: Optimizer | None = None
+    #: A sequence model's learning-rate schedule (``rwtoolkit.models.Schedule``, ``rw check --schedule``; None:
+    #: a constant rate) and stages ((steps, parameter-name globs) in order, covering ``steps``; ``rw check
+    #: --stages``): matched against the model's parameter names here (``rwtoolkit.models.glob_stages``).
+    schedule: Schedule | None = None
+    stages: Sequence[tuple[int, Collection[str]]] | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -79,6 +94,20 @@ class CheckOptions:
                 f"--optimizer {self.optimizer.name}: rw check runs another update rule for a model with next-token "
                 f"logits (a traced or sequence model); model {self.model!r} is checked under plain GD"
             )
+        for flag, given in (("--schedule", self.schedule), ("--stages", self.stages)):
+            if given is not None and not spec.TOKEN_LOGITS:
+                raise ValueError(
+                    f"{flag}: rw check runs a schedule and stages for a model with next-token logits (a traced or "
+                    f"sequence model); model {self.model!r} is checked at a constant rate on every parameter"
+                )
+        if self.stages is not None:  # the globs against the model's names (the sizes of a sequence task)
+            names = list(spec.shapes(Sizes(K=2, M=0, N=3)))
+            stages = tuple(glob_stages([(n, tuple(globs)) for n, globs in self.stages], names))
+            try:
+                stage_plan(stages, names, self.steps)
+            except ValueError as why:
+                raise ValueError(f"--stages: {why}") from None
+            object.__setattr__(self, "stages", stages)
         if init == "gaussian" and self.steps > MAX_EXP_STEPS:
             raise ValueError(
                 f"steps={self.steps} is out of range for model={self.model!r}: it is checked from its exact "
@@ -110,7 +139,15 @@ class CheckOptions:
             return drawn
         return drawn.map(
             lambda config: for_model(
-                config, self.model, self.head_dim, self.heads, self.objective, self.optimizer
+                config,
+                self.model,
+                self.head_dim,
+                self.heads,
+                self.objective,
+                self.optimizer,
+                self.schedule,
+                self.stages,
+                self.steps,
             )
         )
 

@@ -78,11 +78,17 @@ def probe(
     heads: int | None = None,
     objective: str | None = None,
     optimizer: Any = None,
+    schedule: Any = None,
+    stages: Any = None,
+    steps: int = 1,
 ) -> Readouts:
     """Run the implementation on one small config for one step before any work starts.
 
     ``model``, ``head_dim``: another model of ``rwtoolkit.models`` (``rw check --model``, ``rwtoolkit.analyses.check._models``); the
     config is then ``for_model`` of the same small one and the parameters go by the model's names.
+
+    ``optimizer``, ``schedule``, ``stages``: a sequence model's update rule, schedule and stages for the check's
+    ``steps`` (the probe runs the first of them).
 
     Returns its read-outs (which say the protocol and what it provides); raises ``ImplementationError`` (one line) when the
     factory fails, returns something else, has wrong shapes, or gives NaN/inf at t = 0.
@@ -98,7 +104,9 @@ def probe(
     config = build_config(task, mu=1, eta=1, eps="1/10", embedding="onehot", M=3, dtype=dtype)
     generic = model != DEFAULT_MODEL
     if generic:
-        config = for_model(config, model, head_dim, heads, objective, optimizer)
+        config = for_model(
+            config, model, head_dim, heads, objective, optimizer, schedule, stages, max(1, steps)
+        )
     try:
         readouts = run_config(factory, config, 1)
     except ImplementationError:
