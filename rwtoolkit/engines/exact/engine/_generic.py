@@ -435,11 +435,12 @@ def derive_model_job(
 ) -> DeriveJob:
     """``derive_model``'s run planned before any work (``derive_job``'s signature): one line refusing what the
     generic engine cannot do (the structure predicates of ``verdict``, more than ``MAX_EXP_STEPS`` steps from a
-    non-zero start, ``MAX_SEQUENCE_EXP_STEPS`` for a model with next-token logits, naming the ball engine, an
-    objective the model has not, ``--init own`` for a model without a start of its own, the abstract loss, a
-    value that is not a positive rational; the symbol ``mu`` becomes 1, with a note), then ``model_estimate``
-    and, with ``json``, ``model_file_bytes`` (and, for a sequence model, ``SEQUENCE_WRITE`` of the time to
-    write it). With ``readouts`` (rw check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
+    non-zero start in the SymPy arithmetic, an objective the model has not, ``--init own`` for a model without
+    a start of its own, the abstract loss, a value that is not a positive rational; the symbol ``mu`` becomes 1,
+    with a note), then ``model_estimate`` and, with ``json``, ``model_file_bytes``. A sequence model in the
+    ``DAG`` arithmetic (``exact_arithmetic``) adds the certified doubles ``rw derive`` prints and, with ``json``,
+    the time and memory of writing its program's node table (``_cost``'s ``dag_*``); in the SymPy arithmetic
+    ``SEQUENCE_WRITE`` of the time to write it. With ``readouts`` (rw check's reference) the time and memory are those of the trajectory read out as floats, all of it kept
     (``model_job_estimate(readouts=True)``). ``arguments`` are ``derive_model``'s keyword arguments (its
     defaults where one is not given).
 
