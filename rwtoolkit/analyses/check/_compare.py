@@ -201,8 +201,9 @@ def describe_reference(engine: Engine) -> str:
     """How a report names a reference: 'the exact trajectory' or 'the certified ball trajectory (...)'."""
     if engine.arithmetic == "balls":
         return (
-            "the certified ball trajectory (rwtoolkit.engines.balls: the exact estimate is above "
-            f"{EXACT_REFERENCE_SECONDS:.0f} s; every ball narrower than 2^-64 relative, compared at its midpoint)"
+            "the certified ball trajectory (rwtoolkit.engines.balls: the exact engine refuses the run or its "
+            f"estimate is above {EXACT_REFERENCE_SECONDS:.0f} s; every ball narrower than 2^-64 relative, compared "
+            "at its midpoint)"
         )
     return "the exact trajectory"
 
