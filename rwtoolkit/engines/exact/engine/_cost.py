@@ -286,21 +286,25 @@ def exact_arithmetic(model: Model, task: CircleWalk | FiniteTask, arithmetic: st
 #: the traced examples of examples/nanogpt_attention.py (one_layer, two_layer) and its JAX port (one_layer) on
 #: icl_markov (S = 2, N = 5) and binary_markov (1/3, 3/5, N = 5) from --init gaussian and own, 6 and 30 steps:
 #:
-#: * a pass (evaluation and gradient) from a non-zero start costs 1.6-7.8e-6 s per multiply-add of
-#:   ``sequence_multiply_adds`` (mean 3.5e-6; the spikes are the interpreter's garbage collector), the same at
+#: * a pass (evaluation and gradient) from a non-zero start costs 1.2-7.8e-6 s per multiply-add of
+#:   ``sequence_multiply_adds`` (mean about 3e-6; the spikes are the interpreter's garbage collector), the same at
 #:   every step: no value is simplified, so nesting costs nothing (one_layer, 30 steps: 2.1-8.6e-6, no trend),
-#:   ``_DAG_PASS``; the last state's forward 0.5-1.3e-6, ``_DAG_FORWARD``;
+#:   ``_DAG_PASS``; the last state's forward 0.4-1.3e-6, ``_DAG_FORWARD`` (benchmarks/traced_models.py --part exact
+#:   prints the measured steps beside these estimates);
 #: * a pass adds 0.41-0.61 entries to the program per multiply-add (0.04-0.05 the last forward),
 #:   ``_DAG_ENTRIES``: the program grows linearly in the steps, and with it the memory and the oracle;
 #: * from zero, where the model stays at zero (``rwtoolkit.models.stays_at_zero``), every value is the fmpq 0:
 #:   0.11e-6 s per multiply-add (the SymPy arithmetic's ``_SEQUENCE_STUCK_OP`` covers it).
 _DAG_PASS, _DAG_FORWARD, _DAG_ENTRIES = 3e-6, 1e-6, 0.5
-#: ``rw derive``'s print and ``--json``'s oracle of a ``DAG`` trajectory, per entry of the program (measured with
-#: ``rw derive --json`` of one_layer on icl_markov N = 5 from --init gaussian, see ``dag_print_seconds``): the
-#: certified doubles of the printed values, each entry's ball once; the oracle's node table, its balls and JSON.
+#: ``rw derive``'s print and ``--json``'s oracle of a ``DAG`` trajectory, per entry of the program (measured in one
+#: process for one_layer on icl_markov N = 5 from --init gaussian, 10 and 20 steps: printing 2.2-4.2e-6 s, writing
+#: 1.5-3.7e-5 s per entry): the certified doubles of the printed values, each entry's ball once; the oracle's node
+#: table, its balls and JSON.
 _DAG_PRINT, _DAG_WRITE = 4e-6, 2.5e-5
-#: Bytes per entry: held by the run (the program, its hash-consing key, the node, a 128-bit ball), held while
-#: the oracle is written (its table's node and ball), and written to the oracle's header (one node a line).
+#: Bytes per entry: held by the run (the program, its hash-consing key, the node, a 128-bit ball; measured 230
+#: without the balls, 370 with them, in rw derive's peak resident memory at 20 steps), held while the oracle is
+#: written (its table's node and ball; 750 in all measured), and written to the oracle's header (one node a line:
+#: 20-25 measured from a Gaussian start, more from a float64 start, whose leaves are longer rationals).
 _DAG_ENTRY_MEMORY, DAG_TABLE_MEMORY, DAG_ENTRY_BYTES = 600, 600, 40
 #: Resident memory of ``rw derive`` on a traced model before any exact work (the interpreter, torch or JAX, the
 #: traced program): 360 MB measured for examples/nanogpt_attention.py.
