@@ -36,8 +36,10 @@ def _e(q: str) -> DagNode:
 
 
 def test_the_dag_arithmetic_folds_rationals_and_applies_only_its_identities():
-    x = _e("1/3")
-    assert isinstance(x, DagNode) and _e("1/3") is x  # hash-consed: one entry per operation and operands
+    x = _e("104729/7919")  # an atom no other test makes (the program is one per process, hash-consed)
+    assert (
+        isinstance(x, DagNode) and _e("104729/7919") is x
+    )  # hash-consed: one entry per operation and operands
     assert DAG.exp(DAG.asarray([0]))[0] == 1 and isinstance(fmpq(1, 3) + fmpq(1, 6), fmpq)
     assert 0 * x == 0 and x * 0 == 0 and 1 * x is x and x + 0 is x and 0 + x is x and x / 1 is x
     negated = -x
@@ -45,7 +47,9 @@ def test_the_dag_arithmetic_folds_rationals_and_applies_only_its_identities():
     assert isinstance((x + fmpq(1, 2)) * 4 - 4 * x, DagNode)  # no distribution: 2 is not found
     before = program_size()
     y = (x + 1) * (x + 1) - 2 * x - x * x - 1  # zero as a value, not as a program
-    assert isinstance(y, DagNode) and program_size() - before == 8
+    # new entries: the operations above (at most 8; fewer where a rational leaf such as 1 or 2 is already in the
+    # process's one program, as after another test): the zero is not found, so nothing folds it
+    assert isinstance(y, DagNode) and 0 < program_size() - before <= 8
     z = x + x
     assert isinstance(z, DagNode) and (z + fmpq(0)) is z  # x + x is not rewritten as 2x
 
