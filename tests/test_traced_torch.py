@@ -332,3 +332,25 @@ def test_a_forward_that_branches_on_the_tokens_is_refused_in_one_line_with_nothi
         trace_torch(_Branching(), S, L)
     assert "\n" not in str(refused.value)
     assert capfd.readouterr() == ("", "")
+
+
+def test_threads_tracing_at_once_each_get_their_program():
+    """torch.export is not thread-safe (rw sweep's worker threads trace alike): program_factory traces one
+    program at a time in a process. Without its lock, two threads tracing at once failed ("Trying to pop empty
+    mode stack", fake tensors among the constants)."""
+    import threading
+
+    errors: list[str] = []
+
+    def trace(L: int) -> None:
+        try:
+            program_factory(EXAMPLE.one_layer)(2, L)
+        except Exception as why:  # noqa: BLE001 - the test reports whatever a thread raised
+            errors.append(str(why)[:200])
+
+    threads = [threading.Thread(target=trace, args=(L,)) for L in (2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

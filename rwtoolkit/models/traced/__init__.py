@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc as _abc
 import importlib as _importlib
+import threading as _threading
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
@@ -42,6 +43,11 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+#: Tracing is not thread-safe (torch.export and JAX keep global tracing state: two torch.export calls at once in
+#: one process put one's fake tensors among the other's constants), so a process traces one program at a time.
+_TRACING = _threading.RLock()
+
+
 def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
     """The traced program of a user's factory, per (S, L): ``obj(S, L)`` returns a PyTorch ``nn.Module`` (traced
     by :func:`trace_torch`) or a JAX pair ``(apply, params)``, ``params`` a flat dict name -> array (traced by
@@ -61,6 +67,10 @@ def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
     traced: dict[tuple[int, int], TracedProgram] = {}
 
     def program(S: int, L: int) -> TracedProgram:
+        with _TRACING:  # one trace at a time in a process (rw sweep's worker threads trace alike)
+            return _traced(S, L)
+
+    def _traced(S: int, L: int) -> TracedProgram:
         if (S, L) not in traced:
             made = obj(S, L)
             if (
