@@ -17,7 +17,7 @@ import pytest
 import sympy as sp
 from flint import arb, fmpq
 
-from rwtoolkit.analyses.zoo import CLAIMS, catalogue, report_json, run_claims
+from rwtoolkit.analyses.zoo import CLAIMS, catalogue, report_json, report_markdown, run_claims
 from rwtoolkit.analyses.zoo._claims import icl_predictors, r_squared
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.balls import ball_estimate, ball_model_trajectory
@@ -68,6 +68,29 @@ def test_the_report_validates_and_has_the_same_bytes_twice(tmp_path, quick_resul
     assert "![linear_zero_fixed](figures/linear_zero_fixed.png)" in (tmp_path / "a" / "ZOO.md").read_text()
     row = json.loads((tmp_path / "a" / "zoo.json").read_text())["claims"][0]
     assert row["command"] == "rw zoo claims --claim linear_zero_fixed --out out/zoo"
+
+
+#: The rows that check a paper's claim on this toolkit's simplified model, and those whose verdict follows from
+#: the model class alone (issue 42: labelled, and saying why).
+PROXY_ROWS = {"makkuva_unigram_point", "makkuva_tied_unigram", "edelman_stages", "nichani_parent_attention"}
+VACUOUS_ROWS = {"makkuva_unigram_point", "edelman_stages"}
+
+
+def test_proxy_and_vacuous_rows_are_labelled_in_both_reports(quick_results) -> None:
+    assert {c.id for c in CLAIMS.values() if c.proxy} == PROXY_ROWS
+    assert {c.id for c in CLAIMS.values() if c.vacuous} == VACUOUS_ROWS
+    data = report_json(quick_results, quick=True)
+    rows = {row["id"]: row for row in data["claims"]}
+    assert {i for i, row in rows.items() if row["proxy"]} == PROXY_ROWS
+    assert {i for i, row in rows.items() if row["vacuous"] is not None} == VACUOUS_ROWS
+    table = {
+        line.split("`")[1]: line
+        for line in report_markdown(data, None).splitlines()
+        if line.startswith("| `")
+    }
+    for claim_id, line in table.items():
+        assert ("**proxy**" in line) == (claim_id in PROXY_ROWS), claim_id
+        assert ("**Vacuous:**" in line) == (claim_id in VACUOUS_ROWS), claim_id
 
 
 def test_the_balls_contain_the_exact_two_layer_trajectory() -> None:

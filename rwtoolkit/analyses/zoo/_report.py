@@ -9,7 +9,7 @@ from typing import Any
 from rwtoolkit.analyses.zoo._claims import CLAIMS, ZooClaim
 
 #: The version of zoo.json's layout (``rwtoolkit/schemas/zoo.schema.json``).
-FORMAT = 1
+FORMAT = 2
 
 
 def catalogue() -> dict[str, list[dict[str, str]]]:
@@ -92,8 +92,10 @@ def report_json(results: list[ZooClaim], quick: bool) -> dict[str, Any]:
                 "paper": claim.source,
                 "statement": claim.statement,
                 "model": claim.model,
+                "proxy": claim.proxy,
                 "task": claim.task,
                 "criterion": claim.criterion,
+                "vacuous": claim.vacuous or None,
                 "verdict": claim.verdict.value,
                 "evidence": claim.evidence,
                 "configurations": claim.configurations,
@@ -117,15 +119,19 @@ def report_markdown(data: dict[str, Any], figures: str | None = "figures") -> st
         "Each row: the claim, where it is stated, the model and task it is checked on, and the verdict with",
         "its criterion. proved = for every t by an exact proof; refuted = an exact counterexample with the",
         "argument covering what the claim quantifies over; inconclusive = not decided (never a pass).",
+        "A **proxy** row checks the paper's claim on this toolkit's simplified model, not on the paper's own;",
+        "a **vacuous** verdict follows from the model class alone, and the row says why.",
         f"{'Quick run (the smallest configurations).' if data['quick'] else 'Full run.'}",
         "",
         "| claim | paper | model | verdict | criterion |",
         "| --- | --- | --- | --- | --- |",
     ]
     for row in data["claims"]:
+        criterion = row["criterion"] + (f" **Vacuous:** {row['vacuous']}." if row["vacuous"] else "")
+        model = ("**proxy** (this toolkit's simplified model): " if row["proxy"] else "") + row["model"]
         lines.append(
-            f"| `{row['id']}`: {_cell(row['statement'])} | {_cell(row['paper'])} | {_cell(row['model'])} "
-            f"| **{row['verdict']}** | {_cell(row['criterion'])} |"
+            f"| `{row['id']}`: {_cell(row['statement'])} | {_cell(row['paper'])} | {_cell(model)} "
+            f"| **{row['verdict']}** | {_cell(criterion)} |"
         )
     for row in data["claims"]:
         lines += ["", f"## {row['id']}: {row['verdict']}", "", f"`{row['command']}`", ""]
