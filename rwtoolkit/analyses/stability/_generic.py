@@ -76,8 +76,10 @@ from rwtoolkit.models import (
     batch,
     descend,
     evaluate,
+    flatten,
     objective_name,
     rational_positions,
+    unflatten,
 )
 from rwtoolkit.tasks import CircleWalk, FiniteTask
 
@@ -175,22 +177,6 @@ def check_model_report_args(
     return task
 
 
-def _flat(values: Mapping[str, Any], names: Sequence[str]) -> Any:
-    import torch
-
-    parts = [values[n].reshape(-1) for n in names]
-    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
-
-
-def _unflat(x: Any, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Any]:
-    out, start = {}, 0
-    for name, shape in shapes.items():
-        size = math.prod(shape)
-        out[name] = x[start : start + size].reshape(shape)
-        start += size
-    return out
-
-
 def off_manifold_jacobian(
     model: Model,
     arithmetic: Any,
@@ -213,11 +199,11 @@ def off_manifold_jacobian(
     manifold = off if isinstance(off, Manifold) else zero_manifold(shapes, off)
 
     def step(x: Any) -> Any:
-        gradient = evaluate(model, arithmetic, _unflat(x, shapes), data, loss).gradient
+        gradient = evaluate(model, arithmetic, unflatten(x, shapes), data, loss).gradient
         assert gradient is not None
-        return x - eta * _flat(gradient, list(shapes))
+        return x - eta * flatten({n: gradient[n] for n in shapes}, arithmetic)
 
-    J = jacrev(step)(_flat(params, list(shapes)))
+    J = jacrev(step)(flatten({n: params[n] for n in shapes}, arithmetic))
     Q, B = (torch.as_tensor(m, dtype=J.dtype) for m in (manifold.off, manifold.on))
     return Q.T @ J @ Q, Q.T @ J @ B
 
@@ -402,7 +388,7 @@ def _escape(
     norms = [
         float(
             torch.linalg.vector_norm(
-                Q.T @ _flat({n: v.double() for n, v in s.params.items()}, list(s.params))
+                Q.T @ flatten({n: v.double() for n, v in s.params.items()}, ar)
             )
         )
         for s in states

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from flint import fmpq
 from sympy.core.sympify import converter
 
 from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom, has_atoms
-from rwtoolkit.engines.exact.arithmetic._dag import Node, dag_float, dag_sign, sympy_value
+from rwtoolkit.engines.exact.arithmetic._dag import Node, dag_element, dag_float, dag_sign, sympy_value
 from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
 from rwtoolkit.models import ObjectArithmetic
 
@@ -29,15 +28,11 @@ converter[fmpq] = lambda q: sp.Rational(int(q.p), int(q.q))
 
 def exact_element(value: Any) -> fmpq | sp.Expr | Node:
     """An element of the exact arithmetic: an fmpq for a rational, a node of the ``DAG`` arithmetic as it is,
-    else the SymPy expression."""
-    if isinstance(value, (fmpq, Node)):
-        return value
-    if isinstance(value, (int, np.integer)):
-        return fmpq(int(value))
-    if isinstance(value, Fraction):
-        return fmpq(value.numerator, value.denominator)
-    expr = sp.sympify(value)
-    return fmpq(int(expr.p), int(expr.q)) if expr.is_Rational else expr
+    else the SymPy expression (``dag_element``'s conversion, which refuses what is not rational)."""
+    try:
+        return dag_element(value)
+    except ValueError:
+        return sp.sympify(value)
 
 
 def _exp(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
