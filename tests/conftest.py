@@ -171,3 +171,18 @@ def rwnumeric_training(config: CheckConfig, fast: bool = True):
 #: ``rw train`` options for a run of a few milliseconds (a 4-cycle, sampled walks), shared by the CLI tests.
 SMALL_TRAIN_ARGS = ["--K", "4", "--N", "5", "--M", "8", "--p", "0.7", "--steps", "3"]
 SMALL_TRAIN_ARGS += ["--train-size", "20", "--test-size", "10"]
+
+
+def icl_train_argv(folder, eta: str, steps: int, record_every: int) -> list[str]:
+    """``rw train`` of examples/nanogpt_attention.py's one_layer on in-context Markov chains (S = 2, N = 4; the
+    spec written into ``folder``) from its own start, population GD: the argv the checkpoint tests resume."""
+    import json
+    from pathlib import Path
+
+    spec = Path(folder) / "icl.json"
+    spec.write_text(json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}}))
+    model = Path(__file__).resolve().parents[1] / "examples" / "nanogpt_attention.py"
+    return [
+        "train", "--model", f"{model}:one_layer", "--spec", str(spec), "--init", "own", "--population",
+        "--eta", eta, "--steps", str(steps), "--record-every", str(record_every),
+    ]  # fmt: skip

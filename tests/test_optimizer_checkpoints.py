@@ -9,11 +9,11 @@ N = 4 (16 sequences): milliseconds a step.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import icl_train_argv
 
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.numeric import _model_train
@@ -24,24 +24,7 @@ STEPS = 8
 
 @pytest.fixture
 def argv(tmp_path) -> list[str]:
-    spec = tmp_path / "icl.json"
-    spec.write_text(json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}}))
-    return [
-        "train",
-        "--model",
-        f"{EXAMPLES}/nanogpt_attention.py:one_layer",
-        "--spec",
-        str(spec),
-        "--init",
-        "own",
-        "--population",
-        "--eta",
-        "0.05",
-        "--steps",
-        str(STEPS),
-        "--record-every",
-        "3",
-    ]
+    return icl_train_argv(tmp_path, "0.05", STEPS, 3)
 
 
 def _killed_after_first_checkpoint(argv: list[str], out: Path, monkeypatch) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import icl_train_argv
 
 from rwtoolkit.cli.main import main
 from rwtoolkit.engines.numeric import _model_train
@@ -27,24 +28,7 @@ STEPS = 12
 
 @pytest.fixture
 def argv(tmp_path) -> list[str]:
-    spec = tmp_path / "icl.json"
-    spec.write_text(json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}}))
-    return [
-        "train",
-        "--model",
-        f"{EXAMPLES}/nanogpt_attention.py:one_layer",
-        "--spec",
-        str(spec),
-        "--init",
-        "own",
-        "--population",
-        "--eta",
-        "0.3",
-        "--steps",
-        str(STEPS),
-        "--record-every",
-        "5",
-    ]
+    return icl_train_argv(tmp_path, "0.3", STEPS, 5)
 
 
 def test_a_resumed_run_writes_the_same_bytes_as_the_uninterrupted_run(argv, tmp_path, monkeypatch):
