@@ -41,6 +41,25 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TASK = binary_markov_task("1/3", "3/5", 3)
 
 
+def _zero_module() -> torch.nn.Module:
+    """TORCH_MODULE's model (S = 2, L = 2) with every parameter 0: the start of the independent torch loop."""
+    namespace: dict = {}
+    exec(compile(TORCH_MODULE, "mine.py", "exec"), namespace)
+    module = namespace["model"](2, 2)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.zero_()
+    return module
+
+
+def _torch_population() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """TASK's population as torch tensors: token ids, next-token targets, the sequences' probabilities."""
+    pop, targets = population(TASK)
+    tokens = torch.tensor(pop.tokens, dtype=torch.long)
+    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    return tokens, torch.tensor(targets, dtype=torch.long), weights
+
+
 @pytest.mark.parametrize(
     ("flags", "rule", "torch_rule"),
     [
@@ -70,21 +89,14 @@ def test_rw_derive_json_with_momentum_writes_the_rule_and_torch_optims_trajector
     oracle = load_oracle(tmp_path / "o.json", verify=True)
     assert oracle.optimizer == Optimizer(**{k: v for k, v in rule.items()})
     # the independent derivation: the module from zero, torch.optim.SGD on the population's cross-entropy
-    namespace: dict = {}
-    exec(compile(TORCH_MODULE, "mine.py", "exec"), namespace)
-    module = namespace["model"](2, 2)
-    with torch.no_grad():
-        for parameter in module.parameters():
-            parameter.zero_()
+    module = _zero_module()
     sgd = torch.optim.SGD(module.parameters(), lr=0.5, **torch_rule)
-    pop, targets = population(TASK)
-    tokens = torch.tensor(pop.tokens, dtype=torch.long)
-    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    tokens, targets_t, weights = _torch_population()
     for t in range(4):
         for key, value in module.state_dict().items():
             assert np.abs(oracle.value(key, t) - value.numpy()).max() < 1e-12, (t, key)
         sgd.zero_grad()
-        loss = torch_objective(module(tokens), torch.tensor(targets, dtype=torch.long), weights, last=False)
+        loss = torch_objective(module(tokens), targets_t, weights, last=False)
         assert abs(float(oracle.value("loss", t)) - loss.item()) < 1e-12, t
         loss.backward()
         sgd.step()
@@ -171,22 +183,15 @@ def test_rw_derive_json_with_a_schedule_and_stages_writes_them_and_torchs_trajec
     assert header["config"]["schedule"] == "step:1:1/2"
     assert header["config"]["stages"] == [[1, ["wpe.weight", "wte.weight"]], [2, names]]
     oracle = load_oracle(tmp_path / "o.json", verify=True)
-    namespace: dict = {}
-    exec(compile(TORCH_MODULE, "mine.py", "exec"), namespace)
-    module = namespace["model"](2, 2)
-    with torch.no_grad():
-        for parameter in module.parameters():
-            parameter.zero_()
+    module = _zero_module()
     sgd = torch.optim.SGD(module.parameters(), lr=0.5, momentum=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(sgd, lambda t: 0.5**t)
-    pop, targets = population(TASK)
-    tokens = torch.tensor(pop.tokens, dtype=torch.long)
-    weights = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
+    tokens, targets_t, weights = _torch_population()
     for t in range(4):
         for key, value in module.state_dict().items():
             assert np.abs(oracle.value(key, t) - value.numpy()).max() < 1e-12, (t, key)
         sgd.zero_grad()
-        loss = torch_objective(module(tokens), torch.tensor(targets, dtype=torch.long), weights, last=False)
+        loss = torch_objective(module(tokens), targets_t, weights, last=False)
         loss.backward()
         if t == 0:  # the first stage trains the embeddings: the head has no gradient (torch.optim skips it)
             for key, parameter in module.named_parameters():

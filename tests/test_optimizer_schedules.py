@@ -50,6 +50,22 @@ def _spec(tmp_path: Path) -> str:
     return str(spec)
 
 
+def _train(tmp_path: Path) -> list[str]:
+    """``rw train`` of NANO from its own start, 6 steps of population GD (the options under test appended)."""
+    return [
+        "train",
+        "--model",
+        NANO,
+        "--spec",
+        _spec(tmp_path),
+        "--init",
+        "own",
+        "--population",
+        "--steps",
+        "6",
+    ]
+
+
 def _final(out: Path) -> dict[str, np.ndarray]:
     final = json.loads((out / "metrics.json").read_text())["final"]
     return {k: np.asarray(v) for k, v in final.items() if k != "attention_profile"}
@@ -154,18 +170,7 @@ def test_rw_train_of_key_query_in_stages_leaves_the_frozen_parameters_bit_identi
     ],
 )
 def test_bad_schedules_and_stages_are_one_line_exit_2_before_any_file(tmp_path, capsys, extra, line):
-    argv = [
-        "train",
-        "--model",
-        NANO,
-        "--spec",
-        _spec(tmp_path),
-        "--init",
-        "own",
-        "--population",
-        "--steps",
-        "6",
-    ]
+    argv = _train(tmp_path)
     assert main([*argv, *extra, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"rw train: error: {line}")
@@ -173,18 +178,7 @@ def test_bad_schedules_and_stages_are_one_line_exit_2_before_any_file(tmp_path, 
 
 
 def test_a_resumed_run_with_a_schedule_and_stages_writes_the_same_bytes(tmp_path, monkeypatch):
-    argv = [
-        "train",
-        "--model",
-        NANO,
-        "--spec",
-        _spec(tmp_path),
-        "--init",
-        "own",
-        "--population",
-        "--steps",
-        "6",
-    ]
+    argv = _train(tmp_path)
     argv += [
         "--optimizer",
         "adamw",
