@@ -419,13 +419,13 @@ def test_rw_train_runs_the_rule_and_records_it(tmp_path):
             "derive",
             ["--p", "1/2", "--optimizer", "adam"],
             "adam: √v is irrational in general; the exact "
-            'arithmetic cannot run it; use the ball engine (rwtoolkit.engines.select(model, "balls"))',
+            'arithmetic cannot run it; use the ball engine (rw certify --model, or rwtoolkit.engines.select(model, "balls"))',
         ),  # fmt: skip
         (
             "derive",
             ["--p", "1/2", "--optimizer", "adam", "--json", "OUT"],
             "adam: √v is irrational in general; the exact "
-            'arithmetic cannot run it; use the ball engine (rwtoolkit.engines.select(model, "balls"))',
+            'arithmetic cannot run it; use the ball engine (rw certify --model, or rwtoolkit.engines.select(model, "balls"))',
         ),  # fmt: skip
         (
             "derive",

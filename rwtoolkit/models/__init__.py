@@ -102,7 +102,15 @@ if _typing.TYPE_CHECKING:
 #: Where each name that needs numpy lives (imported by :func:`__getattr__` on first use).
 _LAZY = {
     **dict.fromkeys(
-        ("FLOAT64", "Arithmetic", "Array", "ExtendedArithmetic", "FloatArithmetic", "ObjectArithmetic"),
+        (
+            "BALL_ENGINE",
+            "FLOAT64",
+            "Arithmetic",
+            "Array",
+            "ExtendedArithmetic",
+            "FloatArithmetic",
+            "ObjectArithmetic",
+        ),
         "rwtoolkit.models._arith",
     ),
     **dict.fromkeys(
@@ -176,6 +184,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BALL_ENGINE",
     "BUILT_IN",
     "DEFAULT_MODEL",
     "FLOAT64",

@@ -109,12 +109,17 @@ class ExtendedArithmetic(Arithmetic, Protocol):
         ...
 
 
+#: What runs a computation an exact arithmetic refuses (GELU's erf, a layer norm's root, a logarithm, Adam's √v):
+#: the end of each such one-line refusal.
+BALL_ENGINE = 'use the ball engine (rw certify --model, or rwtoolkit.engines.select(model, "balls"))'
+
+
 class ObjectArithmetic:
     """Elements of any Python number type in numpy object arrays (exact rationals, SymPy, arb balls).
 
     ``convert`` makes an element from a rational or int; ``exp``, ``log``, ``sqrt``, ``erf`` and ``sign`` act on
     one element (``exp``, ``log``, ``sqrt`` or ``erf`` None: the arithmetic has none, and what needs it is refused in
-    one line); ``pi`` gives π as an element (at the working precision of a ball arithmetic). ``exact`` says whether the
+    one line, with ``instead``: what runs it); ``pi`` gives π as an element (at the working precision of a ball arithmetic). ``exact`` says whether the
     elements are exact values (:class:`ExtendedArithmetic`); by default they are exactly where no ``erf`` is given
     (an arithmetic that evaluates erf, a transcendental function, holds enclosures or approximations).
 
@@ -136,8 +141,11 @@ class ObjectArithmetic:
         erf: Callable[[Any], Any] | None = None,
         pi: Callable[[], Any] | None = None,
         exact: bool | None = None,
+        instead: str = "",
     ) -> None:
         self.name = name
+        #: What runs what this arithmetic lacks, appended to the one line that refuses it ("" for nothing).
+        self.instead = f"; {instead}" if instead else ""
         self._convert, self._exp, self._sign, self._float = convert, exp, sign, to_float
         self._sqrt, self._log, self._erf, self._pi = sqrt, log, erf, pi
         self.exact = erf is None if exact is None else exact
@@ -157,27 +165,27 @@ class ObjectArithmetic:
 
     def exp(self, a: np.ndarray) -> np.ndarray:
         if self._exp is None:
-            raise ValueError(f"the {self.name} arithmetic has no exponential")
+            raise ValueError(f"the {self.name} arithmetic has no exponential{self.instead}")
         return self.apply(self._exp, a)
 
     def log(self, a: np.ndarray) -> np.ndarray:
         if self._log is None:
-            raise ValueError(f"the {self.name} arithmetic has no logarithm")
+            raise ValueError(f"the {self.name} arithmetic has no logarithm{self.instead}")
         return self.apply(self._log, a)
 
     def sqrt(self, a: np.ndarray) -> np.ndarray:
         if self._sqrt is None:
-            raise ValueError(f"the {self.name} arithmetic has no square root")
+            raise ValueError(f"the {self.name} arithmetic has no square root{self.instead}")
         return self.apply(self._sqrt, a)
 
     def erf(self, a: np.ndarray) -> np.ndarray:
         if self._erf is None:
-            raise ValueError(f"the {self.name} arithmetic has no erf")
+            raise ValueError(f"the {self.name} arithmetic has no erf{self.instead}")
         return self.apply(self._erf, a)
 
     def pi(self) -> Any:
         if self._pi is None:
-            raise ValueError(f"the {self.name} arithmetic has no π")
+            raise ValueError(f"the {self.name} arithmetic has no π{self.instead}")
         return self._pi()
 
     def softmax(self, a: np.ndarray) -> np.ndarray:
@@ -188,7 +196,7 @@ class ObjectArithmetic:
         """exp of the kept entries only (a left-out entry's logit is never exponentiated) over their sum;
         the left-out entries are this arithmetic's exact 0."""
         if self._exp is None:
-            raise ValueError(f"the {self.name} arithmetic has no exponential")
+            raise ValueError(f"the {self.name} arithmetic has no exponential{self.instead}")
         keep = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(a))
         zero = self._convert(0)
         e = np.empty(np.shape(a), dtype=object)
@@ -202,7 +210,7 @@ class ObjectArithmetic:
         if (
             self._log is None
         ):  # the exact arithmetic: a cross-entropy's gradient needs no logarithm (MATH §14)
-            raise ValueError(f"log_softmax: the {self.name} arithmetic has no logarithm")
+            raise ValueError(f"log_softmax: the {self.name} arithmetic has no logarithm{self.instead}")
         return a - self.log(self.exp(a).sum(axis=-1, keepdims=True))
 
     def concat(self, arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:

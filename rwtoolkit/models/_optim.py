@@ -53,9 +53,6 @@ RULE_STATE_KEYS = {
     "adamw": ("t", "m", "v"),
 }
 
-#: The alternative named where the exact arithmetic cannot run a rule.
-_BALLS = 'use the ball engine (rwtoolkit.engines.select(model, "balls"))'
-
 
 def rational(value: Any, name: str) -> Fraction:
     """``value`` (int, Fraction, decimal or fraction string, or float read as its shortest decimal) as an exact
@@ -154,8 +151,10 @@ class Optimizer:
         """One line naming the rule and the ball engine where ``arithmetic`` is exact and the rule is not
         rational in the state (Adam's square root), as ``rwtoolkit.models.Tape`` refuses layer norm."""
         if not self.rational_updates and getattr(arithmetic, "exact", False):
+            from rwtoolkit.models._arith import BALL_ENGINE
+
             raise ValueError(
-                f"{self.name}: √v is irrational in general; the {arithmetic.name} arithmetic cannot run it; {_BALLS}"
+                f"{self.name}: √v is irrational in general; the {arithmetic.name} arithmetic cannot run it; {BALL_ENGINE}"
             )
 
     def stepper(

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from rwtoolkit.models._arith import Arithmetic, Array
+from rwtoolkit.models._arith import BALL_ENGINE, Arithmetic, Array
 
 #: The alternative a primitive names where an exact arithmetic cannot hold its values.
-_BALLS = 'use the ball engine (rwtoolkit.engines.select(model, "balls"))'
 
 
 class Var:
@@ -314,7 +313,7 @@ class Tape:
     def _inexact(self, op: str, why: str) -> None:
         """One line naming ``op`` and the ball engine where the arithmetic is exact (``ExtendedArithmetic.exact``)."""
         if getattr(self.ar, "exact", False):
-            raise ValueError(f"{op}: {why}; the {self.ar.name} arithmetic cannot run it; {_BALLS}")
+            raise ValueError(f"{op}: {why}; the {self.ar.name} arithmetic cannot run it; {BALL_ENGINE}")
 
     @staticmethod
     def _mask(A: Array, mask: Any) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, ctx, fmpq
 
-from rwtoolkit.models import ObjectArithmetic
+from rwtoolkit.models import BALL_ENGINE, ObjectArithmetic
 
 #: Operations of the program: a rational leaf, and the operations of its entries.
 LEAF, ADD, MUL, DIV, NEG, EXP, LOG, SQRT = range(8)
@@ -490,4 +490,6 @@ def dag_log_array(a: np.ndarray) -> np.ndarray:
 
 #: The exact arithmetic of rationals and program nodes (see the module text); a model runs in it as in
 #: ``EXACT`` (the same values, decided the same way), without building SymPy trees.
-DAG = ObjectArithmetic("exact", dag_element, exp=dag_exp, sign=dag_sign, to_float=dag_float, sqrt=dag_sqrt)
+DAG = ObjectArithmetic(
+    "exact", dag_element, exp=dag_exp, sign=dag_sign, to_float=dag_float, sqrt=dag_sqrt, instead=BALL_ENGINE
+)

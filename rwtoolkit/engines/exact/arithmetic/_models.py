@@ -19,7 +19,7 @@ from sympy.core.sympify import converter
 from rwtoolkit.engines.exact.arithmetic._atoms import exp_atom, has_atoms
 from rwtoolkit.engines.exact.arithmetic._dag import Node, dag_element, dag_float, dag_sign, sympy_value
 from rwtoolkit.engines.exact.arithmetic._decide import nearest_float, sign
-from rwtoolkit.models import ObjectArithmetic
+from rwtoolkit.models import BALL_ENGINE, ObjectArithmetic
 
 # A rational element is a python-flint fmpq (tens of times faster than a SymPy Rational on the long
 # rationals of late steps); it meets SymPy expressions as the Rational it is.
@@ -81,7 +81,9 @@ def to_sympy(value: Any) -> Any:
 
 
 #: The exact arithmetic: fmpq rationals, SymPy expressions where exponentials of non-zero logits enter.
-EXACT = ObjectArithmetic("exact", exact_element, exp=_exp, sign=_sign, to_float=_float, sqrt=_sqrt)
+EXACT = ObjectArithmetic(
+    "exact", exact_element, exp=_exp, sign=_sign, to_float=_float, sqrt=_sqrt, instead=BALL_ENGINE
+)
 
 
 def _log(x: fmpq | sp.Expr) -> fmpq | sp.Expr:
