@@ -239,7 +239,8 @@ FAMILIES: dict[str, Family] = {
         Family(
             "icl_markov",
             icl_markov_task,
-            "next token of an in-context Markov chain, rows drawn from Dirichlet(alpha) (Edelman et al.)",
+            "next token of an in-context Markov chain, rows drawn from Dirichlet(alpha) (Edelman et al.); "
+            "with parents, of an in-context causal graph (Nichani et al.)",
             ("alpha",),
         ),
         Family("first_of_two", first_of_two_task, "which of a, b comes first among L positions", ("r",)),

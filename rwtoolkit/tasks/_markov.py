@@ -12,9 +12,14 @@ query slot N carries no token, docs/theory.md#model).
   drawn from a symmetric Dirichlet(α) prior, x_1 is uniform, and the sequence follows that chain. The
   population probability is the expectation over the prior, a finite product by the Pólya-urn formula:
 
-      P(x_1..x_N) = (1/S) Π_a [Π_b α^(n_ab)] / (Sα)^(n_a),    x^(n) = x (x + 1) ⋯ (x + n − 1),
+      P(x_1..x_N) = (1/S)^r Π_a [Π_b α^(n_ab)] / (Sα)^(n_a),    x^(n) = x (x + 1) ⋯ (x + n − 1),
 
-  with n_ab the number of transitions a -> b in the sequence and n_a = Σ_b n_ab. Exact for rational α.
+  with n_ab the number of transitions a -> b in the sequence, n_a = Σ_b n_ab and r = 1 root (x_1). Exact
+  for rational α. With ``parents`` it is the in-context causal graph of Nichani, Damian, Lee (2024): each
+  position i = 2..N−1 has a parent p(i) < i or none (a root, uniform), x_i ~ π(x_{p(i)}, ·), and the
+  label's parent is the last token, the query: y = x_N ~ π(x_{N−1}, ·) (the authors' ``InContextTree``,
+  ``problems.py``). The same formula holds with the transitions counted along the graph, x_{p(i)} -> x_i,
+  and r the number of roots; the chain p(i) = i − 1 is the default.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import numpy as np
 import sympy as sp
 
 from rwtoolkit.tasks._circle import check_int
@@ -150,27 +156,67 @@ def _rising(x: sp.Expr, n: int) -> sp.Expr:
     return out
 
 
-def icl_markov_task(S: int, N: int, alpha: object = 1) -> FiniteTask:
-    """In-context Markov chains: each row of the chain drawn from Dirichlet(α, ..., α), x_1 uniform.
+def _parents(parents: object, N: int) -> tuple[int, ...]:
+    """``parents`` checked: N − 2 integers, entry k the parent of position k + 2 (1-based), in 0..k + 1."""
+    if parents is None:
+        return tuple(range(1, N - 1))  # the chain: p(i) = i − 1
+    if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+        raise ValueError(
+            f"parents={parents!r} must be a list of N-2 = {N - 2} integers (the parents of positions 2..N-1, "
+            "0 for a root)"
+        )
+    if len(parents) != N - 2:
+        raise ValueError(
+            f"parents has {len(parents)} entries, expected N-2 = {N - 2} (the parents of positions 2..N-1, "
+            "0 for a root)"
+        )
+    out = []
+    for k, p in enumerate(parents):
+        i = k + 2  # the position whose parent this is
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise ValueError(
+                f"parents[{k}]={p!r} must be an integer in 0..{i - 1} (the parent of position {i})"
+            )
+        if not 0 <= p < i:
+            raise ValueError(
+                f"parents[{k}]={p} is out of range: the parent of position {i} is in 0..{i - 1} (0: a root)"
+            )
+        out.append(int(p))
+    return tuple(out)
 
-    The probabilities are the Pólya-urn products of the module docstring (exact for rational α > 0).
+
+def icl_markov_task(S: int, N: int, alpha: object = 1, parents: Sequence[int] | None = None) -> FiniteTask:
+    """In-context Markov chains: each row of the chain drawn from Dirichlet(α, ..., α), x_1 uniform; with
+    ``parents``, the in-context causal graph of Nichani et al. (module docstring).
+
+    ``parents``: N − 2 integers, the 1-based parent of positions 2, ..., N − 1 (0: a root, drawn uniform); the
+    label x_N's parent is always N − 1, the query. Default the chain (1, 2, ..., N − 2), exactly the in-context
+    Markov chain. The probabilities are the Pólya-urn products of the module docstring (exact for rational α > 0).
 
     >>> t = icl_markov_task(2, 3)
     >>> t.population().exact_probs()[0]  # x = 0, 0, 0 with α = 1: (1/2)·(1·2)/(2·3)
     1/6
+    >>> t = icl_markov_task(2, 4, parents=[1, 1])  # x_2, x_3 children of x_1; y child of x_3
+    >>> t.population().exact_probs()[0]  # x = 0, 0, 0, 0: three transitions 0 -> 0, (1/2)·(1·2·3)/(2·3·4)
+    1/8
     """
     S = check_int(S, "S", 2)
     N = check_int(N, "N", 2)
     a = exact_expr(alpha, "alpha")
     if is_numeric(a) and not a > 0:
         raise ValueError(f"alpha={a} must be > 0")
+    graph = _parents(parents, N)
     _size(S, N, "icl_markov_task")
+    # The parent of each 0-based position 1..N-1 (None: a root): the graph's, then the label's, the query N - 2.
+    parent = [None if p == 0 else p - 1 for p in graph] + [N - 2]
+    roots = 1 + sum(1 for p in parent if p is None)
 
     def probability(x: tuple[int, ...]) -> sp.Expr:
         counts = [[0] * S for _ in range(S)]
-        for i in range(1, len(x)):
-            counts[x[i - 1]][x[i]] += 1
-        q = sp.Rational(1, S)
+        for i, p in enumerate(parent, start=1):
+            if p is not None:
+                counts[x[p]][x[i]] += 1
+        q = sp.Rational(1, S) ** roots
         for row in counts:
             for n in row:
                 q *= _rising(a, n)
