@@ -36,6 +36,7 @@ QUICK_VERDICTS = {
     "makkuva_tied_unigram": "holds at the sizes checked",
     "edelman_stages": "holds at the sizes checked",
     "nichani_parent_attention": "does not hold at the sizes checked",
+    "nichani_parent_attention_paper": "holds at the sizes checked",
 }
 
 

@@ -16,6 +16,7 @@ from rwtoolkit.analyses.zoo._claims import (
     identical_heads_subspace,
     invariance_steps,
 )
+from rwtoolkit.analyses.zoo._papers import register_paper_rows
 from rwtoolkit.analyses.zoo._report import (
     catalogue,
     render_catalogue,
@@ -24,6 +25,8 @@ from rwtoolkit.analyses.zoo._report import (
     run_claims,
     write_report,
 )
+
+register_paper_rows()
 
 __all__ = [
     "CLAIMS",

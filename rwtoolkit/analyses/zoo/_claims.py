@@ -39,6 +39,28 @@ class Finding:
     figure: dict[str, Any] = field(default_factory=dict)
 
 
+def paper_model(spec: str) -> Any:
+    """The traced model ``FILE.py:ATTR`` of the repository's ``examples/papers/`` (the papers' own models, issue 42):
+    the path is taken from the checkout this package runs from, so ``rw zoo claims`` works from any folder; one
+    line where the examples are not there (an installed wheel ships no examples).
+
+    >>> paper_model("nichani_causal.py:simplified").name
+    'nichani_causal.simplified'
+    """
+    from pathlib import Path
+
+    from rwtoolkit.models import get_model
+
+    folder = Path(__file__).resolve().parents[3] / "examples" / "papers"
+    file = spec.split(":", 1)[0]
+    if not (folder / file).is_file():
+        raise ValueError(
+            f"the papers' models are examples/papers/{file} of the repository, not found at {folder}: run "
+            "rw zoo claims from a clone of the repository (an installed wheel has no examples)"
+        )
+    return get_model(f"{folder}/{spec}")
+
+
 #: Told what a claim is doing (one line per configuration as it starts); ``rw zoo claims`` prints it on stderr.
 Progress = Callable[[str], None]
 

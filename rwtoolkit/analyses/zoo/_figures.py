@@ -9,7 +9,8 @@ values the verdict rests on, and a float64 run of ``rwtoolkit.engines.numeric.tr
   float64 GD (cross-entropy) from that point plus a Gaussian perturbation of σ = 10⁻², L(t) − L(θ_π);
 * ``edelman_stages``: R² of f against the unigram and bigram predictors, certified balls at the
   checkpoints (markers), the float run at every step (lines);
-* ``nichani_parent_attention``: the mean layer-1 attention at the last step, the parent cells outlined.
+* ``nichani_parent_attention``: the mean layer-1 attention at the last step, the parent cells outlined;
+* the rows on the papers' own models (``rwtoolkit.analyses.zoo._papers``): each module's own ``figure``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from rwtoolkit.analyses.zoo._claims import (
     icl_predictors,
     r_squared,
 )
+from rwtoolkit.analyses.zoo._papers import PAPER_ROWS
 from rwtoolkit.io import save_figure_atomic
 
 #: Steps of the float runs beside the invariance claims, and the Gaussian start's scale.
@@ -299,6 +301,7 @@ FIGURES: dict[str, Callable[[ZooClaim, Progress], Figure]] = {
     "makkuva_tied_unigram": _makkuva_tied,
     "edelman_stages": _edelman,
     "nichani_parent_attention": _nichani,
+    **{module.CLAIM.id: module.figure for module in PAPER_ROWS.values()},
 }
 
 

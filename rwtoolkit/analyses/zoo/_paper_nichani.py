@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, _mid
+from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, _mid, paper_model
 from rwtoolkit.io import Verdict
 
-MODEL = "examples/papers/nichani_causal.py:simplified"
+MODEL = "nichani_causal.py:simplified"
 #: The alphabet and the Dirichlet prior of the task; the learning rate and the stages (τ₁ steps of A1, τ₂ of A2).
 S, ALPHA = 2, 1
 ETA, TAU1, TAU2 = Fraction(4), 100, 50
@@ -119,9 +119,9 @@ def conditional_entropy(task: Any) -> Any:
 
 def float_run(task: Any, steps: int) -> list[Any]:
     """Float64 GD of the same model, objective, rate and stages from its own start: every step's evaluation."""
-    from rwtoolkit.models import FLOAT64, CrossEntropy, batch, get_model, gradient_steps, rational_positions
+    from rwtoolkit.models import FLOAT64, CrossEntropy, batch, gradient_steps, rational_positions
 
-    model = get_model(MODEL)
+    model = paper_model(MODEL)
     pop = task.population()
     P = FLOAT64.asarray(rational_positions(pop.N, Fraction(1)))
     data = batch(FLOAT64, pop.tokens, pop.labels, [Fraction(q) for q in pop.exact_probs()], pop.K, P)
@@ -136,9 +136,8 @@ def certified_run(task: Any) -> Any:
     """The certified staged run (arb balls) of the model on ``task``: checkpoints every ``EVERY`` steps."""
     from rwtoolkit.engines import select
     from rwtoolkit.engines.balls import ball_model_job
-    from rwtoolkit.models import get_model
 
-    model = get_model(MODEL)
+    model = paper_model(MODEL)
     steps = TAU1 + TAU2
     stages = [(TAU1, ["A1"]), (TAU2, ["A2"])]
     job = ball_model_job(task, model, steps, init="own", eta=ETA, objective="last", stages=stages)
