@@ -205,8 +205,8 @@ def icl_markov_task(S: int, N: int, alpha: object = 1, parents: Sequence[int] | 
     a = exact_expr(alpha, "alpha")
     if is_numeric(a) and not a > 0:
         raise ValueError(f"alpha={a} must be > 0")
+    _size(S, N, "icl_markov_task")  # before the parents: a huge N is refused before anything is built
     graph = _parents(parents, N)
-    _size(S, N, "icl_markov_task")
     # The parent of each 0-based position 1..N-1 (None: a root): the graph's, then the label's, the query N - 2.
     parent = [None if p == 0 else p - 1 for p in graph] + [N - 2]
     roots = 1 + sum(1 for p in parent if p is None)

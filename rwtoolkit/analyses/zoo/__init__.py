@@ -9,6 +9,7 @@ with the model, the task and the code that decides it), each an exact proof or c
 ['key_query_stuck', 'identical_heads']
 """
 
+from rwtoolkit.analyses.zoo import _papers
 from rwtoolkit.analyses.zoo._claims import (
     CLAIMS,
     Finding,
@@ -16,7 +17,6 @@ from rwtoolkit.analyses.zoo._claims import (
     identical_heads_subspace,
     invariance_steps,
 )
-from rwtoolkit.analyses.zoo._papers import register_paper_rows
 from rwtoolkit.analyses.zoo._report import (
     catalogue,
     render_catalogue,
@@ -26,7 +26,7 @@ from rwtoolkit.analyses.zoo._report import (
     write_report,
 )
 
-register_paper_rows()
+_papers.register_paper_rows()
 
 __all__ = [
     "CLAIMS",

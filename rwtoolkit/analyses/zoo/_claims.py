@@ -487,7 +487,7 @@ def icl_predictors(task: Any, alpha: object = ICL_ALPHA) -> dict[str, np.ndarray
     return out
 
 
-def _mid(x: Any, digits: int = 4) -> str:
+def ball_text(x: Any, digits: int = 4) -> str:
     """A decided ball's midpoint to ``digits`` places (its radius is far below them)."""
     return f"{float(x.mid()):.{digits}f}"
 
@@ -571,7 +571,7 @@ def _edelman_stages(quick: bool, progress: Progress) -> Finding:
                 stage = "uniform"
             else:
                 big = r_squared(state.f, pred["bigram"], weights)
-                r2_at[t] = (_mid(uni), _mid(big))
+                r2_at[t] = (ball_text(uni), ball_text(big))
                 series["t"].append(t)
                 series["unigram"].append(float(uni.mid()))
                 series["bigram"].append(float(big.mid()))
@@ -637,7 +637,7 @@ def _nichani_parent(quick: bool, progress: Progress) -> Finding:
             else:
                 status = "undecided"
                 undecided.append(i + 1)
-            rows.append(f"i={i + 1}: [{', '.join(_mid(m, 3) for m in mean)}] {status}")
+            rows.append(f"i={i + 1}: [{', '.join(ball_text(m, 3) for m in mean)}] {status}")
             grid[i, : i + 1] = [float(m.mid()) for m in mean]
         verdicts.append(Verdict.INCONCLUSIVE if undecided else Verdict.FAILS if failures else Verdict.HOLDS)
         evidence.append(

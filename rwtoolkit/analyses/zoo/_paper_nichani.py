@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, _mid, paper_model
+from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, ball_text, paper_model
 from rwtoolkit.io import Verdict
 
 MODEL = "nichani_causal.py:simplified"
@@ -195,19 +195,19 @@ def _configuration(
         best_other = max((j for j in range(i) if j != p - 1), key=lambda j: float(weights[i - 1, j].mid()))
         status = "above" if i in above else "NOT above" if i in failed else "undecided"
         rows.append(
-            f"i={i}: parent {p} {_mid(weights[i - 1, p - 1], 3)} vs {best_other + 1} "
-            f"{_mid(weights[i - 1, best_other], 3)} {status}"
+            f"i={i}: parent {p} {ball_text(weights[i - 1, p - 1], 3)} vs {best_other + 1} "
+            f"{ball_text(weights[i - 1, best_other], 3)} {status}"
         )
     loss = {t: states[t].loss for t in (0, TAU1, TAU1 + TAU2)}
     A2 = states[TAU1 + TAU2].params["A2"]
-    A2_text = "[" + ", ".join("[" + ", ".join(_mid(a, 3) for a in row) + "]" for row in A2) + "]"
+    A2_text = "[" + ", ".join("[" + ", ".join(ball_text(a, 3) for a in row) + "]" for row in A2) + "]"
     line = (
         f"{label}, simplified (A1 = 0, A2 = I), CrossEntropy last, η={ETA}, A1 for τ₁={TAU1} then A2 for "
         f"τ₂={TAU2} steps, balls ({traj.prec} bits, {seconds:.1f} s): softmax(A1) at t={TAU1} (ball midpoints, "
         f"widest radius {widest:.1e}), the parent's entry against the row's largest other: {'; '.join(rows)}"
         + (f"; undecided rows {undecided}" if undecided else "")
-        + f"; A1 {'unchanged' if frozen else 'CHANGED'} in stage 2; loss t=0 {_mid(loss[0])}, t={TAU1} "
-        f"{_mid(loss[TAU1])}, t={TAU1 + TAU2} {_mid(loss[TAU1 + TAU2])} (H(y|x) = {_mid(H)}), A2(t={TAU1 + TAU2}) = "
+        + f"; A1 {'unchanged' if frozen else 'CHANGED'} in stage 2; loss t=0 {ball_text(loss[0])}, t={TAU1} "
+        f"{ball_text(loss[TAU1])}, t={TAU1 + TAU2} {ball_text(loss[TAU1 + TAU2])} (H(y|x) = {ball_text(H)}), A2(t={TAU1 + TAU2}) = "
         f"{A2_text}; float64 evidence: "
         f"parent above in rows {f_above}"
         + (f", not in {f_failed}" if f_failed else "")
