@@ -149,4 +149,4 @@ def test_the_figure_is_written(quick, tmp_path):
     head = path.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", head[16:24])
-    assert (width, height) == (520, 420)
+    assert (width, height) == (700, 460)
