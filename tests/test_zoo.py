@@ -34,7 +34,9 @@ QUICK_VERDICTS = {
     "learned_positions_stuck": "proved",
     "makkuva_unigram_point": "refuted",
     "makkuva_tied_unigram": "holds at the sizes checked",
+    "makkuva_unigram_point_paper": "holds at the sizes checked",
     "edelman_stages": "holds at the sizes checked",
+    "edelman_stages_paper": "does not hold at the sizes checked",
     "nichani_parent_attention": "does not hold at the sizes checked",
     "nichani_parent_attention_paper": "holds at the sizes checked",
 }

@@ -37,7 +37,7 @@ def unigram_point(model: Any, task: Any) -> tuple[dict[str, Any], Any, Any]:
     starts its chain in π (rwtoolkit/tasks/_markov.py), so every position's marginal is π and θ_π is the optimum of
     the constant predictors of the position-averaged law. Returns (the point, the batch, the arithmetic).
     """
-    from rwtoolkit.engines.exact.engine._hessian import SYMPY
+    from rwtoolkit.engines.exact import SYMPY
     from rwtoolkit.models import batch, rational_positions
 
     pop = task.population()

@@ -7,11 +7,13 @@ Each row is one module ``_paper_<name>`` exporting ``CLAIM`` (a ``ZooClaim``) an
 
 from __future__ import annotations
 
-from rwtoolkit.analyses.zoo import _paper_nichani
+from rwtoolkit.analyses.zoo import _paper_edelman, _paper_makkuva, _paper_nichani
 from rwtoolkit.analyses.zoo._claims import CLAIMS
 
 #: Each paper row, keyed by the id of its proxy row (the same claim on this toolkit's simplified model).
 PAPER_ROWS = {
+    "makkuva_tied_unigram": _paper_makkuva,
+    "edelman_stages": _paper_edelman,
     "nichani_parent_attention": _paper_nichani,
 }
 

@@ -67,6 +67,7 @@ from rwtoolkit.engines.exact.engine import (
     PER_INPUT_LIMIT,
     READOUT_AXES,
     START_ESTIMATE,
+    SYMPY,
     CircleFirstMoments,
     DeriveJob,
     EngineArguments,
@@ -116,6 +117,7 @@ __all__ = [
     # stuck for every t: the induction step and its candidates (rwtoolkit.engines.exact.analysis)
     "Induction",
     "Subspace",
+    "SYMPY",
     "exact_hessian",
     "fixed_subspace",
     "hessian_inertia",

@@ -44,7 +44,7 @@ from rwtoolkit.engines.exact.engine._generic import (
     positive_rational,
 )
 from rwtoolkit.engines.exact.engine._groups import MAX_WORK
-from rwtoolkit.engines.exact.engine._hessian import exact_hessian, hessian_inertia
+from rwtoolkit.engines.exact.engine._hessian import SYMPY, exact_hessian, hessian_inertia
 from rwtoolkit.engines.exact.engine._moments import (
     MAX_STRUCTURED_K,
     MAX_STRUCTURED_N,
@@ -60,6 +60,7 @@ from rwtoolkit.engines.exact.engine._population import MAX_INPUTS
 from rwtoolkit.engines.exact.engine._trajectory import READOUT_AXES, EngineArguments, ExactTrajectory
 
 __all__ = [
+    "SYMPY",
     "exact_hessian",
     "hessian_inertia",
     "PER_INPUT_LIMIT",
