@@ -6,6 +6,13 @@ The row ``makkuva_unigram_point_paper``: on ``examples/papers/makkuva_markov.py`
 0 but the bias b = log(π₁/π₀), so σ(logit_n) = π₁ at every position) is checked for stationarity and its Hessian's
 inertia is counted exactly; a float64 GD run from θ_π plus a small dyadic perturbation is reported beside it as
 float64 evidence.
+
+With layer norm (``tied`` and ``untied``, the code's three pre-norms), the exact arithmetic refuses the norm's square
+root, and the Hessian at θ_π is certified in arb balls instead (:func:`norm_curvature`). A negative eigenvalue is
+certified by a vector v with vᵀHv < 0 decided in balls (v the float eigenvector of the smallest eigenvalue, an
+exact dyadic vector). "No negative eigenvalue" cannot be decided in balls where H has a null direction, so the row
+certifies the strongest statement balls decide: H + δI is positive definite (an arb Cholesky whose every pivot is
+decided > 0, δ = 2⁻³⁰), that is, every eigenvalue exceeds −δ, against the saddles' certified vᵀHv ≤ −1.
 """
 
 from __future__ import annotations
@@ -18,11 +25,17 @@ import numpy as np
 import sympy as sp
 from matplotlib.figure import Figure
 
-from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, paper_model
+from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, ball_text, paper_model
 from rwtoolkit.io import Verdict
 
 #: The models checked: (factory, tied).
 MODELS = (("tied_no_norm", True), ("untied_no_norm", False))
+#: The models with the code's layer norms, certified in balls: (factory, tied); their (p, q, N), quick and full
+#: (p ≠ q too: b = log(p/q) is a ball), the precision of the arb balls, and δ of the certified λ_min > −δ.
+NORM_MODELS = (("tied", True), ("untied", False))
+NORM_QUICK = (("7/10", "3/5", 3), ("1/5", "3/10", 3))
+NORM_FULL = (("7/10", "7/10", 5), ("9/10", "4/5", 5), ("3/10", "3/10", 5))
+NORM_BITS, NORM_DELTA = 128, Fraction(1, 2**30)
 #: (p, q, N) of quick mode, and those full mode adds (sequence length L = N − 1).
 QUICK_CASES = (("7/10", "7/10", 3),)
 FULL_CASES = (("3/10", "3/10", 3), ("7/10", "7/10", 5), ("3/10", "3/10", 5))
@@ -80,6 +93,112 @@ def float_gd(model: Any, task: Any, point: dict[str, Any], steps: int) -> dict[s
     return {"gap": gap, "distance": distance}
 
 
+def norm_curvature(model: Any, task: Any, saddle_expected: bool) -> tuple[Verdict, str, list[float]]:
+    """The Hessian of the paper's loss at θ_π of a model with layer norms, in arb balls (NORM_BITS bits; γ = 1,
+    β = 0, every other parameter 0 but b = log(π₁/π₀), a ball), decided as the module text says.
+
+    Returns (the configuration's verdict, its evidence, the float eigenvalues of the midpoint for the figure).
+    """
+    from flint import arb, fmpq
+
+    from rwtoolkit.engines.balls import ball_arithmetic, precision
+    from rwtoolkit.models import CrossEntropy, batch, hessian, rational_positions
+
+    pop = task.population()
+    with precision(NORM_BITS):
+        ar = ball_arithmetic()
+        P = ar.asarray(rational_positions(pop.N, Fraction(1)))
+        data = batch(ar, pop.tokens, pop.labels, [Fraction(x) for x in pop.exact_probs()], pop.K, P)
+        start = dict(model.own_start(ar, data.inputs.sizes, "own"))
+        pi1 = sum(
+            (Fraction(x) for x, y in zip(pop.exact_probs(), pop.labels.tolist(), strict=True) if y == 1),
+            Fraction(0),
+        )
+        point = {
+            k: ar.asarray(
+                np.full(np.shape(v), 1 if k.startswith("ln_") and k.endswith("weight") else 0, dtype=object)
+            )
+            for k, v in start.items()
+        }
+        point["b"] = ar.log(ar.asarray([pi1 / (1 - pi1)]))
+        H = hessian(model, ar, point, data, CrossEntropy("lm"))
+        n = H.shape[0]
+        mid = np.array([[float(H[i, j].mid()) for j in range(n)] for i in range(n)])
+        w, V = np.linalg.eigh((mid + mid.T) / 2)
+        if saddle_expected:
+            v = [arb(fmpq(*Fraction(float(x)).as_integer_ratio())) for x in V[:, 0]]
+            quad = sum((v[i] * H[i, j] * v[j] for i in range(n) for j in range(n)), arb(0))
+            decided = quad < 0
+            verdict = Verdict.HOLDS if decided else Verdict.FAILS if quad > 0 else Verdict.INCONCLUSIVE
+            line = f"vᵀHv = {ball_text(quad)} (v the unit float eigenvector of the least eigenvalue): " + (
+                "a negative eigenvalue, certified: a saddle" if decided else "not decided negative"
+            )
+        else:
+            delta = arb(fmpq(NORM_DELTA.numerator, NORM_DELTA.denominator))
+            pivots: list[Any] = []
+            L = [[arb(0)] * n for _ in range(n)]
+            verdict = Verdict.HOLDS
+            for k in range(n):
+                d = H[k, k] + delta - sum((L[k][j] ** 2 * pivots[j] for j in range(k)), arb(0))
+                pivots.append(d)
+                if not d > 0:
+                    verdict = Verdict.FAILS if d < 0 else Verdict.INCONCLUSIVE
+                    break
+                for i in range(k + 1, n):
+                    L[i][k] = (H[i, k] - sum((L[i][j] * L[k][j] * pivots[j] for j in range(k)), arb(0))) / d
+            line = (
+                f"H + 2^-30 I positive definite, certified (arb Cholesky, {n} pivots > 0): every eigenvalue > −2^-30"
+                if verdict is Verdict.HOLDS
+                else f"H + 2^-30 I not certified positive definite (pivot {len(pivots)} = {pivots[-1]})"
+            )
+    return (
+        verdict,
+        f"{line}; float eigenvalues of the midpoint: least {w[0]:.3e}, largest {w[-1]:.3e}",
+        w.tolist(),
+    )
+
+
+def _norm_rows(
+    quick: bool, progress: Progress
+) -> tuple[list[Verdict], list[str], list[dict[str, Any]], dict]:
+    """The layer-norm models' configurations: verdicts, evidence lines, configurations, figure entries."""
+    from rwtoolkit.tasks import binary_markov_task
+
+    verdicts: list[Verdict] = []
+    evidence: list[str] = []
+    configurations: list[dict[str, Any]] = []
+    figure: dict[str, Any] = {}
+    for name, tied in NORM_MODELS:
+        model = paper_model(f"makkuva_markov.py:{name}")
+        for p, q, N in NORM_QUICK + (() if quick else NORM_FULL):
+            progress(f"{name} (layer norms) binary_markov p={p} q={q} N={N}: the Hessian at θ_π in arb balls")
+            saddle_expected = not (tied and Fraction(p) + Fraction(q) > 1)
+            verdict, line, eigenvalues = norm_curvature(model, binary_markov_task(p, q, N), saddle_expected)
+            verdicts.append(verdict)
+            evidence.append(
+                f"{name} (layer norms) binary_markov p={p} q={q} (p+q={Fraction(p) + Fraction(q)}) N={N}, "
+                f"arb balls at {NORM_BITS} bits: {line}; the paper: {'a saddle' if saddle_expected else 'a local minimum'}"
+            )
+            configurations.append(
+                {
+                    "model": name,
+                    "task": "binary_markov",
+                    "p": p,
+                    "q": q,
+                    "N": N,
+                    "loss": "lm",
+                    "bits": NORM_BITS,
+                }
+            )
+            figure[f"{name} p={p} q={q} N={N}"] = {
+                "eigenvalues": eigenvalues,
+                "inertia": ["in balls"],
+                "gap": [],
+                "distance": [],
+            }
+    return verdicts, evidence, configurations, figure
+
+
 def _run(quick: bool, progress: Progress) -> Finding:
     """Exact stationarity and Hessian inertia at θ_π, tied and untied, and the float64 GD from θ_π + δ."""
     from rwtoolkit.engines.exact import hessian_inertia
@@ -130,6 +249,11 @@ def _run(quick: bool, progress: Progress) -> Finding:
                 "gap": gd["gap"],
                 "distance": gd["distance"],
             }
+    more = _norm_rows(quick, progress)
+    verdicts += more[0]
+    evidence += more[1]
+    configurations += more[2]
+    figure.update(more[3])
     return Finding(Verdict.combine(verdicts), evidence, configurations, figure=figure)
 
 
@@ -142,17 +266,20 @@ def figure(claim: ZooClaim, progress: Progress) -> Figure:
     for i, (label, entry) in enumerate(data.items()):
         ev = np.asarray(entry["eigenvalues"])
         ax_eig.plot(np.full(ev.shape, i), ev, "o", markersize=4, label=f"{label} {tuple(entry['inertia'])}")
-        ax_gd.plot(np.abs(entry["gap"]) + 1e-18, label=label)
+        if entry["gap"]:  # the layer-norm models have no float run: their eigenvalues only
+            ax_gd.plot(np.abs(entry["gap"]) + 1e-18, label=label)
     ax_eig.axhline(0, color="grey", linewidth=0.5)
     ax_eig.set_xticks(range(len(data)), [str(i) for i in range(len(data))])
-    ax_eig.set_xlabel("configuration (legend: exact inertia +, 0, −)")
-    ax_eig.set_ylabel("Hessian eigenvalue at θ_π (exact, shown as float)")
+    ax_eig.set_xlabel("configuration (legend: exact inertia +, 0, −, or decided in balls)")
+    ax_eig.set_ylabel("Hessian eigenvalue at θ_π (shown as float)")
     ax_eig.legend(fontsize=6)
     ax_gd.set_yscale("log")
     ax_gd.set_xlabel("GD step t (float64, η = 1)")
     ax_gd.set_ylabel("|L(t) − L(θ_π)| (float64 evidence)")
     ax_gd.legend(fontsize=6)
-    fig.suptitle("Makkuva et al.: θ_π on the paper's model (no layer norm), tied vs untied")
+    fig.suptitle(
+        "Makkuva et al.: θ_π on the paper's model, tied vs untied (exact without layer norm, balls with it)"
+    )
     return fig
 
 
@@ -162,11 +289,16 @@ CLAIM = ZooClaim(
     "π is a bad local minimum with weight tying and a saddle without it (theorem numbers not verified in the text)",
     statement="θ_π (every parameter 0, b = log(π₁/π₀)) is a stationary point of the paper's loss on its model; its "
     "Hessian has a negative eigenvalue exactly when the model is untied or p + q < 1",
-    model="examples/papers/makkuva_markov.py: tied_no_norm and untied_no_norm (the paper's equations, no layer norm)",
-    task="binary_markov (p, q), started in π; p + q > 1 and p + q < 1",
+    model="examples/papers/makkuva_markov.py: tied_no_norm and untied_no_norm (the paper's equations, exact), tied "
+    "and untied (with the code's layer norms, certified in balls)",
+    task="binary_markov (p, q), started in π; p + q > 1 and p + q < 1 (p = q without layer norm, where b = 0 is "
+    "rational; p ≠ q too with it)",
     criterion="exact SymPy gradient and Hessian of CrossEntropy('lm') through the traced model at θ_π, the inertia "
     "by Descartes' rule on the exact characteristic polynomial; no negative eigenvalue is the second-order "
     "condition only, not a proof of a minimum; the ReLU kink at θ_π is harmless: W_2 ReLU(W_1 y) is O(|δ|³) there "
-    "(y = 0 at θ_π, ReLU positively homogeneous); the float64 GD from θ_π + δ is float64 evidence, not in the verdict",
+    "(y = 0 at θ_π, ReLU positively homogeneous); with layer norms, in arb balls at 128 bits: a saddle by a "
+    "certified vᵀHv < 0, and where the paper says minimum, H + 2⁻³⁰ I certified positive definite (every eigenvalue "
+    "> −2⁻³⁰; a null direction cannot be decided in balls); the float64 GD from θ_π + δ is float64 evidence, not "
+    "in the verdict",
     run=_run,
 )
