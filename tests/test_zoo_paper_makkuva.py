@@ -66,7 +66,7 @@ def test_figure_png(quick: Any) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert tuple(fig.get_size_inches()) == (11, 4.5)
+    assert tuple(fig.get_size_inches()) == (11, 6.5)
 
 
 def _torch_hessian_eigenvalues(name: str, p: str, q: str, N: int) -> np.ndarray:

@@ -261,7 +261,7 @@ def figure(claim: ZooClaim, progress: Progress) -> Figure:
     """The exact Hessian eigenvalues at θ_π per (model, source) (markers), and the float64 GD's L(t) − L(θ_π)
     from θ_π + δ (lines), per model and source."""
     data = claim.figure or claim.run(True, progress).figure
-    fig = Figure(figsize=(11, 4.5), layout="constrained")
+    fig = Figure(figsize=(11, 6.5), layout="constrained")
     ax_eig, ax_gd = fig.subplots(1, 2)
     for i, (label, entry) in enumerate(data.items()):
         ev = np.asarray(entry["eigenvalues"])
@@ -272,7 +272,7 @@ def figure(claim: ZooClaim, progress: Progress) -> Figure:
     ax_eig.set_xticks(range(len(data)), [str(i) for i in range(len(data))])
     ax_eig.set_xlabel("configuration (legend: exact inertia +, 0, −, or decided in balls)")
     ax_eig.set_ylabel("Hessian eigenvalue at θ_π (shown as float)")
-    ax_eig.legend(fontsize=6)
+    ax_eig.legend(fontsize=6, ncols=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     ax_gd.set_yscale("log")
     ax_gd.set_xlabel("GD step t (float64, η = 1)")
     ax_gd.set_ylabel("|L(t) − L(θ_π)| (float64 evidence)")
