@@ -386,11 +386,7 @@ def _escape(
     states = descend(model, ar, init, _population(task, ar, P), _loss(model, eps), eta, steps)
     Q = torch.as_tensor(manifold.off, dtype=torch.float64)
     norms = [
-        float(
-            torch.linalg.vector_norm(
-                Q.T @ flatten({n: v.double() for n, v in s.params.items()}, ar)
-            )
-        )
+        float(torch.linalg.vector_norm(Q.T @ flatten({n: v.double() for n, v in s.params.items()}, ar)))
         for s in states
     ]
     r = [x / norms[0] for x in norms]
