@@ -35,6 +35,7 @@ from rwtoolkit.models._registry import (
 
 if _typing.TYPE_CHECKING:
     from rwtoolkit.models._arith import (
+        BALL_ENGINE,
         FLOAT64,
         Arithmetic,
         Array,
