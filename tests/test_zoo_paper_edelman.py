@@ -2,8 +2,9 @@
 paper's two-layer attention-only transformer, KL to the uniform, unigram and bigram predictors at every position.
 
 Oracles: torch on the paper's module itself (examples/papers/edelman_induction.py, ``two_layer`` drawn under seed 0)
-for the model's predictions at t = 0 and a few GD steps of the cross-entropy at every position, the predictors and
-KL written out again with numpy from the counts; the stage, verdict and plateau rules on hand-made values.
+for the model's predictions at t = 0 and after a few steps of ``torch.optim.AdamW`` (the authors' optimizer, their
+betas, no weight decay) on the cross-entropy at every position, the predictors and KL written out again with numpy
+from the counts; the stage, verdict and plateau rules on hand-made values.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def _module():
 
 
 def _torch_kl(steps: int, N: int = 5) -> tuple[dict[str, float], float]:
-    """KL(p ‖ model) per predictor averaged over positions and the loss after ``steps`` GD steps, by torch on the
-    module with the predictors counted again in numpy (α = 1)."""
+    """KL(p ‖ model) per predictor averaged over positions and the loss after ``steps`` AdamW steps, by torch on
+    the module with the predictors counted again in numpy (α = 1)."""
     task = icl_markov_task(2, N, 1)
     pop = task.population()
     seqs = np.concatenate([pop.tokens, pop.labels[:, None]], axis=1)
@@ -59,14 +60,13 @@ def _torch_kl(steps: int, N: int = 5) -> tuple[dict[str, float], float]:
     net = _module().two_layer(2, N - 1)
     idx = torch.tensor(pop.tokens, dtype=torch.long)
     target = torch.tensor(seqs[:, 1:], dtype=torch.long)
+    opt = torch.optim.AdamW(net.parameters(), lr=float(ETA), betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
     for _ in range(steps):
         logp = F.log_softmax(net(idx), -1)
         loss = -(w[:, None] * logp.gather(-1, target[..., None])[..., 0]).sum() / (N - 1)
-        net.zero_grad()
+        opt.zero_grad()
         loss.backward()
-        with torch.no_grad():
-            for p in net.parameters():
-                p -= float(ETA) * p.grad
+        opt.step()
     with torch.no_grad():
         logp = F.log_softmax(net(idx), -1).numpy()
         loss = float(
@@ -94,21 +94,22 @@ def _torch_kl(steps: int, N: int = 5) -> tuple[dict[str, float], float]:
 def test_quick_verdict_is_pinned(quick):
     assert quick.verdict is Verdict.FAILS
     (line,) = quick.evidence
-    assert "uniform (t=0) → bigram (t=90) → uniform (t=100)" in line
+    # the unigram predictor is never the nearest at L = 4; the nearest flips between uniform and bigram
+    assert "uniform (t=0) → bigram (t=29) → uniform (t=30) → bigram (t=31)" in line
     assert "t=0: 0.0000, 0.0724, 0.0480" in line
 
 
 def test_kl_at_start_matches_torch(quick):
     kl, _ = _torch_kl(0)
-    data = quick.figure["N=5"]
+    data = quick.figure["N=5 η=1/100"]
     for name, value in kl.items():
         assert data["kl_balls"][name][0] == pytest.approx(value, abs=1e-12)
     assert (round(kl["unigram"], 4), round(kl["bigram"], 4)) == (0.0724, 0.0480)
 
 
-def test_kl_after_gd_matches_torch(quick):
+def test_kl_after_adamw_matches_torch(quick):
     kl, _ = _torch_kl(10)
-    data = quick.figure["N=5"]
+    data = quick.figure["N=5 η=1/100"]
     k = data["t"].index(10)
     for name, value in kl.items():
         assert data["kl_balls"][name][k] == pytest.approx(value, abs=1e-9)
