@@ -35,7 +35,7 @@ from rwtoolkit.engines.balls._models import (
     ball_model_trajectory,
     to_ball,
 )
-from rwtoolkit.engines.balls._trajectory import BallTrajectory, Readout, Reduced, StepRecord
+from rwtoolkit.engines.balls._trajectory import BallTrajectory, Readout, Reduced, StepRecord, bits_per_step
 from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.io import deprecated_attributes as _deprecated_attributes
 
@@ -53,6 +53,7 @@ __all__ = [
     "ball_estimate",
     "ball_model_job",
     "ball_model_trajectory",
+    "bits_per_step",
     "to_ball",
     "certify_json",
     "certify_markdown",

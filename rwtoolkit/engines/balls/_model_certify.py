@@ -25,7 +25,7 @@ from rwtoolkit.engines.balls._models import (
     ball_estimate,
     ball_step_ops,
 )
-from rwtoolkit.engines.balls._trajectory import BASE_PREC, BITS_PER_STEP, BallTrajectory, rational
+from rwtoolkit.engines.balls._trajectory import BASE_PREC, BallTrajectory, bits_per_step, rational
 from rwtoolkit.io import CERTIFIED_WORDS
 
 #: certify.json of a model's certified trajectory: its format name and version.
@@ -129,8 +129,8 @@ def ball_model_job(
     so do ``schedule`` (``rwtoolkit.models.Schedule``) and ``stages`` ((steps, parameter names) in order, checked
     against the model's parameters and ``steps`` here, before any work). The estimate: seconds by
     ``ball_estimate`` at the first precision the engine tries (``prec``, or the automatic
-    BASE_PREC + BITS_PER_STEP·steps bits; a run whose balls are not tight there is run again at a higher
-    precision, which the estimate does not count); memory of the interpreter, one step's tape and the
+    BASE_PREC + ``bits_per_step(optimizer)``·steps bits, more for Adam's rules; a run whose balls are not tight
+    there is run again at a higher precision, which the estimate does not count); memory of the interpreter, one step's tape and the
     recorded steps' balls; bytes of certify.json and CERTIFY.md.
 
     >>> from rwtoolkit.models import get_model
@@ -150,7 +150,7 @@ def ball_model_job(
     sizes = Sizes(K=population.K, M=4 * -(-population.N // 4), N=population.N)
     if init == "own":  # refused before any work where the model has no start of its own
         model.own_start(ball_arithmetic(), sizes, "zero")
-    bits = BASE_PREC + BITS_PER_STEP * max(steps, 1) if prec is None else prec
+    bits = BASE_PREC + bits_per_step(optimizer) * max(steps, 1) if prec is None else prec
     seconds = ball_estimate(task, model, steps, mu_q, bits, None, init)
     recorded = sorted({t for t in range(steps + 1) if record_steps is None or t in record_steps} | {steps})
     ops = ball_step_ops(task, model, mu_q)

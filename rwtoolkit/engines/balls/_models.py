@@ -35,6 +35,7 @@ from rwtoolkit.engines.balls._trajectory import (
     StepRecord,
     Walks,
     automatic_precision,
+    bits_per_step,
     predict,
     rational,
 )
@@ -240,7 +241,9 @@ def ball_model_trajectory(
             f"init={init!r} is not one of {', '.join(BALL_INITS)} (the generic ball engine's starts)"
         )
     n = None if walks is None else walks[0].size + (0 if walks[1] is walks[0] else walks[1].size)
-    seconds = ball_estimate(task, model, steps, mu, prec, n, init)
+    per_step = bits_per_step(optimizer)
+    first = BASE_PREC + per_step * steps if prec is None else prec
+    seconds = ball_estimate(task, model, steps, mu, first, n, init)
     if seconds > MAX_BALL_SECONDS:
         raise ValueError(
             f"steps={steps}: the certified run is estimated at {seconds:.0f} s, above {MAX_BALL_SECONDS:.0f} s; "
@@ -266,7 +269,7 @@ def ball_model_trajectory(
             stages,
         )
 
-    traj = automatic_precision(run, steps) if prec is None else run(prec)
+    traj = automatic_precision(run, steps, per_step) if prec is None else run(prec)
     traj.model = model
     return traj
 
