@@ -354,3 +354,33 @@ def test_threads_tracing_at_once_each_get_their_program():
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_a_fake_constant_refusal_is_tried_again_and_other_failures_are_not(monkeypatch):
+    """torch.export once refused the nanoGPT example in a Dask worker for a fake tensor among its lifted constants
+    (nondeterministic, inside torch): the export is tried a second time on that refusal only."""
+    from rwtoolkit.models.traced import _torch as traced_torch
+
+    real = torch.export.export
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("We found a fake tensor in the exported program constant's list. ...")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.export, "export", flaky)
+    program = trace_torch(EXAMPLE.one_layer(S, L), S, L)
+    assert len(calls) == 2 and program.nodes[0].op == "embedding"
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("something else")
+
+    calls.clear()
+    monkeypatch.setattr(torch.export, "export", broken)
+    with pytest.raises(ValueError, match="torch.export cannot trace GPT: something else"):
+        trace_torch(EXAMPLE.one_layer(S, L), S, L)
+    assert len(calls) == 1
+    assert traced_torch._FAKE_CONSTANT in "We found a fake tensor in the exported program constant's list."

@@ -51,9 +51,8 @@ def bits_per_step(optimizer: Any = None) -> int:
     >>> bits_per_step(), bits_per_step(Optimizer("momentum")), bits_per_step(Optimizer("adamw"))
     (6, 6, 24)
     """
-    from rwtoolkit.models._optim import ADAM_RULES
-
-    return ADAM_BITS_PER_STEP if getattr(optimizer, "name", "gd") in ADAM_RULES else BITS_PER_STEP
+    rational = optimizer is None or optimizer.rational_updates  # every rule but Adam's (its √v)
+    return BITS_PER_STEP if rational else ADAM_BITS_PER_STEP
 
 
 #: The largest precision ``automatic_precision`` tries before a run is reported as not certified.

@@ -695,6 +695,29 @@ def _flatten(x: Any) -> list[Any]:
     return [x]
 
 
+#: torch.export's refusal of a program whose lifted constants hold a fake tensor. Seen once in a Dask worker on the
+#: nanoGPT example (``wpe.lifted_tensor_0``, the positions' ``torch.arange``), where every other export of the same
+#: module, in the same and in fresh processes, holds the real tensor: a nondeterministic failure inside torch, which
+#: checks the constants itself, so an export that passes that check is the program.
+_FAKE_CONSTANT = "fake tensor in the exported program constant"
+
+
+def _export(module: Any, example: Any, batch: Any) -> Any:
+    """``torch.export.export`` of ``module`` at a free batch size, non-strict; tried a second time (after a garbage
+    collection) when torch refuses a fake tensor among its lifted constants (``_FAKE_CONSTANT``)."""
+    import gc
+
+    import torch
+
+    try:
+        return torch.export.export(module, (example,), dynamic_shapes=({0: batch},), strict=False)
+    except RuntimeError as error:
+        if _FAKE_CONSTANT not in str(error):
+            raise
+    gc.collect()
+    return torch.export.export(module, (example,), dynamic_shapes=({0: batch},), strict=False)
+
+
 def trace_torch(module: Any, S: int, L: int) -> TracedProgram:
     """The traced program of a PyTorch module mapping token ids (n, L) int64 to logits (n, L, S).
 
@@ -739,7 +762,7 @@ def trace_torch(module: Any, S: int, L: int) -> TracedProgram:
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             batch = torch.export.Dim("batch", min=1)
-            exported = torch.export.export(module, (example,), dynamic_shapes=({0: batch},), strict=False)
+            exported = _export(module, example, batch)
             table = torch.export.default_decompositions()
             # kept whole: one_hot's decomposition asserts on the ids, and scaled dot-product attention's adds a
             # guard for rows with every entry masked; each maps to the neutral ops directly
