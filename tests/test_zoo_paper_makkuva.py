@@ -132,3 +132,61 @@ def test_the_layer_norm_models_curvature_is_certified_and_matches_torch(name, p,
             paper_model(f"makkuva_markov.py:{name}"), binary_markov_task(p, q, 3), True
         )
         assert wrong is not Verdict.HOLDS
+
+
+def _torch_gd_loss(name: str, p: str, q: str, N: int, steps: int) -> float:
+    """The loss after ``steps`` steps of GD (η = 1) on the no-norm module itself by torch autograd in float64, from
+    θ_π + 2⁻⁶·u with the row's perturbation u (an independent path: no tape, no balls)."""
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+
+    from rwtoolkit.analyses.zoo._paper_makkuva import _perturbation
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "papers" / "makkuva_markov.py"
+    spec = importlib.util.spec_from_file_location("makkuva_markov_gd", path)
+    assert spec is not None and spec.loader is not None
+    makkuva_markov = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(makkuva_markov)
+    pop = binary_markov_task(p, q, N).population()
+    module = getattr(makkuva_markov, name)(2, N - 1)
+    point, _, _ = unigram_point(paper_model(f"makkuva_markov.py:{name}"), binary_markov_task(p, q, N))
+    u = _perturbation({k: np.shape(v) for k, v in point.items()})
+    tokens = torch.tensor(np.concatenate([pop.tokens, pop.labels[:, None]], axis=1), dtype=torch.long)
+    weights = torch.tensor([float(x) for x in pop.exact_probs()], dtype=torch.float64)
+    with torch.no_grad():
+        for n, v in module.named_parameters():  # θ_π is 0 but b = log 1 = 0 here (p = q): θ = 2⁻⁶·u
+            v.copy_(torch.tensor(2.0**-6 * u[n]).reshape(v.shape))
+    for t in range(steps + 1):
+        logits = module(tokens[:, :-1])
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")
+        loss = (weights * nll.mean(dim=1)).sum()
+        if t == steps:
+            return float(loss.detach())
+        module.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for v in module.parameters():
+                v -= v.grad
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("name", "p", "fate"), [("tied_no_norm", "7/10", "stays"), ("untied_no_norm", "7/10", "leaves")]
+)
+def test_the_certified_gd_fate_matches_torch(name: str, p: str, fate: str) -> None:
+    """The certified run from θ_π + δ (200 steps in balls) decides the fate the exact inertia predicts (the tied
+    p + q > 1 point keeps its loss, the untied saddle is left), and its loss equals torch's float64 GD on the module
+    within 1e-9 (float64 rounding over 200 steps of a loss of size 1, measured below 1e-12, times a margin)."""
+    from rwtoolkit.analyses.zoo._paper_makkuva import CERT_STEPS, ball_gd
+
+    model = paper_model(f"makkuva_markov.py:{name}")
+    task = binary_markov_task(p, p, 3)
+    point, _, _ = unigram_point(model, task)
+    cert = ball_gd(model, task, point)
+    assert cert["fate"] == fate
+    base = float(np.log(2))  # L(θ_π) = H(π) at π = (1/2, 1/2)
+    torch_gap = _torch_gd_loss(name, p, p, 3, CERT_STEPS) - base
+    assert float(cert["gap"].mid()) == pytest.approx(torch_gap, abs=1e-9)
+    assert cert["widest"] < -300  # log2 of the widest radius: hundreds of bits to spare
