@@ -154,8 +154,7 @@ def ball_gd(model: Any, task: Any, point: dict[str, Any], steps: int = CERT_STEP
     }
     centre = {k: v.reshape(np.shape(point[k])) for k, v in centre.items()}
     u = _perturbation({k: np.shape(v) for k, v in centre.items()})
-    scale = Fraction(1, 2**6)
-    assert Fraction(GD_SCALE) == scale and Fraction(GD_ETA) == 1
+    scale, eta = Fraction(GD_SCALE), Fraction(GD_ETA)  # 2⁻⁶ and 1, exact as floats
     pop = task.population()
     with precision(CERT_BITS):
         ar = ball_arithmetic()
@@ -168,7 +167,7 @@ def ball_gd(model: Any, task: Any, point: dict[str, Any], steps: int = CERT_STEP
         objective = CrossEntropy("lm")
         base = evaluate(model, ar, exact, data, objective).loss
         try:
-            states = list(gradient_steps(model, ar, start, data, objective, 1, steps))
+            states = list(gradient_steps(model, ar, start, data, objective, ar.asarray([eta])[0], steps))
         except Undecided as err:  # a ReLU input the balls cannot sign: the fate is undecided, said so
             return {"fate": "undecided", "steps": steps, "why": str(err)}
         first, last = states[0], states[-1]
