@@ -19,6 +19,8 @@ decided > 0, δ = 2⁻³⁰), that is, every eigenvalue exceeds −δ, against t
 from __future__ import annotations
 
 import time
+from collections import deque
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -69,31 +71,47 @@ def unigram_point(model: Any, task: Any) -> tuple[dict[str, Any], Any, Any]:
     return point, data, SYMPY
 
 
-def float_gd(model: Any, task: Any, point: dict[str, Any], steps: int) -> dict[str, list[float]]:
-    """Float64 GD (η = GD_ETA) on the paper's loss from θ_π plus a seeded perturbation in {±2^-6}: L(t) − L(θ_π)
-    and ‖θ(t) − θ_π‖ at every step (float64 evidence)."""
-    from rwtoolkit.models import FLOAT64, CrossEntropy, batch, evaluate, rational_positions
+def perturbed_gd(
+    model: Any, task: Any, point: dict[str, Any], steps: int, ar: Any
+) -> Iterator[tuple[Any, Any, Any]]:
+    """(θ(t)'s evaluation, L(t) − L(θ_π), ‖θ(t) − θ_π‖²) in the arithmetic ``ar`` for t = 0, ..., ``steps`` of
+    GD (η = GD_ETA, ``rwtoolkit.models.gradient_steps``, the one loop) on the paper's loss from θ_π + 2⁻⁶·u
+    (``_perturbation``), the start exact before it enters ``ar``: θ_π must be rational (b = 0, p = q). The float and the ball run of the
+    row are this one run in two arithmetics."""
+    from rwtoolkit.models import CrossEntropy, batch, evaluate, gradient_steps, rational_positions
 
-    pop = task.population()
-    P = FLOAT64.asarray(rational_positions(pop.N, Fraction(1)))
-    data = batch(FLOAT64, pop.tokens, pop.labels, [Fraction(x) for x in pop.exact_probs()], pop.K, P)
     centre = {
-        k: np.array([float(x) for x in np.asarray(v).flat]).reshape(np.shape(v)) for k, v in point.items()
+        k: np.array([Fraction(str(x)) for x in np.asarray(v).flat], dtype=object).reshape(np.shape(v))
+        for k, v in point.items()
     }
-    u = _perturbation({k: v.shape for k, v in centre.items()})
-    theta = {k: v + GD_SCALE * u[k] for k, v in centre.items()}
+    u = _perturbation({k: np.shape(v) for k, v in centre.items()})
+    scale, eta = Fraction(GD_SCALE), Fraction(GD_ETA)  # 2⁻⁶ and 1, exact as floats
+    pop = task.population()
+    P = ar.asarray(rational_positions(pop.N, Fraction(1)))
+    data = batch(ar, pop.tokens, pop.labels, [Fraction(x) for x in pop.exact_probs()], pop.K, P)
+    exact = {k: ar.asarray(v) for k, v in centre.items()}
+    start = {k: ar.asarray(centre[k] + scale * np.vectorize(Fraction, otypes=[object])(u[k])) for k in centre}
     objective = CrossEntropy("lm")
-    base = float(
-        evaluate(model, FLOAT64, {k: FLOAT64.asarray(v) for k, v in centre.items()}, data, objective).loss
-    )
+    base = evaluate(model, ar, exact, data, objective).loss
+    zero = ar.asarray([Fraction(0)])[0]
+    for ev in gradient_steps(model, ar, start, data, objective, ar.asarray([eta])[0], steps):
+        yield (
+            ev,
+            ev.loss - base,
+            sum((d * d for k in exact for d in np.asarray(ev.params[k] - exact[k]).flat), zero),
+        )
+
+
+def float_gd(model: Any, task: Any, point: dict[str, Any], steps: int) -> dict[str, list[float]]:
+    """Float64 GD (``perturbed_gd`` in FLOAT64): L(t) − L(θ_π) and ‖θ(t) − θ_π‖ at every step (float64
+    evidence)."""
+    from rwtoolkit.models import FLOAT64
+
     gap: list[float] = []
     distance: list[float] = []
-    for _ in range(steps + 1):
-        ev = evaluate(model, FLOAT64, {k: FLOAT64.asarray(v) for k, v in theta.items()}, data, objective)
-        gap.append(float(ev.loss) - base)
-        distance.append(float(np.sqrt(sum(float(np.sum((theta[k] - centre[k]) ** 2)) for k in theta))))
-        assert ev.gradient is not None
-        theta = {k: theta[k] - GD_ETA * np.asarray(ev.gradient[k], dtype=float) for k in theta}
+    for _, g, d2 in perturbed_gd(model, task, point, steps, FLOAT64):
+        gap.append(float(g))
+        distance.append(float(np.sqrt(d2)))
     return {"gap": gap, "distance": distance}
 
 
@@ -140,52 +158,29 @@ def _perturbation(shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
 
 
 def ball_gd(model: Any, task: Any, point: dict[str, Any], steps: int = CERT_STEPS) -> dict[str, Any]:
-    """GD (η = GD_ETA, ``rwtoolkit.models.gradient_steps``, the one loop) in arb balls at ``CERT_BITS`` bits from
-    θ_π + 2⁻⁶·u (the perturbation of :func:`float_gd`), exactly: θ_π must be rational (b = 0, p = q). Returns the
-    balls L(t) − L(θ_π) and ‖θ(t) − θ_π‖² at t = 0 and t = ``steps``, the decided fate ("leaves": the gap below
-    −STAYED; "stays": |gap| < STAYED; else "undecided") and log₂ of the widest parameter radius at the end."""
+    """``perturbed_gd`` in arb balls at ``CERT_BITS`` bits. Returns the balls L(t) − L(θ_π) and ‖θ(t) − θ_π‖² at
+    t = 0 and t = ``steps``, the decided fate ("leaves": the gap below −STAYED; "stays": |gap| < STAYED; else
+    "undecided") and log₂ of the widest parameter radius at the end."""
     from flint import arb, fmpq
 
     from rwtoolkit.engines.balls import Undecided, ball_arithmetic, precision
-    from rwtoolkit.models import CrossEntropy, batch, evaluate, gradient_steps, rational_positions
 
-    centre = {
-        k: np.array([Fraction(str(x)) for x in np.asarray(v).flat], dtype=object) for k, v in point.items()
-    }
-    centre = {k: v.reshape(np.shape(point[k])) for k, v in centre.items()}
-    u = _perturbation({k: np.shape(v) for k, v in centre.items()})
-    scale, eta = Fraction(GD_SCALE), Fraction(GD_ETA)  # 2⁻⁶ and 1, exact as floats
-    pop = task.population()
     with precision(CERT_BITS):
-        ar = ball_arithmetic()
-        P = ar.asarray(rational_positions(pop.N, Fraction(1)))
-        data = batch(ar, pop.tokens, pop.labels, [Fraction(x) for x in pop.exact_probs()], pop.K, P)
-        exact = {k: ar.asarray(v) for k, v in centre.items()}
-        start = {
-            k: ar.asarray(centre[k] + scale * np.vectorize(Fraction, otypes=[object])(u[k])) for k in centre
-        }
-        objective = CrossEntropy("lm")
-        base = evaluate(model, ar, exact, data, objective).loss
         try:
-            states = list(gradient_steps(model, ar, start, data, objective, ar.asarray([eta])[0], steps))
+            run = perturbed_gd(model, task, point, steps, ball_arithmetic())
+            _, gap0, distance0 = next(run)
+            ((last, gap, distance),) = deque(run, maxlen=1)  # only the last step is kept
         except Undecided as err:  # a ReLU input the balls cannot sign: the fate is undecided, said so
             return {"fate": "undecided", "steps": steps, "why": str(err)}
-        first, last = states[0], states[-1]
-
-        def distance(ev: Any) -> Any:
-            return sum((d * d for k in exact for d in np.asarray(ev.params[k] - exact[k]).flat), arb(0))
-
-        gap0, gap = first.loss - base, last.loss - base
         bound = arb(fmpq(STAYED.numerator, STAYED.denominator))
         fate = "leaves" if gap < -bound else "stays" if abs(gap) < bound else "undecided"
-        widest = max(_log2_radius(x) for k in last.params for x in np.asarray(last.params[k]).flat)
         return {
             "gap0": gap0,
             "gap": gap,
-            "distance0": distance(first),
-            "distance": distance(last),
+            "distance0": distance0,
+            "distance": distance,
             "fate": fate,
-            "widest": widest,
+            "widest": max(_log2_radius(x) for v in last.params.values() for x in np.asarray(v).flat),
             "steps": steps,
         }
 
