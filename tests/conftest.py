@@ -7,8 +7,11 @@ counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -186,3 +189,17 @@ def icl_train_argv(folder, eta: str, steps: int, record_every: int) -> list[str]
         "train", "--model", f"{model}:one_layer", "--spec", str(spec), "--init", "own", "--population",
         "--eta", eta, "--steps", str(steps), "--record-every", str(record_every),
     ]  # fmt: skip
+
+
+#: The papers' models as the examples folder holds them (``--model examples/papers/FILE:ATTR``).
+PAPERS = Path(__file__).resolve().parents[1] / "examples" / "papers"
+
+
+def paper_example(file: str) -> ModuleType:
+    """The module ``examples/papers/FILE`` loaded from its path, for tests that run the module itself (torch)
+    as the oracle of the toolkit's trace of it."""
+    spec = importlib.util.spec_from_file_location(file.removesuffix(".py"), PAPERS / file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

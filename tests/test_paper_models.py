@@ -8,13 +8,11 @@ the model under test is the toolkit's trace of the same factory, run by ``rwtool
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import PAPERS, paper_example
 
 from rwtoolkit.models import (
     FLOAT64,
@@ -27,8 +25,6 @@ from rwtoolkit.models import (
 )
 from rwtoolkit.tasks import binary_markov_task, icl_markov_task
 
-ROOT = Path(__file__).resolve().parents[1]
-PAPERS = ROOT / "examples" / "papers"
 #: factory -> the task it is checked on (S = 2, N = 4: L = 3).
 BINARY, ICL = binary_markov_task("1/3", "3/5", 4), icl_markov_task(2, 4, 1)
 FACTORIES = {
@@ -40,14 +36,6 @@ FACTORIES = {
     "nichani_causal.py:simplified": ICL,
 }
 ETA = 0.5
-
-
-def _load(file: str):
-    spec = importlib.util.spec_from_file_location(file.removesuffix(".py"), PAPERS / file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _batch(task):
@@ -67,7 +55,7 @@ def traced():
             pop, data = _batch(FACTORIES[target])
             model = get_model(str(PAPERS / file) + ":" + attr)
             start = model.own_start(FLOAT64, data.inputs.sizes, "zero")
-            module = getattr(_load(file), attr)(pop.K, pop.N - 1)
+            module = getattr(paper_example(file), attr)(pop.K, pop.N - 1)
             cache[target] = (model, module, pop, data, start)
         return cache[target]
 
@@ -128,7 +116,7 @@ def test_the_tied_read_out_is_the_embedding_itself(traced, norm):
 
 def test_the_staged_training_moves_a1_with_a2_fixed_then_a2_alone_as_torch_does(traced):
     model, _, pop, data, start = traced("nichani_causal.py:simplified")
-    example = _load("nichani_causal.py")
+    example = paper_example("nichani_causal.py")
     module, stages = example.simplified(pop.K, pop.N - 1), example.STAGES(1, 1)
     assert stages == [(1, ["A1"]), (1, ["A2"])]
     states = [
@@ -151,4 +139,4 @@ def test_makkuvas_model_refuses_an_alphabet_other_than_binary():
     with pytest.raises(
         ValueError, match="S=3: the model of Makkuva et al. reads binary sequences; S must be 2"
     ):
-        _load("makkuva_markov.py").tied(3, 4)
+        paper_example("makkuva_markov.py").tied(3, 4)

@@ -9,15 +9,14 @@ from the counts; the stage, verdict and plateau rules on hand-made values.
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import paper_example
 from flint import arb
 
 from rwtoolkit.analyses.zoo._paper_edelman import (
@@ -32,22 +31,10 @@ from rwtoolkit.analyses.zoo._paper_edelman import (
 from rwtoolkit.io import Verdict, save_figure_atomic
 from rwtoolkit.tasks import icl_markov_task
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def quick():
     return CLAIM.check(quick=True)
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "edelman_induction", ROOT / "examples" / "papers" / "edelman_induction.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _torch_kl(steps: int, N: int = 5) -> tuple[dict[str, float], float]:
@@ -57,7 +44,7 @@ def _torch_kl(steps: int, N: int = 5) -> tuple[dict[str, float], float]:
     pop = task.population()
     seqs = np.concatenate([pop.tokens, pop.labels[:, None]], axis=1)
     w = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
-    net = _module().two_layer(2, N - 1)
+    net = paper_example("edelman_induction.py").two_layer(2, N - 1)
     idx = torch.tensor(pop.tokens, dtype=torch.long)
     target = torch.tensor(seqs[:, 1:], dtype=torch.long)
     opt = torch.optim.AdamW(net.parameters(), lr=float(ETA), betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)

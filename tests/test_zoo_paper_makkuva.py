@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy as sp
+from conftest import paper_example
 
 from rwtoolkit.analyses.zoo._claims import paper_model
 from rwtoolkit.analyses.zoo._paper_makkuva import CLAIM, figure, unigram_point
@@ -73,16 +74,9 @@ def _torch_hessian_eigenvalues(name: str, p: str, q: str, N: int) -> np.ndarray:
     """The Hessian at θ_π of the module itself by torch autograd in float64 (an independent path: no tape, no
     tracing): γ = 1, every other parameter 0, b = log(p/q); the loss at every position weighted by the sequences'
     probabilities."""
-    import importlib.util
-    from pathlib import Path
-
     import torch
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "papers" / "makkuva_markov.py"
-    spec = importlib.util.spec_from_file_location("makkuva_markov_under_test", path)
-    assert spec is not None and spec.loader is not None
-    makkuva_markov = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(makkuva_markov)
+    makkuva_markov = paper_example("makkuva_markov.py")
     task = binary_markov_task(p, q, N)
     pop = task.population()
     module = getattr(makkuva_markov, name)(2, N - 1)
@@ -137,18 +131,11 @@ def test_the_layer_norm_models_curvature_is_certified_and_matches_torch(name, p,
 def _torch_gd_loss(name: str, p: str, q: str, N: int, steps: int) -> float:
     """The loss after ``steps`` steps of GD (η = 1) on the no-norm module itself by torch autograd in float64, from
     θ_π + 2⁻⁶·u with the row's perturbation u (an independent path: no tape, no balls)."""
-    import importlib.util
-    from pathlib import Path
-
     import torch
 
     from rwtoolkit.analyses.zoo._paper_makkuva import _perturbation
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "papers" / "makkuva_markov.py"
-    spec = importlib.util.spec_from_file_location("makkuva_markov_gd", path)
-    assert spec is not None and spec.loader is not None
-    makkuva_markov = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(makkuva_markov)
+    makkuva_markov = paper_example("makkuva_markov.py")
     pop = binary_markov_task(p, q, N).population()
     module = getattr(makkuva_markov, name)(2, N - 1)
     point, _, _ = unigram_point(paper_model(f"makkuva_markov.py:{name}"), binary_markov_task(p, q, N))

@@ -9,15 +9,14 @@ on hand-made ball rows (decided, failed, undecided) and on the tree's attention 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import paper_example
 from flint import arb
 
 from rwtoolkit.analyses.zoo._paper_nichani import (
@@ -33,29 +32,17 @@ from rwtoolkit.analyses.zoo._paper_nichani import (
 from rwtoolkit.io import Verdict, save_figure_atomic
 from rwtoolkit.tasks import icl_markov_task
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def quick():
     return CLAIM.check(quick=True)
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "nichani_causal", ROOT / "examples" / "papers" / "nichani_causal.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _torch_staged(parents, N=5):
     """softmax(A1) at t = τ₁ and the losses at 0, τ₁, τ₁ + τ₂ of torch autograd on the module, in the stages."""
     task = icl_markov_task(2, N, 1, parents=parents)
     pop = task.population()
-    net = _module().simplified(2, N - 1)
+    net = paper_example("nichani_causal.py").simplified(2, N - 1)
     idx = torch.tensor(pop.tokens, dtype=torch.long)
     y = torch.tensor(pop.labels, dtype=torch.long)
     w = torch.tensor([float(q) for q in pop.exact_probs()], dtype=torch.float64)
