@@ -545,6 +545,29 @@ def _certified_runs(
         yield N, steps, every, task, states, bits
 
 
+def stage_order(stages: Iterable[tuple[int, str]]) -> tuple[list[str], list[int], dict[str, int], list[int]]:
+    """From each checkpoint's (t, stage), "" where undecided: the decided stages in order (a stage again after
+    another counts again), the step each of them starts, the first step of each stage, and the undecided steps.
+    The Edelman rows' reading of a run, on the proxy and on the paper's model.
+
+    >>> stage_order([(0, "uniform"), (5, ""), (10, "unigram"), (20, "unigram"), (30, "uniform")])
+    (['uniform', 'unigram', 'uniform'], [0, 10, 30], {'uniform': 0, 'unigram': 10}, [5])
+    """
+    order: list[str] = []
+    starts: list[int] = []
+    first: dict[str, int] = {}
+    undecided: list[int] = []
+    for t, stage in stages:
+        if not stage:
+            undecided.append(t)
+            continue
+        first.setdefault(stage, t)
+        if not order or order[-1] != stage:
+            order.append(stage)
+            starts.append(t)
+    return order, starts, first, undecided
+
+
 def _edelman_stages(quick: bool, progress: Progress) -> Finding:
     """Stage at t: "uniform" while f is the same for every input; else the predictor (unigram or bigram)
     with the larger R² (squared correlation with f), decided when the two balls do not overlap."""
@@ -560,9 +583,7 @@ def _edelman_stages(quick: bool, progress: Progress) -> Finding:
             for name, p in icl_predictors(task).items()
         }
         weights = [arb(fmpq(int(q.p), int(q.q))) for q in task.population().exact_probs()]
-        order: list[str] = []
-        undecided: list[int] = []
-        first: dict[str, int] = {}
+        stages: list[tuple[int, str]] = []
         r2_at: dict[int, tuple[str, str]] = {}
         series: dict[str, list[float]] = {"t": [], "unigram": [], "bigram": []}
         for t, state in sorted(states.items()):
@@ -576,12 +597,8 @@ def _edelman_stages(quick: bool, progress: Progress) -> Finding:
                 series["unigram"].append(float(uni.mid()))
                 series["bigram"].append(float(big.mid()))
                 stage = "unigram" if uni > big else "bigram" if big > uni else ""
-            if not stage:
-                undecided.append(t)
-                continue
-            first.setdefault(stage, t)
-            if not order or order[-1] != stage:
-                order.append(stage)
+            stages.append((t, stage))
+        order, _, first, undecided = stage_order(stages)
         held = order == ["uniform", "unigram", "bigram"]
         verdicts.append(Verdict.INCONCLUSIVE if undecided else Verdict.HOLDS if held else Verdict.FAILS)
         shown = [

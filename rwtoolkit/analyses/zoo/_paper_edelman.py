@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, ball_text, paper_model
+from rwtoolkit.analyses.zoo._claims import Finding, Progress, ZooClaim, ball_text, paper_model, stage_order
 from rwtoolkit.io import Verdict
 from rwtoolkit.models import Optimizer
 
@@ -139,19 +139,7 @@ def plateaus(t: list[int], loss: list[Any], width: int = W, delta: float = DELTA
 def _stages(ts: list[int], kls: list[dict[str, Any]]) -> tuple[list[str], dict[str, int], list[int], str]:
     """The order of the decided stages (a stage again after another counts again), the first step of each, the
     steps left undecided, and the order as text with the step each stage starts."""
-    order: list[str] = []
-    starts: list[int] = []
-    first: dict[str, int] = {}
-    undecided: list[int] = []
-    for t, kl in zip(ts, kls, strict=True):
-        stage = nearest(kl)
-        if not stage:
-            undecided.append(t)
-            continue
-        first.setdefault(stage, t)
-        if not order or order[-1] != stage:
-            order.append(stage)
-            starts.append(t)
+    order, starts, first, undecided = stage_order((t, nearest(kl)) for t, kl in zip(ts, kls, strict=True))
     pairs = [f"{s} (t={t})" for s, t in zip(order, starts, strict=True)]
     if len(pairs) > 12:  # step-to-step flips: the first ten changes, then the count and the last
         pairs = [*pairs[:10], f"… {len(pairs)} changes in all, the last {pairs[-1]}"]
