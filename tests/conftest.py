@@ -7,6 +7,7 @@ counts: what .ci/run selects), ``thorough`` (many examples, for a run by hand).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from fractions import Fraction
@@ -15,6 +16,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, settings
 
 from rwtoolkit.analyses.check import CheckConfig
@@ -203,3 +205,20 @@ def paper_example(file: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def beta_expectation(counts: tuple[tuple[int, int], ...], alpha: int) -> sp.Expr:
+    """E over independent Beta(α, α) rows (S = 2) of Π_a π_a0^{n_a0} π_a1^{n_a1}, by integration (α an integer):
+    the in-context Markov tasks' exact sequence weights written out by hand, ``counts`` the transition counts
+    (n_a0, n_a1) of each row a."""
+    x = sp.symbols("x", positive=True)
+    density = (
+        x ** (alpha - 1)
+        * (1 - x) ** (alpha - 1)
+        / sp.integrate(x ** (alpha - 1) * (1 - x) ** (alpha - 1), (x, 0, 1))
+    )
+    out = sp.Integer(1)
+    for n0, n1 in counts:
+        out *= sp.integrate(sp.expand(density * x**n0 * (1 - x) ** n1), (x, 0, 1))
+    return out

@@ -12,12 +12,12 @@ independent derivations.
 
 from __future__ import annotations
 
-import functools
 import itertools
 
 import numpy as np
 import pytest
 import sympy as sp
+from conftest import beta_expectation
 
 from rwtoolkit.tasks import icl_markov_task, make_task
 from rwtoolkit.tasks._spec import SpecError, parse_task_spec
@@ -70,21 +70,6 @@ def test_one_weight_of_the_tree_by_hand():
     assert law[((0, 0, 1, 1), 0)] == sp.Rational(1, 48)
 
 
-@functools.cache
-def _beta_expectation(counts, alpha):
-    """E over independent Beta(α, α) rows (S = 2) of Π_a π_a0^{n_a0} π_a1^{n_a1}, by integration (α integer)."""
-    x = sp.symbols("x", positive=True)
-    density = (
-        x ** (alpha - 1)
-        * (1 - x) ** (alpha - 1)
-        / sp.integrate(x ** (alpha - 1) * (1 - x) ** (alpha - 1), (x, 0, 1))
-    )
-    out = sp.Integer(1)
-    for n0, n1 in counts:
-        out *= sp.integrate(sp.expand(density * x**n0 * (1 - x) ** n1), (x, 0, 1))
-    return out
-
-
 @pytest.mark.parametrize(
     "parents, alpha",
     [((1, 1, 2), 1), ((0, 1, 2), 2), ((1, 2, 0), 1), ((1, 1, 3), 3)],
@@ -99,7 +84,7 @@ def test_a_graph_weight_is_the_dirichlet_expectation_over_its_edges(parents, alp
         counts = [[0, 0], [0, 0]]
         for u, v in edges:
             counts[x[u]][x[v]] += 1
-        want = sp.Rational(1, 2) ** roots * _beta_expectation(tuple(map(tuple, counts)), alpha)
+        want = sp.Rational(1, 2) ** roots * beta_expectation(tuple(map(tuple, counts)), alpha)
         assert law[(x[:-1], x[-1])] == want, x
 
 

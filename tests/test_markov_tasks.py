@@ -13,6 +13,7 @@ import itertools
 
 import pytest
 import sympy as sp
+from conftest import beta_expectation
 
 from rwtoolkit.tasks import binary_markov_task, icl_markov_task, make_task, markov_task, symbol
 
@@ -55,20 +56,6 @@ def test_the_binary_source_is_stationary_at_every_position():
         assert ones == p / (p + q)
 
 
-def _beta_expectation(counts, alpha):
-    """E over independent Beta(α, α) rows (S = 2) of Π_a p_a^{n_a0} (1 - p_a)^{n_a1}, by integration."""
-    x = sp.symbols("x", positive=True)
-    density = (
-        x ** (alpha - 1)
-        * (1 - x) ** (alpha - 1)
-        / sp.integrate(x ** (alpha - 1) * (1 - x) ** (alpha - 1), (x, 0, 1))
-    )
-    out = sp.Integer(1)
-    for n0, n1 in counts:
-        out *= sp.integrate(density * x**n0 * (1 - x) ** n1, (x, 0, 1))
-    return sp.nsimplify(out)
-
-
 @pytest.mark.parametrize("alpha", [1, 2, 3])
 def test_polya_weights_are_the_dirichlet_expectation(alpha):
     N = 4
@@ -77,7 +64,7 @@ def test_polya_weights_are_the_dirichlet_expectation(alpha):
         counts = [[0, 0], [0, 0]]
         for a, b in itertools.pairwise(sequence):
             counts[a][b] += 1
-        want = sp.Rational(1, 2) * _beta_expectation(counts, alpha)
+        want = sp.Rational(1, 2) * beta_expectation(tuple(map(tuple, counts)), alpha)
         assert law[(sequence[:-1], sequence[-1])] == want, sequence
 
 
