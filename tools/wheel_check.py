@@ -96,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"wheel check: {wheel.name} lacks the package data file {data}")
         run([args.python, "-m", "venv", str(venv)], tmp, "creating the venv")
         py, rw = venv / "bin" / "python", venv / "bin" / "rw"
-        run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], tmp, "pip install of the wheel")
+        run(
+            [str(py), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)],
+            tmp,
+            "pip install of the wheel",
+        )
         installed = run([str(py), "-m", "pip", "list", "--format=freeze"], tmp, "pip list").lower()
         pulled = [name for name in NOT_RUNTIME if f"\n{name}==" in "\n" + installed]
         if pulled:
@@ -153,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         # The kit extra (what rw check --emit tells the user to install): pytest, the rwtoolkit.analyses.check plugin
         # registered through it, and the fixtures just emitted passing under it.
         run(
-            [str(py), "-m", "pip", "install", "--quiet", f"{wheel}[kit]"], tmp, "pip install of the kit extra"
+            [str(py), "-m", "pip", "install", "--quiet", "--no-compile", f"{wheel}[kit]"],
+            tmp,
+            "pip install of the kit extra",
         )
         usage = run([str(py), "-m", "pytest", "--help"], work, "pytest --help with the kit extra")
         if "--rwcheck-steps" not in usage:

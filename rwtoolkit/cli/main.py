@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; bad input gives one line on stderr and exit 2."""
     parser = argparse.ArgumentParser(
         prog="rw",
-        description="rw: check training-dynamics claims about one-layer transformers exactly",
+        description="rw: check training-dynamics claims about small transformers exactly",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
