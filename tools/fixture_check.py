@@ -57,17 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         run([args.python, "-m", "venv", str(venv)], "creating the venv")
         py = venv / "bin" / "python"
         run(
-            [
-                str(py),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-compile",
-                "numpy",
-                "pytest",
-                f"torch=={torch_version}",
-            ],
+            [str(py), "-m", "pip", "install", "--quiet", "numpy", "pytest", f"torch=={torch_version}"],
             "pip install numpy pytest torch",
         )
         for module in ("rwtoolkit.analyses.check", "rwtoolkit.engines.exact", "flint"):
