@@ -185,6 +185,17 @@ def ball_gd(model: Any, task: Any, point: dict[str, Any], steps: int = CERT_STEP
         }
 
 
+def _paper_expects_saddle(tied: bool, p: str, q: str) -> bool:
+    """What the paper says θ_π is: a local minimum with weight tying when p + q > 1, a saddle otherwise."""
+    return not (tied and Fraction(p) + Fraction(q) > 1)
+
+
+def _configuration(name: str, p: str, q: str, N: int, **extra: Any) -> dict[str, Any]:
+    """One checked configuration of the row's report: the model, the binary (p, q) source of length N, the
+    language-model objective, then ``extra`` (the ball precision or the certified fate)."""
+    return {"model": name, "task": "binary_markov", "p": p, "q": q, "N": N, "loss": "lm", **extra}
+
+
 def norm_curvature(model: Any, task: Any, saddle_expected: bool) -> tuple[Verdict, str, list[float]]:
     """The Hessian of the paper's loss at θ_π of a model with layer norms, in arb balls (NORM_BITS bits; γ = 1,
     β = 0, every other parameter 0 but b = log(π₁/π₀), a ball), decided as the module text says.
@@ -264,24 +275,14 @@ def _norm_rows(
         model = paper_model(f"makkuva_markov.py:{name}")
         for p, q, N in NORM_QUICK + (() if quick else NORM_FULL):
             progress(f"{name} (layer norms) binary_markov p={p} q={q} N={N}: the Hessian at θ_π in arb balls")
-            saddle_expected = not (tied and Fraction(p) + Fraction(q) > 1)
+            saddle_expected = _paper_expects_saddle(tied, p, q)
             verdict, line, eigenvalues = norm_curvature(model, binary_markov_task(p, q, N), saddle_expected)
             verdicts.append(verdict)
             evidence.append(
                 f"{name} (layer norms) binary_markov p={p} q={q} (p+q={Fraction(p) + Fraction(q)}) N={N}, "
                 f"arb balls at {NORM_BITS} bits: {line}; the paper: {'a saddle' if saddle_expected else 'a local minimum'}"
             )
-            configurations.append(
-                {
-                    "model": name,
-                    "task": "binary_markov",
-                    "p": p,
-                    "q": q,
-                    "N": N,
-                    "loss": "lm",
-                    "bits": NORM_BITS,
-                }
-            )
+            configurations.append(_configuration(name, p, q, N, bits=NORM_BITS))
             figure[f"{name} p={p} q={q} N={N}"] = {
                 "eigenvalues": eigenvalues,
                 "inertia": ["in balls"],
@@ -314,8 +315,7 @@ def _run(quick: bool, progress: Progress) -> Finding:
             stationary = all(sp.simplify(g) == 0 for v in ev.gradient.values() for g in np.asarray(v).flat)
             H = sp.Matrix(hessian(model, ar, point, data, CrossEntropy("lm")).tolist())
             plus, zero, minus = hessian_inertia(H)
-            above = Fraction(p) + Fraction(q) > 1
-            saddle_expected = not (tied and above)
+            saddle_expected = _paper_expects_saddle(tied, p, q)
             verdicts.append(Verdict.HOLDS if stationary and (minus > 0) == saddle_expected else Verdict.FAILS)
             gd = float_gd(model, task, point, GD_STEPS[0] if quick else GD_STEPS[1])
             cert = ball_gd(model, task, point)
@@ -334,17 +334,7 @@ def _run(quick: bool, progress: Progress) -> Finding:
                 f"‖θ − θ_π‖ = {gd['distance'][-1]:.3e} (from {gd['distance'][0]:.3e}) "
                 f"[{time.perf_counter() - started:.1f} s]"
             )
-            configurations.append(
-                {
-                    "model": name,
-                    "task": "binary_markov",
-                    "p": p,
-                    "q": q,
-                    "N": N,
-                    "loss": "lm",
-                    "fate": cert["fate"],
-                }
-            )
+            configurations.append(_configuration(name, p, q, N, fate=cert["fate"]))
             figure[f"{name} p={p} q={q} N={N}"] = {
                 "eigenvalues": np.linalg.eigvalsh(np.array(H.evalf(), dtype=float)).tolist(),
                 "inertia": [plus, zero, minus],
