@@ -119,7 +119,7 @@ def test_lm_and_last_are_different_objectives(trained):
         (
             ["--objective", "lm", "--K", "3", "--N", "4"],
             "--objective lm: model one_layer gives a prediction f, no next-token logits; drop --objective "
-            "(its loss is --loss)",
+            "(f trains on its loss: --loss, or a configuration's loss)",
         ),
         (
             [
@@ -136,7 +136,7 @@ def test_lm_and_last_are_different_objectives(trained):
                 "8",
             ],
             "--objective last: model key_query gives a prediction f, no next-token logits; drop --objective "
-            "(its loss is --loss)",
+            "(f trains on its loss: --loss, or a configuration's loss)",
         ),
         (
             ["--init", "own", "--K", "3", "--N", "4"],

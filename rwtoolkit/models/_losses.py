@@ -232,7 +232,7 @@ def objective_name(model: Model, objective: str | None) -> str | None:
     if not model.TOKEN_LOGITS:
         raise ValueError(
             f"--objective {objective}: model {model.name} gives a prediction f, no next-token logits; "
-            "drop --objective (its loss is --loss)"
+            "drop --objective (f trains on its loss: --loss, or a configuration's loss)"
         )
     return objective
 
