@@ -336,3 +336,30 @@ def test_explore_train_refuses_up_front_when_its_largest_run_cannot_fit(monkeypa
         "rw explore --train needs about" in err and "lower train.train_size" in err and err.count("\n") == 1
     ), err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        ([], "rw: error: the following arguments are required: command"),
+        (
+            ["train", "--eta", "1/100", "--out", "x"],
+            "rw train: error: argument --eta: invalid float value: '1/100'",
+        ),
+        (["explore"], "rw explore: error: the following arguments are required: SPEC, --out"),
+        (["derive", "--task", "torus"], "rw derive: error: argument --task: invalid choice: 'torus'"),
+        (["stability", "--nonesuch"], "rw: error: unrecognized arguments: --nonesuch"),
+    ],
+)
+def test_argparses_own_refusals_are_one_line_without_the_usage_block(
+    argv, line, tmp_path, monkeypatch, capsys
+):
+    """A missing or unknown option, a value of the wrong type or a choice outside the list: argparse's own message
+    on one line, exit 2, nothing written (the usage block is rw SUB --help's)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(line), err
+    assert list(tmp_path.iterdir()) == []

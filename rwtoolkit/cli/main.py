@@ -12,6 +12,7 @@ import importlib
 import os
 import re
 import sys
+from typing import NoReturn
 
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: list[tuple[str, str, str]] = [
@@ -97,9 +98,17 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's own refusals (a missing or unknown option, a value of the wrong type, a choice outside the
+    list) in one line, ``rw SUB: error: ...``, exit 2, without the usage block (``rw SUB --help`` shows it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; bad input gives one line on stderr and exit 2."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="rw",
         description="rw: check training-dynamics claims about small transformers exactly",
         epilog=EPILOG,
