@@ -503,3 +503,21 @@ def test_a_two_run_sweep_with_a_traced_model_runs(folder: Path) -> None:
     rows = pd.read_parquet(folder / "sw" / "results.parquet")
     assert len(rows) == 2 and set(rows["model"]) == {NANOGPT}
     assert rows["final_accuracy"].between(0, 1).all()
+
+
+def test_a_factory_that_raises_is_refused_in_one_line_naming_its_line(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The user's own factory failing: its exception and the line it was raised from, one line, exit 2."""
+    (tmp_path / "f.py").write_text(
+        "def raises(S, L):\n    x = S + L\n    raise RuntimeError(f'no model\\nfor {x}')\n"
+    )
+    (tmp_path / "s.json").write_text(
+        json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}})
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["derive", "--model", "f.py:raises", "--spec", "s.json", "--init", "own", "--steps", "1"]
+    assert main([*argv, "--json", "out.json"]) == 2
+    out, err = capsys.readouterr()
+    assert err == "rw derive: error: raises(2, 3) raised RuntimeError: no model for 5 at f.py:3\n", err
+    assert not (tmp_path / "out.json").exists()

@@ -72,7 +72,10 @@ def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
 
     def _traced(S: int, L: int) -> TracedProgram:
         if (S, L) not in traced:
-            made = obj(S, L)
+            try:
+                made = obj(S, L)
+            except Exception as err:  # the user's own code: one line naming it, not a traceback
+                raise ValueError(f"{name}({S}, {L}) raised {_where(err)}") from err
             if (
                 isinstance(made, tuple)
                 and len(made) == 2
@@ -90,6 +93,17 @@ def program_factory(obj: _typing.Any) -> Callable[[int, int], TracedProgram]:
         return traced[S, L]
 
     return program
+
+
+def _where(err: BaseException) -> str:
+    """``err`` as 'Type: message at FILE:LINE', the line the exception was raised from (one line)."""
+    import os
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    at = f" at {os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    message = " ".join(str(err).split()) or "(no message)"
+    return f"{type(err).__name__}: {message}{at}"
 
 
 def _is_torch_module(made: _typing.Any) -> bool:
