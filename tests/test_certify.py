@@ -298,3 +298,22 @@ def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
     target.write_text("keep")
     assert main(["certify", "--K", "3", "--N", "4", "--p", "1", "--out", str(target)]) == 2
     assert "--out" in capsys.readouterr().err and target.read_text() == "keep"
+
+
+def test_the_papers_certification_is_estimated_and_refused_beyond_an_hour(tmp_path, capsys):
+    """rw certify of the paper's model prints its estimate first and refuses what cannot fit, before any work:
+    one line naming the steps that fit; the estimate bounds the files a run writes."""
+    from rwtoolkit.engines.balls import certify_estimate, certify_steps_that_fit
+
+    base = ["certify", "--K", "3", "--N", "4", "--p", "1/2"]
+    assert main([*base, "--steps", "1000000000", "--out", str(tmp_path / "big")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    fits = certify_steps_that_fit(3600.0, task=CircleWalk(3, 4, "1/2"), train_size=1000, test_size=1000)
+    assert f"above the limit of 3600 s; take at most --steps {fits}" in err and 0 < fits < 10**9
+    assert not (tmp_path / "big").exists()
+    assert main([*base, "--steps", "30", "--out", str(tmp_path / "small")]) == 0
+    assert capsys.readouterr().err.startswith("rw certify: estimated ~")
+    est = certify_estimate(CircleWalk(3, 4, "1/2"), steps=30)
+    written = sum(f.stat().st_size for f in (tmp_path / "small").iterdir())
+    assert written <= est.file_bytes <= 3 * written

@@ -263,3 +263,11 @@ def test_decided_relu_signs_certify_every_step():
         assert within(traj.loss(t), loss), t
         for name, value in params.items():
             assert all(within(b, x) for b, x in zip(traj.value(t, name).ravel(), value.ravel(), strict=True))
+
+
+def test_a_billion_steps_are_refused_by_counting_not_listing_them():
+    """The plan counts the recorded steps: 10⁹ of them used to be listed (gigabytes) before the refusal."""
+    with pytest.raises(
+        ValueError, match=r"\(1000000000 steps at 6000000256 bits\) is estimated at .* take at most"
+    ):
+        ball_model_job(icl_markov_task(2, 5, 1), get_model(ONE_LAYER), 10**9, init="own")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from typing import Any
 
 from rwtoolkit.cli._models import add_model_arguments, add_objective_argument
 from rwtoolkit.cli._task_args import (
@@ -253,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
         parent_threshold=args.parent_threshold,
     )
     float_tol = _positive_float(args.float_tol, "float-tol", 1.0)
-    cert = certify(task, progress=True, **options)
+    cert = certify(task, progress=True, plan=_refuse_beyond_the_estimate(task, options, out), **options)
     data = certify_json(cert)
     if args.float_gram != "none":
         from rwtoolkit.engines.balls import compare_float
@@ -274,6 +276,39 @@ def run(args: argparse.Namespace) -> int:
         print(data["float_comparison"]["summary"])
     print(f"wrote {js} and {md}")
     return 0
+
+
+def _refuse_beyond_the_estimate(task: object, options: dict, out: object) -> Callable[[Any], None]:
+    """The paper's certification planned before any work (``certify``'s ``plan``: called with its
+    ``certify_estimate`` once every argument is checked): refused in one line above an hour, the memory
+    available or the free disk, naming the most steps that fit; else its estimate on stderr."""
+    import sys
+    from pathlib import Path
+
+    from rwtoolkit.engines.balls import MAX_BALL_SECONDS, certify_steps_that_fit
+    from rwtoolkit.io import check_disk, check_memory, format_bytes
+
+    def plan(est: Any) -> None:
+        sizes = {k: options[k] for k in ("population", "train_size", "test_size", "prec", "max_prec")}
+        what = (
+            f"the certified run of {PAPER_MODEL} ({options['steps']} steps at "
+            f"{options['prec']}-{options['max_prec']} bits)"
+        )
+        fits = certify_steps_that_fit(MAX_BALL_SECONDS, task=task, **sizes)
+        alternative = (
+            f"take at most --steps {fits}" if fits > 0 else "take fewer walks (--train-size, --test-size)"
+        )
+        summary = f"~{est.seconds:.3g} s, ~{format_bytes(est.memory)} of memory, ~{format_bytes(est.file_bytes)} of files"
+        if est.seconds > MAX_BALL_SECONDS:
+            raise ValueError(
+                f"{what} is estimated at {est.seconds:.3g} s, above the limit of {MAX_BALL_SECONDS:.0f} s; "
+                f"{alternative}"
+            )
+        check_memory(est.memory, f"{what} (estimated at {summary})", alternative)
+        check_disk(est.file_bytes, Path(str(out)), f"{what} (estimated at {summary})", alternative)
+        print(f"rw certify: estimated {summary}", file=sys.stderr)
+
+    return plan
 
 
 def _run_model(args: argparse.Namespace, out: object) -> int:

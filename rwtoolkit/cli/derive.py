@@ -49,9 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="zero",
         choices=("zero", "gaussian", "own"),
         help="zero (default), gaussian: i.i.d. N(0, sigma^2) entries from --seed, rounded to multiples "
-        "of 2^-20 so that the start is exact (runs the generic engine, at most 3 steps), or own: the model's own "
+        "of 2^-20 so that the start is exact (runs the generic engine: a registered model at most 3 steps; "
+        "a model with next-token logits as many as its estimate allows), or own: the model's own "
         "start (a traced or sequence program's float64 initial values, each the exact dyadic rational it "
-        "holds; at most 2 steps)",
+        "holds; as many steps as the estimate allows within --max-seconds)",
     )
     add_objective_argument(parser)
     from rwtoolkit.cli._optim import add_optimizer_arguments

@@ -13,7 +13,15 @@ statements, each with a verdict of the one vocabulary (``rwtoolkit.io.Verdict``)
 """
 
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_json, precision
-from rwtoolkit.engines.balls._certify import Certification, Statement, certify, statements, walk_sets
+from rwtoolkit.engines.balls._certify import (
+    Certification,
+    Statement,
+    certify,
+    certify_estimate,
+    certify_steps_that_fit,
+    statements,
+    walk_sets,
+)
 from rwtoolkit.engines.balls._compare import compare_float
 from rwtoolkit.engines.balls._engine import State, Undecided, run_trajectory
 from rwtoolkit.engines.balls._export import certify_json, certify_markdown, tolerance_line
@@ -28,6 +36,7 @@ from rwtoolkit.engines.balls._model_certify import (
     model_certify_summary,
 )
 from rwtoolkit.engines.balls._models import (
+    MAX_BALL_SECONDS,
     BallLogLoss,
     ball_arithmetic,
     ball_batch,
@@ -74,6 +83,9 @@ __all__ = [
     "WalkSet",
     "ball_json",
     "certify",
+    "certify_estimate",
+    "certify_steps_that_fit",
+    "MAX_BALL_SECONDS",
     "enclose_gram",
     "precision",
     "run_trajectory",

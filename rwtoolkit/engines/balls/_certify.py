@@ -9,8 +9,10 @@ with the exact weight 1/n. The precision starts at ``prec`` bits and doubles unt
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -19,6 +21,7 @@ from flint import arb
 from rwtoolkit.engines import select
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_interval, precision, sign
 from rwtoolkit.engines.balls._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
+from rwtoolkit.engines.balls._model_certify import BallEstimate
 from rwtoolkit.engines.balls._trajectory import BallTrajectory
 from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.io import CERTIFIED_WORDS, Verdict
@@ -125,6 +128,64 @@ def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, 
     )
 
 
+#: Seconds of one step of the paper model's ball engine per (input, token, position) of the walks it runs on,
+#: and per step: measured 1.9-7.5 µs and about 1 ms on 2 cores (K = 3..6, N = 4..8, 128-1024 bits).
+_SECONDS_PER_ENTRY, _SECONDS_PER_STEP = 4e-6, 1e-3
+#: Interpreter with python-flint and SymPy loaded; bytes of one recorded step per (input, token) at ``bits``
+#: (measured: 10 KB a step for 24 inputs, K = 3, at 1024 bits); certify.json and CERTIFY.md: a header, and per
+#: recorded step a part and a part per token and position (measured 2.4 KB a step at K = 3, N = 4; 5.6 KB at
+#: K = 6, N = 8).
+_BASE_BYTES, _BALL_BYTES = 200 * 2**20, 64
+_FILE_BYTES_HEADER, _FILE_BYTES_PER_STEP, _FILE_BYTES_PER_ENTRY = 8192, 400, 200
+
+
+def certify_estimate(
+    task: CircleWalk | FiniteTask,
+    *,
+    steps: int,
+    population: bool = False,
+    train_size: int = 1000,
+    test_size: int = 1000,
+    prec: int = 128,
+    max_prec: int = 2048,
+    record_steps: set[int] | None = None,
+) -> BallEstimate:
+    """``certify``'s cost before any work: seconds (every precision it may try, ``prec`` doubling up to
+    ``max_prec``), peak memory (the recorded steps' balls) and bytes of certify.json and CERTIFY.md.
+
+    Distinct walks are bounded by the samples' sizes and the population's. Counted, not listed: a refused
+    ``steps`` of 10⁹ costs nothing.
+
+    >>> e = certify_estimate(CircleWalk(3, 4, "1/2"), steps=100, population=True, prec=128, max_prec=128)
+    >>> 0.05 < e.seconds < 2, e.memory < 2**30
+    (True, True)
+    """
+    size = task.population_size()
+    n = size if population else min(train_size, size) + min(test_size, size)
+    entries = n * task.K * task.N
+    attempts = [prec * 2**i for i in range(64) if prec * 2**i <= max(prec, max_prec)]
+    seconds = sum(
+        (steps + 1) * (_SECONDS_PER_STEP + _SECONDS_PER_ENTRY * entries) * max(1.0, (bits / 1024) ** 0.5)
+        for bits in attempts
+    )
+    recorded = steps + 1 if record_steps is None else len({t for t in record_steps if t < steps} | {steps})
+    memory = _BASE_BYTES + recorded * n * task.K * (max(attempts) // 8 + _BALL_BYTES)
+    file_bytes = 2 * _FILE_BYTES_HEADER + recorded * (
+        _FILE_BYTES_PER_STEP + _FILE_BYTES_PER_ENTRY * task.K * task.N
+    )
+    return BallEstimate(seconds, int(memory), file_bytes)
+
+
+def certify_steps_that_fit(limit: float, **arguments: Any) -> int:
+    """The most steps whose ``certify_estimate`` takes at most ``limit`` seconds (its cost is linear in steps).
+
+    >>> certify_steps_that_fit(10.0, task=CircleWalk(3, 4, "1/2"), population=True) > 100
+    True
+    """
+    one = certify_estimate(steps=0, **arguments).seconds
+    return max(0, int(limit / one) - 1) if one > 0 else 0
+
+
 def certify(
     task: CircleWalk | FiniteTask,
     *,
@@ -143,12 +204,14 @@ def certify(
     record_steps: set[int] | None = None,
     parent_threshold: object = "1/2",
     progress: bool = False,
+    plan: Callable[[BallEstimate], None] | None = None,
 ) -> Certification:
     """Certify the exact log-loss GD trajectory from zero init (every quantity a ball) and its statements.
 
     Implements the model of the paper's §2 with the sine embeddings (Gram enclosed, Lemma E.5) and
     checks Theorem 4.1's conclusions (equal attention, chance accuracy) and Theorem 3.1's (accuracy,
-    parent attention) as typed statements; see ``statements``.
+    parent attention) as typed statements; see ``statements``. ``plan``, where given, receives the run's
+    ``certify_estimate`` once every argument is checked and before any work (it may refuse the run by raising).
 
     Examples
     --------
@@ -189,6 +252,19 @@ def certify(
         raise ValueError(f"M={M} is out of range: pos='sine' needs M > N = {task.N}")
     if pos == "onehot" and M != task.N:
         raise ValueError(f"M={M} is out of range: pos='onehot' needs M = N = {task.N}")
+    if plan is not None:  # every argument checked: the estimate, before any work (it may refuse the run)
+        plan(
+            certify_estimate(
+                task,
+                steps=steps,
+                population=population,
+                train_size=train_size,
+                test_size=test_size,
+                prec=prec,
+                max_prec=max_prec,
+                record_steps=record_steps,
+            )
+        )
     train_set, eval_set = walk_sets(task, population, train_size, test_size, seed)
     model = get_model(MODEL)
     # the ball engine of (one_layer, zero): the reduced one, registered in rwtoolkit.engines.SPECIALISATIONS

@@ -152,14 +152,17 @@ def ball_model_job(
         model.own_start(ball_arithmetic(), sizes, "zero")
     bits = BASE_PREC + bits_per_step(optimizer) * max(steps, 1) if prec is None else prec
     seconds = ball_estimate(task, model, steps, mu_q, bits, None, init)
-    recorded = sorted({t for t in range(steps + 1) if record_steps is None or t in record_steps} | {steps})
+    # how many steps are recorded, counted without listing them (a refused --steps 10**9 lists nothing)
+    n_recorded = (
+        steps + 1 if record_steps is None else len({t for t in record_steps if 0 <= t < steps} | {steps})
+    )
     ops = ball_step_ops(task, model, mu_q)
     ball_bytes = bits // 8 + _BALL_OVERHEAD
     per_record = (
         2 * model.parameter_count(sizes) + population.size * (population.N + 1) * population.K
     ) * ball_bytes
-    memory = int(_BASE_MEMORY + _TAPE_BYTES_PER_OP * ops * max(1.0, bits / 512) + per_record * len(recorded))
-    file_bytes = 2 * (_FILE_HEADER + _FILE_PER_STEP * len(recorded))
+    memory = int(_BASE_MEMORY + _TAPE_BYTES_PER_OP * ops * max(1.0, bits / 512) + per_record * n_recorded)
+    file_bytes = 2 * (_FILE_HEADER + _FILE_PER_STEP * n_recorded)
     what = f"the certified run of {model.name} ({steps} steps at {bits} bits)"
     fits = most_steps(task, model, limit, mu_q, prec, init)
     alternatives = (
@@ -171,6 +174,7 @@ def ball_model_job(
         raise ValueError(
             f"{what} is estimated at {seconds:.3g} s, above the limit of {limit:.0f} s; {alternatives}"
         )
+    recorded = sorted({t for t in range(steps + 1) if record_steps is None or t in record_steps} | {steps})
     arguments = dict(eta=eta_q, eps=eps_q, mu=mu_q, prec=prec, init=init, objective=name)
     if optimizer is not None:  # the update rule (rwtoolkit.models.Optimizer); None: plain GD
         arguments["optimizer"] = optimizer
