@@ -363,3 +363,16 @@ def test_argparses_own_refusals_are_one_line_without_the_usage_block(
     assert exited.value.code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(line), err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sys_exit_in_code_the_command_runs_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    """A user's factory calling sys.exit(5): not exit status 5 without a word, but one line naming where, exit 1."""
+    (tmp_path / "f.py").write_text("import sys\n\n\ndef exits(S, L):\n    sys.exit(5)\n")
+    (tmp_path / "s.json").write_text(
+        json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}})
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["derive", "--model", "f.py:exits", "--spec", "s.json", "--init", "own", "--steps", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith("rw derive: error: SystemExit(5) raised at "), err
+    assert f"{tmp_path / 'f.py'}:5 by code the command ran" in err

@@ -12,6 +12,7 @@ import importlib
 import os
 import re
 import sys
+import traceback
 from typing import NoReturn
 
 # (subcommand, module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
@@ -76,7 +77,8 @@ COMMANDS: list[tuple[str, str, str]] = [
 
 EPILOG = """exit status: 0 success; 2 bad input, refused before any work (a value out of range, an output path
 that cannot be written, a size whose memory estimate exceeds the memory available); 1 a failure while
-working (e.g. writing an output file failed, in which case no partial file is left)"""
+working (e.g. writing an output file failed, in which case no partial file is left, or code the command ran
+called sys.exit)"""
 
 
 class UsageError(Exception):
@@ -126,6 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as err:
         print(f"rw {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except SystemExit as err:  # sys.exit in code the command ran (a user's model, implementation or import)
+        frames = traceback.extract_tb(err.__traceback__)
+        at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        print(
+            f"rw {args.command}: error: SystemExit({err.code!r}) raised{at} by code the command ran; it stopped there",
+            file=sys.stderr,
+        )
+        return 1
     except MemoryError:
         print(f"rw {args.command}: error: ran out of memory; use smaller sizes", file=sys.stderr)
         return 1
