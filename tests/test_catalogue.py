@@ -200,6 +200,22 @@ def test_exact_expressions_refuse_anything_but_arithmetic(text):
         exact_expr(text, "prob")
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1/0", "divides by zero"),
+        ("0/0", "divides by zero"),
+        ("p/(q-q)", "divides by zero"),
+        ("nan", "nan names a constant, not a symbol"),
+        ("1-pi", "pi names a constant, not a symbol"),
+        ("oo", "oo names a constant"),
+    ],
+)
+def test_exact_expressions_refuse_a_division_by_zero_and_constants_read_as_symbols(text, message):
+    with pytest.raises(ValueError, match=message):
+        exact_expr(text, "prob")
+
+
 def test_exact_expressions_are_exact():
     assert exact_expr("(1-q)*p/2", "x") == (1 - q) * p / 2
     assert exact_expr("0.3", "x") == sp.Rational(3, 10)

@@ -20,6 +20,10 @@ def symbol(name: str) -> sp.Symbol:
     return _SYMBOLS[name]
 
 
+#: Names read as constants elsewhere (NaN, infinities, i, e, π): refused as a symbol's name.
+NOT_SYMBOL_NAMES = frozenset({"nan", "NaN", "inf", "Inf", "infinity", "oo", "zoo", "I", "E", "pi"})
+
+
 def exact(value: object, name: str) -> sp.Expr:
     """Turn ``value`` into an exact SymPy number or expression.
 
@@ -48,6 +52,10 @@ def exact(value: object, name: str) -> sp.Expr:
     if isinstance(value, str):
         text = value.strip()
         if text.isidentifier():
+            if text in NOT_SYMBOL_NAMES:
+                raise ValueError(
+                    f"{name}={value!r}: {text} names a constant, not a symbol; give a number, or a symbol such as p"
+                )
             return symbol(text)
         try:
             number = exact_text(text)  # digits and exponent bounded: "1e-1000000000" is refused, not computed

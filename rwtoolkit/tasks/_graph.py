@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import sympy as sp
 
 from rwtoolkit.tasks._circle import check_int, circle_transition_matrix
-from rwtoolkit.tasks._exact import check_in_unit_interval, exact, is_numeric, symbol
+from rwtoolkit.tasks._exact import NOT_SYMBOL_NAMES, check_in_unit_interval, exact, is_numeric, symbol
 from rwtoolkit.tasks._finite import FiniteTask
 
 #: Largest number of inputs a catalogue family enumerates into a FiniteTask (one SymPy probability
@@ -89,6 +89,11 @@ def exact_expr(value: object, name: str) -> sp.Expr:
 
     # Every identifier is bound to a real toolkit symbol, so the parser never reaches SymPy's
     # namespace (no functions, no constants): the result is a rational function of symbols.
+    reserved = sorted(set(_IDENT.findall(text)) & NOT_SYMBOL_NAMES)
+    if reserved:
+        raise ValueError(
+            f"{name}={value!r}: {reserved[0]} names a constant, not a symbol; give a number, or a symbol such as p"
+        )
     local = {ident: symbol(ident) for ident in _IDENT.findall(text)}
     names = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
     transformations = standard_transformations + (convert_xor, rationalize)
@@ -110,6 +115,8 @@ def exact_expr(value: object, name: str) -> sp.Expr:
         raise ValueError(f"{name}={value!r} is not a well-formed arithmetic expression") from None
     if not isinstance(expr, sp.Expr) or expr.has(sp.Float):
         raise ValueError(f"{name}={value!r} is not an exact arithmetic expression")
+    if expr.has(sp.zoo, sp.oo, sp.nan):  # 1/0, 0/0
+        raise ValueError(f"{name}={value!r} divides by zero: give a finite number or expression")
     return expr
 
 
