@@ -376,3 +376,18 @@ def test_sys_exit_in_code_the_command_runs_is_one_line_and_exit_1(tmp_path, monk
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith("rw derive: error: SystemExit(5) raised at "), err
     assert f"{tmp_path / 'f.py'}:5 by code the command ran" in err
+
+
+@pytest.mark.parametrize("flag", [["--loss", "squared"], ["--eps", "1/3"]])
+def test_derive_refuses_a_loss_of_f_for_a_model_with_next_token_logits(flag, tmp_path, monkeypatch, capsys):
+    """--loss and --eps would be recorded in the oracle and never used by a model trained on --objective."""
+    (tmp_path / "s.json").write_text(
+        json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}})
+    )
+    monkeypatch.chdir(tmp_path)
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "nanogpt_attention.py")
+    argv = ["derive", "--model", f"{example}:one_layer", "--spec", "s.json", "--init", "own", "--steps", "1"]
+    assert main([*argv, *flag, "--json", "o.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {flag[0]} belongs to the loss of a prediction f" in err, err
+    assert not (tmp_path / "o.json").exists()

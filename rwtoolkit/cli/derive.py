@@ -30,7 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eta", default="1", help="learning rate η > 0 (number, 7/10, or symbol name; default 1)"
     )
-    parser.add_argument("--eps", default="1/10", help="ε > 0 of the log-loss -log(z+ε) (default 1/10)")
+    parser.add_argument(
+        "--eps",
+        default=None,
+        help="ε > 0 of the log-loss -log(z+ε) (default 1/10; not for a model with "
+        "next-token logits, which trains on --objective)",
+    )
     parser.add_argument(
         "--mu",
         default=None,
@@ -67,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
     parser.add_argument(
         "--loss",
-        default="log",
+        default=None,
         choices=("log", "squared", "exp", "any"),  # rwtoolkit.tasks.LOSSES + "any"
-        help="log: -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its derivative dell)",
+        help="log (default): -log(z+ε); squared: (1-z)²; exp: exp(-z); any: ℓ left abstract (ell, its "
+        "derivative dell); not for a model with next-token logits, which trains on --objective",
     )
     parser.add_argument(
         "--json",
@@ -306,6 +312,20 @@ def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alter
         )
 
 
+def _loss_of_f(args: argparse.Namespace, model: object) -> None:
+    """--loss and --eps are the loss of a prediction f: refused, one line, for a model with next-token logits
+    (its objective is --objective's cross-entropy; they would be recorded and never used); else their defaults."""
+    if getattr(model, "TOKEN_LOGITS", False):
+        given = [flag for flag, value in (("--loss", args.loss), ("--eps", args.eps)) if value is not None]
+        if given:
+            raise ValueError(
+                f"{given[0]} belongs to the loss of a prediction f; {model.name} trains on --objective (the cross-entropy "  # type: ignore[attr-defined]
+                f"of its next-token logits): drop {given[0]}"
+            )
+    args.loss = "log" if args.loss is None else args.loss
+    args.eps = "1/10" if args.eps is None else args.eps
+
+
 def _mu(args: argparse.Namespace) -> str:
     """--mu, or the deprecated --pos-norm (with its message), or the symbol mu."""
     from rwtoolkit.cli._task_args import renamed_flag
@@ -338,6 +358,7 @@ def run(args: argparse.Namespace) -> int:
 
         parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
     model = model_from_args(args)
+    _loss_of_f(args, model)
     steps = parse_int(args.steps, "steps", 0)
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")
