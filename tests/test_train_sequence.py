@@ -149,6 +149,26 @@ def test_lm_and_last_are_different_objectives(trained):
             "use --init zero or gaussian",
         ),
         (["--spec", "SPEC", "--K", "3"], "--spec replaces the task options: drop --K"),
+        (
+            ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--M", "8", "--seed", "-1"],
+            "seed=-1 must be an integer >= 0",
+        ),
+        (
+            [
+                "--model",
+                "key_query",
+                "--population",
+                "--K",
+                "3",
+                "--N",
+                "4",
+                "--M",
+                "8",
+                "--record-steps",
+                "9",
+            ],
+            "record_steps: step 9 is outside 0..1 (--steps)",
+        ),
     ],
 )
 def test_rw_train_refuses_an_objective_or_own_start_the_model_has_not_in_one_line(
