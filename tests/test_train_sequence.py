@@ -169,6 +169,11 @@ def test_lm_and_last_are_different_objectives(trained):
             ],
             "record_steps: step 9 is outside 0..1 (--steps)",
         ),
+        (
+            ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--M", "8"]
+            + ["--init", "gaussian", "--sigma", "1e308"],
+            "the parameters are not finite at step 0: the start is not finite (lower --sigma)",
+        ),
     ],
 )
 def test_rw_train_refuses_an_objective_or_own_start_the_model_has_not_in_one_line(

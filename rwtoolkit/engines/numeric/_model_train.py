@@ -353,7 +353,12 @@ def train_model(
                 f"log-loss -log(z+eps) is undefined at step {t}: z+eps <= 0 (lower eta or raise eps)", t
             )
         if not all(bool(torch.isfinite(v).all()) for v in current.values()):
-            raise Diverged(f"the parameters are not finite at step {t}: the run diverged (lower eta)", t)
+            why = (
+                "the start is not finite (lower --sigma)"
+                if t == 0
+                else "the run diverged (lower --eta, or --weight-decay)"
+            )
+            raise Diverged(f"the parameters are not finite at step {t}: {why}", t)
         if residuals is not None:
             trace_step(residuals, t, ar.to_float(current["V"]))
         if t == steps or record_steps is None or t in record_steps:
