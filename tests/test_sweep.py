@@ -231,6 +231,8 @@ def test_a_spec_that_is_not_json_or_yaml_is_refused_naming_the_file(tmp_path, ca
     path.write_text("task: circle\n")
     assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--memory-limit", "lots"]) == 2
     assert "--memory-limit='lots' is not a size" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--memory-limit", "1"]) == 2
+    assert "--memory-limit='1' is below 256MiB, less than a worker holds" in capsys.readouterr().err
     assert not Path(tmp_path / "out").exists()
 
 

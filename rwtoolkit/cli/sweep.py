@@ -110,7 +110,16 @@ def _memory_limit(text: str) -> str | int:
         value = 0
     if value <= 0:
         raise ValueError(f"--memory-limit={text!r} is not a size: give e.g. 4GiB or 500MB, or auto")
+    if value < MIN_WORKER_MEMORY:
+        raise ValueError(
+            f"--memory-limit={text!r} is below 256MiB, less than a worker holds (its interpreter, numpy and "
+            "torch take about 300MB): give e.g. 4GiB, or auto"
+        )
     return value
+
+
+#: The least --memory-limit a worker runs in (its interpreter with numpy and torch takes about 300 MB).
+MIN_WORKER_MEMORY = 256 * 2**20
 
 
 def run(args: argparse.Namespace) -> int:

@@ -425,7 +425,6 @@ def run_sweep(
     from rwtoolkit.io import write_json_atomic
 
     out = Path(out)
-    write_json_atomic(spec.source, out / "spec.json")
     done = finished_hashes(out)
     packs = [p for p in plan_packs(spec) if not all(spec.hashes[i] in done for i in p.indices)]
     skipped = sum(1 for h in spec.hashes if h in done)
@@ -447,6 +446,8 @@ def run_sweep(
             on_pack_done,
             client,
         )
+    else:  # nothing to compute: the spec is written as after a computed sweep
+        write_json_atomic(spec.source, out / "spec.json")
     results, timing = assemble(spec, out)
     return SweepOutcome(len(spec.runs), skipped, todo, results, timing)
 
@@ -475,6 +476,8 @@ def _compute(
     from dask.distributed import Client, LocalCluster, as_completed
     from tqdm import tqdm
 
+    from rwtoolkit.io import write_json_atomic
+
     cluster = None
     own_client = client is None
     if client is None:
@@ -490,6 +493,9 @@ def _compute(
                     dashboard_address=":0",
                 )
             client = Client(cluster)
+    write_json_atomic(
+        spec.source, out / "spec.json"
+    )  # once connected: an unreachable scheduler leaves nothing
     try:
         print(f"rw sweep: Dask dashboard at {client.dashboard_link}", flush=True)
         cap = max_tasks or 2 * max(1, sum(client.nthreads().values()))
