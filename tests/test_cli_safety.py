@@ -378,16 +378,27 @@ def test_sys_exit_in_code_the_command_runs_is_one_line_and_exit_1(tmp_path, monk
     assert f"{tmp_path / 'f.py'}:5 by code the command ran" in err
 
 
-@pytest.mark.parametrize("flag", [["--loss", "squared"], ["--eps", "1/3"]])
-def test_derive_refuses_a_loss_of_f_for_a_model_with_next_token_logits(flag, tmp_path, monkeypatch, capsys):
-    """--loss and --eps would be recorded in the oracle and never used by a model trained on --objective."""
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        (["derive", "--init", "own", "--steps", "1"], ["--loss", "squared"]),
+        (["derive", "--init", "own", "--steps", "1"], ["--eps", "1/3"]),
+        (["train", "--population", "--steps", "1", "--out", "o"], ["--loss", "exp"]),
+        (["train", "--population", "--steps", "1", "--out", "o"], ["--eps", "0.5"]),
+        (["certify", "--steps", "1", "--out", "o"], ["--eps", "1/3"]),
+    ],
+)
+def test_a_loss_of_f_is_refused_for_a_model_with_next_token_logits(
+    command, flag, tmp_path, monkeypatch, capsys
+):
+    """--loss and --eps would be recorded and never used by a model trained on --objective."""
     (tmp_path / "s.json").write_text(
         json.dumps({"task": {"family": "icl_markov", "params": {"S": 2, "N": 4}}})
     )
     monkeypatch.chdir(tmp_path)
     example = str(Path(__file__).resolve().parents[1] / "examples" / "nanogpt_attention.py")
-    argv = ["derive", "--model", f"{example}:one_layer", "--spec", "s.json", "--init", "own", "--steps", "1"]
-    assert main([*argv, *flag, "--json", "o.json"]) == 2
+    argv = [command[0], "--model", f"{example}:one_layer", "--spec", "s.json", *command[1:], *flag]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"error: {flag[0]} belongs to the loss of a prediction f" in err, err
-    assert not (tmp_path / "o.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]

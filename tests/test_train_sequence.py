@@ -113,6 +113,10 @@ def test_lm_and_last_are_different_objectives(trained):
     assert abs(trained["lm"]["history"][0]["train_loss"] - trained["last"]["history"][0]["train_loss"]) > 1e-3
 
 
+#: rw train of the registered key_query model on the population of a small circle task.
+KEY_QUERY = ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--M", "8"]
+
+
 @pytest.mark.parametrize(
     ("argv", "line"),
     [
@@ -150,28 +154,12 @@ def test_lm_and_last_are_different_objectives(trained):
         ),
         (["--spec", "SPEC", "--K", "3"], "--spec replaces the task options: drop --K"),
         (
-            ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--M", "8", "--seed", "-1"],
+            [*KEY_QUERY, "--seed", "-1"],
             "seed=-1 must be an integer >= 0",
         ),
+        ([*KEY_QUERY, "--record-steps", "9"], "record_steps: step 9 is outside 0..1 (--steps)"),
         (
-            [
-                "--model",
-                "key_query",
-                "--population",
-                "--K",
-                "3",
-                "--N",
-                "4",
-                "--M",
-                "8",
-                "--record-steps",
-                "9",
-            ],
-            "record_steps: step 9 is outside 0..1 (--steps)",
-        ),
-        (
-            ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--M", "8"]
-            + ["--init", "gaussian", "--sigma", "1e308"],
+            [*KEY_QUERY, "--init", "gaussian", "--sigma", "1e308"],
             "the parameters are not finite at step 0: the start is not finite (lower --sigma)",
         ),
     ],

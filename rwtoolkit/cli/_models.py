@@ -80,3 +80,25 @@ def model_from_args(args: argparse.Namespace) -> rwtoolkit.models.Model:
     d = None if head_dim is None else parse_int(head_dim, "head-dim", 1)
     H = None if heads is None else parse_int(heads, "heads", 1)
     return rwtoolkit.models.get_model(name, d=d, H=H)
+
+
+def loss_of_f_from_args(args: argparse.Namespace, model: rwtoolkit.models.Model, defaults: dict) -> None:
+    """``--loss`` and ``--eps`` (defaults None in the parser) are the loss of a prediction f: refused in one line
+    for a model with next-token logits, which trains on ``--objective`` (they would be recorded and never used);
+    else set to ``defaults`` (``{"loss": ..., "eps": ...}``) where not given.
+
+    >>> ns = argparse.Namespace(loss=None, eps=None)
+    >>> loss_of_f_from_args(ns, rwtoolkit.models.get_model("one_layer"), {"loss": "log", "eps": "1/10"})
+    >>> ns.loss, ns.eps
+    ('log', '1/10')
+    """
+    if model.TOKEN_LOGITS:
+        given = [f"--{k}" for k in ("loss", "eps") if getattr(args, k, None) is not None]
+        if given:
+            raise ValueError(
+                f"{given[0]} belongs to the loss of a prediction f; {model.name} trains on --objective (the "
+                f"cross-entropy of its next-token logits): drop {given[0]}"
+            )
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)

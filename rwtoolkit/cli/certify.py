@@ -68,7 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="positional embeddings (default sine, μ = M/2)",
     )
     a("--eta", default="1", help="learning rate, an exact positive rational such as 1 or 1/2 (default 1)")
-    a("--eps", default="1/10", help="ε of the log-loss -log(z + ε), exact positive rational (default 1/10)")
+    a(
+        "--eps",
+        default=None,
+        help="ε of the log-loss -log(z + ε), exact positive rational (default 1/10; not for a model with "
+        "next-token logits, which trains on --objective)",
+    )
     a("--steps", default="50", help="GD steps >= 0 (default 50)")
     a("--train-size", default=None, help="sampled training walks >= 1, each of weight 1/n (default 1000)")
     a("--test-size", default=None, help="sampled evaluation walks >= 1 (default 1000)")
@@ -210,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
     if not _paper(args):
         return _run_model(args, out)
+    args.eps = "1/10" if args.eps is None else args.eps
     given = [f for f, d in _OPTIMIZER_FLAGS if getattr(args, d, None) is not None] + (
         ["--optimizer"] if getattr(args, "optimizer", "gd") != "gd" else []
     )
@@ -320,7 +326,7 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
     import time
     from pathlib import Path
 
-    from rwtoolkit.cli._models import model_from_args
+    from rwtoolkit.cli._models import loss_of_f_from_args, model_from_args
     from rwtoolkit.io import check_disk, check_memory, format_bytes, write_json_atomic, write_text_atomic
 
     steps = parse_int(args.steps, "steps", 0)
@@ -345,6 +351,7 @@ def _run_model(args: argparse.Namespace, out: object) -> int:
 
     schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
     model = model_from_args(args)
+    loss_of_f_from_args(args, model, {"eps": "1/10"})
     optimizer = optimizer_from_args(args)
     if (
         stages is not None

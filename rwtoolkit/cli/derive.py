@@ -7,7 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from rwtoolkit.cli._models import add_model_arguments, add_objective_argument, model_from_args
+from rwtoolkit.cli._models import (
+    add_model_arguments,
+    add_objective_argument,
+    loss_of_f_from_args,
+    model_from_args,
+)
 from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
 from rwtoolkit.io import check_output_file
 
@@ -312,20 +317,6 @@ def _refuse_files(args: argparse.Namespace, file_bytes: int, summary: str, alter
         )
 
 
-def _loss_of_f(args: argparse.Namespace, model: object) -> None:
-    """--loss and --eps are the loss of a prediction f: refused, one line, for a model with next-token logits
-    (its objective is --objective's cross-entropy; they would be recorded and never used); else their defaults."""
-    if getattr(model, "TOKEN_LOGITS", False):
-        given = [flag for flag, value in (("--loss", args.loss), ("--eps", args.eps)) if value is not None]
-        if given:
-            raise ValueError(
-                f"{given[0]} belongs to the loss of a prediction f; {model.name} trains on --objective (the cross-entropy "  # type: ignore[attr-defined]
-                f"of its next-token logits): drop {given[0]}"
-            )
-    args.loss = "log" if args.loss is None else args.loss
-    args.eps = "1/10" if args.eps is None else args.eps
-
-
 def _mu(args: argparse.Namespace) -> str:
     """--mu, or the deprecated --pos-norm (with its message), or the symbol mu."""
     from rwtoolkit.cli._task_args import renamed_flag
@@ -358,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
 
         parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
     model = model_from_args(args)
-    _loss_of_f(args, model)
+    loss_of_f_from_args(args, model, {"loss": "log", "eps": "1/10"})
     steps = parse_int(args.steps, "steps", 0)
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")

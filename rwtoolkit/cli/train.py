@@ -76,12 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="unit-normalise each x~_i inside the softmax (Fig 6)",
     )
     a("--relu-width", type=int, default=None, help="use f = A ReLU(V X S) with hidden width m >= 1 (Fig 10)")
-    a("--loss", choices=("log", "squared", "exp"), default="log", help="loss of e_y^T f (default log)")
+    a(
+        "--loss",
+        choices=("log", "squared", "exp"),
+        default=None,
+        help="loss of e_y^T f (default log; not for a model with next-token logits, which trains on --objective)",
+    )
     a("--eta", type=float, default=1.0, help="learning rate > 0 (default 1)")
     a(
         "--eps",
         type=float,
-        default=0.1,
+        default=None,
         help="epsilon of the log-loss -log(z+eps), > 0 (default 0.1); train_loss is negative once z+eps > 1",
     )
     a("--steps", type=int, default=50, help="GD steps >= 0 (default 50)")
@@ -234,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
         )
-    from rwtoolkit.cli._models import model_from_args
+    from rwtoolkit.cli._models import loss_of_f_from_args, model_from_args
     from rwtoolkit.cli._task_args import renamed_flag
     from rwtoolkit.models import DEFAULT_MODEL, FLOAT64, Sizes, objective_name
 
@@ -245,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
     checkpointing = args.checkpoint_every is not None or args.resume
     schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
     net = model_from_args(args)
+    loss_of_f_from_args(args, net, {"loss": "log", "eps": 0.1})
     optimizer = optimizer_from_args(args)  # None: plain GD
     paper = net.name == DEFAULT_MODEL
     if not paper:
