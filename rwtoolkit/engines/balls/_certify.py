@@ -128,9 +128,10 @@ def walk_sets(task: CircleWalk | FiniteTask, population: bool, train_size: int, 
     )
 
 
-#: Seconds of one step of the paper model's ball engine per (input, token, position) of the walks it runs on,
-#: and per step: measured 1.9-7.5 µs and about 1 ms on 2 cores (K = 3..6, N = 4..8, 128-1024 bits).
-_SECONDS_PER_ENTRY, _SECONDS_PER_STEP = 4e-6, 1e-3
+#: Seconds of one step of the paper model's ball engine: a part per step, and per (walk, token) a part and a part
+#: per position (measured on 2 cores at 128 bits: 18-34 µs per walk and token at N = 8-97, 1.9 ms a step for
+#: 24 walks at K = 3, N = 4); the walks and the Gram enclosure before the first step, about a second.
+_SECONDS_PER_STEP, _SECONDS_PER_WALK_TOKEN, _SECONDS_PER_POSITION, _SECONDS_SETUP = 1e-3, 2e-5, 2.5e-7, 1.0
 #: Interpreter with python-flint and SymPy loaded; bytes of one recorded step per (input, token) at ``bits``
 #: (measured: 10 KB a step for 24 inputs, K = 3, at 1024 bits); certify.json and CERTIFY.md: a header, and per
 #: recorded step a part and a part per token and position (measured 2.4 KB a step at K = 3, N = 4; 5.6 KB at
@@ -150,8 +151,9 @@ def certify_estimate(
     max_prec: int = 2048,
     record_steps: set[int] | None = None,
 ) -> BallEstimate:
-    """``certify``'s cost before any work: seconds (every precision it may try, ``prec`` doubling up to
-    ``max_prec``), peak memory (the recorded steps' balls) and bytes of certify.json and CERTIFY.md.
+    """``certify``'s cost before any work: seconds at its first precision ``prec`` (a rerun at a doubled
+    precision, up to ``max_prec``, is not counted, as in ``ball_model_job``), peak memory (the recorded steps'
+    balls, at ``max_prec``) and bytes of certify.json and CERTIFY.md.
 
     Distinct walks are bounded by the samples' sizes and the population's. Counted, not listed: a refused
     ``steps`` of 10⁹ costs nothing.
@@ -162,14 +164,10 @@ def certify_estimate(
     """
     size = task.population_size()
     n = size if population else min(train_size, size) + min(test_size, size)
-    entries = n * task.K * task.N
-    attempts = [prec * 2**i for i in range(64) if prec * 2**i <= max(prec, max_prec)]
-    seconds = sum(
-        (steps + 1) * (_SECONDS_PER_STEP + _SECONDS_PER_ENTRY * entries) * max(1.0, (bits / 1024) ** 0.5)
-        for bits in attempts
-    )
+    per_step = _SECONDS_PER_STEP + n * task.K * (_SECONDS_PER_WALK_TOKEN + _SECONDS_PER_POSITION * task.N)
+    seconds = _SECONDS_SETUP + (steps + 1) * per_step * max(1.0, (prec / 1024) ** 0.5)
     recorded = steps + 1 if record_steps is None else len({t for t in record_steps if t < steps} | {steps})
-    memory = _BASE_BYTES + recorded * n * task.K * (max(attempts) // 8 + _BALL_BYTES)
+    memory = _BASE_BYTES + recorded * n * task.K * (max(prec, max_prec) // 8 + _BALL_BYTES)
     file_bytes = 2 * _FILE_BYTES_HEADER + recorded * (
         _FILE_BYTES_PER_STEP + _FILE_BYTES_PER_ENTRY * task.K * task.N
     )
@@ -182,8 +180,9 @@ def certify_steps_that_fit(limit: float, **arguments: Any) -> int:
     >>> certify_steps_that_fit(10.0, task=CircleWalk(3, 4, "1/2"), population=True) > 100
     True
     """
-    one = certify_estimate(steps=0, **arguments).seconds
-    return max(0, int(limit / one) - 1) if one > 0 else 0
+    setup = certify_estimate(steps=0, **arguments).seconds
+    one = certify_estimate(steps=1, **arguments).seconds - setup  # the cost of a step
+    return max(0, int((limit - setup) / one)) if limit > setup else 0
 
 
 def certify(
