@@ -402,3 +402,40 @@ def test_a_loss_of_f_is_refused_for_a_model_with_next_token_logits(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"error: {flag[0]} belongs to the loss of a prediction f" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["derive", "--K", "3", "--N", "4", "--p", "1/2", "--steps", "1", "--sigma", "1/2"],
+            "rw derive: error: --sigma applies to --init gaussian (the start drawn from N(0, sigma^2)), not --init "
+            "zero: drop --sigma, or give --init gaussian",
+        ),
+        (
+            ["derive", "--K", "3", "--N", "4", "--p", "1/2", "--steps", "1", "--seed", "3"],
+            "rw derive: error: --seed applies to --init gaussian",
+        ),
+        (
+            ["train", "--K", "3", "--N", "4", "--p", "1/2", "--steps", "1", "--sigma", "0.5", "--out", "o"],
+            "rw train: error: --sigma applies to --init gaussian",
+        ),
+        (
+            ["stability", "--K", "3", "--N", "4", "--p", "1", "--grid", "full", "--seeds", "3"],
+            "rw stability: error: --seeds is out of place with --grid full, which sets sigma, mu, dtypes and seeds "
+            "itself: drop --seeds, or use --grid quick",
+        ),
+        (
+            ["stability", "--K", "3", "--N", "4", "--p", "1", "--grid", "full", "--sigmas", "0.5"],
+            "rw stability: error: --sigmas is out of place with --grid full",
+        ),
+    ],
+)
+def test_an_option_the_run_would_ignore_is_refused_in_one_line(argv, line, tmp_path, monkeypatch, capsys):
+    """--sigma or --seed of a Gaussian start with another start, the quick grid's options with --grid full: they
+    were accepted and silently unused."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(line), err
+    assert list(tmp_path.iterdir()) == []

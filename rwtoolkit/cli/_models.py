@@ -102,3 +102,23 @@ def loss_of_f_from_args(args: argparse.Namespace, model: rwtoolkit.models.Model,
     for key, value in defaults.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+
+
+def gaussian_start_from_args(args: argparse.Namespace, defaults: dict) -> None:
+    """The options of ``--init gaussian`` (``defaults``' keys, e.g. ``sigma``; None in the parser): refused in one
+    line with another start, where they would be recorded and never used; else set to ``defaults`` where not given.
+
+    >>> ns = argparse.Namespace(init="gaussian", sigma=None)
+    >>> gaussian_start_from_args(ns, {"sigma": "1/100"}); ns.sigma
+    '1/100'
+    """
+    if getattr(args, "init", "zero") != "gaussian":
+        given = [f"--{k}" for k in defaults if getattr(args, k, None) is not None]
+        if given:
+            raise ValueError(
+                f"{given[0]} applies to --init gaussian (the start drawn from N(0, sigma^2)), not --init "
+                f"{args.init}: drop {given[0]}, or give --init gaussian"
+            )
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rwtoolkit.cli._models import (
     add_model_arguments,
     add_objective_argument,
+    gaussian_start_from_args,
     loss_of_f_from_args,
     model_from_args,
 )
@@ -72,8 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the generic exact engine runs gd, momentum and nesterov (Adam's square root is not rational)",
         schedules=True,
     )
-    parser.add_argument("--sigma", default="1/100", help="scale of --init gaussian > 0 (default 1/100)")
-    parser.add_argument("--seed", default="0", help="seed of --init gaussian (integer >= 0, default 0)")
+    parser.add_argument("--sigma", default=None, help="scale of --init gaussian > 0 (default 1/100)")
+    parser.add_argument("--seed", default=None, help="seed of --init gaussian (integer >= 0, default 0)")
     parser.add_argument("--steps", required=True, help="number of GD steps T >= 0 (states t = 0..T)")
     parser.add_argument(
         "--loss",
@@ -348,8 +349,11 @@ def run(args: argparse.Namespace) -> int:
         from rwtoolkit.cli._task_args import parse_size
 
         parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
+    parse_int(args.max_seconds, "max-seconds", 1)  # and these before a traced model's tracing
+    parse_int(args.steps, "steps", 0)
     model = model_from_args(args)
     loss_of_f_from_args(args, model, {"loss": "log", "eps": "1/10"})
+    gaussian_start_from_args(args, {"sigma": "1/100", "seed": "0"})
     steps = parse_int(args.steps, "steps", 0)
     if not args.json and args.per_input is not None:
         raise ValueError("--per-input / --no-per-input apply to the oracle file: give --json FILE")

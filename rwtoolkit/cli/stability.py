@@ -56,15 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eps", default="0.1", help="log-loss epsilon > 0 (default 0.1)")
     parser.add_argument(
         "--sigmas",
-        default="1e-2,1e-4,1e-6,1e-8",
+        default=None,
         help="comma-separated Gaussian init scales in (0, 1) (default 1e-2,1e-4,1e-6,1e-8)",
     )
     parser.add_argument(
         "--dtypes",
-        default="float64",
+        default=None,
         help="dtypes of the Gaussian-init runs: float32, float64 (default float64)",
     )
-    parser.add_argument("--seeds", default="2", help="training seeds per init scale (1..20, default 2)")
+    parser.add_argument("--seeds", default=None, help="training seeds per init scale (1..20, default 2)")
     parser.add_argument("--grid", default="quick", choices=("quick", "full"), help=_GRID_HELP)
     parser.add_argument(
         "--threshold",
@@ -99,12 +99,32 @@ def _task(args: argparse.Namespace):
     return task_or_spec(args, "rw stability")
 
 
+#: The quick grid's options and their defaults; --grid full sets all of them (and --mu, --mus).
+_GRID_OPTIONS = {"sigmas": "1e-2,1e-4,1e-6,1e-8", "dtypes": "float64", "seeds": "2"}
+
+
+def _grid_options(args: argparse.Namespace) -> None:
+    """--sigmas, --dtypes, --seeds, --mus: refused in one line with --grid full, which replaces them (they were
+    silently dropped); else their defaults where not given."""
+    if args.grid == "full":
+        given = [f"--{k}" for k in (*_GRID_OPTIONS, "mus") if getattr(args, k, None) is not None]
+        if given:
+            raise ValueError(
+                f"{given[0]} is out of place with --grid full, which sets sigma, mu, dtypes and seeds itself: "
+                f"drop {given[0]}, or use --grid quick"
+            )
+    for key, value in _GRID_OPTIONS.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate everything, compute the report, print the one-line verdict, write JSON / PNG if asked."""
     for option, path in (("--json", args.json), ("--png", args.png)):
         if path:
             check_output_file(path, option)
     model = model_from_args(args)
+    _grid_options(args)
     steps = parse_int(args.steps, "steps", 2)
     seeds = parse_int(args.seeds, "seeds", 1)
     eta, mu, eps = (_positive_float(getattr(args, n), n) for n in ("eta", "mu", "eps"))

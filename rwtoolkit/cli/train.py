@@ -69,7 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="initialisation: zero (default), gaussian (--sigma, --seed), or own: the model's own start (a traced "
         "or sequence program's float64 initial values)",
     )
-    a("--sigma", type=float, default=0.01, help="std of the Gaussian init, > 0 (default 0.01)")
+    a(
+        "--sigma",
+        type=float,
+        default=None,
+        help="std of the Gaussian init (--init gaussian), > 0 (default 0.01)",
+    )
     a(
         "--normalize-attention",
         action="store_true",
@@ -239,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--threads={args.threads} is out of range: must be in 1..{os.cpu_count() or 1} (the cores)"
         )
-    from rwtoolkit.cli._models import loss_of_f_from_args, model_from_args
+    from rwtoolkit.cli._models import gaussian_start_from_args, loss_of_f_from_args, model_from_args
     from rwtoolkit.cli._task_args import renamed_flag
     from rwtoolkit.models import DEFAULT_MODEL, FLOAT64, Sizes, objective_name
 
@@ -249,8 +254,11 @@ def run(args: argparse.Namespace) -> int:
     record_steps = _long_run_options(args)
     checkpointing = args.checkpoint_every is not None or args.resume
     schedule, stages = schedule_from_args(args), stages_from_args(args)  # their syntax, before any work
+    if args.steps < 0:  # before a traced model's tracing
+        raise ValueError(f"steps={args.steps!r} must be an integer >= 0")
     net = model_from_args(args)
     loss_of_f_from_args(args, net, {"loss": "log", "eps": 0.1})
+    gaussian_start_from_args(args, {"sigma": 0.01})
     optimizer = optimizer_from_args(args)  # None: plain GD
     paper = net.name == DEFAULT_MODEL
     if not paper:
