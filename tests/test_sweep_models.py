@@ -55,6 +55,10 @@ def test_a_key_query_spec_adds_model_and_head_dim_to_every_run():
         ({"head_dim": 2}, "spec: head_dim: model one_layer has no head dimension"),
         ({"model": "key_query", "head_dim": 0}, "spec: head_dim: 0 is out of range"),
         (
+            {"model": "rwtoolkit.models:BALL_ENGINE"},
+            "spec: model: --model='rwtoolkit.models:BALL_ENGINE' is a str",
+        ),
+        (
             {"model": "key_query", "fixed": {**SPEC["fixed"], "normalize_attention": True}},
             "normalize_attention",
         ),

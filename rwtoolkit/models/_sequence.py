@@ -66,7 +66,9 @@ def exact_start(values: Mapping[str, Any], arithmetic: Arithmetic) -> dict[str, 
     for name, value in values.items():
         raw = np.asarray(value)
         if raw.dtype.kind == "f" and not np.isfinite(raw).all():
-            raise ValueError(f"the start of parameter {name!r} is not finite")
+            raise ValueError(
+                f"the model's own start (--init own): parameter {name!r} is not finite (NaN or inf)"
+            )
         exact = raw.astype(object) if raw.dtype.kind != "f" else np.vectorize(Fraction, otypes=[object])(raw)
         out[name] = arithmetic.asarray(exact if raw.size else raw.astype(object))
     return out

@@ -478,8 +478,9 @@ def _model(data: dict, at: At) -> tuple[str, int | None, int | None]:
             raise (at / key).error(f"model {name} has no {what}; allowed: leave {key} out for this model")
     try:
         model = rwtoolkit.models.get_model(name, d=data.get("head_dim"), H=data.get("heads"))
-    except ValueError as err:
-        raise (at / "head_dim").error(str(err)) from None
+    except ValueError as err:  # the target (a module, a file, an attribute) or its head dimension
+        field = "model" if "--model" in str(err) or data.get("head_dim") is None else "head_dim"
+        raise (at / field).error(str(err)) from None
     return name, model.hyperparameters.get("d"), model.hyperparameters.get("H")
 
 
