@@ -349,9 +349,10 @@ def run(args: argparse.Namespace) -> int:
         from rwtoolkit.cli._task_args import parse_size
 
         parse_size(args.max_bytes, "max-bytes")  # a bad value is refused before any work
-    parse_int(args.max_seconds, "max-seconds", 1)  # and these before a traced model's tracing
-    parse_int(args.steps, "steps", 0)
-    model = model_from_args(args)
+    model = model_from_args(
+        args
+    )  # resolved, not traced: a target naming no model is refused before SymPy loads
+    parse_int(args.max_seconds, "max-seconds", 1)  # a bad value before a traced model's tracing
     loss_of_f_from_args(args, model, {"loss": "log", "eps": "1/10"})
     gaussian_start_from_args(args, {"sigma": "1/100", "seed": "0"})
     steps = parse_int(args.steps, "steps", 0)
