@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import rwtoolkit.models
-from rwtoolkit.cli._task_args import parse_int
+from rwtoolkit.cli._task_args import options_in_place, parse_int
 
 
 def model_option_help(what: str = "") -> str:
@@ -92,16 +92,11 @@ def loss_of_f_from_args(args: argparse.Namespace, model: rwtoolkit.models.Model,
     >>> ns.loss, ns.eps
     ('log', '1/10')
     """
-    if model.TOKEN_LOGITS:
-        given = [f"--{k}" for k in ("loss", "eps") if getattr(args, k, None) is not None]
-        if given:
-            raise ValueError(
-                f"{given[0]} belongs to the loss of a prediction f; {model.name} trains on --objective (the "
-                f"cross-entropy of its next-token logits): drop {given[0]}"
-            )
-    for key, value in defaults.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    why = (
+        f"{{flag}} belongs to the loss of a prediction f; {model.name} trains on --objective (the cross-entropy "
+        "of its next-token logits): drop {flag}"
+    )
+    options_in_place(args, defaults, why if model.TOKEN_LOGITS else None)
 
 
 def gaussian_start_from_args(args: argparse.Namespace, defaults: dict) -> None:
@@ -112,13 +107,9 @@ def gaussian_start_from_args(args: argparse.Namespace, defaults: dict) -> None:
     >>> gaussian_start_from_args(ns, {"sigma": "1/100"}); ns.sigma
     '1/100'
     """
-    if getattr(args, "init", "zero") != "gaussian":
-        given = [f"--{k}" for k in defaults if getattr(args, k, None) is not None]
-        if given:
-            raise ValueError(
-                f"{given[0]} applies to --init gaussian (the start drawn from N(0, sigma^2)), not --init "
-                f"{args.init}: drop {given[0]}, or give --init gaussian"
-            )
-    for key, value in defaults.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    init = getattr(args, "init", "zero")
+    why = (
+        f"{{flag}} applies to --init gaussian (the start drawn from N(0, sigma^2)), not --init {init}: drop "
+        "{flag}, or give --init gaussian"
+    )
+    options_in_place(args, defaults, why if init != "gaussian" else None)

@@ -125,3 +125,25 @@ def renamed_flag(args: argparse.Namespace, command: str, new: str, old: str) -> 
     print(f"{command}: {old} is deprecated, use {new} (the same value)", file=sys.stderr)
     setattr(args, new_dest, value)
     setattr(args, old_dest, None)
+
+
+def options_in_place(args: argparse.Namespace, defaults: dict, out_of_place: str | None) -> None:
+    """Options whose parser default is None and that a run may ignore: where ``out_of_place`` is given (the run
+    would ignore them), the first one given is refused in one line, ``out_of_place`` with ``{flag}`` (the
+    option's flag: ``max_seconds`` is ``--max-seconds``) filled in;
+    else each option not given takes its value in ``defaults`` (a default of None leaves it unset).
+
+    >>> ns = argparse.Namespace(sigma=None)
+    >>> options_in_place(ns, {"sigma": "1/100"}, None); ns.sigma
+    '1/100'
+    >>> options_in_place(argparse.Namespace(sigma="2"), {"sigma": "1/100"}, "{flag}: drop it")
+    Traceback (most recent call last):
+    ValueError: --sigma: drop it
+    """
+    if out_of_place is not None:
+        given = ["--" + key.replace("_", "-") for key in defaults if getattr(args, key, None) is not None]
+        if given:
+            raise ValueError(out_of_place.replace("{flag}", given[0]))
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)

@@ -18,6 +18,7 @@ from rwtoolkit.cli._models import add_model_arguments, add_objective_argument
 from rwtoolkit.cli._task_args import (
     add_spec_argument,
     add_task_arguments,
+    options_in_place,
     parse_int,
     task_from_args,
     task_or_spec,
@@ -172,15 +173,12 @@ def _paper(args: argparse.Namespace) -> bool:
     is refused in one line."""
     paper = getattr(args, "model", PAPER_MODEL) == PAPER_MODEL
     if paper:
-        for dest in MODEL_OPTIONS:
-            if getattr(args, dest, None) is not None:
-                raise ValueError(
-                    f"{_flag(dest)} applies with --model (a model other than {PAPER_MODEL}, whose certified "
-                    f"trajectory it runs); {PAPER_MODEL} certifies the paper's statements: drop {_flag(dest)}"
-                )
-        for dest, default in PAPER_DEFAULTS.items():
-            if getattr(args, dest, None) is None:
-                setattr(args, dest, default)
+        why = (
+            f"{{flag}} applies with --model (a model other than {PAPER_MODEL}, whose certified trajectory it "
+            f"runs); {PAPER_MODEL} certifies the paper's statements: drop {{flag}}"
+        )
+        options_in_place(args, dict.fromkeys(MODEL_OPTIONS), why)
+        options_in_place(args, PAPER_DEFAULTS, None)
     else:
         given = [dest for dest in PAPER_DEFAULTS if dest != "prec" and getattr(args, dest, None) is not None]
         if args.population:
@@ -215,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", files=("certify.json", "CERTIFY.md"))  # before any work
     if not _paper(args):
         return _run_model(args, out)
-    args.eps = "1/10" if args.eps is None else args.eps
+    options_in_place(args, {"eps": "1/10"}, None)  # --model's defaults: loss_of_f_from_args
     given = [f for f, d in _OPTIMIZER_FLAGS if getattr(args, d, None) is not None] + (
         ["--optimizer"] if getattr(args, "optimizer", "gd") != "gd" else []
     )

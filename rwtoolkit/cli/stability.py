@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 import rwtoolkit.models
 from rwtoolkit.cli._models import add_model_arguments, model_from_args
-from rwtoolkit.cli._task_args import add_spec_argument, add_task_arguments, parse_int, task_or_spec
+from rwtoolkit.cli._task_args import (
+    add_spec_argument,
+    add_task_arguments,
+    options_in_place,
+    parse_int,
+    task_or_spec,
+)
 from rwtoolkit.io import check_output_file
 
 if TYPE_CHECKING:
@@ -99,23 +105,18 @@ def _task(args: argparse.Namespace):
     return task_or_spec(args, "rw stability")
 
 
-#: The quick grid's options and their defaults; --grid full sets all of them (and --mu, --mus).
-_GRID_OPTIONS = {"sigmas": "1e-2,1e-4,1e-6,1e-8", "dtypes": "float64", "seeds": "2"}
+#: The quick grid's options and their defaults (--mus: none, --mu gives one); --grid full sets all of them.
+_GRID_OPTIONS = {"sigmas": "1e-2,1e-4,1e-6,1e-8", "dtypes": "float64", "seeds": "2", "mus": None}
 
 
 def _grid_options(args: argparse.Namespace) -> None:
     """--sigmas, --dtypes, --seeds, --mus: refused in one line with --grid full, which replaces them (they were
     silently dropped); else their defaults where not given."""
-    if args.grid == "full":
-        given = [f"--{k}" for k in (*_GRID_OPTIONS, "mus") if getattr(args, k, None) is not None]
-        if given:
-            raise ValueError(
-                f"{given[0]} is out of place with --grid full, which sets sigma, mu, dtypes and seeds itself: "
-                f"drop {given[0]}, or use --grid quick"
-            )
-    for key, value in _GRID_OPTIONS.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    why = (
+        "{flag} is out of place with --grid full, which sets sigma, mu, dtypes and seeds itself: drop {flag}, "
+        "or use --grid quick"
+    )
+    options_in_place(args, _GRID_OPTIONS, why if args.grid == "full" else None)
 
 
 def run(args: argparse.Namespace) -> int:
