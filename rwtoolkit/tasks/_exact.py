@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from numbers import Number
 
@@ -22,6 +23,21 @@ def symbol(name: str) -> sp.Symbol:
 
 #: Names read as constants elsewhere (NaN, infinities, i, e, π): refused as a symbol's name.
 NOT_SYMBOL_NAMES = frozenset({"nan", "NaN", "inf", "Inf", "infinity", "oo", "zoo", "I", "E", "pi"})
+
+
+def check_symbol_names(identifiers: Iterable[str], name: str, value: object) -> None:
+    """Refuse, in one line naming ``name``, a constant's name (``NOT_SYMBOL_NAMES``) among the ``identifiers``
+    of ``value`` that would become symbols.
+
+    >>> check_symbol_names(["p", "pi"], "p", "1-pi")
+    Traceback (most recent call last):
+    ValueError: p='1-pi': pi names a constant, not a symbol; give a number, or a symbol such as p
+    """
+    reserved = sorted(set(identifiers) & NOT_SYMBOL_NAMES)
+    if reserved:
+        raise ValueError(
+            f"{name}={value!r}: {reserved[0]} names a constant, not a symbol; give a number, or a symbol such as p"
+        )
 
 
 def exact(value: object, name: str) -> sp.Expr:
@@ -52,10 +68,7 @@ def exact(value: object, name: str) -> sp.Expr:
     if isinstance(value, str):
         text = value.strip()
         if text.isidentifier():
-            if text in NOT_SYMBOL_NAMES:
-                raise ValueError(
-                    f"{name}={value!r}: {text} names a constant, not a symbol; give a number, or a symbol such as p"
-                )
+            check_symbol_names([text], name, value)
             return symbol(text)
         try:
             number = exact_text(text)  # digits and exponent bounded: "1e-1000000000" is refused, not computed

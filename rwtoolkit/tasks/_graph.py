@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import sympy as sp
 
 from rwtoolkit.tasks._circle import check_int, circle_transition_matrix
-from rwtoolkit.tasks._exact import NOT_SYMBOL_NAMES, check_in_unit_interval, exact, is_numeric, symbol
+from rwtoolkit.tasks._exact import check_in_unit_interval, check_symbol_names, exact, is_numeric, symbol
 from rwtoolkit.tasks._finite import FiniteTask
 
 #: Largest number of inputs a catalogue family enumerates into a FiniteTask (one SymPy probability
@@ -89,11 +89,7 @@ def exact_expr(value: object, name: str) -> sp.Expr:
 
     # Every identifier is bound to a real toolkit symbol, so the parser never reaches SymPy's
     # namespace (no functions, no constants): the result is a rational function of symbols.
-    reserved = sorted(set(_IDENT.findall(text)) & NOT_SYMBOL_NAMES)
-    if reserved:
-        raise ValueError(
-            f"{name}={value!r}: {reserved[0]} names a constant, not a symbol; give a number, or a symbol such as p"
-        )
+    check_symbol_names(_IDENT.findall(text), name, value)
     local = {ident: symbol(ident) for ident in _IDENT.findall(text)}
     names = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol}
     transformations = standard_transformations + (convert_xor, rationalize)
