@@ -21,7 +21,7 @@ from flint import arb
 from rwtoolkit.engines import select
 from rwtoolkit.engines.balls._balls import MAX_PREC, MIN_PREC, ball_interval, precision, sign
 from rwtoolkit.engines.balls._gram import CERTIFIED_POS, GramEnclosure, enclose_gram
-from rwtoolkit.engines.balls._model_certify import BallEstimate
+from rwtoolkit.engines.balls._model_certify import BallEstimate, recorded_count
 from rwtoolkit.engines.balls._trajectory import BallTrajectory
 from rwtoolkit.engines.balls._walks import WalkSet
 from rwtoolkit.io import CERTIFIED_WORDS, Verdict
@@ -166,7 +166,7 @@ def certify_estimate(
     n = size if population else min(train_size, size) + min(test_size, size)
     per_step = _SECONDS_PER_STEP + n * task.K * (_SECONDS_PER_WALK_TOKEN + _SECONDS_PER_POSITION * task.N)
     seconds = _SECONDS_SETUP + (steps + 1) * per_step * max(1.0, (prec / 1024) ** 0.5)
-    recorded = steps + 1 if record_steps is None else len({t for t in record_steps if t < steps} | {steps})
+    recorded = recorded_count(steps, record_steps)
     memory = _BASE_BYTES + recorded * n * task.K * (max(prec, max_prec) // 8 + _BALL_BYTES)
     file_bytes = 2 * _FILE_BYTES_HEADER + recorded * (
         _FILE_BYTES_PER_STEP + _FILE_BYTES_PER_ENTRY * task.K * task.N

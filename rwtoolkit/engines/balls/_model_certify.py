@@ -11,6 +11,7 @@ when every step is certified, inconclusive at the step where the balls could not
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -102,6 +103,16 @@ def most_steps(
     return low
 
 
+def recorded_count(steps: int, record_steps: Collection[int] | None) -> int:
+    """How many of the states 0..``steps`` a run records (``record_steps``, None for every one, and always the
+    last), counted without listing them: the plan of a refused ``steps`` of 10⁹ costs nothing.
+
+    >>> recorded_count(10**9, None), recorded_count(5, {0, 2, 5, 7})
+    (1000000001, 3)
+    """
+    return steps + 1 if record_steps is None else len({t for t in record_steps if 0 <= t < steps} | {steps})
+
+
 def ball_model_job(
     task: Any,
     model: Any,
@@ -152,10 +163,7 @@ def ball_model_job(
         model.own_start(ball_arithmetic(), sizes, "zero")
     bits = BASE_PREC + bits_per_step(optimizer) * max(steps, 1) if prec is None else prec
     seconds = ball_estimate(task, model, steps, mu_q, bits, None, init)
-    # how many steps are recorded, counted without listing them (a refused --steps 10**9 lists nothing)
-    n_recorded = (
-        steps + 1 if record_steps is None else len({t for t in record_steps if 0 <= t < steps} | {steps})
-    )
+    n_recorded = recorded_count(steps, record_steps)
     ops = ball_step_ops(task, model, mu_q)
     ball_bytes = bits // 8 + _BALL_OVERHEAD
     per_record = (
