@@ -157,7 +157,10 @@ KEY_QUERY = ["--model", "key_query", "--population", "--K", "3", "--N", "4", "--
             [*KEY_QUERY, "--seed", "-1"],
             "seed=-1 must be an integer >= 0",
         ),
-        ([*KEY_QUERY, "--record-steps", "9"], "record_steps: step 9 is outside 0..1 (--steps)"),
+        (
+            [*KEY_QUERY, "--record-steps", "9"],
+            "record_steps entry 9 is out of range: must be an integer in [0, steps=1]",
+        ),
         (
             [*KEY_QUERY, "--init", "gaussian", "--sigma", "1e308"],
             "the parameters are not finite at step 0: the start is not finite (lower --sigma)",

@@ -233,6 +233,28 @@ def stages_record(stages: Sequence[tuple[int, Collection[str]]]) -> list[list]:
     return [[int(steps), sorted(names)] for steps, names in stages]
 
 
+def check_seed_and_record_steps(cfg: TrainConfig) -> None:
+    """``seed`` an integer >= 0 and ``record_steps`` None or integers in [0, steps]: one line naming the
+    argument otherwise (``validate``'s checks that the generic torch engine shares).
+
+    >>> check_seed_and_record_steps(TrainConfig(steps=1, record_steps=[9]))
+    Traceback (most recent call last):
+    ValueError: record_steps entry 9 is out of range: must be an integer in [0, steps=1]
+    """
+    if not _is_int(cfg.seed) or cfg.seed < 0:
+        raise ValueError(f"seed={cfg.seed!r} must be an integer >= 0")
+    if cfg.record_steps is not None:
+        if isinstance(cfg.record_steps, (str, bytes)) or not hasattr(cfg.record_steps, "__iter__"):
+            raise ValueError(
+                f"record_steps={cfg.record_steps!r} must be a sequence of integers in [0, steps] (or None)"
+            )
+        for s in cfg.record_steps:
+            if not _is_int(s) or not 0 <= s <= cfg.steps:
+                raise ValueError(
+                    f"record_steps entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
+                )
+
+
 def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
     """Check every argument at the public boundary; each failure names the argument and its range."""
     if not isinstance(task, (CircleWalk, FiniteTask)):
@@ -290,8 +312,7 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
         )
     if cfg.init == "gaussian":
         _positive(cfg.sigma, "sigma")
-    if not _is_int(cfg.seed) or cfg.seed < 0:
-        raise ValueError(f"seed={cfg.seed!r} must be an integer >= 0")
+    check_seed_and_record_steps(cfg)
     if not cfg.population:
         for name in ("train_size", "test_size"):
             value = getattr(cfg, name)
@@ -311,16 +332,6 @@ def validate(task: object, model: ModelConfig, cfg: TrainConfig) -> None:
             raise ValueError(
                 f"snapshots entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
             )
-    if cfg.record_steps is not None:
-        if isinstance(cfg.record_steps, (str, bytes)) or not hasattr(cfg.record_steps, "__iter__"):
-            raise ValueError(
-                f"record_steps={cfg.record_steps!r} must be a sequence of integers in [0, steps] (or None)"
-            )
-        for s in cfg.record_steps:
-            if not _is_int(s) or not 0 <= s <= cfg.steps:
-                raise ValueError(
-                    f"record_steps entry {s!r} is out of range: must be an integer in [0, steps={cfg.steps}]"
-                )
     if not isinstance(cfg.record_params, bool):
         raise ValueError(f"record_params={cfg.record_params!r} must be True or False")
     if not isinstance(cfg.rotate, bool):

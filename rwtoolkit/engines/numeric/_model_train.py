@@ -34,7 +34,13 @@ from rwtoolkit.engines.numeric._checkpoint import (
     restored_rule_state,
     save_checkpoint,
 )
-from rwtoolkit.engines.numeric._config import ModelConfig, TrainConfig, registered_model, stages_record
+from rwtoolkit.engines.numeric._config import (
+    ModelConfig,
+    TrainConfig,
+    check_seed_and_record_steps,
+    registered_model,
+    stages_record,
+)
 from rwtoolkit.engines.numeric._embeddings import positional_embeddings
 from rwtoolkit.engines.numeric._losses import LOSS_FUNCTIONS, Diverged, TensorLoss
 from rwtoolkit.engines.numeric._train import Run, TrainResult, trace_arrays, trace_step
@@ -472,11 +478,7 @@ def _check_run(task: CircleWalk | FiniteTask, model: ModelConfig, cfg: TrainConf
                 f"{net.name} on the exact population with a number eta and a named loss"
             )
     objective_name(net, cfg.objective)
-    if isinstance(cfg.seed, bool) or not isinstance(cfg.seed, int) or cfg.seed < 0:
-        raise ValueError(f"seed={cfg.seed!r} must be an integer >= 0")
-    late = sorted(t for t in cfg.record_steps or () if not 0 <= t <= cfg.steps)
-    if late:
-        raise ValueError(f"record_steps: step {late[0]} is outside 0..{cfg.steps} (--steps)")
+    check_seed_and_record_steps(cfg)
     if cfg.init == "own":  # one line for a model without a start of its own
         initial_model_parameters(net, Sizes(K=task.K, M=model.M, N=task.N), "own", 0.0, 0)
     memory = model_memory_estimate(task, net, model.M, cfg.steps, cfg.dtype)
